@@ -1,0 +1,5 @@
+"""`python -m golive` runs the command line."""
+
+from golive.cli import main
+
+raise SystemExit(main())

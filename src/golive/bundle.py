@@ -1,0 +1,148 @@
+"""The evidence bundle: written as evidence is produced, sealed with a sha256 manifest.
+
+Every write goes to disk at once (append + flush), so a run that is killed leaves a readable
+partial bundle. `seal` writes `manifest-sha256.txt` (BagIt style: `<sha256>  <path>`) over
+every other file; `verify` names each altered, missing or extra file. Known secret values
+are scrubbed from everything written, as a last line of defence behind never storing them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from golive.errors import BundleError
+
+MANIFEST = "manifest-sha256.txt"
+SUBDIRS = ("config", "environment", "requests", "metrics", "memory")
+REDACTED = "***REDACTED***"
+
+
+class Bundle:
+    """A bundle directory being written. Paths given to methods are relative to it."""
+
+    def __init__(self, root: Path, secrets: Iterable[str] = ()) -> None:
+        self.root = root
+        self._secrets = tuple(s for s in secrets if s)
+        self._open: dict[str, IO[str]] = {}
+
+    @classmethod
+    def create(cls, root: Path, secrets: Iterable[str] = ()) -> Bundle:
+        """Create a new bundle; refuse a directory that already holds files."""
+        try:
+            if root.exists() and any(root.iterdir()):
+                raise BundleError(
+                    f"{root} already exists and is not empty; give --out a new directory "
+                    "so no earlier evidence is overwritten"
+                )
+            for sub in SUBDIRS:
+                (root / sub).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BundleError(f"cannot create bundle directory {root}: {exc}") from exc
+        return cls(root, secrets)
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def append_jsonl(self, rel: str, obj: Any) -> None:
+        """Append one JSON line and flush it to the OS at once."""
+        handle = self._open.get(rel)
+        try:
+            if handle is None:
+                self.path(rel).parent.mkdir(parents=True, exist_ok=True)
+                handle = self.path(rel).open("a", encoding="utf-8")
+                self._open[rel] = handle
+            handle.write(self.scrub(json.dumps(obj, ensure_ascii=False, default=str)) + "\n")
+            handle.flush()
+        except OSError as exc:
+            raise BundleError(f"cannot append to {self.path(rel)}: {exc}") from exc
+
+    def write_json(self, rel: str, obj: Any) -> Path:
+        text = json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+        return self.write_text(rel, text)
+
+    def write_text(self, rel: str, text: str) -> Path:
+        """Write a whole file atomically (temp file + rename), scrubbed of secrets."""
+        target = self.path(rel)
+        tmp = target.with_name(f".{target.name}.tmp")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(self.scrub(text), encoding="utf-8")
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise BundleError(f"cannot write {target}: {exc}") from exc
+        return target
+
+    def close(self) -> None:
+        for handle in self._open.values():
+            handle.close()
+        self._open.clear()
+
+    def seal(self) -> Path:
+        """Close open files and write the manifest over every other file."""
+        self.close()
+        lines = [f"{digest}  {rel}" for rel, digest in sorted(_hash_tree(self.root).items())]
+        return self.write_text(MANIFEST, "\n".join(lines) + "\n")
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    altered: tuple[str, ...]
+    missing: tuple[str, ...]
+    extra: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.altered or self.missing or self.extra)
+
+
+def verify(root: Path) -> VerifyReport:
+    """Compare a bundle with its manifest. `BundleError` when there is no readable manifest."""
+    manifest = root / MANIFEST
+    try:
+        text = manifest.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BundleError(
+            f"{manifest} cannot be read ({exc}); the bundle was never sealed"
+        ) from exc
+    expected: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        digest, sep, rel = line.partition("  ")
+        if not sep or len(digest) != 64:
+            raise BundleError(f"{manifest}:{number} is not '<sha256>  <path>': {line!r}")
+        expected[rel] = digest
+    actual = _hash_tree(root)
+    return VerifyReport(
+        altered=tuple(sorted(r for r in expected if r in actual and actual[r] != expected[r])),
+        missing=tuple(sorted(r for r in expected if r not in actual)),
+        extra=tuple(sorted(r for r in actual if r not in expected)),
+    )
+
+
+def _hash_tree(root: Path) -> dict[str, str]:
+    digests: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() and not path.is_symlink():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if rel == MANIFEST:
+            continue
+        if path.is_symlink():
+            digests[rel] = hashlib.sha256(f"symlink:{os.readlink(path)}".encode()).hexdigest()
+            continue
+        sha = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(block)
+        digests[rel] = sha.hexdigest()
+    return digests

@@ -1,0 +1,71 @@
+"""What every check is given: the target seam, the bundle, the config and the profile."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from golive.bundle import Bundle
+from golive.config import GoliveConfig, Profile
+from golive.errors import BadResponse
+from golive.metrics import Snapshot, parse_metrics
+from golive.traffic.records import ParsedResponse, RequestRecord, parse
+
+
+class Target(Protocol):
+    """The seam checks need from the traffic client (owned here, by the consumer)."""
+
+    def url(self, path: str) -> str: ...
+
+    async def get(self, path: str, label: str) -> RequestRecord: ...
+
+    async def chat(
+        self, body: Mapping[str, Any], label: str, scheduled_ns: int | None = None
+    ) -> RequestRecord: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CheckContext:
+    target: Target
+    bundle: Bundle
+    config: GoliveConfig
+    profile: Profile
+
+    @property
+    def metrics_url(self) -> str:
+        return self.config.target.metrics_url or self.target.url("/metrics")
+
+    def save(self, record: RequestRecord, stream_file: str) -> ParsedResponse:
+        """Parse a record and append it to `requests/<stream_file>.jsonl` in the bundle."""
+        parsed = parse(record)
+        self.bundle.append_jsonl(f"requests/{stream_file}.jsonl", parsed.to_json())
+        return parsed
+
+
+@dataclass(frozen=True, slots=True)
+class Scrape:
+    """A metrics scrape: the snapshot, or why there is none."""
+
+    snapshot: Snapshot | None
+    problem: str | None
+    evidence: str | None
+
+
+async def scrape(ctx: CheckContext, window: str) -> Scrape:
+    """Scrape `/metrics`, save the raw text as `metrics/<window>.prom`, parse it."""
+    record = await ctx.target.get(ctx.metrics_url, f"metrics-{window}")
+    if record.failure is not None and record.status is None:
+        return Scrape(None, f"{ctx.metrics_url} unreachable: {record.failure.message}", None)
+    text = record.raw_text
+    evidence = f"metrics/{window}.prom"
+    ctx.bundle.write_text(evidence, text)
+    if not record.ok:
+        return Scrape(None, f"{ctx.metrics_url} answered HTTP {record.status}", evidence)
+    try:
+        snapshot = parse_metrics(text, taken_at=record.started_at)
+    except BadResponse as exc:
+        return Scrape(None, f"{ctx.metrics_url}: {exc}", evidence)
+    if not snapshot.has_vllm_metrics():
+        return Scrape(None, f"{ctx.metrics_url} has no vllm: metric families", evidence)
+    return Scrape(snapshot, None, evidence)

@@ -1,0 +1,163 @@
+"""The command line: parse, load config, one `asyncio.run`, map the outcome to an exit code.
+
+This is the only module that prints or exits. Exit codes: 0 go-live, 10
+observe-with-limits, 11 hold, 12 expand-capacity, 13 rebuild, 2 usage or config error,
+3 golive could not do its job (bundle, local target); `verify`: 0 intact, 1 altered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from golive import __version__
+from golive.bundle import verify
+from golive.checks.smoke import run_smoke
+from golive.config import PROFILES, load_config
+from golive.errors import ConfigError, GoliveError
+from golive.results import EXIT_INTERNAL, EXIT_USAGE
+from golive.run import Verdict, judge
+
+err = Console(stderr=True)
+_STYLE = {
+    "pass": "green",
+    "warn": "yellow",
+    "fail": "red",
+    "no_data": "magenta",
+    "error": "red",
+    "skipped": "dim",
+}
+
+
+def _target_options(parser: argparse.ArgumentParser, target_required: bool = True) -> None:
+    parser.add_argument("--target", required=target_required, help="OpenAI-compatible base URL")
+    parser.add_argument("--metrics-url", help="Prometheus metrics URL (default <target>/metrics)")
+    parser.add_argument(
+        "--api-key-env", metavar="NAME", help="environment variable holding the API key"
+    )
+    parser.add_argument("--model", help="served model name (default: the first one listed)")
+    parser.add_argument("--config", type=Path, help="YAML config file (unknown keys are errors)")
+    parser.add_argument("--profile", help=f"{' | '.join(PROFILES)} | path to a profile YAML")
+    parser.add_argument("--out", type=Path, help="bundle directory (default ./golive-<time>)")
+    parser.add_argument("--json", action="store_true", help="print verdict.json to stdout")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="golive", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"golive {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    smoke = sub.add_parser(
+        "smoke", help="post-start checks: health, version, models, text, metrics"
+    )
+    _target_options(smoke)
+    check = sub.add_parser("verify", help="check a bundle against its manifest")
+    check.add_argument("bundle", type=Path)
+    demo = sub.add_parser(
+        "demo", help="start the bundled local vLLM (CPU) and run golive against it"
+    )
+    demo.add_argument("--model", default="qwen", choices=("qwen", "smollm2"))
+    demo.add_argument("--out", type=Path, help="bundle directory (default ./golive-demo-<time>)")
+    demo.add_argument("--json", action="store_true", help="print verdict.json to stdout")
+    target = sub.add_parser("target", help="the bundled local vLLM target")
+    target_sub = target.add_subparsers(dest="target_command", required=True)
+    setup = target_sub.add_parser("setup", help="install the engine venv and convert the models")
+    setup.add_argument("--model", action="append", choices=("qwen", "smollm2"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return asyncio.run(_dispatch(args))
+    except ConfigError as exc:
+        err.print(f"[red]config error:[/red] {exc}", highlight=False)
+        return EXIT_USAGE
+    except GoliveError as exc:
+        err.print(f"[red]golive error:[/red] {exc}", highlight=False)
+        return EXIT_INTERNAL
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/yellow]: the bundle keeps what was written so far")
+        return 130
+
+
+async def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "verify":
+        return _verify(args.bundle)
+    if args.command == "smoke":
+        config = load_config(
+            args.config,
+            {
+                "target.url": args.target,
+                "target.metrics_url": args.metrics_url,
+                "target.api_key_env": args.api_key_env,
+                "target.model": args.model,
+                "profile": args.profile,
+            },
+        )
+        verdict = await judge(config, args.out or _default_out("golive"), "smoke", run_smoke)
+        return _finish(verdict, args.json)
+    if args.command == "demo":
+        from golive.demo import run_demo
+
+        verdict = await run_demo(args.model, args.out or _default_out("golive-demo"), err.print)
+        return _finish(verdict, args.json)
+    if args.command == "target":
+        from golive.target.install import ensure_target
+
+        for model in args.model or ["qwen", "smollm2"]:
+            paths = await ensure_target(model, err.print)
+            err.print(f"target ready: {paths.spec.name} at {paths.model_dir} (engine {paths.venv})")
+        return 0
+    raise ConfigError(f"unknown command {args.command!r}")
+
+
+def _default_out(prefix: str) -> Path:
+    return Path(f"{prefix}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+
+
+def _verify(bundle: Path) -> int:
+    report = verify(bundle)
+    if report.ok:
+        print(f"{bundle}: intact (every file matches manifest-sha256.txt)")
+        return 0
+    for kind, paths in (
+        ("altered", report.altered),
+        ("missing", report.missing),
+        ("extra", report.extra),
+    ):
+        for path in paths:
+            print(f"{kind}: {path}")
+    print(f"{bundle}: NOT intact", file=sys.stderr)
+    return 1
+
+
+def _finish(verdict: Verdict, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(verdict.data, indent=2))
+    else:
+        _print_table(verdict.data)
+    err.print(f"bundle: {verdict.bundle}")
+    return verdict.outcome.exit_code
+
+
+def _print_table(data: dict[str, Any]) -> None:
+    table = Table(title=f"golive {data['command']}: {data['outcome']}", title_justify="left")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("summary", overflow="fold")
+    for check in data["checks"]:
+        style = _STYLE.get(check["status"], "")
+        table.add_row(check["id"], f"[{style}]{check['status']}[/{style}]", check["summary"])
+    Console().print(table)
+    for rule in data["rules_fired"]:
+        Console().print(f"{rule['outcome']}: {rule['reason']} ({', '.join(rule['checks'])})")

@@ -1,0 +1,190 @@
+"""Configuration: pydantic models at the edge, YAML file + CLI overrides, profiles as data.
+
+Unknown keys are errors (`extra="forbid"`): a misspelt threshold silently ignored would let
+a deployment pass a gate nobody meant to relax. Every error names the file, the field and
+the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from golive.errors import ConfigError
+
+PROFILES = ("generic", "kimi-k3")
+
+
+class StrictModel(BaseModel):
+    """Frozen, and rejects unknown keys (a typo must not silently relax a gate)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TargetConfig(StrictModel):
+    url: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://host:8000")
+    metrics_url: str | None = Field(None, description="defaults to <url>/metrics")
+    engine_url: str | None = Field(None, description="the engine behind a gateway given as url")
+    api_key_env: str | None = Field(None, description="environment variable holding the API key")
+    model: str | None = Field(None, description="served model name; default: the first listed")
+    connect_timeout_s: float = Field(10.0, gt=0)
+    read_timeout_s: float = Field(300.0, gt=0)
+
+    @field_validator("url", "metrics_url", "engine_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL; write it as http://HOST:PORT")
+        return value.rstrip("/") if value else value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not value.replace("_", "").isalnum():
+            raise ValueError(
+                "give the NAME of an environment variable (letters, digits, _), never the key"
+            )
+        return value
+
+
+class SmokeConfig(StrictModel):
+    prompt: str = "In one sentence, what does an SRE check before a deployment goes live?"
+    max_tokens: int = Field(48, ge=1, le=4096)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+
+
+class GoliveConfig(StrictModel):
+    profile: str = Field("generic", description="generic | kimi-k3 | path to a profile YAML")
+    target: TargetConfig = TargetConfig()
+    smoke: SmokeConfig = SmokeConfig()
+
+
+class ChainExpectation(StrictModel):
+    image: str | None = None
+    image_digest_required: bool = False
+    min_vllm: str | None = None
+    cuda_major: int | None = None
+    min_driver_major: int | None = None
+    tool_parser: str | None = None
+    reasoning_parser: str | None = None
+    prefix_caching_required: bool = False
+    min_gpus: int | None = None
+
+
+class CacheProfile(StrictModel):
+    min_shared_prefix_tokens: int = Field(1024, ge=1)
+    block_size_hint: int | None = None
+    notes: str = ""
+
+
+class AgentProfile(StrictModel):
+    reasoning_fields: tuple[str, ...] = ("reasoning", "reasoning_content")
+    forbidden_content_markers: tuple[str, ...] = ()
+
+
+class Profile(StrictModel):
+    name: str
+    description: str
+    chain: ChainExpectation = ChainExpectation()
+    cache: CacheProfile = CacheProfile()
+    agent: AgentProfile = AgentProfile()
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> GoliveConfig:
+    """Defaults ← YAML file ← dotted CLI overrides (`{"target.url": ...}`); validated."""
+    data: dict[str, Any] = _read_yaml(path) if path is not None else {}
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        node = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            child = node.setdefault(key, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"{path}: {'.'.join(parents)} must be a mapping, not {child!r}")
+            node = child
+        node[leaf] = value
+    return _validate(GoliveConfig, data, str(path) if path else "command line")
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A bundled profile by name, or a profile YAML file by path."""
+    if name_or_path in PROFILES:
+        text = resources.files("golive.profiles").joinpath(f"{name_or_path}.yaml").read_text()
+        return _validate(Profile, _parse_yaml(text, f"profile {name_or_path}"), name_or_path)
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise ConfigError(
+            f"profile {name_or_path!r} is neither a bundled profile ({', '.join(PROFILES)}) "
+            "nor a readable YAML file"
+        )
+    return _validate(Profile, _read_yaml(path), str(path))
+
+
+def profile_text(name_or_path: str) -> str:
+    """The profile's source text, saved into the bundle as evidence of the rules applied."""
+    if name_or_path in PROFILES:
+        return resources.files("golive.profiles").joinpath(f"{name_or_path}.yaml").read_text()
+    return Path(name_or_path).read_text()
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot be read ({exc.strerror}); check the --config path"
+        ) from exc
+    return _parse_yaml(text, str(path))
+
+
+def _parse_yaml(text: str, source: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: the top level must be a mapping of keys, not {type(data).__name__}"
+        )
+    return data
+
+
+def _validate(model: type[M], data: Mapping[str, Any], source: str) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, model, source)) from exc
+
+
+def _explain(exc: ValidationError, model: type[BaseModel], source: str) -> str:
+    lines = [f"{source}: {exc.error_count()} invalid setting(s)"]
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        if error["type"] == "extra_forbidden":
+            allowed = _allowed_keys(model, error["loc"][:-1])
+            fix = f"unknown key; remove it or use one of: {', '.join(allowed)}"
+        else:
+            fix = f"{error['msg']} (got {error.get('input')!r})"
+        lines.append(f"  {where}: {fix}")
+    return "\n".join(lines)
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    current: Any = model
+    for part in loc:
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        current = field.annotation
+    return sorted(getattr(current, "model_fields", {}))

@@ -1,0 +1,48 @@
+"""The one exception tree of golive.
+
+    GoliveError                     anything golive raises on purpose
+    ├── ConfigError                 bad config file, profile, flag or environment variable (exit 2)
+    ├── TargetError                 the server under test misbehaved at the transport level
+    │   ├── TargetUnreachable       connection refused, DNS, TLS, connect/read timeout
+    │   └── BadResponse             reachable, but the answer is not what the protocol promises
+    ├── LocalTargetError            the bundled CPU vLLM could not be set up, started or stopped
+    ├── BundleError                 the evidence bundle could not be written, read or sealed
+    └── EvidenceError               an evidence file given by the user cannot be read
+
+Library errors (aiohttp, pydantic, yaml, OSError) are translated into these at the module
+that talks to the library; nothing above that layer catches a foreign exception.
+"""
+
+from __future__ import annotations
+
+
+class GoliveError(Exception):
+    """Base class of every error golive raises on purpose."""
+
+
+class ConfigError(GoliveError):
+    """A config file, profile, flag or variable is invalid; the message names the fix."""
+
+
+class TargetError(GoliveError):
+    """The target could not be talked to as an OpenAI-compatible vLLM server."""
+
+
+class TargetUnreachable(TargetError):
+    """Connection refused, name not resolved, or a timeout before any answer."""
+
+
+class BadResponse(TargetError):
+    """The target answered, but not in the shape the protocol promises."""
+
+
+class LocalTargetError(GoliveError):
+    """The bundled local vLLM (CPU) target failed to install, start or stop."""
+
+
+class BundleError(GoliveError):
+    """The evidence bundle could not be written, read or sealed."""
+
+
+class EvidenceError(GoliveError):
+    """A user-supplied evidence file is missing or unreadable."""

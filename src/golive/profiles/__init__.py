@@ -1,0 +1,1 @@
+"""Bundled profiles (data): generic.yaml and kimi-k3.yaml."""

@@ -1,0 +1,1 @@
+"""Rendering of a bundle's verdict for people: Markdown (and later HTML)."""

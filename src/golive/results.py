@@ -1,0 +1,127 @@
+"""Frozen result types shared by every layer: check results, outcomes, decisions."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Status(enum.StrEnum):
+    """What a single check found. Only `pass` counts as evidence of health."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    NO_DATA = "no_data"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+class CheckClass(enum.StrEnum):
+    """The checklist layer a check belongs to."""
+
+    ENVIRONMENT = "environment"
+    STARTUP = "startup"
+    SMOKE = "smoke"
+    CAPACITY = "capacity"
+    CACHE = "cache"
+    AGENT = "agent"
+    INTEGRITY = "integrity"
+
+
+class Outcome(enum.StrEnum):
+    """The checklist's outcomes, in increasing severity."""
+
+    GO_LIVE = "go-live"
+    OBSERVE_WITH_LIMITS = "observe-with-limits"
+    HOLD = "hold"
+    EXPAND_CAPACITY = "expand-capacity"
+    REBUILD = "rebuild"
+
+    @property
+    def exit_code(self) -> int:
+        """Documented exit status; 2 is reserved for usage and config errors."""
+        return _EXIT_CODES[self]
+
+    @property
+    def severity(self) -> int:
+        """Worse outcomes have larger numbers; the worst fired rule wins."""
+        return list(Outcome).index(self)
+
+
+_EXIT_CODES: Mapping[Outcome, int] = {
+    Outcome.GO_LIVE: 0,
+    Outcome.OBSERVE_WITH_LIMITS: 10,
+    Outcome.HOLD: 11,
+    Outcome.EXPAND_CAPACITY: 12,
+    Outcome.REBUILD: 13,
+}
+
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One check's finding, as written into verdict.json."""
+
+    id: str
+    check_class: CheckClass
+    critical: bool
+    status: Status
+    summary: str
+    measurements: Mapping[str, float | int | str | bool | None] = field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The verdict.json shape (DESIGN.md §1)."""
+        return {
+            "id": self.id,
+            "class": self.check_class.value,
+            "critical": self.critical,
+            "status": self.status.value,
+            "summary": self.summary,
+            "measurements": dict(self.measurements),
+            "evidence": list(self.evidence),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CheckResult:
+        """Read back a check result from a saved verdict.json."""
+        return cls(
+            id=str(data["id"]),
+            check_class=CheckClass(data["class"]),
+            critical=bool(data["critical"]),
+            status=Status(data["status"]),
+            summary=str(data["summary"]),
+            measurements=dict(data.get("measurements", {})),
+            evidence=tuple(data.get("evidence", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFired:
+    """A decision rule that produced an outcome, with the checks behind it."""
+
+    rule: str
+    outcome: Outcome
+    reason: str
+    check_ids: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "checks": list(self.check_ids),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome and every rule that fired; the worst rule decides."""
+
+    outcome: Outcome
+    rules_fired: tuple[RuleFired, ...]

@@ -1,0 +1,187 @@
+"""Start and stop the local vLLM (CPU) server by PID on 127.0.0.1, and wait until healthy."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+from golive.errors import LocalTargetError
+from golive.target.install import Progress, TargetPaths
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """The flags the tests and the demo vary; the rest follow vllm-cpu-target.md."""
+
+    port: int | None = None
+    prefix_caching: bool = True
+    tool_parser: str | None = "hermes"
+    max_num_seqs: int | None = None
+    max_model_len: int = 4096
+    kv_cache_gib: int = 1
+    extra_args: tuple[str, ...] = ()
+    ready_timeout_s: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTarget:
+    url: str
+    pid: int
+    port: int
+    log_path: Path
+    served_name: str
+    argv: tuple[str, ...] = field(repr=False, default=())
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def serve_argv(paths: TargetPaths, options: ServeOptions, port: int) -> list[str]:
+    """The server command line: deprecated-but-working module entry (the `vllm` script fails)."""
+    argv = [
+        str(paths.python),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(paths.model_dir),
+        "--served-model-name",
+        paths.spec.served_name,
+        "--host",
+        LOOPBACK,
+        "--port",
+        str(port),
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        str(options.max_model_len),
+        "--enforce-eager",
+        "--enable-prompt-tokens-details",
+        "--enable-server-load-tracking",
+        "--enable-prefix-caching" if options.prefix_caching else "--no-enable-prefix-caching",
+    ]
+    if options.tool_parser:
+        argv += ["--enable-auto-tool-choice", "--tool-call-parser", options.tool_parser]
+    if options.max_num_seqs is not None:
+        argv += ["--max-num-seqs", str(options.max_num_seqs)]
+    return [*argv, *options.extra_args]
+
+
+async def start_target(
+    paths: TargetPaths, options: ServeOptions, run_dir: Path, progress: Progress = print
+) -> RunningTarget:
+    """Start the server in its own session and wait for `/health`; stop it on failure."""
+    port = options.port or free_port()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log_path = run_dir / f"vllm-{port}.log"
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "VLLM_CPU_KVCACHE_SPACE": str(options.kv_cache_gib),
+        "VLLM_CACHE_ROOT": str(paths.root / "vllm-cache"),
+        "PYTHONUNBUFFERED": "1",
+    }
+    argv = serve_argv(paths, options, port)
+    with log_path.open("wb") as log:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdout=log,
+            stderr=log,
+            stdin=asyncio.subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    (run_dir / f"vllm-{port}.pid").write_text(f"{process.pid}\n")
+    target = RunningTarget(
+        f"http://{LOOPBACK}:{port}",
+        process.pid,
+        port,
+        log_path,
+        paths.spec.served_name,
+        tuple(argv),
+    )
+    progress(f"target: starting vLLM (pid {process.pid}) on {target.url}, log {log_path}")
+    try:
+        await _wait_ready(target, process, options.ready_timeout_s)
+    except BaseException:
+        await stop_target(target)
+        raise
+    return target
+
+
+async def _wait_ready(
+    target: RunningTarget, process: asyncio.subprocess.Process, timeout_s: float
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+        while time.monotonic() < deadline:
+            if process.returncode is not None:
+                raise LocalTargetError(
+                    f"vLLM exited with code {process.returncode} before it was healthy; "
+                    f"see {target.log_path}:\n{_tail(target.log_path)}"
+                )
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with session.get(f"{target.url}/health") as response:
+                    if response.status == 200:
+                        return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), 1.0)
+    raise LocalTargetError(
+        f"vLLM was not healthy within {timeout_s:g} s; see {target.log_path}:\n"
+        f"{_tail(target.log_path)}"
+    )
+
+
+async def stop_target(target: RunningTarget, grace_s: float = 20.0) -> None:
+    """SIGTERM the server PID, wait, then SIGKILL its whole process group if needed."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(target.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and _group_alive(target.pid):
+        await asyncio.sleep(0.25)
+    if _group_alive(target.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(target.pid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the server's session is left (asyncio reaps the leader)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(log unreadable)"
+
+
+@contextlib.asynccontextmanager
+async def running_target(
+    paths: TargetPaths, options: ServeOptions, run_dir: Path, progress: Progress = print
+) -> AsyncIterator[RunningTarget]:
+    target = await start_target(paths, options, run_dir, progress)
+    try:
+        yield target
+    finally:
+        await stop_target(target)

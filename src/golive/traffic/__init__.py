@@ -1,0 +1,1 @@
+"""The traffic engine: an async OpenAI-compatible client, SSE reassembly and load schedules."""

@@ -1,0 +1,200 @@
+"""What one request leaves behind: bodies, status, server request id, timings, error.
+
+Records are built on the hot path from raw bytes and `perf_counter_ns` stamps only; parsing
+(JSON bodies, SSE reassembly) happens in `parse` after the load, when time no longer matters.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from golive.traffic.sse import StreamResult, decode_events, reassemble
+
+NS_PER_MS = 1_000_000
+
+
+class FailureKind(enum.StrEnum):
+    """Why a request did not produce a complete answer."""
+
+    CONNECT = "connect"  # refused, unreachable, DNS
+    TIMEOUT = "timeout"  # no answer (or no next chunk) within the read timeout
+    DISCONNECTED = "disconnected"  # the server closed the connection mid-answer
+    HTTP_STATUS = "http_status"  # a non-2xx answer
+    TRANSPORT = "transport"  # any other transport failure
+    CANCELLED = "cancelled"  # the schedule stopped before an answer
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    kind: FailureKind
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """Monotonic `perf_counter_ns` stamps; `None` where the moment never came."""
+
+    scheduled_ns: int
+    sent_ns: int
+    headers_ns: int | None = None
+    first_byte_ns: int | None = None
+    end_ns: int | None = None
+    chunk_ns: tuple[int, ...] = ()
+
+    def ms_since_sent(self, stamp: int | None) -> float | None:
+        return None if stamp is None else (stamp - self.sent_ns) / NS_PER_MS
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One request as sent and as answered, before any parsing."""
+
+    request_id: str
+    label: str
+    method: str
+    url: str
+    body: Mapping[str, Any] | None
+    stream: bool
+    started_at: float
+    timings: Timings
+    status: int | None = None
+    headers: Mapping[str, str] | None = None
+    chunks: tuple[bytes, ...] = ()
+    failure: Failure | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.status is not None and 200 <= self.status < 300
+
+    @property
+    def raw_text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedResponse:
+    """A record's answer after parsing: JSON body, or the reassembled stream."""
+
+    record: RequestRecord
+    json_body: Any | None
+    stream: StreamResult | None
+    server_request_id: str | None
+    first_token_ns: int | None
+    problems: tuple[str, ...]
+
+    @property
+    def ttft_ms(self) -> float | None:
+        return self.record.timings.ms_since_sent(self.first_token_ns)
+
+    @property
+    def e2e_ms(self) -> float | None:
+        return self.record.timings.ms_since_sent(self.record.timings.end_ns)
+
+    @property
+    def completion(self) -> dict[str, Any] | None:
+        """The answer in `chat.completion` shape, whichever way it was delivered."""
+        if self.stream is not None:
+            return self.stream.as_completion()
+        return self.json_body if isinstance(self.json_body, dict) else None
+
+    @property
+    def usage(self) -> Mapping[str, Any] | None:
+        body = self.completion
+        usage = body.get("usage") if body else None
+        return usage if isinstance(usage, dict) else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSONL line saved under `requests/` in the bundle."""
+        record, timings = self.record, self.record.timings
+        line: dict[str, Any] = {
+            "request_id": record.request_id,
+            "label": record.label,
+            "method": record.method,
+            "url": record.url,
+            "started_at": record.started_at,
+            "stream": record.stream,
+            "request": record.body,
+            "http_status": record.status,
+            "server_request_id": self.server_request_id,
+            "response": self.completion if self.completion is not None else self.json_body,
+            "timings_ms": {
+                "schedule_lag": (timings.sent_ns - timings.scheduled_ns) / NS_PER_MS,
+                "headers": timings.ms_since_sent(timings.headers_ns),
+                "first_byte": timings.ms_since_sent(timings.first_byte_ns),
+                "first_token": self.ttft_ms,
+                "end": self.e2e_ms,
+                "chunks": [timings.ms_since_sent(t) for t in timings.chunk_ns]
+                if record.stream
+                else [],
+            },
+            "failure": None
+            if record.failure is None
+            else {"kind": record.failure.kind.value, "message": record.failure.message},
+            "problems": list(self.problems),
+        }
+        if record.stream or self.json_body is None:
+            line["response_raw"] = record.raw_text
+        return line
+
+
+def parse(record: RequestRecord) -> ParsedResponse:
+    """Parse a record's answer; never raises, problems are listed instead."""
+    problems: list[str] = []
+    header_id = (record.headers or {}).get("x-request-id")
+    if record.stream and record.status is not None and 200 <= record.status < 300:
+        events, leftover = decode_events(record.chunks)
+        stream = reassemble(events)
+        if leftover:
+            problems.append(f"unframed trailing text: {leftover[:120]!r}")
+        if stream.malformed:
+            problems.append(f"{len(stream.malformed)} stream event(s) are not JSON")
+        if stream.error is not None:
+            problems.append(f"error event in stream: {stream.error.get('message', stream.error)}")
+        elif not stream.done:
+            problems.append("stream ended without [DONE]")
+        first_token = (
+            record.timings.chunk_ns[stream.first_token_chunk]
+            if stream.first_token_chunk is not None
+            and stream.first_token_chunk < len(record.timings.chunk_ns)
+            else None
+        )
+        return ParsedResponse(
+            record, None, stream, header_id or stream.response_id, first_token, tuple(problems)
+        )
+    body: Any | None = None
+    text = record.raw_text
+    if text:
+        try:
+            body = json.loads(text)
+        except json.JSONDecodeError:
+            problems.append(f"body is not JSON: {text[:120]!r}")
+    body_id = body.get("id") if isinstance(body, dict) and record.ok else None
+    first_token = record.timings.end_ns if record.ok else None
+    return ParsedResponse(
+        record,
+        body,
+        None,
+        header_id or (body_id if isinstance(body_id, str) else None),
+        first_token,
+        tuple(problems),
+    )
+
+
+def error_message(body: Any) -> str | None:
+    """The error text of an OpenAI/vLLM error body, nested (`{"error":{...}}`) or flat."""
+    if not isinstance(body, dict):
+        return None
+    inner = body.get("error")
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+        return str(inner["message"])
+    if isinstance(inner, str):
+        return inner
+    if body.get("object") == "error" and isinstance(body.get("message"), str):
+        return str(body["message"])
+    if isinstance(body.get("detail"), str):
+        return str(body["detail"])
+    return None

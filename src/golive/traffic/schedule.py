@@ -1,0 +1,167 @@
+"""Load schedules: fixed concurrency (closed loop) and fixed rate (Poisson arrivals).
+
+Every schedule is bounded twice: by a duration and by a request cap, and stops by itself at
+whichever comes first. Requests still in flight when the duration ends are given
+`drain_s` to finish, then cancelled; a cancelled request leaves no record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from golive.traffic.records import RequestRecord
+
+Send = Callable[[Mapping[str, Any], str, int], Awaitable[RequestRecord]]
+"""How a schedule sends one request: (body, label, scheduled_ns) -> record."""
+
+MakeBody = Callable[[int], Mapping[str, Any]]
+"""The workload: request number -> request body."""
+
+OnRecord = Callable[[RequestRecord], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A bounded load shape. `rate_per_s` is used only when `mode == "rate"`."""
+
+    mode: Literal["concurrency", "rate"]
+    duration_s: float
+    max_requests: int
+    concurrency: int = 1
+    rate_per_s: float = 1.0
+    max_in_flight: int = 64
+    drain_s: float = 60.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.duration_s <= 0 or self.max_requests <= 0:
+            raise ValueError("a schedule needs a positive duration and request cap")
+        if self.mode == "concurrency" and self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if self.mode == "rate" and self.rate_per_s <= 0:
+            raise ValueError("rate must be positive")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    records: tuple[RequestRecord, ...]
+    wall_s: float
+    stopped_by: Literal["duration", "request_cap"]
+    cancelled: int
+
+
+def poisson_offsets_ns(rate_per_s: float, count: int, seed: int) -> list[int]:
+    """Arrival offsets (ns from start) of a Poisson process; pure, seeded, reproducible."""
+    rng = random.Random(seed)  # noqa: S311 - load shaping, not cryptography
+    offsets, t = [], 0.0
+    for _ in range(count):
+        t += rng.expovariate(rate_per_s)
+        offsets.append(int(t * 1e9))
+    return offsets
+
+
+async def run_schedule(
+    schedule: Schedule,
+    send: Send,
+    make_body: MakeBody,
+    label: str,
+    on_record: OnRecord | None = None,
+) -> LoadResult:
+    """Drive `send` with bodies from `make_body` under `schedule`; return every record."""
+    records: list[RequestRecord] = []
+    start_ns = time.perf_counter_ns()
+    deadline_ns = start_ns + int(schedule.duration_s * 1e9)
+    issued = 0
+
+    def keep(record: RequestRecord) -> None:
+        records.append(record)
+        if on_record is not None:
+            on_record(record)
+
+    def take() -> int | None:
+        nonlocal issued
+        if issued >= schedule.max_requests or time.perf_counter_ns() >= deadline_ns:
+            return None
+        issued += 1
+        return issued - 1
+
+    if schedule.mode == "concurrency":
+        workers = [_worker(take, send, make_body, label, keep) for _ in range(schedule.concurrency)]
+        tasks = [asyncio.ensure_future(w) for w in workers]
+    else:
+        tasks = [
+            asyncio.ensure_future(_arrivals(schedule, start_ns, take, send, make_body, label, keep))
+        ]
+    cancelled = await _bounded_wait(tasks, deadline_ns, schedule.drain_s)
+    wall_s = (time.perf_counter_ns() - start_ns) / 1e9
+    stopped_by: Literal["duration", "request_cap"] = (
+        "request_cap" if issued >= schedule.max_requests else "duration"
+    )
+    return LoadResult(tuple(records), wall_s, stopped_by, cancelled)
+
+
+async def _worker(
+    take: Callable[[], int | None],
+    send: Send,
+    make_body: MakeBody,
+    label: str,
+    keep: OnRecord,
+) -> None:
+    while (n := take()) is not None:
+        keep(await send(make_body(n), label, time.perf_counter_ns()))
+
+
+async def _arrivals(
+    schedule: Schedule,
+    start_ns: int,
+    take: Callable[[], int | None],
+    send: Send,
+    make_body: MakeBody,
+    label: str,
+    keep: OnRecord,
+) -> None:
+    gate = asyncio.Semaphore(schedule.max_in_flight)
+    in_flight: set[asyncio.Task[None]] = set()
+
+    async def one(n: int, scheduled_ns: int) -> None:
+        async with gate:
+            keep(await send(make_body(n), label, scheduled_ns))
+
+    try:
+        for offset in poisson_offsets_ns(schedule.rate_per_s, schedule.max_requests, schedule.seed):
+            scheduled_ns = start_ns + offset
+            delay = (scheduled_ns - time.perf_counter_ns()) / 1e9
+            if delay > 0:
+                await asyncio.sleep(delay)
+            n = take()
+            if n is None:
+                break
+            task = asyncio.ensure_future(one(n, scheduled_ns))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+        if in_flight:
+            await asyncio.gather(*in_flight)
+    finally:
+        for task in in_flight:
+            task.cancel()
+
+
+async def _bounded_wait(
+    tasks: Sequence[asyncio.Future[None]], deadline_ns: int, drain_s: float
+) -> int:
+    """Wait for the tasks until the deadline plus the drain time; cancel what is left."""
+    remaining = max(0.0, (deadline_ns - time.perf_counter_ns()) / 1e9) + drain_s
+    _, pending = await asyncio.wait(tasks, timeout=remaining)
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+    for task in tasks:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+    return len(pending)

@@ -1,0 +1,163 @@
+"""A fake vLLM for fault injection only: behaviours the real engine will not show on demand.
+
+It speaks just enough of vLLM's surface (health, version, models, metrics, chat with SSE)
+for golive's smoke checks, and each `fault` breaks one thing the way real deployments do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+MODEL = "fake-model"
+
+
+@dataclass
+class FakeState:
+    fault: str | None = None
+    successes: int = 0
+    prompt_tokens: int = 0
+    seen_auth: list[str] = field(default_factory=list)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def _metrics(state: FakeState) -> str:
+    return (
+        "# HELP vllm:request_success_total Count of successfully processed requests.\n"
+        "# TYPE vllm:request_success_total counter\n"
+        f'vllm:request_success_total{{engine="0",finished_reason="stop",model_name="{MODEL}"}} '
+        f"{state.successes}\n"
+        "# TYPE vllm:prompt_tokens_total counter\n"
+        f'vllm:prompt_tokens_total{{engine="0",model_name="{MODEL}"}} {state.prompt_tokens}\n'
+        "# TYPE vllm:num_requests_running gauge\n"
+        f'vllm:num_requests_running{{engine="0",model_name="{MODEL}"}} 0\n'
+    )
+
+
+def _chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+    body = {
+        "id": "chatcmpl-fake",
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(body)}\n\n".encode()
+
+
+def build_app(state: FakeState) -> web.Application:
+    async def health(_: web.Request) -> web.Response:
+        return web.Response(status=200)
+
+    async def version(_: web.Request) -> web.Response:
+        if state.fault == "not_vllm":
+            return web.Response(status=404, text="<html>Not Found</html>", content_type="text/html")
+        return web.json_response({"version": "0.32.0"})
+
+    async def models(_: web.Request) -> web.Response:
+        return web.json_response(
+            {"object": "list", "data": [{"id": MODEL, "object": "model", "max_model_len": 4096}]}
+        )
+
+    async def metrics(_: web.Request) -> web.Response:
+        if state.fault in ("not_vllm", "bad_metrics"):
+            return web.Response(
+                text="<html><body>metrics here</body></html>", content_type="text/html"
+            )
+        if state.fault == "stale_metrics":
+            return web.Response(text=_metrics(FakeState()))
+        return web.Response(text=_metrics(state))
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        state.seen_auth.append(request.headers.get("Authorization", ""))
+        body = await request.json()
+        if body.get("model") != MODEL:
+            return web.json_response(
+                {
+                    "error": {
+                        "message": f"The model `{body.get('model')}` does not exist.",
+                        "type": "NotFoundError",
+                        "param": "model",
+                        "code": 404,
+                    }
+                },
+                status=404,
+            )
+        if state.fault == "http_500":
+            return web.json_response(
+                {
+                    "error": {
+                        "message": "EngineCore died",
+                        "type": "InternalServerError",
+                        "code": 500,
+                    }
+                },
+                status=500,
+            )
+        if state.fault == "hang":
+            await state.release.wait()
+        state.prompt_tokens += 7
+        if not body.get("stream"):
+            state.successes += 1
+            return web.json_response(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "model": MODEL,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": "All good."},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+                }
+            )
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(_chunk({"role": "assistant", "content": ""}))
+        await response.write(_chunk({"content": "All "}))
+        if state.fault == "reset_stream":
+            assert request.transport is not None
+            request.transport.abort()
+            return response
+        if state.fault == "malformed_stream":
+            await response.write(b"data: {this is not json\n\n")
+        await response.write(_chunk({"content": "good."}, "stop"))
+        if state.fault != "truncated_stream":
+            await response.write(
+                b'data: {"id":"chatcmpl-fake","choices":[],"usage":{"prompt_tokens":7,'
+                b'"completion_tokens":2}}\n\ndata: [DONE]\n\n'
+            )
+        state.successes += 1
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    app.router.add_get("/version", version)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_post("/v1/chat/completions", chat)
+    return app
+
+
+@asynccontextmanager
+async def fake_vllm(state: FakeState) -> AsyncIterator[str]:
+    """Serve the fake on 127.0.0.1 with an ephemeral port; yield its base URL."""
+    runner = web.AppRunner(build_app(state), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    server = site._server
+    assert server is not None
+    port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        state.release.set()
+        await runner.cleanup()

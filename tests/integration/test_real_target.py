@@ -1,0 +1,152 @@
+"""golive against a real vLLM server (CPU build) — the behaviour users will see."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golive.bundle import verify
+from golive.checks.smoke import run_smoke
+from golive.config import GoliveConfig, load_config
+from golive.results import Outcome
+from golive.run import judge
+from golive.target.server import RunningTarget
+from golive.traffic.client import ClientSettings, TargetClient
+from golive.traffic.records import parse
+
+pytestmark = pytest.mark.target
+
+
+def _config(target: RunningTarget, **overrides: str) -> GoliveConfig:
+    """Short answers keep the suite fast on 2 CPU cores; the checks are the same."""
+    return load_config(None, {"target.url": target.url, "smoke.max_tokens": 16, **overrides})
+
+
+def _checks(data: dict[str, Any]) -> dict[str, Any]:
+    return {str(c["id"]): c for c in data["checks"]}
+
+
+async def test_smoke_on_real_vllm_is_go_live_and_sealed(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """Every smoke check passes on the real engine, with real numbers, in a sealed bundle."""
+    out = tmp_path / "bundle"
+    verdict = await judge(_config(real_target), out, "smoke", run_smoke)
+    checks = _checks(verdict.data)
+    assert verdict.outcome is Outcome.GO_LIVE, checks
+    assert checks["smoke.version"]["measurements"]["vllm_version"] == "0.32.0"
+    assert checks["smoke.models"]["measurements"]["max_model_len"] == 4096
+    stream = checks["smoke.text_stream"]["measurements"]
+    assert 0 < stream["ttft_ms"] < stream["e2e_ms"]
+    assert stream["chunks"] > 1
+    metrics = checks["smoke.metrics"]["measurements"]
+    assert metrics["request_success_delta"] >= 2
+    assert metrics["enable_prefix_caching"] == "True"
+    assert verify(out).ok
+    # Every request of the smoke class is saved with status, timings and the server's id.
+    lines = [json.loads(x) for x in (out / "requests/smoke.jsonl").read_text().splitlines()]
+    chats = [x for x in lines if x["label"].startswith("smoke.text")]
+    assert len(chats) == 2
+    for line in chats:
+        assert line["http_status"] == 200
+        assert line["server_request_id"]
+        assert line["timings_ms"]["end"] > 0
+        assert line["response"]["choices"][0]["message"]["content"]
+
+
+async def test_editing_any_file_breaks_verify(real_target: RunningTarget, tmp_path: Path) -> None:
+    """One changed byte in any file of a real bundle makes verify fail and name the file."""
+    out = tmp_path / "bundle"
+    await judge(_config(real_target), out, "smoke", run_smoke)
+    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "manifest-sha256.txt")
+    assert len(files) >= 6
+    for path in files:
+        original = path.read_bytes()
+        path.write_bytes(bytes([original[0] ^ 0x20]) + original[1:])
+        report = verify(out)
+        assert report.altered == (path.relative_to(out).as_posix(),)
+        path.write_bytes(original)
+    assert verify(out).ok
+
+
+async def test_wrong_model_on_real_vllm_holds(real_target: RunningTarget, tmp_path: Path) -> None:
+    """Asking the real server for a model it does not serve is a named failure → hold."""
+    config = _config(real_target, **{"target.model": "kimi-k3"})
+    verdict = await judge(config, tmp_path / "b", "smoke", run_smoke)
+    assert verdict.outcome is Outcome.HOLD
+    summary = str(_checks(verdict.data)["smoke.models"]["summary"])
+    assert "'kimi-k3' is not served" in summary
+    assert real_target.served_name in summary
+
+
+async def test_metrics_url_that_is_not_metrics(real_target: RunningTarget, tmp_path: Path) -> None:
+    """A metrics URL that answers JSON (here /v1/models) gives no_data, never a pass."""
+    config = _config(real_target, **{"target.metrics_url": f"{real_target.url}/v1/models"})
+    verdict = await judge(config, tmp_path / "b", "smoke", run_smoke)
+    metrics = _checks(verdict.data)["smoke.metrics"]
+    assert metrics["status"] == "no_data"
+    assert verdict.outcome is Outcome.HOLD
+
+
+async def test_streamed_tool_call_matches_the_non_streamed_one(real_target: RunningTarget) -> None:
+    """Real hermes tool-call deltas reassemble into the same call the non-streamed API gives."""
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+    body = {
+        "model": real_target.served_name,
+        "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
+        "tools": [tool],
+        "tool_choice": "required",
+        "max_tokens": 64,
+        "temperature": 0,
+    }
+    async with TargetClient(ClientSettings(real_target.url)) as client:
+        plain = parse(await client.chat(body, "tool"))
+        streamed = parse(await client.chat({**body, "stream": True}, "tool-stream"))
+    assert plain.completion is not None
+    assert streamed.stream is not None
+    assert not streamed.problems
+    call = plain.completion["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert len(streamed.stream.tool_calls) == 1
+    streamed_call = streamed.stream.tool_calls[0]
+    assert streamed_call.name == call["name"] == "get_weather"
+    assert json.loads(streamed_call.arguments) == json.loads(call["arguments"])
+    assert "city" in json.loads(streamed_call.arguments)
+    assert len(streamed.record.chunks) > 2
+
+
+def test_console_script_smoke_exit_code(real_target: RunningTarget, tmp_path: Path) -> None:
+    """The installed `golive smoke` prints JSON, exits 0 and leaves a bundle verify accepts."""
+    out = tmp_path / "cli"
+    golive = Path(sys.executable).with_name("golive")
+    run = subprocess.run(
+        [str(golive), "smoke", "--target", real_target.url, "--out", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["outcome"] == "go-live"
+    verified = subprocess.run(
+        [str(golive), "verify", str(out)], capture_output=True, text=True, check=False
+    )
+    assert verified.returncode == 0
+    assert "intact" in verified.stdout

@@ -1,0 +1,163 @@
+"""Bad targets become clear check results and a readable, sealed bundle — never a traceback."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from golive.bundle import verify
+from golive.checks.smoke import run_smoke
+from golive.cli import main
+from golive.config import load_config
+from golive.results import Outcome
+from golive.run import Verdict, judge
+from tests.fakes.vllm import MODEL, FakeState, fake_vllm
+
+
+async def _smoke(url: str, out: Path, **overrides: object) -> Verdict:
+    settings = {"target.url": url, **overrides}
+    return await judge(load_config(None, settings), out, "smoke", run_smoke)
+
+
+def _status(verdict: Verdict) -> dict[str, str]:
+    return {c["id"]: c["status"] for c in verdict.data["checks"]}
+
+
+def _summary(verdict: Verdict, check_id: str) -> str:
+    return next(str(c["summary"]) for c in verdict.data["checks"] if c["id"] == check_id)
+
+
+async def test_healthy_fake_is_go_live(tmp_path: Path) -> None:
+    """The control case: a well-behaved server passes every smoke check."""
+    async with fake_vllm(FakeState()) as url:
+        verdict = await _smoke(url, tmp_path / "b")
+    assert verdict.outcome is Outcome.GO_LIVE, verdict.data["checks"]
+    assert set(_status(verdict).values()) == {"pass"}
+    assert verify(tmp_path / "b").ok
+
+
+async def test_unreachable_target_is_error_and_hold(tmp_path: Path) -> None:
+    """Connection refused: each check says `error` with the reason; outcome hold."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    verdict = await _smoke(f"http://127.0.0.1:{port}", tmp_path / "b")
+    status = _status(verdict)
+    assert verdict.outcome is Outcome.HOLD
+    assert status["smoke.health"] == "error"
+    assert "cannot connect" in _summary(verdict, "smoke.health")
+    assert status["smoke.metrics"] == "no_data"
+    assert status["smoke.text"] == "no_data"
+    assert verify(tmp_path / "b").ok
+
+
+async def test_server_that_is_not_vllm(tmp_path: Path) -> None:
+    """/version 404 and HTML metrics: version fails, metrics are no_data with the reason."""
+    async with fake_vllm(FakeState(fault="not_vllm")) as url:
+        verdict = await _smoke(url, tmp_path / "b")
+    status = _status(verdict)
+    assert status["smoke.version"] == "fail"
+    assert "is this a vLLM server" in _summary(verdict, "smoke.version")
+    assert status["smoke.metrics"] == "no_data"
+    assert "not Prometheus text" in _summary(verdict, "smoke.metrics")
+    assert verdict.outcome is Outcome.HOLD
+    # The raw HTML is kept as evidence of what the metrics URL returned.
+    assert "<html>" in (tmp_path / "b/metrics/smoke-before.prom").read_text()
+
+
+async def test_metrics_that_do_not_count_our_traffic(tmp_path: Path) -> None:
+    """A metrics URL whose counters never move (wrong engine, a router) fails the check."""
+    async with fake_vllm(FakeState(fault="stale_metrics")) as url:
+        verdict = await _smoke(url, tmp_path / "b")
+    assert _status(verdict)["smoke.metrics"] == "fail"
+    assert "does not describe the engine" in _summary(verdict, "smoke.metrics")
+
+
+async def test_wrong_model_name(tmp_path: Path) -> None:
+    """A model the server does not serve is named, with what is served, and nothing is sent."""
+    async with fake_vllm(FakeState()) as url:
+        verdict = await _smoke(url, tmp_path / "b", **{"target.model": "gpt-9"})
+    assert _status(verdict)["smoke.models"] == "fail"
+    assert f"served: {MODEL}" in _summary(verdict, "smoke.models")
+    assert _status(verdict)["smoke.text"] == "no_data"
+    assert verdict.outcome is Outcome.HOLD
+
+
+@pytest.mark.parametrize(
+    ("fault", "phrase"),
+    [
+        ("truncated_stream", "without [DONE]"),
+        ("malformed_stream", "not JSON"),
+        ("reset_stream", "connection closed mid-answer"),
+    ],
+)
+async def test_broken_streams_fail_the_stream_check(
+    tmp_path: Path, fault: str, phrase: str
+) -> None:
+    """Missing [DONE], junk events and a reset connection each fail smoke.text_stream."""
+    async with fake_vllm(FakeState(fault=fault)) as url:
+        verdict = await _smoke(url, tmp_path / "b")
+    status = _status(verdict)
+    assert status["smoke.text"] == "pass"
+    assert status["smoke.text_stream"] == "fail"
+    assert phrase in _summary(verdict, "smoke.text_stream")
+    lines = (tmp_path / "b/requests/smoke.jsonl").read_text().splitlines()
+    streamed = [json.loads(line) for line in lines if json.loads(line)["stream"]]
+    assert streamed
+    assert streamed[0]["response_raw"].startswith("data: ")
+    assert verify(tmp_path / "b").ok
+
+
+async def test_http_500_is_a_failure_with_the_server_message(tmp_path: Path) -> None:
+    async with fake_vllm(FakeState(fault="http_500")) as url:
+        verdict = await _smoke(url, tmp_path / "b")
+    assert _status(verdict)["smoke.text"] == "fail"
+    assert "HTTP 500: EngineCore died" in _summary(verdict, "smoke.text")
+
+
+async def test_hung_request_times_out(tmp_path: Path) -> None:
+    """A chat request that never answers is cut by the read timeout and reported."""
+    async with fake_vllm(FakeState(fault="hang")) as url:
+        verdict = await _smoke(url, tmp_path / "b", **{"target.read_timeout_s": 0.5})
+    assert _status(verdict)["smoke.text"] == "error"
+    assert "no data for 0.5 s" in _summary(verdict, "smoke.text")
+
+
+async def test_api_key_is_sent_but_never_saved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key from --api-key-env reaches the server, and no bundle file contains it."""
+    monkeypatch.setenv("GOLIVE_TEST_KEY", "sk-live-0123456789")
+    state = FakeState()
+    async with fake_vllm(state) as url:
+        await _smoke(url, tmp_path / "b", **{"target.api_key_env": "GOLIVE_TEST_KEY"})
+    assert "Bearer sk-live-0123456789" in state.seen_auth
+    for path in (tmp_path / "b").rglob("*"):
+        if path.is_file():
+            assert "sk-live-0123456789" not in path.read_text()
+
+
+def test_cli_exit_codes_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`golive smoke` exits 11 (hold) on an unreachable target; `verify` 0 then 1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = tmp_path / "b"
+    code = main(["smoke", "--target", f"http://127.0.0.1:{port}", "--out", str(out), "--json"])
+    assert code == Outcome.HOLD.exit_code == 11
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["outcome"] == "hold"
+    assert main(["verify", str(out)]) == 0
+    (out / "verdict.json").write_text((out / "verdict.json").read_text().replace("hold", "go-live"))
+    assert main(["verify", str(out)]) == 1
+    assert "altered: verdict.json" in capsys.readouterr().out
+
+
+def test_cli_config_error_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_text("target:\n  urll: http://127.0.0.1:1\n")
+    assert main(["smoke", "--target", "http://127.0.0.1:1", "--config", str(bad)]) == 2
+    assert "target.urll" in capsys.readouterr().err

@@ -1,0 +1,114 @@
+"""Load schedules stop by themselves: request caps, duration caps, bounded concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from golive.traffic.records import RequestRecord, Timings
+from golive.traffic.schedule import Schedule, poisson_offsets_ns, run_schedule
+
+
+class SlowServer:
+    """Answers after `delay` seconds and remembers the most requests it saw at once."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.in_flight = 0
+        self.peak = 0
+        self.bodies: list[Mapping[str, Any]] = []
+
+    async def send(self, body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        self.bodies.append(body)
+        sent = time.perf_counter_ns()
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.in_flight -= 1
+        return RequestRecord(
+            "r",
+            label,
+            "POST",
+            "u",
+            body,
+            False,
+            0.0,
+            Timings(scheduled_ns, sent, end_ns=time.perf_counter_ns()),
+            status=200,
+        )
+
+
+async def test_concurrency_is_bounded_and_the_request_cap_stops_it() -> None:
+    """Four workers never exceed four in flight; the cap of 10 stops at exactly 10."""
+    server = SlowServer(0.01)
+    result = await run_schedule(
+        Schedule("concurrency", duration_s=30, max_requests=10, concurrency=4),
+        server.send,
+        lambda n: {"n": n},
+        "t",
+    )
+    assert len(result.records) == 10
+    assert server.peak == 4
+    assert result.stopped_by == "request_cap"
+    assert sorted(b["n"] for b in server.bodies) == list(range(10))
+
+
+async def test_duration_cap_stops_a_long_run() -> None:
+    """With a huge request cap, the duration ends the run close to its deadline."""
+    server = SlowServer(0.02)
+    result = await run_schedule(
+        Schedule("concurrency", duration_s=0.3, max_requests=1_000_000, concurrency=2, drain_s=1),
+        server.send,
+        lambda n: {"n": n},
+        "t",
+    )
+    assert result.stopped_by == "duration"
+    assert 0.25 < result.wall_s < 1.0
+    assert 5 < len(result.records) < 40
+
+
+async def test_requests_that_outlive_the_drain_are_cancelled() -> None:
+    """A hung request is cancelled after duration + drain; the run still returns."""
+    server = SlowServer(10.0)
+    result = await run_schedule(
+        Schedule("concurrency", duration_s=0.1, max_requests=5, concurrency=2, drain_s=0.2),
+        server.send,
+        lambda n: {"n": n},
+        "t",
+    )
+    assert result.cancelled == 2
+    assert result.records == ()
+    assert result.wall_s < 1.0
+
+
+async def test_rate_mode_keeps_its_schedule_and_records_lag() -> None:
+    """Poisson arrivals at 200/s for 25 requests; each record keeps its scheduled time."""
+    server = SlowServer(0.0)
+    result = await run_schedule(
+        Schedule("rate", duration_s=5, max_requests=25, rate_per_s=200, seed=3),
+        server.send,
+        lambda n: {"n": n},
+        "t",
+    )
+    assert len(result.records) == 25
+    lags = [(r.timings.sent_ns - r.timings.scheduled_ns) / 1e6 for r in result.records]
+    assert max(lags) < 200  # ms: the sender keeps up with the schedule
+
+
+def test_poisson_offsets_are_reproducible_and_have_the_right_mean() -> None:
+    a = poisson_offsets_ns(10.0, 2000, seed=1)
+    assert a == poisson_offsets_ns(10.0, 2000, seed=1)
+    assert a == sorted(a)
+    mean_gap_s = a[-1] / len(a) / 1e9
+    assert mean_gap_s == pytest.approx(0.1, rel=0.1)
+
+
+def test_unbounded_schedules_are_refused() -> None:
+    with pytest.raises(ValueError, match="positive duration"):
+        Schedule("concurrency", duration_s=0, max_requests=1)
