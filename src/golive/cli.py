@@ -38,6 +38,11 @@ _STYLE = {
 }
 
 
+def _progress(message: str) -> None:
+    """Progress lines on stderr, never wrapped (paths and PIDs stay greppable)."""
+    err.print(message, soft_wrap=True, highlight=False, markup=False)
+
+
 def _target_options(parser: argparse.ArgumentParser, target_required: bool = True) -> None:
     parser.add_argument("--target", required=target_required, help="OpenAI-compatible base URL")
     parser.add_argument("--metrics-url", help="Prometheus metrics URL (default <target>/metrics)")
@@ -109,14 +114,14 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from golive.demo import run_demo
 
-        verdict = await run_demo(args.model, args.out or _default_out("golive-demo"), err.print)
+        verdict = await run_demo(args.model, args.out or _default_out("golive-demo"), _progress)
         return _finish(verdict, args.json)
     if args.command == "target":
         from golive.target.install import ensure_target
 
         for model in args.model or ["qwen", "smollm2"]:
-            paths = await ensure_target(model, err.print)
-            err.print(f"target ready: {paths.spec.name} at {paths.model_dir} (engine {paths.venv})")
+            paths = await ensure_target(model, _progress)
+            _progress(f"target ready: {paths.spec.name} at {paths.model_dir} (engine {paths.venv})")
         return 0
     raise ConfigError(f"unknown command {args.command!r}")
 
