@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +16,15 @@ import pytest
 from golive.bundle import verify
 from golive.checks.smoke import run_smoke
 from golive.config import GoliveConfig, load_config
+from golive.errors import LocalTargetError
+from golive.metrics import MetricsDelta, parse_metrics
 from golive.results import Outcome
 from golive.run import judge
-from golive.target.server import RunningTarget
+from golive.target.install import ensure_target
+from golive.target.server import RunningTarget, ServeOptions, start_target
 from golive.traffic.client import ClientSettings, TargetClient
-from golive.traffic.records import parse
+from golive.traffic.records import RequestRecord, parse
+from golive.traffic.schedule import Schedule, run_schedule
 
 pytestmark = pytest.mark.target
 
@@ -150,3 +156,44 @@ def test_console_script_smoke_exit_code(real_target: RunningTarget, tmp_path: Pa
     )
     assert verified.returncode == 0
     assert "intact" in verified.stdout
+
+
+async def test_concurrent_schedule_through_one_pool(real_target: RunningTarget) -> None:
+    """Eight requests at concurrency 4: all answered, overlapping in time, and the engine's
+    own counter agrees that exactly eight finished."""
+    async with TargetClient(ClientSettings(real_target.url)) as client:
+
+        async def send(body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
+            return await client.chat(body, label, scheduled_ns)
+
+        before = parse_metrics((await client.get("/metrics", "m")).raw_text)
+        result = await run_schedule(
+            Schedule("concurrency", duration_s=240, max_requests=8, concurrency=4),
+            send,
+            lambda n: {
+                "model": real_target.served_name,
+                "messages": [{"role": "user", "content": f"Count to {n + 3}."}],
+                "max_tokens": 8,
+                "stream": True,
+            },
+            "burst",
+        )
+        after = parse_metrics((await client.get("/metrics", "m")).raw_text)
+    assert result.stopped_by == "request_cap"
+    assert len(result.records) == 8
+    parsed = [parse(r) for r in result.records]
+    assert all(p.record.ok and not p.problems for p in parsed)
+    spans = sorted((r.timings.sent_ns, r.timings.end_ns or 0) for r in result.records)
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans))
+    assert MetricsDelta(before, after).counter("request_success") == 8
+
+
+async def test_failed_start_points_at_the_server_log(tmp_path: Path) -> None:
+    """A server that cannot start is reported with the log path and its last lines."""
+    paths = await ensure_target("qwen")
+    options = ServeOptions(extra_args=("--no-such-flag",), ready_timeout_s=180)
+    with pytest.raises(LocalTargetError) as info:
+        await start_target(paths, options, tmp_path)
+    message = str(info.value)
+    assert str(tmp_path) in message
+    assert "no-such-flag" in message
