@@ -17,13 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from golive import __version__
 from golive.bundle import verify
+from golive.checks.env import env_programme, load_evidence
 from golive.checks.smoke import run_smoke
 from golive.config import PROFILES, load_config
 from golive.errors import ConfigError, GoliveError
+from golive.evidence.collect import collect_container, collect_host
 from golive.results import EXIT_INTERNAL, EXIT_USAGE
 from golive.run import Verdict, judge
 
@@ -64,6 +67,43 @@ def build_parser() -> argparse.ArgumentParser:
         "smoke", help="post-start checks: health, version, models, text, metrics"
     )
     _target_options(smoke)
+    env = sub.add_parser(
+        "env",
+        help="prove the version chain (image, vLLM, CUDA, drivers, startup log); "
+        "`env collect` gathers raw facts on a node or in the container",
+    )
+    env.add_argument("action", nargs="?", choices=("collect",), help="collect raw facts here")
+    _target_options(env, target_required=False)
+    env.add_argument("--log", type=Path, help="the vLLM startup log (first complete init log)")
+    env.add_argument(
+        "--nvidia-smi-xml",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="`nvidia-smi -q -x` output of one node (repeat per node)",
+    )
+    env.add_argument(
+        "--host-info",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="JSON from `golive env collect --host` (repeat per node)",
+    )
+    env.add_argument(
+        "--container-info",
+        type=Path,
+        metavar="FILE",
+        help="JSON from `golive env collect --container`",
+    )
+    env.add_argument("--image", help="image reference, name:tag@sha256:digest")
+    collect = env.add_mutually_exclusive_group()
+    collect.add_argument("--host", action="store_true", help="collect: this node's GPUs and driver")
+    collect.add_argument("--container", action="store_true", help="collect: this container")
+    env.add_argument("-o", "--output", type=Path, help="collect: where to write the JSON")
+    env.add_argument("--python", default="python3", help="collect --container: vLLM's Python")
+    env.add_argument("--node", help="collect --host: node name (default: hostname)")
     check = sub.add_parser("verify", help="check a bundle against its manifest")
     check.add_argument("bundle", type=Path)
     demo = sub.add_parser(
@@ -85,10 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(_dispatch(args))
     except ConfigError as exc:
-        err.print(f"[red]config error:[/red] {exc}", highlight=False)
+        err.print(f"[red]config error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
     except GoliveError as exc:
-        err.print(f"[red]golive error:[/red] {exc}", highlight=False)
+        err.print(f"[red]golive error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_INTERNAL
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/yellow]: the bundle keeps what was written so far")
@@ -99,18 +139,11 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "verify":
         return _verify(args.bundle)
     if args.command == "smoke":
-        config = load_config(
-            args.config,
-            {
-                "target.url": args.target,
-                "target.metrics_url": args.metrics_url,
-                "target.api_key_env": args.api_key_env,
-                "target.model": args.model,
-                "profile": args.profile,
-            },
-        )
+        config = load_config(args.config, _target_overrides(args))
         verdict = await judge(config, args.out or _default_out("golive"), "smoke", run_smoke)
         return _finish(verdict, args.json)
+    if args.command == "env":
+        return await _env(args)
     if args.command == "demo":
         from golive.demo import run_demo
 
@@ -124,6 +157,43 @@ async def _dispatch(args: argparse.Namespace) -> int:
             _progress(f"target ready: {paths.spec.name} at {paths.model_dir} (engine {paths.venv})")
         return 0
     raise ConfigError(f"unknown command {args.command!r}")
+
+
+async def _env(args: argparse.Namespace) -> int:
+    if args.action == "collect":
+        if not (args.host or args.container) or args.output is None:
+            raise ConfigError("env collect needs --host or --container, and -o FILE")
+        if args.host:
+            facts: Any = await asyncio.to_thread(collect_host, args.node)
+        else:
+            facts = await asyncio.to_thread(collect_container, args.python, args.image)
+        args.output.write_text(facts.model_dump_json(indent=2) + "\n")
+        for problem in facts.errors:
+            _progress(f"note: {problem}")
+        _progress(f"wrote {args.output}")
+        return 0
+    evidence = load_evidence(
+        args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
+    )
+    config = load_config(args.config, _target_overrides(args))
+    verdict = await judge(
+        config,
+        args.out or _default_out("golive-env"),
+        "env",
+        env_programme(evidence),
+        require_target=False,
+    )
+    return _finish(verdict, args.json)
+
+
+def _target_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "target.url": args.target,
+        "target.metrics_url": args.metrics_url,
+        "target.api_key_env": args.api_key_env,
+        "target.model": args.model,
+        "profile": args.profile,
+    }
 
 
 def _default_out(prefix: str) -> Path:

@@ -58,10 +58,37 @@ class SmokeConfig(StrictModel):
     temperature: float = Field(0.0, ge=0.0, le=2.0)
 
 
+class ParallelConfig(StrictModel):
+    """The parallel layout the deployment is meant to run; the startup log must agree."""
+
+    tp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+    dp: int = Field(1, ge=1)
+    ep: int = Field(1, ge=1)
+
+
+class CustomBuild(StrictModel):
+    """The separate evidence track of a build that is not the official image."""
+
+    source_branch: str
+    commit: str
+    lockfile: str
+    build_command: str
+    image_digest: str
+    rollback_image: str
+
+
+class EnvironmentConfig(StrictModel):
+    image: str | None = Field(None, description="image reference, name:tag@sha256:digest")
+    parallel: ParallelConfig | None = Field(None, description="declared tp/pp/dp/ep")
+    custom_build: CustomBuild | None = None
+
+
 class GoliveConfig(StrictModel):
     profile: str = Field("generic", description="generic | kimi-k3 | path to a profile YAML")
     target: TargetConfig = TargetConfig()
     smoke: SmokeConfig = SmokeConfig()
+    environment: EnvironmentConfig = EnvironmentConfig()
 
 
 class ChainExpectation(StrictModel):

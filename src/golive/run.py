@@ -6,8 +6,10 @@ unexpected crash becomes a critical `integrity` error (outcome `hold`), never a 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ import yaml
 
 from golive import __version__
 from golive.bundle import Bundle
-from golive.checks.context import CheckContext
+from golive.checks.context import CheckContext, NoTarget, Target
 from golive.config import GoliveConfig, load_profile, profile_text
 from golive.decide import decide
 from golive.errors import ConfigError
@@ -45,13 +47,14 @@ async def judge(
     command: str,
     programme: Programme,
     attach: Mapping[str, Path] | None = None,
+    require_target: bool = True,
 ) -> Verdict:
     """Run `programme` against the configured target and write a sealed bundle.
 
     `attach` maps bundle paths to local files copied in before sealing (e.g. the local
     target's server log as `environment/startup.log`).
     """
-    if config.target.url is None:
+    if config.target.url is None and require_target:
         raise ConfigError("no target: give --target URL (or target.url in the config file)")
     profile = load_profile(config.profile)
     api_key = read_api_key(config.target.api_key_env)
@@ -61,15 +64,12 @@ async def judge(
         "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
     )
     bundle.write_text("config/profile.yaml", profile_text(config.profile))
-    settings = ClientSettings(
-        base_url=config.target.url,
-        api_key_env=config.target.api_key_env,
-        connect_timeout_s=config.target.connect_timeout_s,
-        read_timeout_s=config.target.read_timeout_s,
-    )
     try:
-        async with TargetClient(settings) as client:
-            checks = await programme(CheckContext(client, bundle, config, profile))
+        async with contextlib.AsyncExitStack() as stack:
+            target: Target = NoTarget()
+            if config.target.url is not None:
+                target = await stack.enter_async_context(TargetClient(_settings(config)))
+            checks = await programme(CheckContext(target, bundle, config, profile))
     except Exception as exc:
         checks = [
             CheckResult(
@@ -85,9 +85,21 @@ async def judge(
     decision = decide(checks)
     data = verdict_json(config, profile.name, command, started, checks, decision)
     bundle.write_json("verdict.json", data)
-    bundle.write_text("report.md", render_markdown(data))
+    chain = bundle.path("environment/chain.json")
+    chain_data = json.loads(chain.read_text()) if chain.exists() else None
+    bundle.write_text("report.md", render_markdown(data, chain_data))
     bundle.seal()
     return Verdict(decision.outcome, out, data)
+
+
+def _settings(config: GoliveConfig) -> ClientSettings:
+    assert config.target.url is not None
+    return ClientSettings(
+        base_url=config.target.url,
+        api_key_env=config.target.api_key_env,
+        connect_timeout_s=config.target.connect_timeout_s,
+        read_timeout_s=config.target.read_timeout_s,
+    )
 
 
 def verdict_json(

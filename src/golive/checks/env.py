@@ -1,0 +1,255 @@
+"""`golive env`: gather the chain's evidence into the bundle, then apply the chain rules.
+
+Inputs are read and validated before any bundle is created (a wrong path is a usage error
+that names the file); inside the programme every input is first saved whole into
+`environment/`, so each rule can cite the file and line it judged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from golive.checks.context import CheckContext, scrape
+from golive.errors import ConfigError, EvidenceError
+from golive.evidence.chain import (
+    ChainInputs,
+    Source,
+    check_container_cuda,
+    check_driver_runtime,
+    check_gpus,
+    check_host_driver,
+    check_image,
+    check_vllm_version,
+)
+from golive.evidence.facts import ContainerInfo, HostInfo, read_facts
+from golive.evidence.nvidia import parse_nvidia_smi_xml
+from golive.evidence.startup_log import parse_startup_log
+from golive.evidence.startup_rules import (
+    check_kv_cache,
+    check_parallel,
+    check_parsers,
+    check_prefix_caching_flag,
+    check_startup_log,
+)
+from golive.results import CheckResult
+
+RULES: tuple[Callable[[ChainInputs], CheckResult], ...] = (
+    check_image,
+    check_vllm_version,
+    check_container_cuda,
+    check_host_driver,
+    check_driver_runtime,
+    check_gpus,
+    check_startup_log,
+    check_parsers,
+    check_prefix_caching_flag,
+    check_parallel,
+    check_kv_cache,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EnvEvidence:
+    """User-given evidence, already read and validated (pure data from here on)."""
+
+    log_text: str | None = None
+    hosts: tuple[HostInfo, ...] = ()
+    host_raw: tuple[tuple[str, str], ...] = ()  # (node, nvidia-smi XML) as given
+    container: ContainerInfo | None = None
+    image: str | None = None
+
+
+def _read_text(path: Path, flag: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot be read ({exc.strerror})") from exc
+
+
+def _node_name(path: Path, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem) or "node"
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}-{n}"
+    taken.add(name)
+    return name
+
+
+def load_evidence(
+    log: Path | None,
+    nvidia_smi_xml: Sequence[Path],
+    host_info: Sequence[Path],
+    container_info: Path | None,
+    image: str | None,
+) -> EnvEvidence:
+    """Read every given file; a bad file is a usage error naming it and the fix."""
+    taken: set[str] = set()
+    hosts: list[HostInfo] = []
+    raw: list[tuple[str, str]] = []
+    try:
+        for path in nvidia_smi_xml:
+            node = _node_name(path, taken)
+            text = _read_text(path, "--nvidia-smi-xml")
+            hosts.append(parse_nvidia_smi_xml(text, node, str(path)))
+            raw.append((node, text))
+        for path in host_info:
+            info = read_facts(path, HostInfo)
+            node = info.node if info.node not in taken else _node_name(path, taken)
+            taken.add(node)
+            hosts.append(info.model_copy(update={"node": node}))
+        container = read_facts(container_info, ContainerInfo) if container_info else None
+    except EvidenceError as exc:
+        raise ConfigError(str(exc)) from exc
+    return EnvEvidence(
+        log_text=_read_text(log, "--log") if log else None,
+        hosts=tuple(hosts),
+        host_raw=tuple(raw),
+        container=container,
+        image=image,
+    )
+
+
+def env_programme(evidence: EnvEvidence) -> Callable[[CheckContext], Any]:
+    async def programme(ctx: CheckContext) -> list[CheckResult]:
+        return await run_env(ctx, evidence)
+
+    return programme
+
+
+async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]:
+    bundle = ctx.bundle
+    startup = None
+    if evidence.log_text is not None:
+        bundle.write_text("environment/startup.log", evidence.log_text)
+        startup = parse_startup_log(evidence.log_text)
+    for node, xml in evidence.host_raw:
+        bundle.write_text(f"environment/nvidia-smi-{node}.xml", xml)
+    host_paths = []
+    for host in evidence.hosts:
+        rel = f"environment/host-{host.node}.json"
+        bundle.write_text(rel, host.model_dump_json(indent=2))
+        host_paths.append((host, rel))
+    if evidence.container is not None:
+        bundle.write_text(
+            "environment/container.json", evidence.container.model_dump_json(indent=2)
+        )
+    live_version, live_len, cache_info = await _live_facts(ctx)
+    inputs = ChainInputs(
+        profile=ctx.profile,
+        live_version=live_version,
+        live_max_model_len=live_len,
+        image=_image_source(ctx, evidence),
+        startup=startup,
+        container=evidence.container,
+        hosts=tuple(host_paths),
+        declared_parallel=ctx.config.environment.parallel,
+        custom_build=ctx.config.environment.custom_build,
+        cache_info=cache_info,
+    )
+    results = [rule(inputs) for rule in RULES]
+    bundle.write_json("environment/chain.json", chain_report(inputs, results))
+    return results
+
+
+def _image_source(ctx: CheckContext, evidence: EnvEvidence) -> Source | None:
+    if evidence.image:
+        return Source(evidence.image, "--image")
+    if ctx.config.environment.image:
+        return Source(ctx.config.environment.image, "config/effective.yaml#environment.image")
+    container = evidence.container
+    if container is not None and container.image:
+        digest = next((d.split("@", 1)[1] for d in container.image_digests if "@" in d), None)
+        ref = (
+            f"{container.image}@{digest}"
+            if digest and "@" not in container.image
+            else container.image
+        )
+        return Source(ref, "environment/container.json#image")
+    return None
+
+
+async def _live_facts(ctx: CheckContext) -> tuple[Source | None, Source | None, dict[str, str]]:
+    """Version and max_model_len from the live server, cache config from its metrics."""
+    if ctx.config.target.url is None:
+        return None, None, {}
+    version = models = None
+    record = ctx.save(await ctx.target.get("/version", "env-version"), "env")
+    if record.record.ok and isinstance(record.json_body, dict) and "version" in record.json_body:
+        version = Source(str(record.json_body["version"]), "requests/env.jsonl#/version")
+    record = ctx.save(await ctx.target.get("/v1/models", "env-models"), "env")
+    body = record.json_body
+    if record.record.ok and isinstance(body, dict) and body.get("data"):
+        entry = body["data"][0]
+        if isinstance(entry, dict) and entry.get("max_model_len") is not None:
+            models = Source(str(entry["max_model_len"]), "requests/env.jsonl#/v1/models")
+    metrics = await scrape(ctx, "env")
+    info = metrics.snapshot.series("cache_config_info") if metrics.snapshot else ()
+    return version, models, dict(info[0].labels) if info else {}
+
+
+def chain_report(inputs: ChainInputs, results: Sequence[CheckResult]) -> dict[str, Any]:
+    """environment/chain.json: each layer's facts and each link's verdict, side by side."""
+    startup = inputs.startup
+    container = inputs.container
+    return {
+        "profile": inputs.profile.name,
+        "expected": inputs.profile.chain.model_dump(),
+        "image": None if inputs.image is None else inputs.image.value,
+        "live": {
+            "vllm_version": None if inputs.live_version is None else inputs.live_version.value,
+            "max_model_len": None
+            if inputs.live_max_model_len is None
+            else inputs.live_max_model_len.value,
+            "cache_config": dict(inputs.cache_info),
+        },
+        "container": None
+        if container is None
+        else {
+            "vllm": container.vllm_version,
+            "torch": container.torch_version,
+            "torch_cuda": container.torch_cuda,
+            "cudart": container.cudart_version,
+            "driver_api": container.cuda_driver_api_version,
+            "nccl": container.nccl_version,
+            "cuda_compat_libs": list(container.cuda_compat_libs),
+            "serve_command": list(container.serve_command),
+        },
+        "hosts": [
+            {
+                "node": host.node,
+                "driver": host.driver_version,
+                "cuda_driver": host.cuda_driver_version,
+                "gpus": [g.name for g in host.gpus],
+                "evidence": path,
+            }
+            for host, path in inputs.hosts
+        ],
+        "startup": None
+        if startup is None
+        else {
+            "vllm_version": startup.vllm_version,
+            "tool_call_parser": startup.tool_parser,
+            "reasoning_parser": startup.reasoning_parser,
+            "prefix_caching": startup.prefix_caching,
+            "parallel": startup.parallel(),
+            "kv_cache_tokens": startup.kv_cache_tokens,
+            "failures": [
+                {"kind": s.kind, "line": s.line, "severity": s.severity.value}
+                for s in startup.signatures
+            ],
+        },
+        "links": [
+            {
+                "check": r.id,
+                "status": r.status.value,
+                "summary": r.summary,
+                "evidence": list(r.evidence),
+            }
+            for r in results
+        ],
+    }

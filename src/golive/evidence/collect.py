@@ -1,0 +1,189 @@
+"""`golive env collect`: gather raw facts on a GPU node (NVML, nvidia-smi as fallback) or
+inside the serving container (a stdlib probe run by the container's own Python).
+
+These run on the machines being judged, so they never raise for a missing tool: what
+could not be read is listed in `errors`, and `golive env` judges it as missing evidence.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import shutil
+import socket
+import subprocess
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from golive.errors import EvidenceError
+from golive.evidence.facts import ContainerInfo, GpuInfo, HostInfo
+from golive.evidence.nvidia import parse_nvidia_smi_xml, parse_proc_version
+
+PROC_VERSION = Path("/proc/driver/nvidia/version")
+_TIMEOUT_S = 60
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _run(argv: list[str]) -> tuple[str | None, str | None]:
+    """(stdout, None) or (None, why not)."""
+    if shutil.which(argv[0]) is None:
+        return None, f"{argv[0]} not found on PATH"
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"{' '.join(argv)}: {exc}"
+    if done.returncode != 0:
+        return None, f"{' '.join(argv)} exited {done.returncode}: {done.stderr.strip()[:300]}"
+    return done.stdout, None
+
+
+def collect_host(node: str | None = None) -> HostInfo:
+    """Facts of this node: NVML first, `nvidia-smi -q -x` when NVML cannot be used."""
+    node = node or socket.gethostname()
+    errors: list[str] = []
+    info = _from_nvml(node, errors) or _from_nvidia_smi(node, errors)
+    if info is None:
+        info = HostInfo(node=node, source="none")
+    extra: dict[str, Any] = {"collected_at": _now()}
+    try:
+        extra["proc_driver_version"] = parse_proc_version(PROC_VERSION.read_text())
+    except OSError as exc:
+        errors.append(f"{PROC_VERSION}: {exc.strerror}")
+    topology, problem = _run(["nvidia-smi", "topo", "-m"])
+    extra["topology"] = None if topology is None else re.sub(r"\x1b\[[0-9;]*m", "", topology)
+    if problem and info.gpus:
+        errors.append(problem)
+    if info.gpus and shutil.which("systemctl"):
+        state, _ = _run(["systemctl", "is-active", "nvidia-fabricmanager"])
+        extra["fabric_manager"] = (state or "inactive").strip()
+    return info.model_copy(update={**extra, "errors": (*info.errors, *errors)})
+
+
+def _from_nvml(node: str, errors: list[str]) -> HostInfo | None:
+    try:
+        import pynvml
+    except ImportError:
+        errors.append("nvidia-ml-py is not installed (pip install 'golive[gpu]'); using nvidia-smi")
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        errors.append(f"NVML init failed: {exc}")
+        return None
+    try:
+        cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
+        gpus = tuple(_nvml_gpu(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount()))
+        return HostInfo(
+            node=node,
+            source="nvml",
+            driver_version=_str(pynvml.nvmlSystemGetDriverVersion()),
+            cuda_driver_version=f"{cuda // 1000}.{cuda % 1000 // 10}",
+            gpus=gpus,
+        )
+    except pynvml.NVMLError as exc:
+        errors.append(f"NVML query failed: {exc}")
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _nvml_gpu(pynvml: Any, index: int) -> GpuInfo:
+    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+
+    def optional(call: Any, *args: Any) -> Any:
+        try:
+            return call(handle, *args)
+        except (pynvml.NVMLError, TypeError, AttributeError):
+            return None
+
+    mig = optional(pynvml.nvmlDeviceGetMigMode)
+    capability = optional(pynvml.nvmlDeviceGetCudaComputeCapability)
+    persistence = optional(pynvml.nvmlDeviceGetPersistenceMode)
+    fabric_state, fabric_status = _nvml_fabric(pynvml, handle)
+    return GpuInfo(
+        index=index,
+        name=_str(pynvml.nvmlDeviceGetName(handle)),
+        uuid=_str(pynvml.nvmlDeviceGetUUID(handle)),
+        pci_bus_id=_str(pynvml.nvmlDeviceGetPciInfo(handle).busId),
+        memory_total_mib=int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // (1024 * 1024),
+        persistence_mode=None
+        if persistence is None
+        else ("Enabled" if persistence else "Disabled"),
+        mig_mode=None if mig is None else ("Enabled" if mig[0] else "Disabled"),
+        compute_capability=None if capability is None else f"{capability[0]}.{capability[1]}",
+        fabric_state=fabric_state,
+        fabric_status=fabric_status,
+    )
+
+
+_FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
+
+
+def _nvml_fabric(pynvml: Any, handle: Any) -> tuple[str | None, str | None]:
+    """Fabric (NVSwitch/NVLink domain) state; the call's shape differs across NVML versions."""
+    import ctypes
+
+    for struct, call in (
+        ("c_nvmlGpuFabricInfoV_t", "nvmlDeviceGetGpuFabricInfoV"),
+        ("c_nvmlGpuFabricInfo_t", "nvmlDeviceGetGpuFabricInfo"),
+    ):
+        if not hasattr(pynvml, struct) or not hasattr(pynvml, call):
+            continue
+        info = getattr(pynvml, struct)()
+        try:
+            getattr(pynvml, call)(handle, ctypes.byref(info))
+        except (pynvml.NVMLError, TypeError, AttributeError, OSError):
+            continue
+        state = _FABRIC_STATES.get(int(info.state), str(info.state))
+        if state == "Not Supported":
+            return None, None
+        return state, "Success" if int(info.status) == 0 else f"error {info.status}"
+    return None, None
+
+
+def _str(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _from_nvidia_smi(node: str, errors: list[str]) -> HostInfo | None:
+    xml, problem = _run(["nvidia-smi", "-q", "-x"])
+    if xml is None:
+        errors.append(problem or "nvidia-smi failed")
+        return None
+    try:
+        return parse_nvidia_smi_xml(xml, node).model_copy(update={"source": "nvidia-smi"})
+    except EvidenceError as exc:
+        errors.append(str(exc))
+        return None
+
+
+def collect_container(python: str, image: str | None = None) -> ContainerInfo:
+    """Run the probe under the serving Python; add `docker inspect` digests when reachable."""
+    script = resources.files("golive.evidence").joinpath("scripts/container_probe.py")
+    with resources.as_file(script) as path:
+        out, problem = _run([python, str(path)])
+    if out is None:
+        raise EvidenceError(
+            f"the container probe could not run under {python}: {problem}; pass --python with "
+            "the interpreter that runs vLLM"
+        )
+    try:
+        data = json.loads(out)
+    except json.JSONDecodeError as exc:
+        raise EvidenceError(f"the container probe printed no JSON: {out[:200]!r}") from exc
+    data["collected_at"] = _now()
+    if image:
+        data["image"] = image
+        inspected, problem = _run(
+            ["docker", "image", "inspect", "--format", "{{json .RepoDigests}}", image]
+        )
+        if inspected:
+            data["image_digests"] = json.loads(inspected) or []
+        elif problem:
+            data.setdefault("errors", []).append(f"image digest not read: {problem}")
+    return ContainerInfo.model_validate(data)

@@ -1,0 +1,294 @@
+"""Pure rules on the startup log: failures, parsers, prefix caching, parallel layout, KV cache.
+
+A startup failure (CUDA init, NCCL, missing kernels, OOM at load) means the deployment never
+reached an application-level test: `rebuild` (environment or topology), not traffic tuning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from golive.evidence.chain import ChainInputs
+from golive.evidence.startup_log import Severity, explain
+from golive.results import CheckClass, CheckResult, Status
+
+
+def _startup(
+    check_id: str,
+    critical: bool,
+    status: Status,
+    summary: str,
+    measurements: Mapping[str, float | int | str | bool | None] | None = None,
+    evidence: Sequence[str] = (),
+    check_class: CheckClass = CheckClass.STARTUP,
+) -> CheckResult:
+    return CheckResult(
+        check_id, check_class, critical, status, summary, dict(measurements or {}), tuple(evidence)
+    )
+
+
+_NO_LOG = "no startup log: pass --log with the first complete engine initialization log"
+
+
+def check_startup_log(inputs: ChainInputs) -> CheckResult:
+    facts, path = inputs.startup, inputs.startup_path
+    if facts is None:
+        return _startup("startup.log", True, Status.NO_DATA, _NO_LOG)
+    fatal = facts.fatal
+    warnings = [s for s in facts.signatures if s.severity is Severity.WARNING]
+    measurements: dict[str, float | int | str | bool | None] = {
+        "lines": facts.line_count,
+        "fatal_signatures": len(fatal),
+        "warning_signatures": len(warnings),
+        "weights_load_s": facts.weights_load_s,
+        "model_load_gib": facts.model_load_gib,
+        "init_engine_s": facts.init_engine_s,
+    }
+    if fatal:
+        found = "; ".join(f"{explain(s)} (line {s.line})" for s in fatal[:5])
+        kinds = sorted({s.kind for s in fatal})
+        measurements["failure_kinds"] = ", ".join(kinds)
+        return _startup(
+            "startup.log",
+            True,
+            Status.FAIL,
+            f"startup failed: {found}",
+            measurements,
+            [f"{path}#L{s.line}" for s in fatal[:10]],
+        )
+    if facts.ready_line is None:
+        return _startup(
+            "startup.log",
+            True,
+            Status.NO_DATA,
+            "the log never shows the server ready (no 'Starting vLLM server' line): it is not a "
+            "complete initialization log",
+            measurements,
+            [path],
+        )
+    if warnings:
+        found = "; ".join(f"{explain(s)} (line {s.line})" for s in warnings[:5])
+        return _startup(
+            "startup.log",
+            True,
+            Status.WARN,
+            f"started, with warnings: {found}",
+            measurements,
+            [f"{path}#L{s.line}" for s in warnings[:10]],
+        )
+    return _startup(
+        "startup.log",
+        True,
+        Status.PASS,
+        "started cleanly: no failure signature",
+        measurements,
+        [path],
+    )
+
+
+def check_parsers(inputs: ChainInputs) -> CheckResult:
+    """Tool-call and reasoning parsers as the profile requires, from non-default args."""
+    chain = inputs.profile.chain
+    critical = chain.tool_parser is not None or chain.reasoning_parser is not None
+    facts = inputs.startup
+    if facts is None:
+        return _startup("startup.parsers", critical, Status.NO_DATA, _NO_LOG)
+    where = (
+        [f"{inputs.startup_path}#L{facts.args_line}"] if facts.args_line else [inputs.startup_path]
+    )
+    measurements = {
+        "tool_call_parser": facts.tool_parser,
+        "reasoning_parser": facts.reasoning_parser,
+        "auto_tool_choice": facts.auto_tool_choice or bool(facts.arg("enable_auto_tool_choice")),
+    }
+    problems = []
+    if chain.tool_parser is not None:
+        if facts.tool_parser != chain.tool_parser:
+            problems.append(
+                f"tool-call parser is {facts.tool_parser!r}, "
+                f"the profile needs {chain.tool_parser!r}"
+            )
+        if not measurements["auto_tool_choice"]:
+            problems.append("auto tool choice is not enabled (--enable-auto-tool-choice)")
+    if chain.reasoning_parser is not None and facts.reasoning_parser != chain.reasoning_parser:
+        problems.append(
+            f"reasoning parser is {facts.reasoning_parser!r}, "
+            f"the profile needs {chain.reasoning_parser!r}"
+        )
+    if problems:
+        return _startup(
+            "startup.parsers", True, Status.FAIL, "; ".join(problems), measurements, where
+        )
+    return _startup(
+        "startup.parsers",
+        critical,
+        Status.PASS,
+        f"tool-call parser {facts.tool_parser!r}, reasoning parser {facts.reasoning_parser!r}",
+        measurements,
+        where,
+    )
+
+
+def check_prefix_caching_flag(inputs: ChainInputs) -> CheckResult:
+    """The flag only: reuse itself is proved by `golive cache`. Records the retention policy."""
+    required = inputs.profile.chain.prefix_caching_required
+    facts = inputs.startup
+    labels = inputs.cache_info
+    from_log = facts.prefix_caching if facts is not None else None
+    from_metrics = labels.get("enable_prefix_caching")
+    enabled = (
+        from_log
+        if from_log is not None
+        else (None if from_metrics is None else from_metrics == "True")
+    )
+    retention = (
+        (facts.arg("prefix_cache_retention_interval") if facts else None)
+        or labels.get("prefix_cache_retention_interval")
+        or (
+            inputs.container.environment.get("VLLM_PREFIX_CACHE_RETENTION_INTERVAL")
+            if inputs.container
+            else None
+        )
+    )
+    measurements = {
+        "enable_prefix_caching": enabled,
+        "mamba_cache_mode": (facts.mamba_cache_mode if facts else None)
+        or labels.get("mamba_cache_mode"),
+        "mamba_prefix_caching": facts.mamba_prefix_caching if facts else None,
+        "retention_interval": None if retention is None else str(retention),
+        "block_size": labels.get("block_size"),
+    }
+    where = []
+    if facts is not None:
+        where.append(f"{inputs.startup_path}#L{facts.engine_line or facts.args_line}")
+    if labels:
+        where.append("metrics/env.prom#vllm:cache_config_info")
+    if enabled is None:
+        return _startup(
+            "startup.prefix_caching",
+            required,
+            Status.NO_DATA,
+            "prefix-caching state unknown: needs the startup log or the engine's metrics",
+            measurements,
+            where,
+            CheckClass.CACHE,
+        )
+    if not enabled:
+        return _startup(
+            "startup.prefix_caching",
+            required,
+            Status.FAIL if required else Status.WARN,
+            "prefix caching is disabled in the engine config"
+            + (" but the profile requires it (pass --enable-prefix-caching)" if required else ""),
+            measurements,
+            where,
+            CheckClass.CACHE,
+        )
+    return _startup(
+        "startup.prefix_caching",
+        required,
+        Status.PASS,
+        "prefix caching is enabled (the flag only; `golive cache` proves reuse)"
+        + (
+            f"; mamba cache mode {measurements['mamba_cache_mode']}"
+            if measurements["mamba_cache_mode"]
+            else ""
+        ),
+        measurements,
+        where,
+        CheckClass.CACHE,
+    )
+
+
+def check_parallel(inputs: ChainInputs) -> CheckResult:
+    """The parallel layout the engine started with equals the declared one and fits the GPUs."""
+    declared = inputs.declared_parallel
+    facts = inputs.startup
+    critical = declared is not None
+    if facts is None:
+        return _startup("startup.parallel", critical, Status.NO_DATA, _NO_LOG)
+    actual = facts.parallel()
+    where = [f"{inputs.startup_path}#L{facts.engine_line or facts.args_line}"]
+    measurements: dict[str, float | int | str | bool | None] = dict(actual)
+    problems = []
+    if declared is not None:
+        wanted = declared.model_dump()
+        differ = [
+            f"{k}={actual[k]} (declared {wanted[k]})"
+            for k in ("tp", "pp", "dp", "ep")
+            if actual[k] != wanted[k]
+        ]
+        if differ:
+            problems.append(
+                "the engine did not start with the declared layout: " + ", ".join(differ)
+            )
+    gpu_count = sum(len(host.gpus) for host, _ in inputs.hosts)
+    world = actual["tp"] * actual["pp"] * actual["dp"]
+    measurements["world_size"] = world
+    if inputs.hosts and world > gpu_count:
+        problems.append(
+            f"tp*pp*dp = {world} ranks but only {gpu_count} GPU(s) in the host evidence"
+        )
+    if problems:
+        return _startup(
+            "startup.parallel", True, Status.FAIL, "; ".join(problems), measurements, where
+        )
+    layout = ", ".join(f"{k}={v}" for k, v in actual.items())
+    return _startup(
+        "startup.parallel", critical, Status.PASS, f"started with {layout}", measurements, where
+    )
+
+
+def check_kv_cache(inputs: ChainInputs) -> CheckResult:
+    """KV cache size and concurrency as logged; max_model_len as served agrees with the log."""
+    facts = inputs.startup
+    if facts is None:
+        return _startup("startup.kv_cache", False, Status.NO_DATA, _NO_LOG)
+    where = (
+        [f"{inputs.startup_path}#L{facts.kv_cache_line}"]
+        if facts.kv_cache_line
+        else [inputs.startup_path]
+    )
+    measurements: dict[str, float | int | str | bool | None] = {
+        "kv_cache_tokens": facts.kv_cache_tokens,
+        "kv_cache_device": facts.kv_cache_device,
+        "max_concurrency_at_max_len": facts.max_concurrency,
+        "max_model_len_log": facts.max_model_len,
+        "max_model_len_live": None
+        if inputs.live_max_model_len is None
+        else inputs.live_max_model_len.value,
+        "attention_block_size": facts.attention_block_size,
+    }
+    live = inputs.live_max_model_len
+    if (
+        live is not None
+        and facts.max_model_len is not None
+        and str(facts.max_model_len) != live.value
+    ):
+        return _startup(
+            "startup.kv_cache",
+            False,
+            Status.WARN,
+            f"the log says max_model_len {facts.max_model_len} but the server reports "
+            f"{live.value}: the log may be from another launch",
+            measurements,
+            [*where, live.where],
+        )
+    if facts.kv_cache_tokens is None:
+        return _startup(
+            "startup.kv_cache",
+            False,
+            Status.NO_DATA,
+            "no KV cache size line in the log",
+            measurements,
+            where,
+        )
+    return _startup(
+        "startup.kv_cache",
+        False,
+        Status.PASS,
+        f"{facts.kv_cache_device} KV cache {facts.kv_cache_tokens:,} tokens, max concurrency "
+        f"{facts.max_concurrency}x at max_model_len {facts.max_model_len}",
+        measurements,
+        where,
+    )

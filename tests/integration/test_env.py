@@ -1,0 +1,184 @@
+"""`golive env` end to end: node evidence files, bad inputs, and the real local vLLM."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golive.bundle import verify
+from golive.cli import main
+from golive.results import Outcome
+from golive.target.install import ensure_target
+from golive.target.server import RunningTarget
+
+DATA = Path(__file__).parent.parent / "data"
+XML = DATA / "gpu-h200-x2/nvidia-smi-q.xml"
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    code = main(["env", *args, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else {}
+
+
+def _checks(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in verdict["checks"]}
+
+
+def test_mixed_driver_nodes_are_rebuild(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two node XMLs, one edited to R575: rebuild, both nodes named, chain.json written."""
+    node_a, node_b = tmp_path / "node-a.xml", tmp_path / "node-b.xml"
+    node_a.write_text(XML.read_text())
+    node_b.write_text(
+        XML.read_text()
+        .replace(
+            "<driver_version>580.159.04</driver_version>",
+            "<driver_version>575.57.08</driver_version>",
+        )
+        .replace("<cuda_version>13.0</cuda_version>", "<cuda_version>12.9</cuda_version>")
+    )
+    out = tmp_path / "b"
+    code, verdict = _run(
+        [
+            "--profile",
+            "kimi-k3",
+            "--nvidia-smi-xml",
+            str(node_a),
+            "--nvidia-smi-xml",
+            str(node_b),
+            "--out",
+            str(out),
+        ],
+        capsys,
+    )
+    assert code == Outcome.REBUILD.exit_code == 13
+    driver = _checks(verdict)["environment.host_driver"]
+    assert driver["status"] == "fail"
+    assert "node-a: R580" in driver["summary"]
+    assert "node-b: R575" in driver["summary"]
+    chain = json.loads((out / "environment/chain.json").read_text())
+    assert [h["driver"] for h in chain["hosts"]] == ["580.159.04", "575.57.08"]
+    assert (out / "environment/nvidia-smi-node-b.xml").exists()
+    assert "## Version chain" in (out / "report.md").read_text()
+    assert verify(out).ok
+
+
+def test_real_h200_evidence_under_generic_is_go_live(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Host and container JSON collected on real H200 machines, plus a clean startup log."""
+    code, verdict = _run(
+        [
+            "--host-info",
+            str(DATA / "gpu-h200-x2/host-nvml.json"),
+            "--container-info",
+            str(DATA / "gpu-h200-x2/container.json"),
+            "--log",
+            str(DATA / "vllm-cpu-0.32/startup.log"),
+            "--out",
+            str(tmp_path / "b"),
+        ],
+        capsys,
+    )
+    checks = _checks(verdict)
+    assert checks["environment.gpus"]["summary"].startswith("2 x NVIDIA H200")
+    assert checks["environment.driver_runtime"]["status"] == "pass"
+    # The container image on the device has no vLLM: the version comes from the log alone.
+    assert checks["environment.vllm_version"]["status"] == "pass"
+    assert code == 0, verdict["rules_fired"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "content", "phrase"),
+    [
+        ("--nvidia-smi-xml", '{"not": "xml"}', "not nvidia-smi XML"),
+        ("--host-info", '{"kind": "container"}', "holds 'container' evidence"),
+        ("--container-info", "{broken", "not JSON"),
+        ("--host-info", '{"kind": "host", "node": "n", "source": "nvml", "gpus": "many"}', "gpus"),
+    ],
+)
+def test_bad_evidence_files_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, content: str, phrase: str
+) -> None:
+    """A wrong or damaged evidence file exits 2 naming the file and what is wrong."""
+    path = tmp_path / "evidence.json"
+    path.write_text(content)
+    assert main(["env", flag, str(path), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err.replace("\n", "")
+    assert phrase in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_missing_log_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["env", "--log", str(tmp_path / "nope.log")]) == 2
+    assert "nope.log: cannot be read" in capsys.readouterr().err
+
+
+def test_collect_host_without_gpus_records_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a machine without NVIDIA GPUs the collector still writes facts, with the reasons."""
+    out = tmp_path / "host.json"
+    assert main(["env", "collect", "--host", "-o", str(out), "--node", "cpu-box"]) == 0
+    facts = json.loads(out.read_text())
+    assert facts["node"] == "cpu-box"
+    if facts["gpus"]:
+        pytest.skip("this machine has NVIDIA GPUs")
+    assert facts["source"] == "none"
+    assert any("nvidia-smi" in e for e in facts["errors"])
+    # Judged, this host is missing evidence, never a pass.
+    code, verdict = _run(
+        ["--profile", "kimi-k3", "--host-info", str(out), "--out", str(tmp_path / "b")], capsys
+    )
+    assert _checks(verdict)["environment.host_driver"]["status"] == "no_data"
+    assert code != 0
+
+
+@pytest.mark.target
+async def test_collect_container_in_the_real_vllm_venv(tmp_path: Path) -> None:
+    """The container probe, run by the Python that runs vLLM, reads the real versions."""
+    paths = await ensure_target("qwen")
+    out = tmp_path / "container.json"
+    code = await _main_in_thread(
+        ["env", "collect", "--container", "--python", str(paths.python), "-o", str(out)]
+    )
+    assert code == 0
+    facts = json.loads(out.read_text())
+    assert (facts["vllm_distribution"], facts["vllm_version"]) == ("vllm-cpu", "0.32.0")
+    assert facts["torch_version"].endswith("+cpu")
+    assert facts["torch_cuda"] is None
+
+
+async def _main_in_thread(args: list[str]) -> int:
+    import asyncio
+
+    return await asyncio.to_thread(main, args)
+
+
+@pytest.mark.target
+async def test_env_on_the_real_target(real_target: RunningTarget, tmp_path: Path) -> None:
+    """generic: go-live on the real server and its log; kimi-k3: rebuild, naming each link."""
+    base = ["env", "--target", real_target.url, "--log", str(real_target.log_path), "--json"]
+    generic = await _main_in_thread([*base, "--out", str(tmp_path / "g")])
+    verdict = json.loads((tmp_path / "g/verdict.json").read_text())
+    checks = _checks(verdict)
+    assert generic == 0, verdict["rules_fired"]
+    assert checks["environment.vllm_version"]["summary"].endswith("agreed by 2 source(s)")
+    assert checks["startup.kv_cache"]["status"] == "pass"
+    assert checks["startup.prefix_caching"]["measurements"]["block_size"] == "128"
+    kimi = await _main_in_thread([*base, "--profile", "kimi-k3", "--out", str(tmp_path / "k")])
+    verdict = json.loads((tmp_path / "k/verdict.json").read_text())
+    assert kimi == Outcome.REBUILD.exit_code
+    fired = {r["rule"]: r["checks"] for r in verdict["rules_fired"]}
+    assert "startup.parsers" in fired["environment-mismatch"]
+    assert {"environment.image", "environment.container_cuda"} <= set(fired["missing-evidence"])
+    parsers = _checks(verdict)["startup.parsers"]["summary"]
+    assert "'hermes', the profile needs 'kimi_k3'" in parsers
+    assert (
+        sys.executable
+    )  # the suite runs golive in-process; the console script is tested elsewhere

@@ -1,0 +1,272 @@
+"""Version-chain rules on real H200 captures and their mutations (pure, no I/O but reads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from golive.config import CustomBuild, ParallelConfig, load_profile
+from golive.decide import decide
+from golive.evidence.chain import (
+    ChainInputs,
+    Source,
+    check_container_cuda,
+    check_driver_runtime,
+    check_gpus,
+    check_host_driver,
+    check_image,
+    check_vllm_version,
+    split_image,
+)
+from golive.evidence.facts import ContainerInfo, GpuInfo, HostInfo, read_facts
+from golive.evidence.nvidia import parse_nvidia_smi_xml
+from golive.evidence.startup_log import parse_startup_log
+from golive.evidence.startup_rules import check_parallel, check_parsers, check_startup_log
+from golive.results import Outcome, Status
+
+DATA = Path(__file__).parent.parent / "data"
+KIMI = load_profile("kimi-k3")
+GENERIC = load_profile("generic")
+DIGEST = "sha256:" + "ab" * 32
+
+
+def _host(name: str = "x2", driver: str | None = None, cuda: str | None = None) -> HostInfo:
+    host = read_facts(DATA / f"gpu-h200-{name}/host-nvml.json", HostInfo)
+    update: dict[str, object] = {"node": f"node-{name}"}
+    if driver:
+        update["driver_version"] = driver
+    if cuda:
+        update["cuda_driver_version"] = cuda
+    return host.model_copy(update=update)
+
+
+def _container(**update: object) -> ContainerInfo:
+    base = read_facts(DATA / "gpu-h200-x1/container.json", ContainerInfo)
+    return base.model_copy(update={"vllm_version": "0.28.0", **update})
+
+
+def _inputs(profile: str = "kimi", **kw: object) -> ChainInputs:
+    return ChainInputs(profile=KIMI if profile == "kimi" else GENERIC, **kw)  # type: ignore[arg-type]
+
+
+def _hosts(*hosts: HostInfo) -> tuple[tuple[HostInfo, str], ...]:
+    return tuple((h, f"environment/host-{h.node}.json") for h in hosts)
+
+
+def test_real_h200_captures_pass_the_driver_and_runtime_links() -> None:
+    """The real H200 host (R580, CUDA 13.0) and container (torch cu130) are one chain."""
+    inputs = _inputs(container=_container(), hosts=_hosts(_host("x1"), _host("x2")))
+    assert check_host_driver(inputs).status is Status.PASS
+    assert check_container_cuda(inputs).status is Status.PASS
+    runtime = check_driver_runtime(inputs)
+    assert runtime.status is Status.PASS
+    assert runtime.measurements["cuda_compat_in_use"] is False
+
+
+def test_nvidia_smi_xml_and_nvml_agree_on_the_same_machine() -> None:
+    """The XML fallback and NVML describe the same node the same way."""
+    xml = parse_nvidia_smi_xml((DATA / "gpu-h200-x2/nvidia-smi-q.xml").read_text(), "n")
+    nvml = _host("x2")
+    assert xml.driver_version == nvml.driver_version == "580.159.04"
+    assert xml.cuda_driver_version == nvml.cuda_driver_version == "13.0"
+    assert [g.uuid for g in xml.gpus] == [g.uuid for g in nvml.gpus]
+    assert [g.memory_total_mib for g in xml.gpus] == [143771, 143771]
+    assert {(g.fabric_state, g.fabric_status) for g in nvml.gpus} == {("Completed", "Success")}
+
+
+def test_mixed_driver_families_across_nodes_is_rebuild() -> None:
+    """One node on R575 beside one on R580: the chain is not one environment."""
+    inputs = _inputs(hosts=_hosts(_host("x1"), _host("x2", driver="575.57.08", cuda="12.9")))
+    result = check_host_driver(inputs)
+    assert result.status is Status.FAIL
+    assert "mixed driver families" in result.summary
+    assert "R575" in result.summary
+    assert decide([result]).outcome is Outcome.REBUILD
+
+
+def test_r575_host_under_kimi_is_rebuild_despite_the_cuda_line() -> None:
+    """A CUDA 12.9 host (R575) cannot carry the CUDA 13 image, whatever nvidia-smi prints."""
+    inputs = _inputs(
+        hosts=_hosts(_host("x1", driver="575.57.08", cuda="12.9")), container=_container()
+    )
+    result = check_host_driver(inputs)
+    assert result.status is Status.FAIL
+    assert "below R580" in result.summary
+    runtime = check_driver_runtime(inputs)
+    assert runtime.status is Status.FAIL
+    assert "< R580 needed by CUDA 13" in runtime.summary
+    assert decide([result, runtime]).outcome is Outcome.REBUILD
+
+
+def test_a_newer_driver_is_fine() -> None:
+    inputs = _inputs(
+        hosts=_hosts(_host("x1", driver="590.10.01", cuda="13.1")), container=_container()
+    )
+    assert check_host_driver(inputs).status is Status.PASS
+    assert check_driver_runtime(inputs).status is Status.PASS
+
+
+@pytest.mark.parametrize(
+    ("version", "status", "phrase"),
+    [
+        ("0.27.1.dev93+g8e2a469", Status.FAIL, "custom/dev build"),
+        ("0.26.0", Status.FAIL, "older than the profile's minimum 0.27.1"),
+        ("0.27.1", Status.PASS, "minimum 0.27.1"),
+        ("0.32.0", Status.PASS, "agreed by 1 source"),
+    ],
+)
+def test_vllm_version_rules_under_kimi(version: str, status: Status, phrase: str) -> None:
+    result = check_vllm_version(_inputs(live_version=Source(version, "requests/env.jsonl")))
+    assert result.status is status
+    assert phrase in result.summary
+
+
+def test_custom_build_under_generic_needs_its_build_record() -> None:
+    """Under the generic profile a dev build passes only on its own evidence track."""
+    live = Source("0.27.1.dev93+g8e2a469", "requests/env.jsonl")
+    bare = check_vllm_version(_inputs("generic", live_version=live))
+    assert bare.status is Status.FAIL
+    assert "no build record" in bare.summary
+    record = CustomBuild(
+        source_branch="k3-cu129",
+        commit="8e2a469",
+        lockfile="uv.lock",
+        build_command="docker build .",
+        image_digest=DIGEST,
+        rollback_image=f"registry/vllm@{DIGEST}",
+    )
+    tracked = check_vllm_version(_inputs("generic", live_version=live, custom_build=record))
+    assert tracked.status is Status.PASS
+    assert "separate" in tracked.summary or "own evidence track" in tracked.summary
+
+
+def test_layers_that_disagree_on_vllm_are_named() -> None:
+    log = parse_startup_log(
+        "(APIServer pid=1) INFO 01-01 00:00:00 [a.py:1] vLLM API server version 0.28.0\n"
+    )
+    result = check_vllm_version(
+        _inputs(live_version=Source("0.29.0", "requests/env.jsonl#/version"), startup=log)
+    )
+    assert result.status is Status.FAIL
+    assert "0.28.0 (environment/startup.log#L1)" in result.summary
+    assert "0.29.0 (requests/env.jsonl#/version)" in result.summary
+
+
+@pytest.mark.parametrize(
+    ("image", "status", "phrase"),
+    [
+        (f"vllm/vllm-openai:kimi-k3@{DIGEST}", Status.PASS, "profile's image"),
+        ("vllm/vllm-openai:kimi-k3", Status.NO_DATA, "no digest"),
+        (
+            f"nvidia/cuda:13.0.1-runtime-ubuntu24.04@{DIGEST}",
+            Status.FAIL,
+            "not the profile's image",
+        ),
+        (f"vllm/vllm-openai:v0.28.0-cu129@{DIGEST}", Status.FAIL, "not the profile's image"),
+    ],
+)
+def test_image_rules_under_kimi(image: str, status: Status, phrase: str) -> None:
+    result = check_image(_inputs(image=Source(image, "--image")))
+    assert result.status is status
+    assert phrase in result.summary
+
+
+def test_split_image_handles_registries_with_ports() -> None:
+    assert split_image("registry:5000/vllm/vllm-openai:kimi-k3@sha256:ab") == (
+        "registry:5000/vllm/vllm-openai",
+        "kimi-k3",
+        "sha256:ab",
+    )
+    assert split_image("vllm") == ("vllm", None, None)
+
+
+def test_cuda_12_container_under_kimi_fails() -> None:
+    result = check_container_cuda(
+        _inputs(container=_container(torch_cuda="12.9", cudart_version=12090))
+    )
+    assert result.status is Status.FAIL
+    assert "needs CUDA 13" in result.summary
+
+
+def test_cpu_torch_is_fine_for_generic_but_not_for_kimi() -> None:
+    cpu = _container(torch_cuda=None, torch_version="2.13.0+cpu")
+    assert check_container_cuda(_inputs("generic", container=cpu)).status is Status.PASS
+    assert check_container_cuda(_inputs(container=cpu)).status is Status.FAIL
+
+
+def test_cuda_compat_on_consumer_gpus_fails_and_on_datacenter_gpus_warns() -> None:
+    """Driver API above the host's CUDA means cuda-compat is active: fine only on datacenter GPUs."""
+    container = _container(cuda_driver_api_version=13020)
+    datacenter = _inputs(container=container, hosts=_hosts(_host("x1")))
+    assert check_driver_runtime(datacenter).status is Status.WARN
+    consumer_host = _host("x1").model_copy(
+        update={"gpus": (GpuInfo(index=0, name="NVIDIA GeForce RTX 5090"),)}
+    )
+    consumer = _inputs(container=container, hosts=_hosts(consumer_host))
+    result = check_driver_runtime(consumer)
+    assert result.status is Status.FAIL
+    assert "error 804" in result.summary
+
+
+def test_gpu_count_class_and_fabric() -> None:
+    two = _inputs(hosts=_hosts(_host("x2")))
+    assert "needs at least 8" in check_gpus(two).summary
+    generic = check_gpus(_inputs("generic", hosts=_hosts(_host("x2"))))
+    assert generic.status is Status.PASS
+    assert generic.summary.startswith("2 x NVIDIA H200")
+    stuck = _host("x2").model_copy(
+        update={
+            "gpus": tuple(
+                g.model_copy(update={"fabric_state": "In Progress"}) for g in _host("x2").gpus
+            )
+        }
+    )
+    result = check_gpus(_inputs("generic", hosts=_hosts(stuck)))
+    assert result.status is Status.FAIL
+    assert "error 802" in result.summary
+
+
+def test_missing_evidence_is_no_data_never_pass() -> None:
+    """Every rule without its evidence says no_data, and under kimi-k3 that blocks go-live."""
+    empty = _inputs()
+    results = [
+        rule(empty)
+        for rule in (
+            check_image,
+            check_vllm_version,
+            check_container_cuda,
+            check_host_driver,
+            check_driver_runtime,
+            check_gpus,
+            check_startup_log,
+            check_parsers,
+        )
+    ]
+    assert {r.status for r in results} == {Status.NO_DATA}
+    assert all(r.critical for r in results)
+    assert decide(results).outcome is Outcome.HOLD
+
+
+def test_startup_failure_is_rebuild_and_cites_lines() -> None:
+    log = parse_startup_log(
+        "INFO boot\n(EngineCore_DP0 pid=9) ERROR 01-01 00:00:00 [core.py:1] RuntimeError: NCCL error: "
+        "unhandled system error\nEngineCore failed to start.\n"
+    )
+    result = check_startup_log(_inputs(startup=log))
+    assert result.status is Status.FAIL
+    assert result.evidence == ("environment/startup.log#L2", "environment/startup.log#L3")
+    assert decide([result]).outcome is Outcome.REBUILD
+
+
+def test_declared_parallel_layout_must_match_the_log() -> None:
+    log = parse_startup_log(
+        "INFO 01-01 00:00:00 [u.py:1] non-default args: {'tensor_parallel_size': 8}\n"
+    )
+    ok = check_parallel(_inputs(startup=log, declared_parallel=ParallelConfig(tp=8)))
+    assert ok.status is Status.PASS
+    wrong = check_parallel(_inputs(startup=log, declared_parallel=ParallelConfig(tp=8, pp=2)))
+    assert wrong.status is Status.FAIL
+    assert "pp=1 (declared 2)" in wrong.summary
+    too_big = check_parallel(_inputs(startup=log, hosts=_hosts(_host("x2"))))
+    assert "8 ranks but only 2 GPU(s)" in too_big.summary

