@@ -255,7 +255,7 @@ def parse_startup_log(text: str) -> StartupFacts:
         for pattern in PATTERNS:
             if pattern.regex.search(msg):
                 signatures.append(
-                    Signature(pattern.kind, pattern.severity, number, raw.strip()[:300])
+                    Signature(pattern.kind, pattern.severity, number, msg.strip()[:300])
                 )
                 break
     return StartupFacts(**facts, signatures=tuple(signatures), line_count=len(lines))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from golive.evidence.chain import ChainInputs
-from golive.evidence.startup_log import Severity, explain
+from golive.evidence.startup_log import Severity, Signature, explain
 from golive.results import CheckClass, CheckResult, Status
 
 
@@ -30,6 +30,11 @@ def _startup(
 _NO_LOG = "no startup log: pass --log with the first complete engine initialization log"
 
 
+def _quote(signature: Signature) -> str:
+    text = signature.text if len(signature.text) <= 110 else signature.text[:107] + "..."
+    return f'{explain(signature)}: "{text}" (line {signature.line})'
+
+
 def check_startup_log(inputs: ChainInputs) -> CheckResult:
     facts, path = inputs.startup, inputs.startup_path
     if facts is None:
@@ -45,7 +50,7 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
         "init_engine_s": facts.init_engine_s,
     }
     if fatal:
-        found = "; ".join(f"{explain(s)} (line {s.line})" for s in fatal[:5])
+        found = "; ".join(_quote(s) for s in fatal[:5])
         kinds = sorted({s.kind for s in fatal})
         measurements["failure_kinds"] = ", ".join(kinds)
         return _startup(
@@ -67,7 +72,7 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             [path],
         )
     if warnings:
-        found = "; ".join(f"{explain(s)} (line {s.line})" for s in warnings[:5])
+        found = "; ".join(_quote(s) for s in warnings[:5])
         return _startup(
             "startup.log",
             True,
