@@ -56,13 +56,17 @@ class Bundle:
 
     def append_jsonl(self, rel: str, obj: Any) -> None:
         """Append one JSON line and flush it to the OS at once."""
+        self.append_text(rel, json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+
+    def append_text(self, rel: str, text: str) -> None:
+        """Append text (one or more whole lines) and flush it to the OS at once."""
         handle = self._open.get(rel)
         try:
             if handle is None:
                 self.path(rel).parent.mkdir(parents=True, exist_ok=True)
                 handle = self.path(rel).open("a", encoding="utf-8")
                 self._open[rel] = handle
-            handle.write(self.scrub(json.dumps(obj, ensure_ascii=False, default=str)) + "\n")
+            handle.write(self.scrub(text))
             handle.flush()
         except OSError as exc:
             raise BundleError(f"cannot append to {self.path(rel)}: {exc}") from exc

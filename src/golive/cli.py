@@ -18,17 +18,23 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from golive import __version__
 from golive.bundle import verify
+from golive.checks.capacity import CapacityInputs
+from golive.checks.capacity_phases import run_capacity
+from golive.checks.context import CheckContext
 from golive.checks.env import env_programme, load_evidence
 from golive.checks.smoke import run_smoke
 from golive.config import PROFILES, load_config
 from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
-from golive.results import EXIT_INTERNAL, EXIT_USAGE
+from golive.evidence.startup_log import parse_startup_log
+from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
 from golive.run import Verdict, judge
+from golive.traffic.workload import read_sample
 
 err = Console(stderr=True)
 _STYLE = {
@@ -104,6 +110,17 @@ def build_parser() -> argparse.ArgumentParser:
     env.add_argument("-o", "--output", type=Path, help="collect: where to write the JSON")
     env.add_argument("--python", default="python3", help="collect --container: vLLM's Python")
     env.add_argument("--node", help="collect --host: node name (default: hostname)")
+    capacity = sub.add_parser(
+        "capacity", help="the four pressure phases: model load, long input, concurrency, sustained"
+    )
+    _target_options(capacity)
+    capacity.add_argument("--concurrency", type=int, help="highest concurrency of the ramp")
+    capacity.add_argument("--max-context", type=int, help="intended max input tokens")
+    capacity.add_argument("--duration", type=float, help="sustained phase, seconds")
+    capacity.add_argument("--step-duration", type=float, help="each ramp step, seconds")
+    capacity.add_argument("--sample", type=Path, help="JSONL of chat bodies to use as the workload")
+    capacity.add_argument("--log", type=Path, help="startup log, for the model-load phase")
+    capacity.add_argument("--target-pid", type=int, help="PID of a local server: sample its RSS")
     check = sub.add_parser("verify", help="check a bundle against its manifest")
     check.add_argument("bundle", type=Path)
     demo = sub.add_parser(
@@ -144,6 +161,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return _finish(verdict, args.json)
     if args.command == "env":
         return await _env(args)
+    if args.command == "capacity":
+        return await _capacity(args)
     if args.command == "demo":
         from golive.demo import run_demo
 
@@ -184,6 +203,81 @@ async def _env(args: argparse.Namespace) -> int:
         require_target=False,
     )
     return _finish(verdict, args.json)
+
+
+async def _capacity(args: argparse.Namespace) -> int:
+    overrides = {
+        **_target_overrides(args),
+        "capacity.concurrency": args.concurrency,
+        "capacity.max_context": args.max_context,
+        "capacity.duration_s": args.duration,
+        "capacity.step_duration_s": args.step_duration,
+    }
+    config = load_config(args.config, overrides)
+    log_text = None if args.log is None else _read(args.log, "--log")
+    sample = (
+        () if args.sample is None else tuple(read_sample(args.sample, config.target.model or ""))
+    )
+    with RichProgress() as progress:
+        inputs = CapacityInputs(
+            target_pid=args.target_pid,
+            startup=None if log_text is None else parse_startup_log(log_text),
+            sample=sample,
+            progress=progress,
+        )
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            if log_text is not None:
+                ctx.bundle.write_text("environment/startup.log", log_text)
+            return await run_capacity(ctx, inputs)
+
+        verdict = await judge(
+            config, args.out or _default_out("golive-capacity"), "capacity", programme
+        )
+    return _finish(verdict, args.json)
+
+
+def _read(path: Path, flag: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot be read ({exc.strerror})") from exc
+
+
+class RichProgress:
+    """Phase, elapsed time, requests and errors on stderr while load runs."""
+
+    def __init__(self) -> None:
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[requests]} requests, {task.fields[errors]} errors"),
+            console=err,
+        )
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> RichProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def phase(self, name: str, total_s: float) -> None:
+        if self._task is not None:
+            self._progress.stop_task(self._task)
+        self._task = self._progress.add_task(f"{name} (~{total_s:.0f} s)", requests=0, errors=0)
+
+    def record(self, ok: bool) -> None:
+        if self._task is None:
+            return
+        fields = self._progress.tasks[self._task].fields
+        self._progress.update(
+            self._task,
+            requests=fields["requests"] + 1,
+            errors=fields["errors"] + (0 if ok else 1),
+        )
 
 
 def _target_overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -84,11 +84,35 @@ class EnvironmentConfig(StrictModel):
     custom_build: CustomBuild | None = None
 
 
+class CapacityConfig(StrictModel):
+    """The four pressure phases. Every phase is bounded by time and by a request cap."""
+
+    concurrency: int = Field(8, ge=1, le=4096, description="highest concurrency of the ramp")
+    max_context: int | None = Field(
+        None, ge=16, description="intended max input; default max_model_len"
+    )
+    duration_s: float = Field(60.0, gt=0, description="sustained phase length")
+    step_duration_s: float = Field(20.0, gt=0, description="length of each ramp step")
+    step_max_requests: int = Field(400, ge=1)
+    long_max_tokens: int = Field(8, ge=1, description="generation limit of long-input requests")
+    max_queue_s: float = Field(0.5, ge=0)
+    max_queue_share: float = Field(0.25, ge=0)
+    system_prompt_words: int = Field(450, ge=0)
+    tools: int = Field(3, ge=0)
+    turns: int = Field(2, ge=0)
+    long_share: float = Field(0.2, ge=0, le=1)
+    long_prompt_words: int = Field(1500, ge=0)
+    structured_share: float = Field(0.25, ge=0, le=1)
+    max_tokens: int = Field(24, ge=1)
+    vision: bool = Field(False, description="the application sends images (multimodal class)")
+
+
 class GoliveConfig(StrictModel):
     profile: str = Field("generic", description="generic | kimi-k3 | path to a profile YAML")
     target: TargetConfig = TargetConfig()
     smoke: SmokeConfig = SmokeConfig()
     environment: EnvironmentConfig = EnvironmentConfig()
+    capacity: CapacityConfig = CapacityConfig()
 
 
 class ChainExpectation(StrictModel):

@@ -54,11 +54,60 @@ def environment_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
     )
 
 
+def _classification(check: CheckResult) -> str | None:
+    value = check.measurements.get("classification")
+    return str(value) if value is not None else None
+
+
+def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """OOM, queue collapse, stalls or restarts after reasonable limits."""
+    hit = [c.id for c in checks if _classification(c) == "expand-capacity"]
+    if not hit:
+        return None
+    return RuleFired(
+        "capacity-exhausted",
+        Outcome.EXPAND_CAPACITY,
+        "sustained load causes OOM, failures, queue collapse or engine termination: expand "
+        "capacity or redesign the deployment",
+        tuple(hit),
+    )
+
+
+def capacity_limited(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """Stable only under a lower ceiling, or context above the intended envelope."""
+    hit = [c.id for c in checks if _classification(c) in ("limit-traffic", "adjust-configuration")]
+    if not hit:
+        return None
+    return RuleFired(
+        "capacity-limited",
+        Outcome.OBSERVE_WITH_LIMITS,
+        "stable only inside a smaller envelope: cap traffic at the measured limits",
+        tuple(hit),
+    )
+
+
+def limits(checks: Sequence[CheckResult]) -> dict[str, int]:
+    """The envelope the measurements allow (verdict.json `limits`)."""
+    found: dict[str, int] = {}
+    for check in checks:
+        for key, name in (
+            ("limit_max_concurrency", "max_concurrency"),
+            ("limit_max_context", "max_context"),
+        ):
+            value = check.measurements.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                found[name] = min(value, found.get(name, value))
+    return found
+
+
 def critical_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
     failed = [
         c.id
         for c in checks
-        if c.critical and c.status is Status.FAIL and c.check_class not in _FAILURE_OUTCOME
+        if c.critical
+        and c.status is Status.FAIL
+        and c.check_class not in _FAILURE_OUTCOME
+        and _classification(c) is None
     ]
     if not failed:
         return None
@@ -70,7 +119,14 @@ def critical_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
     )
 
 
-RULES: tuple[Rule, ...] = (nothing_measured, missing_evidence, environment_failed, critical_failed)
+RULES: tuple[Rule, ...] = (
+    nothing_measured,
+    missing_evidence,
+    environment_failed,
+    capacity_exhausted,
+    capacity_limited,
+    critical_failed,
+)
 
 
 def decide(checks: Sequence[CheckResult], rules: Sequence[Rule] = RULES) -> Decision:

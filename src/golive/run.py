@@ -21,7 +21,7 @@ from golive import __version__
 from golive.bundle import Bundle
 from golive.checks.context import CheckContext, NoTarget, Target
 from golive.config import GoliveConfig, load_profile, profile_text
-from golive.decide import decide
+from golive.decide import decide, limits
 from golive.errors import ConfigError
 from golive.report.markdown import render_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
@@ -127,7 +127,7 @@ def verdict_json(
         ).hexdigest(),
         "checks": [c.to_json() for c in checks],
         "rules_fired": [r.to_json() for r in decision.rules_fired],
-        "limits": {},
+        "limits": limits(checks),
         "actions": [
             {
                 "check": c.id,

@@ -20,6 +20,8 @@ class Target(Protocol):
 
     async def get(self, path: str, label: str) -> RequestRecord: ...
 
+    async def post(self, path: str, body: Mapping[str, Any], label: str) -> RequestRecord: ...
+
     async def chat(
         self, body: Mapping[str, Any], label: str, scheduled_ns: int | None = None
     ) -> RequestRecord: ...
@@ -32,6 +34,9 @@ class NoTarget:
         raise ConfigError(f"{path} needs a live server: give --target URL")
 
     async def get(self, path: str, label: str) -> RequestRecord:
+        raise ConfigError(f"{path} needs a live server: give --target URL")
+
+    async def post(self, path: str, body: Mapping[str, Any], label: str) -> RequestRecord:
         raise ConfigError(f"{path} needs a live server: give --target URL")
 
     async def chat(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -15,6 +16,7 @@ from pathlib import Path
 import aiohttp
 
 from golive.errors import LocalTargetError
+from golive.sampling import tree_rss_mib
 from golive.target.install import Progress, TargetPaths
 
 LOOPBACK = "127.0.0.1"
@@ -32,6 +34,7 @@ class ServeOptions:
     kv_cache_gib: int = 1
     extra_args: tuple[str, ...] = ()
     ready_timeout_s: float = 300.0
+    dtype: str | None = None  # None: bfloat16 where the CPU has bf16 units, else float32
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +45,26 @@ class RunningTarget:
     log_path: Path
     served_name: str
     argv: tuple[str, ...] = field(repr=False, default=())
+    load_curve: tuple[tuple[float, float], ...] = field(repr=False, default=())
 
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))
         return int(sock.getsockname()[1])
+
+
+def cpu_dtype(cpuinfo: str | None = None) -> str:
+    """bf16 only where the CPU computes it natively (AVX512-BF16 or AMX). Elsewhere (an
+    AVX2-only EPYC, say) oneDNN cannot build bf16 matmuls and vLLM falls back to a torch
+    path measured ~10x slower, so float32 serves faster."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return "float32"
+    flags = set(cpuinfo.split())
+    return "bfloat16" if flags & {"avx512_bf16", "amx_bf16"} else "float32"
 
 
 def serve_argv(paths: TargetPaths, options: ServeOptions, port: int) -> list[str]:
@@ -65,7 +82,7 @@ def serve_argv(paths: TargetPaths, options: ServeOptions, port: int) -> list[str
         "--port",
         str(port),
         "--dtype",
-        "bfloat16",
+        options.dtype or cpu_dtype(),
         "--max-model-len",
         str(options.max_model_len),
         "--enforce-eager",
@@ -116,17 +133,20 @@ async def start_target(
     )
     progress(f"target: starting vLLM (pid {process.pid}) on {target.url}, log {log_path}")
     try:
-        await _wait_ready(target, process, options.ready_timeout_s)
+        curve = await _wait_ready(target, process, options.ready_timeout_s)
     except BaseException:
         await stop_target(target)
         raise
-    return target
+    return dataclasses.replace(target, load_curve=tuple(curve))
 
 
 async def _wait_ready(
     target: RunningTarget, process: asyncio.subprocess.Process, timeout_s: float
-) -> None:
-    deadline = time.monotonic() + timeout_s
+) -> list[tuple[float, float]]:
+    """Poll /health; meanwhile sample the RSS of the server's process tree (model load)."""
+    start = time.monotonic()
+    deadline = start + timeout_s
+    curve: list[tuple[float, float]] = []
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
         while time.monotonic() < deadline:
             if process.returncode is not None:
@@ -134,12 +154,15 @@ async def _wait_ready(
                     f"vLLM exited with code {process.returncode} before it was healthy; "
                     f"see {target.log_path}:\n{_tail(target.log_path)}"
                 )
+            rss = tree_rss_mib(target.pid)
+            if rss is not None:
+                curve.append((round(time.monotonic() - start, 2), round(rss, 1)))
             with contextlib.suppress(aiohttp.ClientError, TimeoutError):
                 async with session.get(f"{target.url}/health") as response:
                     if response.status == 200:
-                        return
+                        return curve
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), 1.0)
+                await asyncio.wait_for(process.wait(), 0.25)
     raise LocalTargetError(
         f"vLLM was not healthy within {timeout_s:g} s; see {target.log_path}:\n"
         f"{_tail(target.log_path)}"

@@ -105,6 +105,10 @@ class TargetClient:
         """GET a path (health, version, models, metrics) and keep the whole answer."""
         return await self._send("GET", path, None, label, stream=False)
 
+    async def post(self, path: str, body: Mapping[str, Any], label: str) -> RequestRecord:
+        """POST JSON to another endpoint (e.g. `/tokenize`) and keep the whole answer."""
+        return await self._send("POST", path, body, label, stream=False)
+
     async def chat(
         self,
         body: Mapping[str, Any],

@@ -71,8 +71,11 @@ async def run_schedule(
     make_body: MakeBody,
     label: str,
     on_record: OnRecord | None = None,
+    stop: asyncio.Event | None = None,
 ) -> LoadResult:
-    """Drive `send` with bodies from `make_body` under `schedule`; return every record."""
+    """Drive `send` with bodies from `make_body` under `schedule`; return every record.
+
+    Setting `stop` ends the issuing of new requests at once (e.g. the engine died)."""
     records: list[RequestRecord] = []
     start_ns = time.perf_counter_ns()
     deadline_ns = start_ns + int(schedule.duration_s * 1e9)
@@ -86,6 +89,8 @@ async def run_schedule(
     def take() -> int | None:
         nonlocal issued
         if issued >= schedule.max_requests or time.perf_counter_ns() >= deadline_ns:
+            return None
+        if stop is not None and stop.is_set():
             return None
         issued += 1
         return issued - 1

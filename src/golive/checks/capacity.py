@@ -1,0 +1,275 @@
+"""`golive capacity`: the four pressure phases, with memory curves and termination records.
+
+1 model load (from the startup log and, when golive started the server, its load curve);
+2 long input at increasing context; 3 concurrent Agent traffic on a concurrency ramp;
+4 sustained load. Every phase is bounded (duration and request cap) and stops on engine
+death; a death leaves `memory/termination.json` with the preceding memory curve, the
+in-flight request shapes, the concurrency and the context configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from golive.checks.capacity_rules import (
+    Action,
+    Classification,
+)
+from golive.checks.context import CheckContext
+from golive.evidence.startup_log import StartupFacts
+from golive.results import CheckClass, CheckResult, Status
+from golive.sampling import Curve, Probe
+from golive.traffic.records import FailureKind, RequestRecord
+
+_CONTEXT_ERROR = (
+    "maximum context length",
+    "max_model_len",
+    "context length",
+    "too long",
+    "exceeds",
+)
+
+
+class PhaseProgress(Protocol):
+    """What the CLI shows while a phase runs (a rich progress bar there, nothing in tests)."""
+
+    def phase(self, name: str, total_s: float) -> None: ...
+
+    def record(self, ok: bool) -> None: ...
+
+
+class _Quiet:
+    def phase(self, name: str, total_s: float) -> None:
+        return None
+
+    def record(self, ok: bool) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityInputs:
+    """What only the caller knows: the local PID, the startup facts, a user sample."""
+
+    target_pid: int | None = None
+    startup: StartupFacts | None = None
+    load_curve: tuple[tuple[float, float], ...] = ()
+    sample: tuple[Mapping[str, Any], ...] = ()
+    progress: PhaseProgress = field(default_factory=_Quiet)
+
+
+def cap_result(
+    check_id: str,
+    status: Status,
+    summary: str,
+    measurements: Mapping[str, float | int | str | bool | None],
+    evidence: Sequence[str],
+    critical: bool = True,
+) -> CheckResult:
+    return CheckResult(
+        check_id,
+        CheckClass.CAPACITY,
+        critical,
+        status,
+        summary,
+        dict(measurements),
+        tuple(evidence),
+    )
+
+
+_ACTION_STATUS = {
+    Action.STABLE: Status.PASS,
+    Action.ADJUST_CONFIGURATION: Status.WARN,
+    Action.LIMIT_TRAFFIC: Status.WARN,
+    Action.EXPAND_CAPACITY: Status.FAIL,
+}
+
+
+def classified(
+    check_id: str, c: Classification, extra: Mapping[str, Any], evidence: Sequence[str]
+) -> CheckResult:
+    measurements: dict[str, Any] = {"classification": c.action.value, **extra}
+    if c.action is Action.LIMIT_TRAFFIC and c.ceiling is not None:
+        measurements["limit_max_concurrency"] = c.ceiling
+    if c.action is Action.ADJUST_CONFIGURATION and c.max_context is not None:
+        measurements["limit_max_context"] = c.max_context
+    return cap_result(
+        check_id, _ACTION_STATUS[c.action], f"{c.action.value}: {c.reason}", measurements, evidence
+    )
+
+
+class Run:
+    """Shared state of one capacity run: phase label, in-flight shapes, death flag."""
+
+    def __init__(
+        self, ctx: CheckContext, inputs: CapacityInputs, model: str, max_model_len: int | None
+    ) -> None:
+        self.ctx = ctx
+        self.inputs = inputs
+        self.model = model
+        self.max_model_len = max_model_len
+        self.phase = "setup"
+        self.concurrency = 0
+        self.in_flight: dict[int, dict[str, Any]] = {}
+        self.dead = asyncio.Event()
+        self.death: str | None = None
+        self.memory: Curve | None = None
+        self.concurrency_ceiling: int | None = None
+        self._n = 0
+
+    async def send(self, body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
+        self._n += 1
+        key = self._n
+        self.in_flight[key] = shape_of(body)
+        try:
+            record = await self.ctx.target.chat(body, label, scheduled_ns)
+        finally:
+            self.in_flight.pop(key, None)
+        self.ctx.save(record, f"capacity-{self.phase}")
+        self.inputs.progress.record(record.ok)
+        if record.failure is not None and record.failure.kind in (
+            FailureKind.CONNECT,
+            FailureKind.DISCONNECTED,
+        ):
+            await self.check_alive(f"{record.failure.kind.value}: {record.failure.message}", body)
+        return record
+
+    async def check_alive(self, reason: str, body: Mapping[str, Any] | None = None) -> bool:
+        if self.dead.is_set():
+            return False
+        health = await self.ctx.target.get("/health", "capacity-health")
+        if health.ok:
+            return True
+        in_flight = [*self.in_flight.values(), *([shape_of(body)] if body else [])]
+        self.death = reason
+        self.dead.set()
+        self.ctx.bundle.write_json("memory/termination.json", self.termination(reason, in_flight))
+        return False
+
+    def termination(self, reason: str, in_flight: list[dict[str, Any]]) -> dict[str, Any]:
+        rows = self.memory.rows[-300:] if self.memory else []
+        startup = self.inputs.startup
+        return {
+            "reason": reason,
+            "phase": self.phase,
+            "concurrency": self.concurrency,
+            "at": time.time(),
+            "in_flight_requests": in_flight,
+            "context": {
+                "max_model_len": self.max_model_len,
+                "max_context": self.ctx.config.capacity.max_context,
+            },
+            "topology": None if startup is None else startup.parallel(),
+            "preceding_memory_curve": rows,
+            "memory_curve_file": "memory/capacity.csv",
+        }
+
+
+def shape_of(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The shape of a request for records: sizes and features, not the whole text."""
+    messages = body.get("messages") or []
+    chars = sum(len(str(m.get("content") or "")) for m in messages if isinstance(m, dict))
+    return {
+        "messages": len(messages),
+        "prompt_chars": chars,
+        "tools": len(body.get("tools") or []),
+        "structured": "response_format" in body,
+        "max_tokens": body.get("max_tokens"),
+        "stream": bool(body.get("stream")),
+    }
+
+
+async def served_model(ctx: CheckContext) -> tuple[str | None, int | None]:
+    parsed = ctx.save(await ctx.target.get("/v1/models", "capacity-models"), "capacity-setup")
+    body = parsed.json_body
+    if not parsed.record.ok or not isinstance(body, dict) or not body.get("data"):
+        return None, None
+    served = [e for e in body["data"] if isinstance(e, dict)]
+    wanted = ctx.config.target.model
+    entry = next((e for e in served if e.get("id") == wanted), served[0] if not wanted else None)
+    if entry is None:
+        return None, None
+    length = entry.get("max_model_len")
+    return str(entry["id"]), length if isinstance(length, int) else None
+
+
+def engine_probe(ctx: CheckContext) -> Probe:
+    last = {"t": 0.0}
+
+    async def probe() -> Mapping[str, float | None]:
+        if time.monotonic() - last["t"] < 0.5:  # the engine's gauges at 2 Hz, memory at 5 Hz
+            return {}
+        last["t"] = time.monotonic()
+        record = await ctx.target.get(ctx.metrics_url, "capacity-gauges")
+        if not record.ok:
+            return {}
+        from golive.metrics import parse_metrics
+
+        snap = parse_metrics(record.raw_text)
+        return {
+            "kv_cache_usage_perc": snap.value("kv_cache_usage_perc", "max"),
+            "num_requests_running": snap.value("num_requests_running"),
+            "num_requests_waiting": snap.value("num_requests_waiting"),
+            "num_preemptions": snap.value("num_preemptions"),
+        }
+
+    return probe
+
+
+def model_load(run: Run) -> CheckResult:
+    """Phase 1 from what the engine printed (and the load curve when golive started it)."""
+    facts = run.inputs.startup
+    curve = run.inputs.load_curve
+    if facts is None:
+        return cap_result(
+            "capacity.model_load",
+            Status.NO_DATA,
+            "no startup log: model-load memory and timing unknown (pass --log)",
+            {},
+            (),
+            critical=False,
+        )
+    measurements: dict[str, Any] = {
+        "weights_load_s": facts.weights_load_s,
+        "model_load_gib": facts.model_load_gib,
+        "init_engine_s": facts.init_engine_s,
+        "kv_cache_tokens": facts.kv_cache_tokens,
+        "peak_load_rss_mib": max((m for _, m in curve), default=None),
+        "load_curve_points": len(curve),
+        **{f"parallel_{k}": v for k, v in facts.parallel().items()},
+    }
+    if curve:
+        run.ctx.bundle.write_text(
+            "memory/load.csv", "t_s,host_rss_mib\n" + "".join(f"{t},{m}\n" for t, m in curve)
+        )
+    evidence = ["environment/startup.log"] + (["memory/load.csv"] if curve else [])
+    fatal = facts.fatal
+    if fatal:
+        kinds = ", ".join(sorted({s.kind for s in fatal}))
+        return CheckResult(
+            "capacity.model_load",
+            CheckClass.STARTUP,
+            True,
+            Status.FAIL,
+            f"the model did not load cleanly ({kinds}): rebuild the environment or "
+            "fix the topology, not traffic",
+            measurements,
+            tuple(evidence),
+        )
+    fallbacks = [s for s in facts.signatures if s.kind == "fallback"]
+    summary = (
+        f"weights loaded in {facts.weights_load_s} s, engine init {facts.init_engine_s} s"
+        + (f", peak {measurements['peak_load_rss_mib']:.0f} MiB host RSS" if curve else "")
+        + (f"; {len(fallbacks)} fallback message(s)" if fallbacks else "")
+    )
+    return cap_result(
+        "capacity.model_load",
+        Status.WARN if fallbacks else Status.PASS,
+        summary,
+        measurements,
+        evidence,
+        critical=False,
+    )
