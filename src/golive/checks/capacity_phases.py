@@ -25,7 +25,6 @@ from golive.checks.capacity_rules import (
     classify_long_input,
     classify_sustained,
     percentile,
-    step_stable,
     trend,
 )
 from golive.checks.context import CheckContext, scrape
@@ -242,8 +241,14 @@ async def _step(
         max_running=max((r.get("num_requests_running") or 0 for r in window), default=None),
         preemptions=preemptions,
         engine_died=run.dead.is_set(),
+        mean_waiting=_mean([r.get("num_requests_waiting") for r in window]),
     )
     return stats, list(loaded.records)
+
+
+def _mean(values: Sequence[Any]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return sum(present) / len(present) if present else None
 
 
 def _s(ms: float | None) -> float | None:
@@ -256,6 +261,7 @@ async def concurrency_ramp(run: Run) -> CheckResult:
     policy = StabilityPolicy(max_queue_s=config.max_queue_s, max_queue_share=config.max_queue_share)
     steps: list[StepStats] = []
     offset = 0
+    stable_so_far: list[StepStats] = []
     levels = ramp(config.concurrency)
     run.inputs.progress.phase("concurrent agent traffic", config.step_duration_s * len(levels))
     for level in levels:
@@ -265,8 +271,9 @@ async def concurrency_ramp(run: Run) -> CheckResult:
         offset += len(records)
         steps.append(stats)
         run.ctx.bundle.append_jsonl("metrics/capacity-steps.jsonl", stats_json(stats))
-        if not step_stable(stats, policy)[0]:
+        if classify_concurrency([*stable_so_far, stats], policy).ceiling != stats.concurrency:
             break  # the ceiling is known; more load past it proves nothing
+        stable_so_far.append(stats)
     result = classify_concurrency(steps, policy)
     measurements: dict[str, Any] = {"steps": len(steps), "ceiling": result.ceiling}
     for s in steps:
@@ -300,6 +307,7 @@ def stats_json(stats: StepStats) -> dict[str, Any]:
         "max_running": stats.max_running,
         "preemptions": stats.preemptions,
         "engine_died": stats.engine_died,
+        "mean_waiting": stats.mean_waiting,
     }
 
 

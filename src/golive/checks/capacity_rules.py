@@ -52,6 +52,7 @@ class StepStats:
     max_running: float | None
     preemptions: float | None
     engine_died: bool = False
+    mean_waiting: float | None = None  # the engine's waiting gauge, averaged over the step
 
     @property
     def throughput_rps(self) -> float:
@@ -65,6 +66,24 @@ class StabilityPolicy:
     max_error_rate: float = 0.0
     max_queue_s: float = 0.5  # below this, queueing is noise
     max_queue_share: float = 0.25  # queue time as a share of median end-to-end latency
+    min_throughput_gain: float = 1.2  # doubling concurrency must buy at least this much more
+    max_latency_growth: float = 1.5  # ... or latency may grow at most this much
+    max_mean_waiting: float = 0.5  # requests held in the engine's waiting queue, on average
+
+
+def saturated(previous: StepStats, step: StepStats, policy: StabilityPolicy) -> str | None:
+    """The knee: more concurrency bought no throughput, only latency (requests queue)."""
+    if not previous.throughput_rps or not previous.e2e_p50_s or not step.e2e_p50_s:
+        return None
+    gain = step.throughput_rps / previous.throughput_rps
+    growth = step.e2e_p50_s / previous.e2e_p50_s
+    if gain < policy.min_throughput_gain and growth > policy.max_latency_growth:
+        return (
+            f"from concurrency {previous.concurrency} to {step.concurrency} throughput changed "
+            f"{gain:.2f}x while median latency grew {growth:.1f}x: the extra requests only queue "
+            f"(queue {step.queue_mean_s or 0:.2f} s on average, waiting up to {step.max_waiting:g})"
+        )
+    return None
 
 
 def step_stable(step: StepStats, policy: StabilityPolicy) -> tuple[bool, str]:
@@ -75,6 +94,17 @@ def step_stable(step: StepStats, policy: StabilityPolicy) -> tuple[bool, str]:
         return False, f"no request finished at concurrency {step.concurrency}"
     if step.errors / total > policy.max_error_rate:
         return False, f"{step.errors}/{total} requests failed at concurrency {step.concurrency}"
+    if (
+        step.concurrency > 1
+        and step.mean_waiting is not None
+        and step.mean_waiting >= policy.max_mean_waiting
+        and step.max_running is not None
+        and step.max_running < step.concurrency
+    ):
+        return False, (
+            f"the engine ran at most {step.max_running:g} of {step.concurrency} concurrent "
+            f"requests while {step.mean_waiting:.1f} waited on average: the queue grows"
+        )
     queue = step.queue_mean_s
     if queue is not None and step.e2e_p50_s:
         limit = max(policy.max_queue_s, policy.max_queue_share * step.e2e_p50_s)
@@ -91,11 +121,14 @@ def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) ->
     if not steps:
         return Classification(Action.EXPAND_CAPACITY, "no concurrency step ran")
     ceiling: int | None = None
+    previous: StepStats | None = None
     for step in steps:
         stable, reason = step_stable(step, policy)
-        if stable:
-            ceiling = step.concurrency
+        knee = saturated(previous, step, policy) if stable and previous is not None else None
+        if stable and knee is None:
+            ceiling, previous = step.concurrency, step
             continue
+        reason = knee or reason
         if step.engine_died or ceiling is None:
             return Classification(Action.EXPAND_CAPACITY, reason, ceiling)
         return Classification(

@@ -1,0 +1,171 @@
+"""`golive capacity` on real vLLM servers: a healthy envelope, a server capped at one
+sequence and a short max_model_len, and an engine killed in the middle of phase 3."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from golive.checks.capacity import CapacityInputs
+from golive.checks.capacity_phases import run_capacity
+from golive.checks.context import CheckContext
+from golive.config import load_config
+from golive.evidence.startup_log import parse_startup_log
+from golive.results import CheckResult, Outcome
+from golive.run import Verdict, judge
+from golive.sampling import process_tree
+from golive.target.install import ensure_target
+from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+
+pytestmark = pytest.mark.target
+
+# Small, production-shaped requests: the CPU target decodes ~5 tokens/s on one core.
+SMALL = {
+    "capacity.system_prompt_words": 40,
+    "capacity.tools": 1,
+    "capacity.turns": 1,
+    "capacity.long_share": 0.0,
+    "capacity.max_tokens": 6,
+    "capacity.long_max_tokens": 4,
+    "capacity.step_duration_s": 8,
+    "capacity.duration_s": 10,
+}
+
+
+async def _capacity(target: RunningTarget, out: Path, **settings: Any) -> Verdict:
+    config = load_config(None, {"target.url": target.url, **SMALL, **settings})
+    inputs = CapacityInputs(
+        target_pid=target.pid,
+        startup=parse_startup_log(target.log_path.read_text()),
+        load_curve=target.load_curve,
+    )
+
+    async def programme(ctx: CheckContext) -> list[CheckResult]:
+        return await run_capacity(ctx, inputs)
+
+    return await judge(config, out, "capacity", programme)
+
+
+def _checks(verdict: Verdict) -> dict[str, Any]:
+    return {c["id"]: c for c in verdict.data["checks"]}
+
+
+async def test_default_envelope_is_stable(real_target: RunningTarget, tmp_path: Path) -> None:
+    """All four phases complete and report stable; curves and long-input steps are saved."""
+    verdict = await _capacity(
+        real_target, tmp_path / "b", **{"capacity.concurrency": 2, "capacity.max_context": 512}
+    )
+    checks = _checks(verdict)
+    assert verdict.outcome is Outcome.GO_LIVE, [(c["id"], c["summary"]) for c in checks.values()]
+    long_input = checks["capacity.long_input"]["measurements"]
+    assert long_input["step_512"] == "accepted"
+    assert long_input["step_4160"] == "rejected"  # above max_model_len: refused, not crashed
+    assert long_input["recovered_after_rejections"] is True
+    assert long_input["calibration"] == "measured with /tokenize"
+    assert checks["capacity.concurrency"]["measurements"]["ceiling"] == 2
+    assert checks["capacity.sustained"]["measurements"]["completed"] >= 1
+    load = checks["capacity.model_load"]["measurements"]
+    assert load["peak_load_rss_mib"] > 500
+    with (tmp_path / "b/memory/capacity.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    phases = {r["phase"] for r in rows}
+    assert {"long_input", "concurrency", "sustained"} <= phases
+    assert all(float(r["host_rss_mib"]) > 500 for r in rows if r["host_rss_mib"])
+    assert any(r.get("kv_cache_usage_perc") for r in rows)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def tight_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningTarget]:
+    """A server that runs one sequence at a time with a 512-token context."""
+    paths = await ensure_target("qwen")
+    target = await start_target(
+        paths, ServeOptions(max_num_seqs=1, max_model_len=512), tmp_path_factory.mktemp("tight")
+    )
+    try:
+        yield target
+    finally:
+        await stop_target(target)
+
+
+async def test_context_above_max_model_len_is_adjust_configuration(
+    tight_target: RunningTarget, tmp_path: Path
+) -> None:
+    """Asked for 1024-token inputs on a 512-token server: adjust configuration, with the
+    largest accepted context as the limit."""
+    verdict = await _capacity(
+        tight_target, tmp_path / "b", **{"capacity.concurrency": 1, "capacity.max_context": 1024}
+    )
+    long_input = _checks(verdict)["capacity.long_input"]
+    assert long_input["measurements"]["classification"] == "adjust-configuration"
+    assert long_input["measurements"]["step_512"] == "rejected"
+    assert verdict.outcome is Outcome.OBSERVE_WITH_LIMITS
+    assert verdict.data["limits"]["max_context"] == 256
+
+
+async def test_one_sequence_server_has_a_ceiling_of_one(
+    tight_target: RunningTarget, tmp_path: Path
+) -> None:
+    """--max-num-seqs 1 asked for concurrency 8: the queue grows from concurrency 2, so the
+    measured ceiling is 1 and traffic must be limited."""
+    verdict = await _capacity(
+        tight_target, tmp_path / "b", **{"capacity.concurrency": 8, "capacity.max_context": 256}
+    )
+    checks = _checks(verdict)
+    ramp = checks["capacity.concurrency"]
+    assert ramp["measurements"]["classification"] == "limit-traffic", ramp["summary"]
+    assert ramp["measurements"]["ceiling"] == 1
+    assert "queue" in ramp["summary"]
+    assert verdict.outcome is Outcome.OBSERVE_WITH_LIMITS
+    assert verdict.data["limits"]["max_concurrency"] == 1
+    assert checks["capacity.sustained"]["measurements"]["concurrency"] == 1
+
+
+async def test_engine_killed_in_phase_3_is_a_recorded_termination(
+    tight_target: RunningTarget, tmp_path: Path
+) -> None:
+    """SIGKILL the engine during concurrent traffic: expand-capacity, with the memory curve
+    before the death and the shapes of the requests in flight. (Runs last: it kills the server.)"""
+    out = tmp_path / "b"
+    run = asyncio.create_task(
+        _capacity(
+            tight_target,
+            out,
+            **{
+                "capacity.concurrency": 2,
+                "capacity.max_context": 128,
+                "capacity.step_duration_s": 40,
+            },
+        )
+    )
+    marker = out / "metrics/capacity-c1-before.prom"
+    for _ in range(600):
+        if marker.exists() or run.done():
+            break
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(3)
+    engine = [pid for pid in process_tree(tight_target.pid) if pid != tight_target.pid]
+    assert engine, "the engine processes were not found"
+    for pid in engine:
+        os.kill(pid, signal.SIGKILL)
+    verdict = await asyncio.wait_for(run, 300)
+    checks = _checks(verdict)
+    assert verdict.outcome is Outcome.EXPAND_CAPACITY
+    assert checks["capacity.concurrency"]["measurements"]["classification"] == "expand-capacity"
+    assert "not run" in checks["capacity.sustained"]["summary"]
+    record = json.loads((out / "memory/termination.json").read_text())
+    assert record["phase"] == "concurrency"
+    assert record["concurrency"] == 1
+    assert record["in_flight_requests"], "the request shapes in flight were not kept"
+    assert record["in_flight_requests"][0]["prompt_chars"] > 0
+    assert len(record["preceding_memory_curve"]) > 10
+    assert record["context"]["max_model_len"] == 512
+    assert record["topology"] == {"tp": 1, "pp": 1, "dp": 1, "ep": 1}

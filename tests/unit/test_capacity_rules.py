@@ -1,0 +1,213 @@
+"""Capacity classifiers: stability per step, the ramp ceiling, long input, latency trends."""
+
+from __future__ import annotations
+
+import pytest
+
+from golive.checks.capacity_rules import (
+    Action,
+    LongOutcome,
+    LongStep,
+    StabilityPolicy,
+    StepStats,
+    classify_concurrency,
+    classify_long_input,
+    classify_sustained,
+    percentile,
+    trend,
+)
+from golive.decide import decide, limits
+from golive.results import CheckClass, CheckResult, Outcome, Status
+
+POLICY = StabilityPolicy()
+
+
+def _step(
+    c: int, queue: float = 0.01, errors: int = 0, died: bool = False, e2e: float = 4.0
+) -> StepStats:
+    return StepStats(
+        c,
+        completed=10,
+        errors=errors,
+        wall_s=20.0,
+        e2e_p50_s=e2e,
+        e2e_p95_s=e2e * 1.2,
+        ttft_p95_s=1.0,
+        queue_mean_s=queue,
+        max_waiting=c - 1,
+        max_running=1,
+        preemptions=0,
+        engine_died=died,
+    )
+
+
+@pytest.mark.parametrize(
+    ("steps", "action", "ceiling"),
+    [
+        ([_step(1), _step(2), _step(4)], Action.STABLE, 4),
+        # --max-num-seqs 1: from concurrency 2 on, requests wait as long as they run.
+        ([_step(1), _step(2, queue=3.9, e2e=8.0)], Action.LIMIT_TRAFFIC, 1),
+        ([_step(1), _step(2), _step(4, errors=3)], Action.LIMIT_TRAFFIC, 2),
+        ([_step(1, queue=5.0, e2e=6.0)], Action.EXPAND_CAPACITY, None),
+        # Measured on --max-num-seqs 1: c=2 bought no throughput, latency doubled.
+        (
+            [_step(1, e2e=3.15), StepStats(2, 4, 0, 14.4, 6.98, 7.6, 6.0, 1.18, 1, 1, 0)],
+            Action.LIMIT_TRAFFIC,
+            1,
+        ),
+        ([_step(1), _step(2, died=True)], Action.EXPAND_CAPACITY, 1),
+        ([], Action.EXPAND_CAPACITY, None),
+    ],
+)
+def test_concurrency_ramp(steps: list[StepStats], action: Action, ceiling: int | None) -> None:
+    result = classify_concurrency(steps, POLICY)
+    assert result.action is action
+    assert result.ceiling == ceiling
+
+
+def test_small_queue_times_are_noise() -> None:
+    """Half a second of queueing is tolerated even when requests are short."""
+    result = classify_concurrency([_step(1), _step(2, queue=0.4, e2e=0.5)], POLICY)
+    assert result.action is Action.STABLE
+
+
+@pytest.mark.parametrize(
+    ("steps", "action", "largest"),
+    [
+        (
+            [
+                LongStep(512, LongOutcome.ACCEPTED),
+                LongStep(4096, LongOutcome.ACCEPTED),
+                LongStep(4160, LongOutcome.REJECTED),
+            ],
+            Action.STABLE,
+            4096,
+        ),
+        # max_model_len 512 below the intended 1024: rejections inside the envelope.
+        (
+            [
+                LongStep(128, LongOutcome.ACCEPTED),
+                LongStep(256, LongOutcome.ACCEPTED),
+                LongStep(512, LongOutcome.REJECTED),
+                LongStep(1024, LongOutcome.REJECTED),
+            ],
+            Action.ADJUST_CONFIGURATION,
+            256,
+        ),
+        (
+            [
+                LongStep(128, LongOutcome.ACCEPTED),
+                LongStep(512, LongOutcome.DIED, "connection refused"),
+            ],
+            Action.EXPAND_CAPACITY,
+            128,
+        ),
+        (
+            [LongStep(128, LongOutcome.ACCEPTED), LongStep(512, LongOutcome.FAILED, "HTTP 500")],
+            Action.EXPAND_CAPACITY,
+            128,
+        ),
+    ],
+)
+def test_long_input(steps: list[LongStep], action: Action, largest: int) -> None:
+    result = classify_long_input(
+        steps,
+        max_context=1024 if action is Action.ADJUST_CONFIGURATION else 4096,
+        max_model_len=512,
+    )
+    assert result.action is action
+    assert result.max_context == largest
+
+
+def test_trend_finds_a_rising_line_and_its_interval() -> None:
+    points = [(float(t), 1.0 + 0.05 * t + (0.01 if t % 2 else -0.01)) for t in range(60)]
+    fitted = trend(points)
+    assert fitted is not None
+    assert fitted.slope == pytest.approx(0.05, abs=0.002)
+    assert fitted.low > 0
+    assert fitted.relative_growth == pytest.approx(0.05 * 59 / 1.0, rel=0.05)
+    flat = trend([(float(t), 2.0 + (0.3 if t % 3 == 0 else -0.1)) for t in range(60)])
+    assert flat is not None
+    assert flat.low < 0 < flat.high
+    assert trend([(0.0, 1.0), (1.0, 2.0)]) is None
+
+
+@pytest.mark.parametrize(
+    ("slope", "errors", "died", "action"),
+    [
+        (0.0, 0, False, Action.STABLE),
+        (0.05, 0, False, Action.LIMIT_TRAFFIC),
+        (0.0, 2, False, Action.EXPAND_CAPACITY),
+        (0.0, 0, True, Action.EXPAND_CAPACITY),
+    ],
+)
+def test_sustained(slope: float, errors: int, died: bool, action: Action) -> None:
+    fitted = trend([(float(t), 1.0 + slope * t + (0.02 if t % 2 else -0.02)) for t in range(40)])
+    result = classify_sustained(fitted, [1.0, 1.0, 1.05, 0.98], errors, 40, died, concurrency=8)
+    assert result.action is action
+    if action is Action.LIMIT_TRAFFIC:
+        assert result.ceiling == 4
+        assert "while throughput stayed flat" in result.reason
+
+
+def test_percentile() -> None:
+    assert percentile([], 50) is None
+    assert percentile([3.0, 1.0, 2.0], 50) == 2.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)
+
+
+def _cap(cid: str, classification: str, **m: int) -> CheckResult:
+    status = Status.FAIL if classification == "expand-capacity" else Status.WARN
+    return CheckResult(
+        cid, CheckClass.CAPACITY, True, status, cid, {"classification": classification, **m}
+    )
+
+
+def test_decision_maps_the_three_actions_and_collects_limits() -> None:
+    limited = [
+        _cap("capacity.concurrency", "limit-traffic", limit_max_concurrency=1),
+        _cap("capacity.long_input", "adjust-configuration", limit_max_context=256),
+    ]
+    decision = decide(limited)
+    assert decision.outcome is Outcome.OBSERVE_WITH_LIMITS
+    assert limits(limited) == {"max_concurrency": 1, "max_context": 256}
+    exhausted = decide([*limited, _cap("capacity.sustained", "expand-capacity")])
+    assert exhausted.outcome is Outcome.EXPAND_CAPACITY
+    assert [r.rule for r in exhausted.rules_fired] == ["capacity-exhausted", "capacity-limited"]
+
+
+def test_a_held_back_queue_is_a_ceiling() -> None:
+    """The engine runs fewer requests than offered and the rest wait: the queue grows."""
+    held = StepStats(
+        2,
+        4,
+        0,
+        14.0,
+        6.2,
+        6.4,
+        5.4,
+        0.9,
+        max_waiting=1,
+        max_running=1,
+        preemptions=0,
+        mean_waiting=0.9,
+    )
+    result = classify_concurrency([_step(1), held], POLICY)
+    assert result.action is Action.LIMIT_TRAFFIC
+    assert result.ceiling == 1
+    assert "ran at most 1 of 2" in result.reason
+    busy = StepStats(
+        2,
+        8,
+        0,
+        14.0,
+        4.0,
+        4.2,
+        1.0,
+        0.0,
+        max_waiting=1,
+        max_running=2,
+        preemptions=0,
+        mean_waiting=0.1,
+    )
+    assert classify_concurrency([_step(1), busy], POLICY).action is Action.STABLE
