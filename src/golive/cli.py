@@ -59,6 +59,7 @@ def _target_options(parser: argparse.ArgumentParser, target_required: bool = Tru
         "--api-key-env", metavar="NAME", help="environment variable holding the API key"
     )
     parser.add_argument("--model", help="served model name (default: the first one listed)")
+    parser.add_argument("--engine-url", help="gateway mode: the engine behind the --target gateway")
     parser.add_argument("--config", type=Path, help="YAML config file (unknown keys are errors)")
     parser.add_argument("--profile", help=f"{' | '.join(PROFILES)} | path to a profile YAML")
     parser.add_argument("--out", type=Path, help="bundle directory (default ./golive-<time>)")
@@ -286,6 +287,7 @@ def _target_overrides(args: argparse.Namespace) -> dict[str, Any]:
         "target.metrics_url": args.metrics_url,
         "target.api_key_env": args.api_key_env,
         "target.model": args.model,
+        "target.engine_url": args.engine_url,
         "profile": args.profile,
     }
 

@@ -56,6 +56,13 @@ class SmokeConfig(StrictModel):
     prompt: str = "In one sentence, what does an SRE check before a deployment goes live?"
     max_tokens: int = Field(48, ge=1, le=4096)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
+    classes: bool = Field(True, description="also run the other post-start request classes")
+    long_context_fraction: float = Field(0.5, gt=0, le=1, description="of max_model_len")
+    shared_prompt_repeats: int = Field(3, ge=2, le=50)
+    concurrent_sessions: int = Field(4, ge=1, le=256)
+    sustained_s: float = Field(20.0, gt=0, description="the short sustained run")
+    sustained_concurrency: int = Field(2, ge=1)
+    vision: bool = Field(False, description="the application sends images (multimodal class)")
 
 
 class ParallelConfig(StrictModel):
@@ -104,7 +111,6 @@ class CapacityConfig(StrictModel):
     long_prompt_words: int = Field(1500, ge=0)
     structured_share: float = Field(0.25, ge=0, le=1)
     max_tokens: int = Field(24, ge=1)
-    vision: bool = Field(False, description="the application sends images (multimodal class)")
 
 
 class GoliveConfig(StrictModel):

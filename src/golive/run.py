@@ -67,9 +67,14 @@ async def judge(
     try:
         async with contextlib.AsyncExitStack() as stack:
             target: Target = NoTarget()
+            engine: Target | None = None
             if config.target.url is not None:
                 target = await stack.enter_async_context(TargetClient(_settings(config)))
-            checks = await programme(CheckContext(target, bundle, config, profile))
+            if config.target.engine_url is not None:
+                engine = await stack.enter_async_context(
+                    TargetClient(_settings(config, config.target.engine_url))
+                )
+            checks = await programme(CheckContext(target, bundle, config, profile, engine))
     except Exception as exc:
         checks = [
             CheckResult(
@@ -92,10 +97,11 @@ async def judge(
     return Verdict(decision.outcome, out, data)
 
 
-def _settings(config: GoliveConfig) -> ClientSettings:
-    assert config.target.url is not None
+def _settings(config: GoliveConfig, url: str | None = None) -> ClientSettings:
+    base = url or config.target.url
+    assert base is not None
     return ClientSettings(
-        base_url=config.target.url,
+        base_url=base,
         api_key_env=config.target.api_key_env,
         connect_timeout_s=config.target.connect_timeout_s,
         read_timeout_s=config.target.read_timeout_s,

@@ -102,18 +102,25 @@ def build_app(state: FakeState) -> web.Application:
         state.prompt_tokens += 7
         if not body.get("stream"):
             state.successes += 1
+            message: dict[str, object] = {"role": "assistant", "content": "All good."}
+            finish = "stop"
+            if body.get("tools") and body.get("tool_choice") not in (None, "none"):
+                name = body["tools"][0]["function"]["name"]
+                call = {"name": name, "arguments": '{"field_0": "item-7"}'}
+                message = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "call_fake_1", "type": "function", "function": call}],
+                }
+                finish = "tool_calls"
+            elif body.get("response_format"):
+                message = {"role": "assistant", "content": '{"decision": "reject", "reason": "no"}'}
             return web.json_response(
                 {
                     "id": "chatcmpl-fake",
                     "object": "chat.completion",
                     "model": MODEL,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": "All good."},
-                            "finish_reason": "stop",
-                        }
-                    ],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                     "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
                 }
             )

@@ -31,7 +31,10 @@ pytestmark = pytest.mark.target
 
 def _config(target: RunningTarget, **overrides: str) -> GoliveConfig:
     """Short answers keep the suite fast on 2 CPU cores; the checks are the same."""
-    return load_config(None, {"target.url": target.url, "smoke.max_tokens": 16, **overrides})
+    return load_config(
+        None,
+        {"target.url": target.url, "smoke.max_tokens": 16, "smoke.classes": False, **overrides},
+    )
 
 
 def _checks(data: dict[str, Any]) -> dict[str, Any]:
@@ -137,20 +140,46 @@ async def test_streamed_tool_call_matches_the_non_streamed_one(real_target: Runn
     assert len(streamed.record.chunks) > 2
 
 
-def test_console_script_smoke_exit_code(real_target: RunningTarget, tmp_path: Path) -> None:
-    """The installed `golive smoke` prints JSON, exits 0 and leaves a bundle verify accepts."""
+def test_console_script_smoke_with_every_request_class(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """The installed `golive smoke` runs every post-start request class on the real engine,
+    prints JSON, exits 0 and leaves a bundle verify accepts."""
     out = tmp_path / "cli"
+    config = tmp_path / "golive.yaml"
+    config.write_text(
+        "smoke:\n  max_tokens: 16\n  long_context_fraction: 0.2\n  concurrent_sessions: 2\n"
+        "  sustained_s: 8\n  shared_prompt_repeats: 2\n"
+    )
     golive = Path(sys.executable).with_name("golive")
     run = subprocess.run(
-        [str(golive), "smoke", "--target", real_target.url, "--out", str(out), "--json"],
+        [
+            str(golive),
+            "smoke",
+            "--target",
+            real_target.url,
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+            "--json",
+        ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         check=False,
         env={**os.environ, "NO_COLOR": "1"},
     )
-    assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["outcome"] == "go-live"
+    verdict = json.loads(run.stdout)
+    checks = _checks(verdict)
+    assert run.returncode == 0, [(c["id"], c["summary"]) for c in verdict["checks"]]
+    assert verdict["outcome"] == "go-live"
+    assert checks["smoke.long_context"]["measurements"]["prompt_tokens"] > 700
+    assert checks["smoke.multimodal"]["status"] == "skipped"
+    assert checks["smoke.tools_structured"]["measurements"]["tool_calls"] >= 1
+    assert checks["smoke.shared_prompt"]["measurements"]["cached_tokens_1"] > 0
+    assert checks["smoke.concurrent_sessions"]["measurements"]["requests"] == 2
+    assert checks["smoke.sustained"]["measurements"]["failed"] == 0
     verified = subprocess.run(
         [str(golive), "verify", str(out)], capture_output=True, text=True, check=False
     )

@@ -14,11 +14,12 @@ from golive.cli import main
 from golive.config import load_config
 from golive.results import Outcome
 from golive.run import Verdict, judge
+from tests.fakes.gateway import rewriting_gateway
 from tests.fakes.vllm import MODEL, FakeState, fake_vllm
 
 
 async def _smoke(url: str, out: Path, **overrides: object) -> Verdict:
-    settings = {"target.url": url, **overrides}
+    settings = {"target.url": url, "smoke.classes": False, **overrides}
     return await judge(load_config(None, settings), out, "smoke", run_smoke)
 
 
@@ -161,3 +162,31 @@ def test_cli_config_error_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     bad.write_text("target:\n  urll: http://127.0.0.1:1\n")
     assert main(["smoke", "--target", "http://127.0.0.1:1", "--config", str(bad)]) == 2
     assert "target.urll" in capsys.readouterr().err
+
+
+async def test_gateway_that_rewrites_tool_arguments_is_blamed(tmp_path: Path) -> None:
+    """Gateway mode: every class goes through the gateway and straight to the engine; both
+    payloads are saved and the rewritten tool arguments are placed on the gateway."""
+    async with fake_vllm(FakeState()) as engine, rewriting_gateway(engine) as gateway:
+        verdict = await _smoke(
+            gateway,
+            tmp_path / "b",
+            **{
+                "target.engine_url": engine,
+                "smoke.classes": True,
+                "smoke.sustained_s": 0.5,
+                "smoke.concurrent_sessions": 2,
+                "smoke.shared_prompt_repeats": 2,
+            },
+        )
+    tools = next(c for c in verdict.data["checks"] if c["id"] == "smoke.tools_structured")
+    assert tools["status"] == "fail"
+    assert "gateway altered the answer: tool_arguments differs" in tools["summary"]
+    assert "field_0" in tools["summary"]
+    lines = [
+        json.loads(x)
+        for x in (tmp_path / "b/requests/smoke-classes.jsonl").read_text().splitlines()
+    ]
+    labels = {x["label"] for x in lines}
+    assert {"tools@target", "tools@engine"} <= labels
+    assert verdict.outcome is Outcome.HOLD

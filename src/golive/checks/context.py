@@ -10,7 +10,8 @@ from golive.bundle import Bundle
 from golive.config import GoliveConfig, Profile
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
-from golive.traffic.records import ParsedResponse, RequestRecord, parse
+from golive.results import Status
+from golive.traffic.records import FailureKind, ParsedResponse, RequestRecord, error_message, parse
 
 
 class Target(Protocol):
@@ -51,6 +52,7 @@ class CheckContext:
     bundle: Bundle
     config: GoliveConfig
     profile: Profile
+    engine: Target | None = None  # gateway mode: the engine behind a gateway given as target
 
     @property
     def metrics_url(self) -> str:
@@ -89,3 +91,17 @@ async def scrape(ctx: CheckContext, window: str) -> Scrape:
     if not snapshot.has_vllm_metrics():
         return Scrape(None, f"{ctx.metrics_url} has no vllm: metric families", evidence)
     return Scrape(snapshot, None, evidence)
+
+
+def transport_problem(parsed: ParsedResponse, what: str) -> tuple[Status, str] | None:
+    """Status and sentence for a response that failed below the protocol, else None."""
+    record = parsed.record
+    failure = record.failure
+    if record.status is None:
+        return Status.ERROR, f"{what}: no answer ({failure.message if failure else 'unknown'})"
+    if failure is not None and failure.kind is not FailureKind.HTTP_STATUS:
+        return Status.FAIL, f"{what}: HTTP {record.status}, then {failure.message}"
+    if not record.ok:
+        detail = error_message(parsed.json_body) or record.raw_text[:200] or "empty body"
+        return Status.FAIL, f"{what}: HTTP {record.status}: {detail}"
+    return None

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golive.checks.context import CheckContext, Scrape, scrape
+from golive.checks.context import CheckContext, Scrape, scrape, transport_problem
 from golive.metrics import MetricsDelta
 from golive.results import CheckClass, CheckResult, Status
-from golive.traffic.records import FailureKind, ParsedResponse, error_message
 
 EVIDENCE = "requests/smoke.jsonl"
 
@@ -36,20 +35,6 @@ def _result(
     )
 
 
-def transport_problem(parsed: ParsedResponse, what: str) -> tuple[Status, str] | None:
-    """Status and sentence for a response that failed below the protocol, else None."""
-    record = parsed.record
-    failure = record.failure
-    if record.status is None:
-        return Status.ERROR, f"{what}: no answer ({failure.message if failure else 'unknown'})"
-    if failure is not None and failure.kind is not FailureKind.HTTP_STATUS:
-        return Status.FAIL, f"{what}: HTTP {record.status}, then {failure.message}"
-    if not record.ok:
-        detail = error_message(parsed.json_body) or record.raw_text[:200] or "empty body"
-        return Status.FAIL, f"{what}: HTTP {record.status}: {detail}"
-    return None
-
-
 async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
     """The smoke checks, in order; never raises for anything the target does."""
     before = await scrape(ctx, "smoke-before")
@@ -59,7 +44,13 @@ async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
     texts = [await check_text(ctx, model, stream=stream) for stream in (False, True)]
     after = await scrape(ctx, "smoke-after")
     served = sum(1 for r in texts if r.status is Status.PASS)
-    return [health, version, models, *texts, check_metrics(ctx, before, after, served)]
+    results = [health, version, models, *texts, check_metrics(ctx, before, after, served)]
+    if ctx.config.smoke.classes and model is not None:
+        from golive.checks.classes import run_classes
+
+        max_len = models.measurements.get("max_model_len")
+        results += await run_classes(ctx, model, max_len if isinstance(max_len, int) else None)
+    return results
 
 
 async def check_health(ctx: CheckContext) -> CheckResult:

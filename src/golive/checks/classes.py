@@ -1,0 +1,368 @@
+"""The post-start request classes beyond one text request (checklist: "What must be checked
+after the server starts?"): long context, multimodal, tools with structured output, repeated
+system prompt, concurrent Agent sessions and a short sustained run.
+
+Gateway mode: with `--engine-url` beside `--target`, each class goes through both, both
+payloads are saved, and a difference is placed on the gateway.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jsonschema
+
+from golive.checks.context import CheckContext, transport_problem
+from golive.results import CheckClass, CheckResult, Status
+from golive.traffic.records import ParsedResponse, RequestRecord, parse
+from golive.traffic.schedule import Schedule, run_schedule
+from golive.traffic.workload import (
+    STRUCTURED_SCHEMA,
+    AgentWorkload,
+    WorkloadShape,
+    filler,
+    tool_schemas,
+)
+
+FILE = "smoke-classes"
+EVIDENCE = (f"requests/{FILE}.jsonl",)
+_PNG_1PX = (  # one red pixel
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQ"
+    + "DwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def _r(
+    check_id: str,
+    status: Status,
+    summary: str,
+    measurements: Mapping[str, Any] | None = None,
+    critical: bool = True,
+) -> CheckResult:
+    return CheckResult(
+        check_id, CheckClass.SMOKE, critical, status, summary, dict(measurements or {}), EVIDENCE
+    )
+
+
+async def send(
+    ctx: CheckContext, body: Mapping[str, Any], label: str
+) -> tuple[ParsedResponse, ParsedResponse | None]:
+    """Send through the target and, in gateway mode, straight to the engine; save both."""
+    via_target = ctx.save(await ctx.target.chat(body, f"{label}@target"), FILE)
+    if ctx.engine is None:
+        return via_target, None
+    via_engine = ctx.save(await ctx.engine.chat(body, f"{label}@engine"), FILE)
+    return via_target, via_engine
+
+
+def gateway_difference(target: ParsedResponse, engine: ParsedResponse | None) -> str | None:
+    """What the gateway changed, or None. Compares protocol, not sampled wording."""
+    if engine is None:
+        return None
+    if target.record.status != engine.record.status:
+        return (
+            f"HTTP {target.record.status} through the gateway, "
+            f"{engine.record.status} from the engine"
+        )
+    a, b = _shape(target), _shape(engine)
+    for key in ("finish_reason", "tool_names", "tool_arguments", "has_content"):
+        if a[key] != b[key]:
+            return f"{key} differs: gateway {a[key]!r}, engine {b[key]!r}"
+    return None
+
+
+def _shape(parsed: ParsedResponse) -> dict[str, Any]:
+    body = parsed.completion or {}
+    choice = (body.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    calls = message.get("tool_calls") or []
+    return {
+        "finish_reason": choice.get("finish_reason"),
+        "tool_names": [c.get("function", {}).get("name") for c in calls],
+        "tool_arguments": [_json_or_text(c.get("function", {}).get("arguments")) for c in calls],
+        "has_content": bool((message.get("content") or "").strip()),
+    }
+
+
+def _json_or_text(value: Any) -> Any:
+    try:
+        return json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        return value
+
+
+def _failed(check_id: str, parsed: ParsedResponse, what: str) -> CheckResult | None:
+    problem = transport_problem(parsed, what)
+    if problem:
+        return _r(check_id, *problem)
+    if parsed.problems:
+        return _r(check_id, Status.FAIL, f"{what}: {'; '.join(parsed.problems)}")
+    return None
+
+
+async def run_classes(
+    ctx: CheckContext, model: str, max_model_len: int | None
+) -> list[CheckResult]:
+    return [
+        await long_context(ctx, model, max_model_len),
+        await multimodal(ctx, model),
+        await tools_structured(ctx, model),
+        await shared_prompt(ctx, model),
+        await concurrent_sessions(ctx, model),
+        await short_sustained(ctx, model),
+    ]
+
+
+async def long_context(ctx: CheckContext, model: str, max_model_len: int | None) -> CheckResult:
+    if max_model_len is None:
+        return _r(
+            "smoke.long_context",
+            Status.NO_DATA,
+            "max_model_len unknown: cannot size a long-context request",
+        )
+    target = int(max_model_len * ctx.config.smoke.long_context_fraction)
+    words = max(1, int((target - 48) / 1.3))
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": f"Give the first word of:\n{filler(words, 99)}"}],
+        "max_tokens": 8,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    parsed, engine = await send(ctx, body, "long_context")
+    failure = _failed("smoke.long_context", parsed, f"~{target}-token request")
+    if failure:
+        return failure
+    usage = parsed.usage or {}
+    measurements = {
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "max_model_len": max_model_len,
+        "ttft_ms": parsed.ttft_ms,
+        "e2e_ms": parsed.e2e_ms,
+    }
+    if diff := gateway_difference(parsed, engine):
+        return _r(
+            "smoke.long_context",
+            Status.FAIL,
+            f"the gateway altered the answer: {diff}",
+            measurements,
+        )
+    return _r(
+        "smoke.long_context",
+        Status.PASS,
+        f"{usage.get('prompt_tokens')}-token input served, first token {parsed.ttft_ms:.0f} ms",
+        measurements,
+    )
+
+
+async def multimodal(ctx: CheckContext, model: str) -> CheckResult:
+    if not ctx.config.smoke.vision:
+        return _r(
+            "smoke.multimodal",
+            Status.SKIPPED,
+            "the config says the application sends no images (smoke.vision: false)",
+            critical=False,
+        )
+    body = {
+        "model": model,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What colour is this pixel?"},
+                    {"type": "image_url", "image_url": {"url": _PNG_1PX}},
+                ],
+            }
+        ],
+        "max_tokens": 16,
+        "temperature": 0,
+    }
+    parsed, engine = await send(ctx, body, "multimodal")
+    failure = _failed("smoke.multimodal", parsed, "image request")
+    if failure:
+        return failure
+    if diff := gateway_difference(parsed, engine):
+        return _r("smoke.multimodal", Status.FAIL, f"the gateway altered the answer: {diff}")
+    return _r("smoke.multimodal", Status.PASS, "an image request was answered")
+
+
+async def tools_structured(ctx: CheckContext, model: str) -> CheckResult:
+    """One forced tool call (arguments valid against the schema) and one structured answer."""
+    tools = tool_schemas(WorkloadShape(tools=2, tool_properties=3))
+    tool_body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Look up the deployment records for item-7."}],
+        "tools": tools,
+        "tool_choice": "required",
+        "max_tokens": 96,
+        "temperature": 0,
+    }
+    structured_body = {
+        "model": model,
+        "messages": [
+            {
+                "role": "user",
+                "content": "Should we roll out a change with failing canaries? Decide.",
+            }
+        ],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "decision", "schema": dict(STRUCTURED_SCHEMA), "strict": True},
+        },
+        "max_tokens": 96,
+        "temperature": 0,
+    }
+    problems: list[str] = []
+    tool, tool_engine = await send(ctx, tool_body, "tools")
+    structured, structured_engine = await send(ctx, structured_body, "structured")
+    for parsed, what in ((tool, "tool request"), (structured, "structured request")):
+        if failure := _failed("smoke.tools_structured", parsed, what):
+            return failure
+    calls = ((tool.completion or {}).get("choices") or [{}])[0].get("message", {}).get(
+        "tool_calls"
+    ) or []
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    if not calls:
+        problems.append("tool_choice=required returned no tool_calls")
+    for call in calls:
+        fn = call.get("function") or {}
+        problems += _validate(
+            f"tool {fn.get('name')!r} arguments", fn.get("arguments"), schemas.get(fn.get("name"))
+        )
+    content = (
+        ((structured.completion or {}).get("choices") or [{}])[0].get("message", {}).get("content")
+    )
+    problems += _validate("structured output", content, dict(STRUCTURED_SCHEMA))
+    for a, b in ((tool, tool_engine), (structured, structured_engine)):
+        if diff := gateway_difference(a, b):
+            problems.append(f"the gateway altered the answer: {diff}")
+    measurements = {"tool_calls": len(calls)}
+    if problems:
+        return _r("smoke.tools_structured", Status.FAIL, "; ".join(problems), measurements)
+    return _r(
+        "smoke.tools_structured",
+        Status.PASS,
+        f"{len(calls)} tool call(s) and the structured answer validate against their schemas",
+        measurements,
+    )
+
+
+def _validate(what: str, raw: Any, schema: Mapping[str, Any] | None) -> list[str]:
+    if schema is None:
+        return [f"{what}: the function is not in the request's tool set"]
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        return [f"{what} are not JSON ({exc.msg}): {str(raw)[:80]!r}"]
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        return [f"{what} break the schema: {exc.message}"]
+    return []
+
+
+async def shared_prompt(ctx: CheckContext, model: str) -> CheckResult:
+    """Several requests with one system prompt; the cached-token counts are recorded."""
+    system = "You are the release assistant. " + filler(300, 4242)
+    cached: list[int | None] = []
+    for n in range(ctx.config.smoke.shared_prompt_repeats):
+        body = {
+            "model": model,
+            "max_tokens": 8,
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": f"Ticket {n}: status?"},
+            ],
+        }
+        parsed, engine = await send(ctx, body, f"shared_prompt-{n}")
+        if failure := _failed("smoke.shared_prompt", parsed, f"repeat {n}"):
+            return failure
+        if diff := gateway_difference(parsed, engine):
+            return _r("smoke.shared_prompt", Status.FAIL, f"the gateway altered the answer: {diff}")
+        details = (parsed.usage or {}).get("prompt_tokens_details") or {}
+        cached.append(details.get("cached_tokens"))
+    return _r(
+        "smoke.shared_prompt",
+        Status.PASS,
+        f"{len(cached)} requests with one system prompt served; cached tokens per request: "
+        f"{cached} (`golive cache` judges reuse)",
+        {f"cached_tokens_{i}": c for i, c in enumerate(cached)},
+    )
+
+
+async def _load(
+    ctx: CheckContext, model: str, concurrency: int, duration_s: float, cap: int, label: str
+) -> list[RequestRecord]:
+    shape = WorkloadShape(system_prompt_words=120, tools=2, turns=2, long_share=0.0, max_tokens=12)
+    workload = AgentWorkload(shape, model)
+
+    async def send_one(body: Mapping[str, Any], lbl: str, scheduled_ns: int) -> RequestRecord:
+        record = await ctx.target.chat(body, lbl, scheduled_ns)
+        ctx.save(record, FILE)
+        return record
+
+    result = await run_schedule(
+        Schedule(
+            "concurrency",
+            duration_s=duration_s,
+            max_requests=cap,
+            concurrency=concurrency,
+            drain_s=120,
+        ),
+        send_one,
+        workload.body,
+        label,
+    )
+    return list(result.records)
+
+
+def _load_result(check_id: str, records: Sequence[RequestRecord], what: str) -> CheckResult:
+    parsed = [parse(r) for r in records]
+    bad = [p for p in parsed if not p.record.ok or p.problems]
+    e2e = sorted((p.e2e_ms or 0) / 1000 for p in parsed if p.record.ok)
+    measurements = {
+        "requests": len(parsed),
+        "failed": len(bad),
+        "e2e_max_s": round(e2e[-1], 3) if e2e else None,
+    }
+    if not parsed:
+        return _r(check_id, Status.NO_DATA, f"{what}: no request completed", measurements)
+    if bad:
+        first = bad[0]
+        reason = first.record.failure.message if first.record.failure else "; ".join(first.problems)
+        return _r(
+            check_id,
+            Status.FAIL,
+            f"{what}: {len(bad)}/{len(parsed)} failed ({reason})",
+            measurements,
+        )
+    return _r(
+        check_id,
+        Status.PASS,
+        f"{what}: {len(parsed)} requests served, slowest {e2e[-1]:.1f} s",
+        measurements,
+    )
+
+
+async def concurrent_sessions(ctx: CheckContext, model: str) -> CheckResult:
+    n = ctx.config.smoke.concurrent_sessions
+    records = await _load(ctx, model, n, 600.0, n, "sessions")
+    return _load_result(
+        "smoke.concurrent_sessions", records, f"{n} concurrent multi-turn Agent sessions"
+    )
+
+
+async def short_sustained(ctx: CheckContext, model: str) -> CheckResult:
+    smoke = ctx.config.smoke
+    records = await _load(
+        ctx, model, smoke.sustained_concurrency, smoke.sustained_s, 10_000, "sustained"
+    )
+    return _load_result(
+        "smoke.sustained",
+        records,
+        f"{smoke.sustained_s:g} s at concurrency {smoke.sustained_concurrency}",
+    )
