@@ -32,6 +32,7 @@ from golive.config import PROFILES, load_config
 from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.startup_log import parse_startup_log
+from golive.gpu_curve import record_gpu_curve
 from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
 from golive.run import Verdict, judge
 from golive.traffic.workload import read_sample
@@ -111,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     env.add_argument("-o", "--output", type=Path, help="collect: where to write the JSON")
     env.add_argument("--python", default="python3", help="collect --container: vLLM's Python")
     env.add_argument("--node", help="collect --host: node name (default: hostname)")
+    env.add_argument(
+        "--gpu-curve",
+        action="store_true",
+        help="collect: sample this node's GPU memory (NVML, 5 Hz) into -o as CSV",
+    )
+    env.add_argument("--duration", type=float, default=600.0, help="collect --gpu-curve: seconds")
     capacity = sub.add_parser(
         "capacity", help="the four pressure phases: model load, long input, concurrency, sustained"
     )
@@ -122,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
     capacity.add_argument("--sample", type=Path, help="JSONL of chat bodies to use as the workload")
     capacity.add_argument("--log", type=Path, help="startup log, for the model-load phase")
     capacity.add_argument("--target-pid", type=int, help="PID of a local server: sample its RSS")
+    capacity.add_argument(
+        "--gpu-curve",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a node's `env collect --gpu-curve` CSV, merged by phase (repeat)",
+    )
     check = sub.add_parser("verify", help="check a bundle against its manifest")
     check.add_argument("bundle", type=Path)
     demo = sub.add_parser(
@@ -181,8 +196,12 @@ async def _dispatch(args: argparse.Namespace) -> int:
 
 async def _env(args: argparse.Namespace) -> int:
     if args.action == "collect":
+        if args.gpu_curve and args.output is not None:
+            rows = await record_gpu_curve(args.output, args.duration)
+            _progress(f"wrote {rows} samples to {args.output}")
+            return 0
         if not (args.host or args.container) or args.output is None:
-            raise ConfigError("env collect needs --host or --container, and -o FILE")
+            raise ConfigError("env collect needs --host, --container or --gpu-curve, and -o FILE")
         if args.host:
             facts: Any = await asyncio.to_thread(collect_host, args.node)
         else:
@@ -225,6 +244,7 @@ async def _capacity(args: argparse.Namespace) -> int:
             startup=None if log_text is None else parse_startup_log(log_text),
             sample=sample,
             progress=progress,
+            gpu_curves=tuple(args.gpu_curve),
         )
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:

@@ -35,14 +35,17 @@ async def run_demo(model: str, out: Path, progress: Progress) -> Verdict:
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return [*await run_env(ctx, evidence), *await run_smoke(ctx)]
 
-        config = load_config(None, {
-            "target.url": target.url,
-            "target.model": target.served_name,
-            # One CPU core decodes ~5 tokens/s: keep the request classes small.
-            "smoke.long_context_fraction": 0.25,
-            "smoke.concurrent_sessions": 2,
-            "smoke.sustained_s": 10,
-        })
+        config = load_config(
+            None,
+            {
+                "target.url": target.url,
+                "target.model": target.served_name,
+                # One CPU core decodes ~5 tokens/s: keep the request classes small.
+                "smoke.long_context_fraction": 0.25,
+                "smoke.concurrent_sessions": 2,
+                "smoke.sustained_s": 10,
+            },
+        )
         verdict = await judge(config, out, "demo", programme)
     progress("target stopped")
     return verdict

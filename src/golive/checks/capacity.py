@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from golive.checks.capacity_rules import (
@@ -58,6 +59,7 @@ class CapacityInputs:
     startup: StartupFacts | None = None
     load_curve: tuple[tuple[float, float], ...] = ()
     sample: tuple[Mapping[str, Any], ...] = ()
+    gpu_curves: tuple[Path, ...] = ()  # CSVs being written by `env collect --gpu-curve` on nodes
     progress: PhaseProgress = field(default_factory=_Quiet)
 
 
@@ -118,6 +120,7 @@ class Run:
         self.death: str | None = None
         self.memory: Curve | None = None
         self.concurrency_ceiling: int | None = None
+        self.timeline: list[Any] = []
         self._n = 0
 
     async def send(self, body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:

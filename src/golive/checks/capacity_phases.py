@@ -28,6 +28,7 @@ from golive.checks.capacity_rules import (
     trend,
 )
 from golive.checks.context import CheckContext, scrape
+from golive.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.metrics import MetricsDelta
 from golive.results import CheckResult, Status
 from golive.sampling import Probe, host_probe, nvml_probe, sampling
@@ -82,8 +83,54 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
                 )
                 continue
             run.phase = name
+            started = time.time()
             results.append(await phase(run))
+            run.timeline.append(PhaseSpan(name, started, time.time()))
+    ctx.bundle.write_json(
+        "metrics/capacity-phases.json",
+        [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],
+    )
+    if inputs.gpu_curves:
+        results.append(merge_curves(ctx, inputs, run.timeline))
     return results
+
+
+def merge_curves(
+    ctx: CheckContext, inputs: CapacityInputs, timeline: list[PhaseSpan]
+) -> CheckResult:
+    """Node-side GPU curves merged by wall clock: peak memory per phase and GPU."""
+    measurements: dict[str, Any] = {}
+    evidence = []
+    for path in inputs.gpu_curves:  # read now: the node samplers wrote during the run
+        name = path.stem
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            return cap_result(
+                "capacity.gpu_memory",
+                Status.NO_DATA,
+                f"--gpu-curve {path}: cannot be read ({exc.strerror})",
+                {},
+                (),
+                critical=False,
+            )
+        merged, peaks = merge_gpu_curve(text, name, timeline)
+        rel = f"memory/gpu-{name}.csv"
+        ctx.bundle.write_text(rel, merged)
+        evidence.append(rel)
+        measurements.update({f"{name}:{k}": round(v, 1) for k, v in peaks.items()})
+    top = max(measurements.values(), default=None)
+    summary = f"GPU memory curves from {len(inputs.gpu_curves)} node(s) merged by phase"
+    if top is not None:
+        summary += f"; peak {top:.0f} MiB"
+    return cap_result(
+        "capacity.gpu_memory",
+        Status.PASS if measurements else Status.NO_DATA,
+        summary,
+        measurements,
+        evidence,
+        critical=False,
+    )
 
 
 async def tokens_per_word(run: Run) -> tuple[float, str]:
