@@ -11,7 +11,10 @@ import argparse
 import asyncio
 import datetime as dt
 import json
+import shlex
 import sys
+import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,13 +31,14 @@ from golive.checks.capacity_phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.checks.env import env_programme, load_evidence
 from golive.checks.smoke import run_smoke
-from golive.config import PROFILES, load_config
+from golive.config import PROFILES, GoliveConfig, load_config
 from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.startup_log import parse_startup_log
 from golive.gpu_curve import record_gpu_curve
 from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
 from golive.run import Verdict, judge
+from golive.target.server import RunningTarget, launch, stop_target
 from golive.traffic.workload import read_sample
 
 err = Console(stderr=True)
@@ -129,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     capacity.add_argument("--sample", type=Path, help="JSONL of chat bodies to use as the workload")
     capacity.add_argument("--log", type=Path, help="startup log, for the model-load phase")
     capacity.add_argument("--target-pid", type=int, help="PID of a local server: sample its RSS")
+    capacity.add_argument(
+        "--launch",
+        metavar="CMD",
+        help='start this server command first (e.g. "vllm serve ..."), record its load, '
+        "run the phases against --target, then stop it",
+    )
     capacity.add_argument(
         "--gpu-curve",
         type=Path,
@@ -234,17 +244,49 @@ async def _capacity(args: argparse.Namespace) -> int:
         "capacity.step_duration_s": args.step_duration,
     }
     config = load_config(args.config, overrides)
-    log_text = None if args.log is None else _read(args.log, "--log")
+    out = args.out or _default_out("golive-capacity")
+    if args.launch is None:
+        log_text = None if args.log is None else _read(args.log, "--log")
+        return await _run_capacity(args, config, out, log_text, None)
+    assert config.target.url is not None
+    log_path = Path(tempfile.mkdtemp(prefix="golive-launch-")) / "server.log"
+    started = time.time()
+    target = await launch(
+        shlex.split(args.launch),
+        config.target.url,
+        log_path,
+        config.target.model or "",
+        progress=_progress,
+    )
+    try:
+        return await _run_capacity(
+            args, config, out, log_path.read_text(errors="replace"), target, (started, time.time())
+        )
+    finally:
+        await stop_target(target)
+        _progress(f"stopped the launched server (pid {target.pid}); its log: {log_path}")
+
+
+async def _run_capacity(
+    args: argparse.Namespace,
+    config: GoliveConfig,
+    out: Path,
+    log_text: str | None,
+    launched: RunningTarget | None,
+    load_span: tuple[float, float] | None = None,
+) -> int:
     sample = (
         () if args.sample is None else tuple(read_sample(args.sample, config.target.model or ""))
     )
     with RichProgress() as progress:
         inputs = CapacityInputs(
-            target_pid=args.target_pid,
+            target_pid=launched.pid if launched else args.target_pid,
             startup=None if log_text is None else parse_startup_log(log_text),
+            load_curve=launched.load_curve if launched else (),
             sample=sample,
             progress=progress,
             gpu_curves=tuple(args.gpu_curve),
+            load_span=load_span,
         )
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
@@ -252,9 +294,7 @@ async def _capacity(args: argparse.Namespace) -> int:
                 ctx.bundle.write_text("environment/startup.log", log_text)
             return await run_capacity(ctx, inputs)
 
-        verdict = await judge(
-            config, args.out or _default_out("golive-capacity"), "capacity", programme
-        )
+        verdict = await judge(config, out, "capacity", programme)
     return _finish(verdict, args.json)
 
 

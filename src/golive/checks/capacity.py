@@ -59,7 +59,8 @@ class CapacityInputs:
     startup: StartupFacts | None = None
     load_curve: tuple[tuple[float, float], ...] = ()
     sample: tuple[Mapping[str, Any], ...] = ()
-    gpu_curves: tuple[Path, ...] = ()  # CSVs being written by `env collect --gpu-curve` on nodes
+    gpu_curves: tuple[Path, ...] = ()  # CSVs written by `env collect --gpu-curve` on nodes
+    load_span: tuple[float, float] | None = None  # wall clock of a launch golive made
     progress: PhaseProgress = field(default_factory=_Quiet)
 
 

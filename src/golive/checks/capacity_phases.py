@@ -63,6 +63,8 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
         probes.append(gpu)
     probes.append(engine_probe(ctx))
     results = [model_load(run)]
+    if inputs.load_span is not None:
+        run.timeline.append(PhaseSpan("model_load", *inputs.load_span))
     phases: tuple[tuple[str, Callable[[Run], Any]], ...] = (
         ("long_input", long_input),
         ("concurrency", concurrency_ramp),

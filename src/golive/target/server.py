@@ -102,7 +102,6 @@ async def start_target(
 ) -> RunningTarget:
     """Start the server in its own session and wait for `/health`; stop it on failure."""
     port = options.port or free_port()
-    run_dir.mkdir(parents=True, exist_ok=True)
     log_path = run_dir / f"vllm-{port}.log"
     env = {
         **os.environ,
@@ -113,27 +112,47 @@ async def start_target(
         "PYTHONUNBUFFERED": "1",
     }
     argv = serve_argv(paths, options, port)
-    with log_path.open("wb") as log:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdout=log,
-            stderr=log,
-            stdin=asyncio.subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
-    (run_dir / f"vllm-{port}.pid").write_text(f"{process.pid}\n")
-    target = RunningTarget(
+    return await launch(
+        argv,
         f"http://{LOOPBACK}:{port}",
-        process.pid,
-        port,
         log_path,
         paths.spec.served_name,
-        tuple(argv),
+        env,
+        options.ready_timeout_s,
+        progress,
     )
+
+
+async def launch(
+    argv: list[str],
+    url: str,
+    log_path: Path,
+    served_name: str,
+    env: dict[str, str] | None = None,
+    ready_timeout_s: float = 300.0,
+    progress: Progress = print,
+) -> RunningTarget:
+    """Start any server command (ours, or a user's `vllm serve ...`) in its own session,
+    log to `log_path`, sample its memory while it loads, and wait for `url`/health."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with log_path.open("wb") as log:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdout=log,
+                stderr=log,
+                stdin=asyncio.subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+    except OSError as exc:
+        raise LocalTargetError(f"cannot start {argv[0]!r}: {exc.strerror}") from exc
+    log_path.with_suffix(".pid").write_text(f"{process.pid}\n")
+    port = int(url.rsplit(":", 1)[1].split("/", maxsplit=1)[0]) if url.count(":") == 2 else 0
+    target = RunningTarget(url, process.pid, port, log_path, served_name, tuple(argv))
     progress(f"target: starting vLLM (pid {process.pid}) on {target.url}, log {log_path}")
     try:
-        curve = await _wait_ready(target, process, options.ready_timeout_s)
+        curve = await _wait_ready(target, process, ready_timeout_s)
     except BaseException:
         await stop_target(target)
         raise
