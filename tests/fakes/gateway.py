@@ -10,6 +10,8 @@ from contextlib import asynccontextmanager
 import aiohttp
 from aiohttp import web
 
+from tests.fakes import serve_app
+
 
 @asynccontextmanager
 async def rewriting_gateway(engine_url: str) -> AsyncIterator[str]:
@@ -38,15 +40,8 @@ async def rewriting_gateway(engine_url: str) -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", forward)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    server = site._server
-    assert server is not None
-    port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
     try:
-        yield f"http://127.0.0.1:{port}"
+        async with serve_app(app) as url:
+            yield url
     finally:
-        await runner.cleanup()
         await session.close()

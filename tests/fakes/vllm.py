@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from tests.fakes import serve_app
+
 MODEL = "fake-model"
 
 
@@ -156,15 +158,8 @@ def build_app(state: FakeState) -> web.Application:
 @asynccontextmanager
 async def fake_vllm(state: FakeState) -> AsyncIterator[str]:
     """Serve the fake on 127.0.0.1 with an ephemeral port; yield its base URL."""
-    runner = web.AppRunner(build_app(state), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    server = site._server
-    assert server is not None
-    port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        state.release.set()
-        await runner.cleanup()
+    async with serve_app(build_app(state)) as url:
+        try:
+            yield url
+        finally:
+            state.release.set()  # before cleanup, which waits for handlers to finish
