@@ -26,6 +26,7 @@ from rich.table import Table
 
 from golive import __version__
 from golive.bundle import verify
+from golive.checks.cache import CacheSettings, run_cache
 from golive.checks.capacity import CapacityInputs
 from golive.checks.capacity_phases import run_capacity
 from golive.checks.context import CheckContext
@@ -147,6 +148,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="a node's `env collect --gpu-curve` CSV, merged by phase (repeat)",
     )
+    cache = sub.add_parser(
+        "cache", help="prove prefix-cache reuse: cold, warm and control requests"
+    )
+    _target_options(cache)
+    cache.add_argument(
+        "--prefix-tokens", type=int, help="shared prefix size (default: from blocks)"
+    )
+    cache.add_argument("--warm-repeats", type=int, default=5, help="warm requests (default 5)")
+    cache.add_argument(
+        "--cold-samples", type=int, default=3, help="cold requests for the TTFT test"
+    )
+    cache.add_argument("--log", type=Path, help="startup log: block size, Mamba mode, retention")
     check = sub.add_parser("verify", help="check a bundle against its manifest")
     check.add_argument("bundle", type=Path)
     demo = sub.add_parser(
@@ -189,6 +202,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _env(args)
     if args.command == "capacity":
         return await _capacity(args)
+    if args.command == "cache":
+        return await _cache(args)
     if args.command == "demo":
         from golive.demo import run_demo
 
@@ -295,6 +310,25 @@ async def _run_capacity(
             return await run_capacity(ctx, inputs)
 
         verdict = await judge(config, out, "capacity", programme)
+    return _finish(verdict, args.json)
+
+
+async def _cache(args: argparse.Namespace) -> int:
+    config = load_config(args.config, _target_overrides(args))
+    log_text = None if args.log is None else _read(args.log, "--log")
+    settings = CacheSettings(
+        prefix_tokens=args.prefix_tokens,
+        warm_repeats=max(1, args.warm_repeats),
+        cold_samples=max(1, args.cold_samples),
+        startup=None if log_text is None else parse_startup_log(log_text),
+    )
+
+    async def programme(ctx: CheckContext) -> list[CheckResult]:
+        if log_text is not None:
+            ctx.bundle.write_text("environment/startup.log", log_text)
+        return await run_cache(ctx, settings)
+
+    verdict = await judge(config, args.out or _default_out("golive-cache"), "cache", programme)
     return _finish(verdict, args.json)
 
 

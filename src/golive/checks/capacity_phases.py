@@ -27,7 +27,7 @@ from golive.checks.capacity_rules import (
     percentile,
     trend,
 )
-from golive.checks.context import CheckContext, scrape
+from golive.checks.context import CheckContext, scrape, tokens_per_word
 from golive.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.metrics import MetricsDelta
 from golive.results import CheckResult, Status
@@ -135,19 +135,6 @@ def merge_curves(
     )
 
 
-async def tokens_per_word(run: Run) -> tuple[float, str]:
-    """Calibrate the filler text with the server's own tokenizer (`/tokenize`)."""
-    words = 400
-    record = await run.ctx.target.post(
-        "/tokenize", {"model": run.model, "prompt": filler(words, 7)}, "capacity-tokenize"
-    )
-    parsed = parse(record)
-    body = parsed.json_body
-    if record.ok and isinstance(body, dict) and isinstance(body.get("count"), int):
-        return body["count"] / (words + 1), "measured with /tokenize"
-    return 1.4, "assumed (no /tokenize)"
-
-
 def _long_body(run: Run, context: int, ratio: float, n: int) -> dict[str, Any]:
     max_tokens = run.ctx.config.capacity.long_max_tokens
     words = max(1, int((context - max_tokens - _TEMPLATE_OVERHEAD) / ratio))
@@ -167,7 +154,7 @@ async def long_input(run: Run) -> CheckResult:
     """Phase 2: fixed samples at increasing context, and one just above max_model_len."""
     config = run.ctx.config.capacity
     max_context = config.max_context or run.max_model_len or 4096
-    ratio, how = await tokens_per_word(run)
+    ratio, how = await tokens_per_word(run.ctx, run.model)
     contexts = [int(max_context * f) for f in FRACTIONS]
     if run.max_model_len is not None:
         contexts.append(run.max_model_len + 64)

@@ -12,6 +12,7 @@ from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
 from golive.results import Status
 from golive.traffic.records import FailureKind, ParsedResponse, RequestRecord, error_message, parse
+from golive.traffic.workload import filler
 
 
 class Target(Protocol):
@@ -105,3 +106,15 @@ def transport_problem(parsed: ParsedResponse, what: str) -> tuple[Status, str] |
         detail = error_message(parsed.json_body) or record.raw_text[:200] or "empty body"
         return Status.FAIL, f"{what}: HTTP {record.status}: {detail}"
     return None
+
+
+async def tokens_per_word(ctx: CheckContext, model: str) -> tuple[float, str]:
+    """Calibrate golive's filler text with the server's own tokenizer (`/tokenize`)."""
+    words = 400
+    record = await ctx.target.post(
+        "/tokenize", {"model": model, "prompt": filler(words, 7)}, "tokenize"
+    )
+    body = parse(record).json_body
+    if record.ok and isinstance(body, dict) and isinstance(body.get("count"), int):
+        return body["count"] / (words + 1), "measured with /tokenize"
+    return 1.4, "assumed (no /tokenize)"

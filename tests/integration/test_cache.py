@@ -1,0 +1,111 @@
+"""`golive cache` on the real CPU vLLM: reuse proven, reuse absent, a test too small, and
+metrics out of reach."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from golive.cli import main
+from golive.results import Outcome
+from golive.target.install import ensure_target
+from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+
+pytestmark = pytest.mark.target
+
+
+async def _cache(target: RunningTarget, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    code = await asyncio.to_thread(
+        main,
+        [
+            "cache",
+            "--target",
+            target.url,
+            "--out",
+            str(out),
+            "--warm-repeats",
+            "3",
+            "--cold-samples",
+            "2",
+            "--json",
+            *extra,
+        ],
+    )
+    return code, json.loads((out / "verdict.json").read_text())
+
+
+def _checks(verdict: dict[str, Any]) -> dict[str, Any]:
+    return {c["id"]: c for c in verdict["checks"]}
+
+
+async def test_prefix_caching_on_is_accepted(real_target: RunningTarget, tmp_path: Path) -> None:
+    """Cold pays, warm reuses what the counters say, controls invalidate: go-live."""
+    code, verdict = await _cache(real_target, tmp_path / "b", "--prefix-tokens", "640")
+    checks = _checks(verdict)
+    reuse = checks["cache.prefix_reuse"]
+    assert code == 0, reuse["summary"]
+    m = reuse["measurements"]
+    assert m["cold_cached_tokens"] == 0
+    assert m["cold_d_hits"] == 0
+    assert m["warm_cached_tokens_min"] >= 384  # at least three 128-token blocks
+    assert m["warm_d_hits_total"] >= 3 * 384
+    assert m["ttft_cold_median_s"] > m["ttft_warm_median_s"]
+    controls = checks["cache.controls"]["measurements"]
+    assert controls["system_prompt_cached_tokens"] == 0
+    assert controls["whitespace_cached_tokens"] == 0
+    assert "block-granular (128-token blocks)" in checks["cache.retention"]["summary"]
+    steps = (tmp_path / "b/metrics/cache-steps.jsonl").read_text().splitlines()
+    assert len(steps) == 1 + 3 + 5 + 1
+    assert "cache.prefix_reuse" in (tmp_path / "b/report.md").read_text()
+
+
+async def test_prefix_shorter_than_a_block_blames_the_test(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    code, verdict = await _cache(real_target, tmp_path / "b", "--prefix-tokens", "64")
+    reuse = _checks(verdict)["cache.prefix_reuse"]
+    assert code == Outcome.HOLD.exit_code
+    assert "test too small" in reuse["summary"]
+    assert "says nothing about the runtime" in reuse["summary"]
+
+
+async def test_metrics_out_of_reach_is_no_data(real_target: RunningTarget, tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    code, verdict = await _cache(
+        real_target, tmp_path / "b", "--metrics-url", f"http://127.0.0.1:{closed}/metrics"
+    )
+    reuse = _checks(verdict)["cache.prefix_reuse"]
+    assert reuse["status"] == "no_data"
+    assert verdict["outcome"] != "go-live"
+    assert code == Outcome.HOLD.exit_code
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def nocache_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningTarget]:
+    paths = await ensure_target("qwen")
+    target = await start_target(
+        paths,
+        ServeOptions(prefix_caching=False, max_model_len=1024),
+        tmp_path_factory.mktemp("nocache"),
+    )
+    try:
+        yield target
+    finally:
+        await stop_target(target)
+
+
+async def test_prefix_caching_off_is_hold(nocache_target: RunningTarget, tmp_path: Path) -> None:
+    code, verdict = await _cache(nocache_target, tmp_path / "b", "--prefix-tokens", "256")
+    reuse = _checks(verdict)["cache.prefix_reuse"]
+    assert code == Outcome.HOLD.exit_code
+    assert "no measured reuse" in reuse["summary"]
+    assert reuse["measurements"]["warm_cached_tokens_max"] == 0

