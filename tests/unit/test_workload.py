@@ -1,0 +1,51 @@
+"""The Agent workload generator is production-shaped and reproducible."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from golive.errors import ConfigError
+from golive.traffic.workload import AgentWorkload, WorkloadShape, read_sample
+
+
+def test_same_request_number_gives_the_same_body() -> None:
+    workload = AgentWorkload(WorkloadShape(seed=3), "m")
+    assert workload.body(17) == workload.body(17)
+    assert workload.body(17) != workload.body(18)
+
+
+def test_bodies_carry_the_production_shape() -> None:
+    """Shared system prompt, tool schemas, tool results in history, long and structured mixes."""
+    shape = WorkloadShape(turns=2, long_share=0.2, structured_share=0.3, seed=1)
+    workload = AgentWorkload(shape, "m")
+    bodies = [workload.body(n) for n in range(400)]
+    systems = {b["messages"][0]["content"] for b in bodies}
+    assert len(systems) == 1  # one shared system prompt: prefix caching can work
+    kinds = [workload.kind(n) for n in range(400)]
+    assert 0.12 < kinds.count("long") / 400 < 0.28
+    assert 0.22 < kinds.count("structured") / 400 < 0.38
+    agent = next(b for b, k in zip(bodies, kinds, strict=True) if k == "agent")
+    roles = [m["role"] for m in agent["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "user", "assistant", "tool", "user"]
+    assert agent["tools"]
+    assert agent["tool_choice"] == "auto"
+    structured = next(b for b, k in zip(bodies, kinds, strict=True) if k == "structured")
+    assert structured["response_format"]["json_schema"]["strict"] is True
+    long = next(b for b, k in zip(bodies, kinds, strict=True) if k == "long")
+    assert len(long["messages"][-1]["content"]) > 5 * len(agent["messages"][-1]["content"])
+    call = agent["messages"][2]["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"])["field_0"].startswith("item-")
+
+
+def test_user_sample_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"model": "x", "messages": [{"role": "user", "content": "hi"}]}\n\n')
+    assert read_sample(path, "served") == [
+        {"model": "served", "messages": [{"role": "user", "content": "hi"}]}
+    ]
+    path.write_text('{"messages": 3}\n')
+    with pytest.raises(ConfigError, match=r"s\.jsonl:1"):
+        read_sample(path, "served")
