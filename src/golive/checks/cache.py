@@ -309,6 +309,13 @@ def _controls_result(
 ) -> CheckResult:
     warm = [s.cached_tokens or 0 for n, s in steps.items() if n.startswith("warm-")]
     reference = max(warm, default=0)
+    if reference < block:
+        return _r(
+            "cache.controls",
+            False,
+            Status.NO_DATA,
+            "no warm reuse to compare the controls against, so they say nothing here",
+        )
     found = {}
     kept = []
     for control in controls:
