@@ -21,7 +21,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from golive import __version__
@@ -37,6 +36,7 @@ from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.startup_log import parse_startup_log
 from golive.gpu_curve import record_gpu_curve
+from golive.progress import RichProgress
 from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
 from golive.run import Verdict, judge
 from golive.target.server import RunningTarget, launch, stop_target
@@ -293,7 +293,7 @@ async def _run_capacity(
     sample = (
         () if args.sample is None else tuple(read_sample(args.sample, config.target.model or ""))
     )
-    with RichProgress() as progress:
+    with RichProgress(err) as progress:
         inputs = CapacityInputs(
             target_pid=launched.pid if launched else args.target_pid,
             startup=None if log_text is None else parse_startup_log(log_text),
@@ -337,42 +337,6 @@ def _read(path: Path, flag: str) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise ConfigError(f"{flag} {path}: cannot be read ({exc.strerror})") from exc
-
-
-class RichProgress:
-    """Phase, elapsed time, requests and errors on stderr while load runs."""
-
-    def __init__(self) -> None:
-        self._progress = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[requests]} requests, {task.fields[errors]} errors"),
-            console=err,
-        )
-        self._task: TaskID | None = None
-
-    def __enter__(self) -> RichProgress:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-
-    def phase(self, name: str, total_s: float) -> None:
-        if self._task is not None:
-            self._progress.stop_task(self._task)
-        self._task = self._progress.add_task(f"{name} (~{total_s:.0f} s)", requests=0, errors=0)
-
-    def record(self, ok: bool) -> None:
-        if self._task is None:
-            return
-        fields = self._progress.tasks[self._task].fields
-        self._progress.update(
-            self._task,
-            requests=fields["requests"] + 1,
-            errors=fields["errors"] + (0 if ok else 1),
-        )
 
 
 def _target_overrides(args: argparse.Namespace) -> dict[str, Any]:

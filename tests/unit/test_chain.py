@@ -11,13 +11,15 @@ from golive.decide import decide
 from golive.evidence.chain import (
     ChainInputs,
     Source,
+    check_image,
+    check_vllm_version,
+    split_image,
+)
+from golive.evidence.chain_hw import (
     check_container_cuda,
     check_driver_runtime,
     check_gpus,
     check_host_driver,
-    check_image,
-    check_vllm_version,
-    split_image,
 )
 from golive.evidence.facts import ContainerInfo, GpuInfo, HostInfo, read_facts
 from golive.evidence.nvidia import parse_nvidia_smi_xml

@@ -15,15 +15,12 @@ from typing import Any
 
 from golive.checks.context import CheckContext, scrape
 from golive.errors import ConfigError, EvidenceError
-from golive.evidence.chain import (
-    ChainInputs,
-    Source,
+from golive.evidence.chain import ChainInputs, Source, check_image, check_vllm_version
+from golive.evidence.chain_hw import (
     check_container_cuda,
     check_driver_runtime,
     check_gpus,
     check_host_driver,
-    check_image,
-    check_vllm_version,
 )
 from golive.evidence.facts import ContainerInfo, HostInfo, read_facts
 from golive.evidence.nvidia import parse_nvidia_smi_xml

@@ -1,0 +1,277 @@
+"""Pure rules of the hardware half of the chain: container CUDA, host drivers, the driver
+against the runtime (and cuda-compat), GPU class, count and fabric."""
+
+from __future__ import annotations
+
+import re
+
+from golive.evidence.chain import ChainInputs, env_result
+from golive.evidence.facts import ContainerInfo
+from golive.evidence.nvidia import cuda_major, driver_major
+from golive.results import CheckResult, Status
+
+# CUDA major -> minimum driver branch (NVIDIA's minor-version compatibility table).
+DRIVER_FLOOR = {13: 580, 12: 525, 11: 450}
+_DATACENTER = re.compile(
+    r"\b(H100|H200|H20|H800|GH200|A100|A800|A30|A40|A10|A16|A2|B100|B200|B300|GB200|GB300|L40S?|L4|L20|T4|V100)\b"
+)
+
+
+def container_cuda(container: ContainerInfo) -> int | None:
+    """The CUDA major the serving stack was built for: torch's, else the runtime's."""
+    return cuda_major(container.torch_cuda) or cuda_major(container.cudart_version)
+
+
+def check_container_cuda(inputs: ChainInputs) -> CheckResult:
+    want = inputs.profile.chain.cuda_major
+    critical = want is not None
+    container = inputs.container
+    if container is None:
+        return env_result(
+            "environment.container_cuda",
+            critical,
+            Status.NO_DATA,
+            "no container evidence: run `golive env collect --container` inside the serving "
+            "container and pass --container-info",
+        )
+    where = [inputs.container_path]
+    measurements = {
+        "torch": container.torch_version,
+        "torch_cuda": container.torch_cuda,
+        "cudart": container.cudart_version,
+        "nccl": container.nccl_version,
+    }
+    if container.torch_cuda is None:
+        status = Status.FAIL if critical else Status.PASS
+        return env_result(
+            "environment.container_cuda",
+            critical,
+            status,
+            f"the container's torch {container.torch_version} has no CUDA (a CPU build)"
+            + (f"; the profile needs CUDA {want}" if critical else ""),
+            measurements,
+            where,
+        )
+    major = container_cuda(container)
+    if want is not None and major != want:
+        return env_result(
+            "environment.container_cuda",
+            True,
+            Status.FAIL,
+            f"the container runs CUDA {container.torch_cuda} (torch {container.torch_version}); "
+            f"the profile needs CUDA {want}.x",
+            measurements,
+            where,
+        )
+    return env_result(
+        "environment.container_cuda",
+        critical,
+        Status.PASS,
+        f"torch {container.torch_version} built for CUDA {container.torch_cuda}, runtime "
+        f"{container.cudart_version}, NCCL {container.nccl_version}",
+        measurements,
+        where,
+    )
+
+
+def check_host_driver(inputs: ChainInputs) -> CheckResult:
+    """Every node's driver: at least the profile's branch, and one family across nodes."""
+    minimum = inputs.profile.chain.min_driver_major
+    critical = minimum is not None or bool(inputs.hosts)
+    if not inputs.hosts:
+        return env_result(
+            "environment.host_driver",
+            critical,
+            Status.NO_DATA,
+            "no host evidence: pass --nvidia-smi-xml or --host-info for every node",
+        )
+    where = [path for _, path in inputs.hosts]
+    drivers = {host.node: host.driver_version for host, _ in inputs.hosts}
+    measurements = {f"driver[{node}]": version for node, version in drivers.items()}
+    unknown = [node for node, version in drivers.items() if driver_major(version) is None]
+    if unknown:
+        return env_result(
+            "environment.host_driver",
+            critical,
+            Status.NO_DATA,
+            f"driver version unreadable on {', '.join(unknown)}",
+            measurements,
+            where,
+        )
+    branches = {node: driver_major(version) for node, version in drivers.items()}
+    if len(set(branches.values())) > 1:
+        mix = ", ".join(f"{node}: R{branch}" for node, branch in sorted(branches.items()))
+        return env_result(
+            "environment.host_driver",
+            True,
+            Status.FAIL,
+            f"mixed driver families across nodes ({mix}): every node must run the same branch",
+            measurements,
+            where,
+        )
+    if minimum is not None:
+        old = sorted(node for node, branch in branches.items() if (branch or 0) < minimum)
+        if old:
+            return env_result(
+                "environment.host_driver",
+                True,
+                Status.FAIL,
+                f"driver {drivers[old[0]]} on {', '.join(old)} is below R{minimum}: a CUDA "
+                f"{inputs.profile.chain.cuda_major} image needs R{minimum}+ even if nvidia-smi "
+                "prints a CUDA line",
+                measurements,
+                where,
+            )
+    branch = next(iter(branches.values()))
+    return env_result(
+        "environment.host_driver",
+        critical,
+        Status.PASS,
+        f"{len(drivers)} node(s) on driver branch R{branch}"
+        + (f" (>= R{minimum})" if minimum else ""),
+        measurements,
+        where,
+    )
+
+
+def check_driver_runtime(inputs: ChainInputs) -> CheckResult:
+    """The container's CUDA against every host driver, and whether cuda-compat is in use."""
+    container = inputs.container
+    critical = inputs.profile.chain.cuda_major is not None or (
+        container is not None and bool(inputs.hosts)
+    )
+    if container is None or not inputs.hosts:
+        return env_result(
+            "environment.driver_runtime",
+            critical,
+            Status.NO_DATA,
+            "needs both container and host evidence to compare the CUDA runtime with the driver",
+        )
+    where = [inputs.container_path, *(path for _, path in inputs.hosts)]
+    runtime = container_cuda(container)
+    if runtime is None or container.torch_cuda is None:
+        return env_result(
+            "environment.driver_runtime",
+            False,
+            Status.SKIPPED,
+            "the container does not use CUDA; nothing to compare with the driver",
+            {},
+            where,
+        )
+    floor = DRIVER_FLOOR.get(runtime)
+    problems: list[str] = []
+    compat_used = False
+    for host, _ in inputs.hosts:
+        branch = driver_major(host.driver_version) or 0
+        if floor is not None and branch < floor:
+            problems.append(
+                f"{host.node}: driver {host.driver_version} < R{floor} needed by CUDA {runtime}"
+            )
+        api = container.cuda_driver_api_version
+        host_cuda = cuda_major(host.cuda_driver_version)
+        if (
+            api is not None
+            and host.cuda_driver_version
+            and _api_above(api, host.cuda_driver_version)
+        ):
+            compat_used = True
+            gpu_names = {g.name for g in host.gpus}
+            if not all(_DATACENTER.search(name) for name in gpu_names):
+                problems.append(
+                    f"{host.node}: cuda-compat in use (driver API {api} > host CUDA "
+                    f"{host.cuda_driver_version}) on non-datacenter GPUs {sorted(gpu_names)}: "
+                    "error 804 territory"
+                )
+        elif host_cuda is not None and host_cuda < runtime and not compat_used:
+            problems.append(
+                f"{host.node}: the driver supports CUDA {host.cuda_driver_version} only; the "
+                f"container needs {runtime}.x"
+            )
+    measurements = {
+        "container_cuda_major": runtime,
+        "driver_api_version": container.cuda_driver_api_version,
+        "cuda_compat_in_use": compat_used,
+        "cuda_compat_libs": len(container.cuda_compat_libs),
+    }
+    if problems:
+        return env_result(
+            "environment.driver_runtime",
+            True,
+            Status.FAIL,
+            "; ".join(problems),
+            measurements,
+            where,
+        )
+    note = " (cuda-compat libraries in use on datacenter GPUs)" if compat_used else ""
+    return env_result(
+        "environment.driver_runtime",
+        critical,
+        Status.WARN if compat_used else Status.PASS,
+        f"CUDA {runtime} runtime is supported by every host driver{note}",
+        measurements,
+        where,
+    )
+
+
+def _api_above(api: int, host_cuda: str) -> bool:
+    major, _, minor = host_cuda.partition(".")
+    try:
+        return api > int(major) * 1000 + int(minor or 0) * 10
+    except ValueError:
+        return False
+
+
+def check_gpus(inputs: ChainInputs) -> CheckResult:
+    """GPU class and count against the profile; MIG, persistence and fabric state."""
+    want = inputs.profile.chain.min_gpus
+    critical = want is not None or bool(inputs.hosts)
+    if not inputs.hosts:
+        return env_result(
+            "environment.gpus",
+            critical,
+            Status.NO_DATA,
+            "no host evidence, so GPU count and class are unknown"
+            + (f" (the profile needs at least {want})" if want else ""),
+        )
+    where = [path for _, path in inputs.hosts]
+    gpus = [(host.node, gpu) for host, _ in inputs.hosts for gpu in host.gpus]
+    names = sorted({gpu.name for _, gpu in gpus})
+    measurements: dict[str, float | int | str | bool | None] = {
+        "gpu_count": len(gpus),
+        "nodes": len(inputs.hosts),
+        "gpu_classes": ", ".join(names),
+    }
+    failures: list[str] = []
+    warnings: list[str] = []
+    if want is not None and len(gpus) < want:
+        failures.append(f"{len(gpus)} GPU(s) visible, the profile needs at least {want}")
+    if len(names) > 1:
+        failures.append(f"mixed GPU classes: {', '.join(names)}")
+    for node, gpu in gpus:
+        if gpu.fabric_state not in (None, "Completed") or gpu.fabric_status not in (
+            None,
+            "Success",
+        ):
+            failures.append(
+                f"{node} GPU {gpu.index}: fabric {gpu.fabric_state}/{gpu.fabric_status} (CUDA will "
+                "fail with error 802 until nvidia-fabricmanager finishes)"
+            )
+        if gpu.mig_mode == "Enabled":
+            warnings.append(f"{node} GPU {gpu.index}: MIG enabled")
+        if gpu.persistence_mode == "Disabled":
+            warnings.append(f"{node} GPU {gpu.index}: persistence mode off")
+    if failures:
+        return env_result(
+            "environment.gpus", True, Status.FAIL, "; ".join(failures), measurements, where
+        )
+    summary = f"{len(gpus)} x {', '.join(names) or 'no GPU'} on {len(inputs.hosts)} node(s)"
+    if warnings:
+        return env_result(
+            "environment.gpus",
+            critical,
+            Status.WARN,
+            f"{summary}; {'; '.join(warnings)}",
+            measurements,
+            where,
+        )
+    return env_result("environment.gpus", critical, Status.PASS, summary, measurements, where)
