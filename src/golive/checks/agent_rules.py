@@ -1,0 +1,199 @@
+"""Pure rules of the Agent API contract: per-response findings, pass rates with Wilson
+intervals, failure signatures, stream/non-stream parity and the layer to blame.
+
+(Part of issue #6; the case runner and `golive agent` build on these.)
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+
+class Expect(enum.StrEnum):
+    CALL = "call"  # a tool call is required (tool_choice required/named, or the case demands it)
+    NO_CALL = "no_call"  # the answer must not call a tool
+    JSON = "json"  # structured output against a schema
+    ANY = "any"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One broken promise in one response; `signature` groups like failures together."""
+
+    signature: str
+    detail: str
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a pass rate (sound at 0 and n, unlike the normal one)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def check_message(
+    message: Mapping[str, Any],
+    finish_reason: str | None,
+    expect: Expect,
+    tools: Mapping[str, Mapping[str, Any]],
+    json_schema: Mapping[str, Any] | None = None,
+    forbidden_markers: Sequence[str] = (),
+) -> list[Finding]:
+    """Every promise a client relies on, for one assistant message."""
+    findings: list[Finding] = []
+    calls = message.get("tool_calls") or []
+    content = message.get("content") or ""
+    if expect is Expect.CALL and not calls:
+        looks_like_call = any(f'"{name}"' in content for name in tools)
+        findings.append(
+            Finding(
+                "tool_calls.empty.call_in_content" if looks_like_call else "tool_calls.empty",
+                "no tool_calls"
+                + (" — the call was written into content instead" if looks_like_call else ""),
+            )
+        )
+    if expect is Expect.NO_CALL and calls:
+        findings.append(
+            Finding("tool_calls.unexpected", f"{len(calls)} tool call(s) where none was allowed")
+        )
+    ids = [c.get("id") for c in calls]
+    if len(set(ids)) != len(ids):
+        findings.append(
+            Finding("tool_calls.duplicate_ids", f"ids repeat within one response: {ids}")
+        )
+    for call in calls:
+        findings += _check_call(call, tools)
+    if calls and finish_reason not in ("tool_calls", "stop"):
+        findings.append(
+            Finding(
+                "finish_reason.inconsistent", f"tool calls with finish_reason {finish_reason!r}"
+            )
+        )
+    if not calls and finish_reason == "tool_calls":
+        findings.append(
+            Finding("finish_reason.inconsistent", "finish_reason tool_calls without tool_calls")
+        )
+    if expect is Expect.JSON:
+        findings += _check_json("content", content, json_schema or {})
+    for field in ("content", "reasoning", "reasoning_content"):
+        text = message.get(field) or ""
+        for marker in forbidden_markers:
+            if marker in text:
+                findings.append(Finding(f"{field}.marker_leak", f"{marker!r} leaked into {field}"))
+    return findings
+
+
+def _check_call(call: Mapping[str, Any], tools: Mapping[str, Mapping[str, Any]]) -> list[Finding]:
+    function = call.get("function") or {}
+    name = function.get("name")
+    if not isinstance(name, str) or name not in tools:
+        return [
+            Finding(
+                "tool_calls.unknown_function", f"function {name!r} is not in the request's tools"
+            )
+        ]
+    return _check_json(f"arguments of {name}", function.get("arguments"), tools[name], "arguments")
+
+
+def _check_json(
+    what: str, raw: Any, schema: Mapping[str, Any], prefix: str = "structured"
+) -> list[Finding]:
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        return [
+            Finding(f"{prefix}.not_json", f"{what} are not JSON ({exc.msg}): {str(raw)[:80]!r}")
+        ]
+    if prefix == "arguments" and not isinstance(value, dict):
+        return [
+            Finding(f"{prefix}.not_object", f"{what} are JSON but not an object: {str(raw)[:80]!r}")
+        ]
+    try:
+        jsonschema.validate(value, dict(schema))
+    except jsonschema.ValidationError as exc:
+        return [Finding(f"{prefix}.schema", f"{what} break the schema: {exc.message}")]
+    except jsonschema.SchemaError as exc:
+        return [Finding(f"{prefix}.bad_schema", f"the case's own schema is invalid: {exc.message}")]
+    return []
+
+
+def calls_of(message: Mapping[str, Any]) -> list[tuple[str | None, Any]]:
+    """(name, parsed arguments) of each call, for comparing two deliveries of one answer."""
+    out = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        raw = function.get("arguments")
+        try:
+            args = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError:
+            args = raw
+        out.append((function.get("name"), args))
+    return out
+
+
+def parity(streamed: Mapping[str, Any], plain: Mapping[str, Any]) -> Finding | None:
+    """Streamed deltas must reassemble into the call the non-streamed API gives."""
+    a, b = calls_of(streamed), calls_of(plain)
+    if a != b:
+        return Finding("stream.parity", f"streamed calls {a} differ from non-streamed {b}")
+    return None
+
+
+class Layer(enum.StrEnum):
+    MODEL_OR_PARSER = "engine: model output or tool/reasoning parser"
+    GATEWAY = "gateway"
+    CLIENT = "client: SDK or client schema"
+    IDEMPOTENCY = "idempotency: retries duplicate tool calls"
+    NONE = "none"
+
+
+def attribute(
+    engine: Sequence[Finding] | None,
+    gateway: Sequence[Finding] | None,
+    sdk_rejects: bool,
+    retry_duplicates: bool,
+) -> Layer:
+    """The checklist's layer rule: raw engine output first, then the gateway, then the client."""
+    if retry_duplicates:
+        return Layer.IDEMPOTENCY
+    if engine:
+        return Layer.MODEL_OR_PARSER
+    if gateway:
+        return Layer.GATEWAY
+    if sdk_rejects:
+        return Layer.CLIENT
+    return Layer.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSummary:
+    case: str
+    runs: int
+    passed: int
+    low: float
+    high: float
+    signatures: Mapping[str, int]
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.runs if self.runs else 0.0
+
+
+def summarise(case: str, outcomes: Sequence[Sequence[Finding]]) -> CaseSummary:
+    """Pass rate with its Wilson interval and failures grouped by signature."""
+    passed = sum(1 for findings in outcomes if not findings)
+    low, high = wilson(passed, len(outcomes))
+    signatures = Counter(f.signature for findings in outcomes for f in findings)
+    return CaseSummary(case, len(outcomes), passed, low, high, dict(signatures.most_common()))
