@@ -22,6 +22,7 @@ from golive.checks.capacity_rules import (
 )
 from golive.checks.context import CheckContext
 from golive.evidence.startup_log import StartupFacts
+from golive.metrics import parse_metrics
 from golive.results import CheckClass, CheckResult, Status
 from golive.sampling import Curve, Probe
 from golive.traffic.records import FailureKind, RequestRecord
@@ -210,8 +211,6 @@ def engine_probe(ctx: CheckContext) -> Probe:
         record = await ctx.target.get(ctx.metrics_url, "capacity-gauges")
         if not record.ok:
             return {}
-        from golive.metrics import parse_metrics
-
         snap = parse_metrics(record.raw_text)
         return {
             "kv_cache_usage_perc": snap.value("kv_cache_usage_perc", "max"),

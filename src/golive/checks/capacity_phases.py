@@ -32,7 +32,7 @@ from golive.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.metrics import MetricsDelta
 from golive.results import CheckResult, Status
 from golive.sampling import Probe, host_probe, nvml_probe, sampling
-from golive.traffic.records import ParsedResponse, RequestRecord, error_message, parse
+from golive.traffic.records import ParsedResponse, error_message, parse
 from golive.traffic.schedule import Schedule, run_schedule
 from golive.traffic.workload import AgentWorkload, WorkloadShape, filler
 
@@ -234,7 +234,7 @@ def workload(run: Run) -> Callable[[int], dict[str, Any]]:
 
 async def _step(
     run: Run, concurrency: int, duration_s: float, cap: int, offset: int
-) -> tuple[StepStats, list[RequestRecord]]:
+) -> tuple[StepStats, list[ParsedResponse]]:
     """One fixed-concurrency window, with the engine's counters read before and after."""
     run.concurrency = concurrency
     before = await scrape(run.ctx, f"capacity-c{concurrency}-before")
@@ -279,7 +279,7 @@ async def _step(
         engine_died=run.dead.is_set(),
         mean_waiting=_mean([r.get("num_requests_waiting") for r in window]),
     )
-    return stats, list(loaded.records)
+    return stats, parsed
 
 
 def _mean(values: Sequence[Any]) -> float | None:
@@ -301,10 +301,10 @@ async def concurrency_ramp(run: Run) -> CheckResult:
     levels = ramp(config.concurrency)
     run.inputs.progress.phase("concurrent agent traffic", config.step_duration_s * len(levels))
     for level in levels:
-        stats, records = await _step(
+        stats, answered = await _step(
             run, level, config.step_duration_s, config.step_max_requests, offset
         )
-        offset += len(records)
+        offset += len(answered)
         steps.append(stats)
         run.ctx.bundle.append_jsonl("metrics/capacity-steps.jsonl", stats_json(stats))
         if classify_concurrency([*stable_so_far, stats], policy).ceiling != stats.concurrency:
@@ -353,15 +353,12 @@ async def sustained(run: Run) -> CheckResult:
     level = min(config.concurrency, run.concurrency_ceiling or config.concurrency)
     run.inputs.progress.phase("sustained", config.duration_s)
     cap = max(config.step_max_requests, int(config.duration_s * level))
-    stats, records = await _step(run, level, config.duration_s, cap, 1_000_000)
-    parsed = [parse(r) for r in records]
+    stats, parsed = await _step(run, level, config.duration_s, cap, 1_000_000)
     ok = [p for p in parsed if p.record.ok and not p.problems]
     t0 = min((p.record.timings.sent_ns for p in parsed), default=0)
-    points = sorted(((p.record.timings.end_ns or t0) - t0) / 1e9 for p in ok)
-    latency = trend(
-        [(((p.record.timings.end_ns or t0) - t0) / 1e9, (p.e2e_ms or 0) / 1000) for p in ok]
-    )
-    windows = _window_throughput(points, config.duration_s)
+    done = [(((p.record.timings.end_ns or t0) - t0) / 1e9, (p.e2e_ms or 0) / 1000) for p in ok]
+    latency = trend(done)
+    windows = _window_throughput(sorted(t for t, _ in done), config.duration_s)
     result = classify_sustained(
         latency, windows, stats.errors, len(parsed), stats.engine_died, level
     )

@@ -53,10 +53,12 @@ def env_result(
     summary: str,
     measurements: Mapping[str, float | int | str | bool | None] | None = None,
     evidence: Sequence[str] = (),
+    check_class: CheckClass = CheckClass.ENVIRONMENT,
 ) -> CheckResult:
+    """A chain rule's result; startup rules pass their own class."""
     return CheckResult(
         check_id,
-        CheckClass.ENVIRONMENT,
+        check_class,
         critical,
         status,
         summary,

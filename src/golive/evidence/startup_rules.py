@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from golive.evidence.chain import ChainInputs
+from golive.evidence.chain import ChainInputs, env_result
 from golive.evidence.startup_log import Severity, Signature, explain
 from golive.results import CheckClass, CheckResult, Status
 
@@ -22,9 +22,7 @@ def _startup(
     evidence: Sequence[str] = (),
     check_class: CheckClass = CheckClass.STARTUP,
 ) -> CheckResult:
-    return CheckResult(
-        check_id, check_class, critical, status, summary, dict(measurements or {}), tuple(evidence)
-    )
+    return env_result(check_id, critical, status, summary, measurements, evidence, check_class)
 
 
 _NO_LOG = "no startup log: pass --log with the first complete engine initialization log"
