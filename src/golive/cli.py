@@ -23,15 +23,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from golive import __version__
 from golive.bundle import verify
+from golive.checks.agent import agent_settings, run_agent
+from golive.checks.agent_select import cases_for
 from golive.checks.cache import CacheSettings, run_cache
 from golive.checks.capacity import CapacityInputs
 from golive.checks.capacity_phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.checks.env import env_programme, load_evidence
 from golive.checks.smoke import run_smoke
-from golive.config import PROFILES, GoliveConfig, load_config
+from golive.cli_args import build_parser
+from golive.config import GoliveConfig, load_config
 from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.startup_log import parse_startup_log
@@ -56,123 +58,6 @@ _STYLE = {
 def _progress(message: str) -> None:
     """Progress lines on stderr, never wrapped (paths and PIDs stay greppable)."""
     err.print(message, soft_wrap=True, highlight=False, markup=False)
-
-
-def _target_options(parser: argparse.ArgumentParser, target_required: bool = True) -> None:
-    parser.add_argument("--target", required=target_required, help="OpenAI-compatible base URL")
-    parser.add_argument("--metrics-url", help="Prometheus metrics URL (default <target>/metrics)")
-    parser.add_argument(
-        "--api-key-env", metavar="NAME", help="environment variable holding the API key"
-    )
-    parser.add_argument("--model", help="served model name (default: the first one listed)")
-    parser.add_argument("--engine-url", help="gateway mode: the engine behind the --target gateway")
-    parser.add_argument("--config", type=Path, help="YAML config file (unknown keys are errors)")
-    parser.add_argument("--profile", help=f"{' | '.join(PROFILES)} | path to a profile YAML")
-    parser.add_argument("--out", type=Path, help="bundle directory (default ./golive-<time>)")
-    parser.add_argument("--json", action="store_true", help="print verdict.json to stdout")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="golive", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"golive {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    smoke = sub.add_parser(
-        "smoke", help="post-start checks: health, version, models, text, metrics"
-    )
-    _target_options(smoke)
-    env = sub.add_parser(
-        "env",
-        help="prove the version chain (image, vLLM, CUDA, drivers, startup log); "
-        "`env collect` gathers raw facts on a node or in the container",
-    )
-    env.add_argument("action", nargs="?", choices=("collect",), help="collect raw facts here")
-    _target_options(env, target_required=False)
-    env.add_argument("--log", type=Path, help="the vLLM startup log (first complete init log)")
-    env.add_argument(
-        "--nvidia-smi-xml",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="`nvidia-smi -q -x` output of one node (repeat per node)",
-    )
-    env.add_argument(
-        "--host-info",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="JSON from `golive env collect --host` (repeat per node)",
-    )
-    env.add_argument(
-        "--container-info",
-        type=Path,
-        metavar="FILE",
-        help="JSON from `golive env collect --container`",
-    )
-    env.add_argument("--image", help="image reference, name:tag@sha256:digest")
-    collect = env.add_mutually_exclusive_group()
-    collect.add_argument("--host", action="store_true", help="collect: this node's GPUs and driver")
-    collect.add_argument("--container", action="store_true", help="collect: this container")
-    env.add_argument("-o", "--output", type=Path, help="collect: where to write the JSON")
-    env.add_argument("--python", default="python3", help="collect --container: vLLM's Python")
-    env.add_argument("--node", help="collect --host: node name (default: hostname)")
-    env.add_argument(
-        "--gpu-curve",
-        action="store_true",
-        help="collect: sample this node's GPU memory (NVML, 5 Hz) into -o as CSV",
-    )
-    env.add_argument("--duration", type=float, default=600.0, help="collect --gpu-curve: seconds")
-    capacity = sub.add_parser(
-        "capacity", help="the four pressure phases: model load, long input, concurrency, sustained"
-    )
-    _target_options(capacity)
-    capacity.add_argument("--concurrency", type=int, help="highest concurrency of the ramp")
-    capacity.add_argument("--max-context", type=int, help="intended max input tokens")
-    capacity.add_argument("--duration", type=float, help="sustained phase, seconds")
-    capacity.add_argument("--step-duration", type=float, help="each ramp step, seconds")
-    capacity.add_argument("--sample", type=Path, help="JSONL of chat bodies to use as the workload")
-    capacity.add_argument("--log", type=Path, help="startup log, for the model-load phase")
-    capacity.add_argument("--target-pid", type=int, help="PID of a local server: sample its RSS")
-    capacity.add_argument(
-        "--launch",
-        metavar="CMD",
-        help='start this server command first (e.g. "vllm serve ..."), record its load, '
-        "run the phases against --target, then stop it",
-    )
-    capacity.add_argument(
-        "--gpu-curve",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a node's `env collect --gpu-curve` CSV, merged by phase (repeat)",
-    )
-    cache = sub.add_parser(
-        "cache", help="prove prefix-cache reuse: cold, warm and control requests"
-    )
-    _target_options(cache)
-    cache.add_argument(
-        "--prefix-tokens", type=int, help="shared prefix size (default: from blocks)"
-    )
-    cache.add_argument("--warm-repeats", type=int, default=5, help="warm requests (default 5)")
-    cache.add_argument(
-        "--cold-samples", type=int, default=3, help="cold requests for the TTFT test"
-    )
-    cache.add_argument("--log", type=Path, help="startup log: block size, Mamba mode, retention")
-    check = sub.add_parser("verify", help="check a bundle against its manifest")
-    check.add_argument("bundle", type=Path)
-    demo = sub.add_parser(
-        "demo", help="start the bundled local vLLM (CPU) and run golive against it"
-    )
-    demo.add_argument("--model", default="qwen", choices=("qwen", "smollm2"))
-    demo.add_argument("--out", type=Path, help="bundle directory (default ./golive-demo-<time>)")
-    demo.add_argument("--json", action="store_true", help="print verdict.json to stdout")
-    target = sub.add_parser("target", help="the bundled local vLLM target")
-    target_sub = target.add_subparsers(dest="target_command", required=True)
-    setup = target_sub.add_parser("setup", help="install the engine venv and convert the models")
-    setup.add_argument("--model", action="append", choices=("qwen", "smollm2"))
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -204,6 +89,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _capacity(args)
     if args.command == "cache":
         return await _cache(args)
+    if args.command == "agent":
+        return await _agent(args)
     if args.command == "demo":
         from golive.demo import run_demo
 
@@ -329,6 +216,27 @@ async def _cache(args: argparse.Namespace) -> int:
         return await run_cache(ctx, settings)
 
     verdict = await judge(config, args.out or _default_out("golive-cache"), "cache", programme)
+    return _finish(verdict, args.json)
+
+
+async def _agent(args: argparse.Namespace) -> int:
+    overrides = {
+        **_target_overrides(args),
+        "agent.repeat": args.repeat,
+        "agent.schemas_file": None if args.schemas is None else str(args.schemas),
+        "agent.cases": args.case,
+        "agent.concurrency": args.concurrency,
+        "agent.temperature": args.temperature,
+    }
+    config = load_config(args.config, overrides)
+    cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
+    with RichProgress(err) as progress:
+        settings = agent_settings(config.agent, cases, progress)
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            return await run_agent(ctx, settings)
+
+        verdict = await judge(config, args.out or _default_out("golive-agent"), "agent", programme)
     return _finish(verdict, args.json)
 
 

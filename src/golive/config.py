@@ -113,12 +113,34 @@ class CapacityConfig(StrictModel):
     max_tokens: int = Field(24, ge=1)
 
 
+class AgentConfig(StrictModel):
+    """The Agent API contract suite. Criticality decides what a repeated failure means:
+    critical → hold; non-critical → observe-with-limits, naming the feature to disable."""
+
+    repeat: int = Field(20, ge=1, le=1000, description="runs per case and per mode")
+    cases: tuple[str, ...] | None = Field(None, description="case names to run; default all")
+    schemas_file: str | None = Field(None, description="your tools (YAML/JSON), one case each")
+    critical: tuple[str, ...] = Field((), description="cases to treat as critical")
+    non_critical: tuple[str, ...] = Field((), description="cases whose failure is bounded")
+    temperature: float = Field(0.6, ge=0.0, le=2.0, description="the production sampling")
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    max_tokens: int = Field(160, ge=8, le=8192)
+    concurrency: int = Field(4, ge=1, le=256, description="requests in flight at once")
+    repeated_failures: int = Field(
+        2, ge=1, description="failures of a critical case that make it fail (fewer: warn)"
+    )
+    retry_deadline_fraction: float = Field(
+        0.5, gt=0.0, lt=1.0, description="client timeout, as a share of a normal answer's time"
+    )
+
+
 class GoliveConfig(StrictModel):
     profile: str = Field("generic", description="generic | kimi-k3 | path to a profile YAML")
     target: TargetConfig = TargetConfig()
     smoke: SmokeConfig = SmokeConfig()
     environment: EnvironmentConfig = EnvironmentConfig()
     capacity: CapacityConfig = CapacityConfig()
+    agent: AgentConfig = AgentConfig()
 
 
 class ChainExpectation(StrictModel):

@@ -8,6 +8,7 @@ Every rule that fires is kept; the worst outcome wins
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from golive.results import CheckClass, CheckResult, Decision, Outcome, RuleFired, Status
 
@@ -86,9 +87,48 @@ def capacity_limited(checks: Sequence[CheckResult]) -> RuleFired | None:
     )
 
 
-def limits(checks: Sequence[CheckResult]) -> dict[str, int]:
+def agent_feature_limited(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """A bounded defect on a non-critical Agent feature: go live without that feature."""
+    hit = [c.id for c in checks if _classification(c) == "limit-feature"]
+    if not hit:
+        return None
+    return RuleFired(
+        "agent-feature-limited",
+        Outcome.OBSERVE_WITH_LIMITS,
+        "a non-critical Agent feature fails in a bounded way: disable or rate-limit it "
+        "(limits.disable_features) and watch it",
+        tuple(hit),
+    )
+
+
+def agent_protocol_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
+    failed = [
+        c.id
+        for c in checks
+        if c.critical and c.status is Status.FAIL and c.check_class is CheckClass.AGENT
+    ]
+    if not failed:
+        return None
+    return RuleFired(
+        "agent-protocol-failure",
+        Outcome.HOLD,
+        "repeated protocol or parser failure on a critical path",
+        tuple(failed),
+    )
+
+
+def limits(checks: Sequence[CheckResult]) -> dict[str, Any]:
     """The envelope the measurements allow (verdict.json `limits`)."""
-    found: dict[str, int] = {}
+    found: dict[str, Any] = {}
+    features = sorted(
+        {
+            str(c.measurements["limit_disable_feature"])
+            for c in checks
+            if c.measurements.get("limit_disable_feature")
+        }
+    )
+    if features:
+        found["disable_features"] = features
     for check in checks:
         for key, name in (
             ("limit_max_concurrency", "max_concurrency"),
@@ -107,6 +147,7 @@ def critical_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
         if c.critical
         and c.status is Status.FAIL
         and c.check_class not in _FAILURE_OUTCOME
+        and c.check_class is not CheckClass.AGENT
         and _classification(c) is None
     ]
     if not failed:
@@ -125,6 +166,8 @@ RULES: tuple[Rule, ...] = (
     environment_failed,
     capacity_exhausted,
     capacity_limited,
+    agent_feature_limited,
+    agent_protocol_failed,
     critical_failed,
 )
 

@@ -1,8 +1,12 @@
-"""A tiny gateway in front of an engine that rewrites tool-call arguments on the way back:
-the kind of protocol defect golive must place on the gateway, not on the model."""
+"""Tiny gateways in front of a real engine, each with one defect golive must place on the
+right layer: `rewriting_gateway` "helpfully" retypes tool arguments in non-streamed answers
+(a gateway defect); `hedging_gateway` sends every chat request to the engine twice and
+answers with whichever finishes first (hidden retries: an idempotency defect)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,35 +17,79 @@ from aiohttp import web
 from tests.fakes import serve_app
 
 
+async def _relay(
+    session: aiohttp.ClientSession, engine_url: str, request: web.Request, body: bytes
+) -> web.StreamResponse:
+    """Forward one request; stream the answer through chunk by chunk."""
+    async with session.request(
+        request.method,
+        f"{engine_url}{request.path}",
+        data=body or None,
+        headers={"Content-Type": "application/json"},
+    ) as upstream:
+        if upstream.content_type == "text/event-stream":
+            response = web.StreamResponse(status=upstream.status)
+            response.content_type = upstream.content_type
+            await response.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                await response.write(chunk)
+            await response.write_eof()
+            return response
+        payload = await upstream.read()
+        return web.Response(
+            body=payload, status=upstream.status, content_type=upstream.content_type
+        )
+
+
 @asynccontextmanager
-async def rewriting_gateway(engine_url: str) -> AsyncIterator[str]:
+async def _gateway(engine_url: str, handler_for: str) -> AsyncIterator[str]:
     session = aiohttp.ClientSession()
 
-    async def forward(request: web.Request) -> web.StreamResponse:
+    async def rewrite(request: web.Request) -> web.StreamResponse:
         body = await request.read()
-        async with session.request(
-            request.method,
-            f"{engine_url}{request.path}",
-            data=body,
-            headers={"Content-Type": "application/json"},
+        if request.path != "/v1/chat/completions" or json.loads(body).get("stream"):
+            return await _relay(session, engine_url, request, body)
+        async with session.post(
+            f"{engine_url}{request.path}", data=body, headers={"Content-Type": "application/json"}
         ) as upstream:
-            payload = await upstream.read()
-            if upstream.content_type == "application/json":
-                data = json.loads(payload)
-                for choice in data.get("choices") or []:
-                    for call in (choice.get("message") or {}).get("tool_calls") or []:
-                        call["function"]["arguments"] = json.dumps(
-                            {"field_0": 7}
-                        )  # "helpful" typing
-                return web.json_response(data, status=upstream.status)
-            return web.Response(
-                body=payload, status=upstream.status, content_type=upstream.content_type
-            )
+            data = await upstream.json()
+            for choice in data.get("choices") or []:
+                for call in (choice.get("message") or {}).get("tool_calls") or []:
+                    call["function"]["arguments"] = json.dumps({"field_0": 7})  # "helpful"
+            return web.json_response(data, status=upstream.status)
+
+    async def hedge(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        if request.path != "/v1/chat/completions":
+            return await _relay(session, engine_url, request, body)
+
+        async def attempt() -> tuple[int, bytes, str]:
+            async with session.post(
+                f"{engine_url}{request.path}",
+                data=body,
+                headers={"Content-Type": "application/json"},
+            ) as upstream:
+                return upstream.status, await upstream.read(), upstream.content_type
+
+        first = asyncio.ensure_future(attempt())
+        await asyncio.sleep(0.2)
+        second = asyncio.ensure_future(attempt())  # the hedge: same request, again
+        done, _ = await asyncio.wait({first, second}, return_when=asyncio.FIRST_COMPLETED)
+        status, payload, content_type = done.pop().result()
+        return web.Response(body=payload, status=status, content_type=content_type)
 
     app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", forward)
+    app.router.add_route("*", "/{tail:.*}", rewrite if handler_for == "rewrite" else hedge)
     try:
         async with serve_app(app) as url:
             yield url
     finally:
         await session.close()
+
+
+def rewriting_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
+    return _gateway(engine_url, "rewrite")
+
+
+def hedging_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
+    return _gateway(engine_url, "hedge")

@@ -53,7 +53,8 @@ async def test_smoke_on_real_vllm_is_go_live_and_sealed(
     assert checks["smoke.models"]["measurements"]["max_model_len"] == 4096
     stream = checks["smoke.text_stream"]["measurements"]
     assert 0 < stream["ttft_ms"] < stream["e2e_ms"]
-    assert stream["chunks"] > 1
+    # Tokens arrive as separate events (how many network reads carry them is up to TCP).
+    assert stream["token_events"] > 1
     metrics = checks["smoke.metrics"]["measurements"]
     assert metrics["request_success_delta"] >= 2
     assert metrics["enable_prefix_caching"] == "True"

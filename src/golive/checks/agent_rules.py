@@ -21,6 +21,8 @@ class Expect(enum.StrEnum):
     CALL = "call"  # a tool call is required (tool_choice required/named, or the case demands it)
     NO_CALL = "no_call"  # the answer must not call a tool
     JSON = "json"  # structured output against a schema
+    INCOMPLETE = "incomplete"  # a truncated call must be flagged so a client can notice
+    ANSWER_OR_REFUSE = "answer_or_refuse"  # a valid answer, or a clear 4xx refusal
     ANY = "any"
 
 
@@ -43,6 +45,16 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+CALL_MARKERS = ("<tool_call>", "</tool_call>", "<|tool_call", "<|open|>call", "[TOOL_CALLS]")
+
+
+def looks_like_call(content: str, tools: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Content that carries a tool call the parser did not extract (bare JSON or markers)."""
+    if any(marker in content for marker in CALL_MARKERS):
+        return True
+    return any(f'"{name}"' in content for name in tools) and '"name"' in content
+
+
 def check_message(
     message: Mapping[str, Any],
     finish_reason: str | None,
@@ -50,23 +62,33 @@ def check_message(
     tools: Mapping[str, Mapping[str, Any]],
     json_schema: Mapping[str, Any] | None = None,
     forbidden_markers: Sequence[str] = (),
+    reasoning_fields: Sequence[str] = ("reasoning", "reasoning_content"),
 ) -> list[Finding]:
     """Every promise a client relies on, for one assistant message."""
+    if expect is Expect.INCOMPLETE and finish_reason == "length":
+        return []  # cut short, and flagged: a client that reads finish_reason can notice
     findings: list[Finding] = []
     calls = message.get("tool_calls") or []
     content = message.get("content") or ""
+    call_like = looks_like_call(content, tools)
     if expect is Expect.CALL and not calls:
-        looks_like_call = any(f'"{name}"' in content for name in tools)
         findings.append(
             Finding(
-                "tool_calls.empty.call_in_content" if looks_like_call else "tool_calls.empty",
+                "tool_calls.empty.call_in_content" if call_like else "tool_calls.empty",
                 "no tool_calls"
-                + (" — the call was written into content instead" if looks_like_call else ""),
+                + (" — the call was written into content instead" if call_like else ""),
             )
         )
     if expect is Expect.NO_CALL and calls:
         findings.append(
             Finding("tool_calls.unexpected", f"{len(calls)} tool call(s) where none was allowed")
+        )
+    if expect in (Expect.NO_CALL, Expect.ANSWER_OR_REFUSE) and call_like:
+        findings.append(
+            Finding(
+                "content.call_like",
+                f"content carries an unparsed tool call: {content[:100]!r}",
+            )
         )
     ids = [c.get("id") for c in calls]
     if len(set(ids)) != len(ids):
@@ -75,6 +97,14 @@ def check_message(
         )
     for call in calls:
         findings += _check_call(call, tools)
+    if expect is Expect.INCOMPLETE and any(f.signature == "arguments.not_json" for f in findings):
+        findings.append(
+            Finding(
+                "arguments.incomplete_unflagged",
+                f"arguments are cut short but finish_reason is {finish_reason!r}, not 'length': "
+                "a client would execute them",
+            )
+        )
     if calls and finish_reason not in ("tool_calls", "stop"):
         findings.append(
             Finding(
@@ -87,11 +117,30 @@ def check_message(
         )
     if expect is Expect.JSON:
         findings += _check_json("content", content, json_schema or {})
+    findings += _check_reasoning(message, reasoning_fields)
     for field in ("content", "reasoning", "reasoning_content"):
         text = message.get(field) or ""
         for marker in forbidden_markers:
             if marker in text:
                 findings.append(Finding(f"{field}.marker_leak", f"{marker!r} leaked into {field}"))
+    return findings
+
+
+def _check_reasoning(message: Mapping[str, Any], allowed: Sequence[str]) -> list[Finding]:
+    """The reasoning text sits in a field the client reads, and two copies agree."""
+    present = {f: message[f] for f in ("reasoning", "reasoning_content") if message.get(f)}
+    findings = [
+        Finding(
+            "reasoning.unexpected_field",
+            f"reasoning arrived in {name!r}; the client contract reads {', '.join(allowed)}",
+        )
+        for name in present
+        if name not in allowed
+    ]
+    if len(present) == 2 and present["reasoning"] != present["reasoning_content"]:
+        findings.append(
+            Finding("reasoning.fields_disagree", "reasoning and reasoning_content differ")
+        )
     return findings
 
 
@@ -144,11 +193,16 @@ def calls_of(message: Mapping[str, Any]) -> list[tuple[str | None, Any]]:
 
 
 def parity(streamed: Mapping[str, Any], plain: Mapping[str, Any]) -> Finding | None:
-    """Streamed deltas must reassemble into the call the non-streamed API gives."""
-    a, b = calls_of(streamed), calls_of(plain)
+    """Streamed deltas must reassemble into the call the non-streamed API gives: the same
+    functions with the same argument keys (values may differ between two samples)."""
+    a, b = _structure(calls_of(streamed)), _structure(calls_of(plain))
     if a != b:
         return Finding("stream.parity", f"streamed calls {a} differ from non-streamed {b}")
     return None
+
+
+def _structure(calls: list[tuple[str | None, Any]]) -> list[tuple[str | None, Any]]:
+    return [(name, sorted(args) if isinstance(args, dict) else args) for name, args in calls]
 
 
 class Layer(enum.StrEnum):

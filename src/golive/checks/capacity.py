@@ -44,7 +44,7 @@ class PhaseProgress(Protocol):
     def record(self, ok: bool) -> None: ...
 
 
-class _Quiet:
+class Quiet:
     def phase(self, name: str, total_s: float) -> None:
         return None
 
@@ -62,7 +62,7 @@ class CapacityInputs:
     sample: tuple[Mapping[str, Any], ...] = ()
     gpu_curves: tuple[Path, ...] = ()  # CSVs written by `env collect --gpu-curve` on nodes
     load_span: tuple[float, float] | None = None  # wall clock of a launch golive made
-    progress: PhaseProgress = field(default_factory=_Quiet)
+    progress: PhaseProgress = field(default_factory=Quiet)
 
 
 def cap_result(
@@ -187,8 +187,10 @@ def shape_of(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-async def served_model(ctx: CheckContext) -> tuple[str | None, int | None]:
-    parsed = ctx.save(await ctx.target.get("/v1/models", "capacity-models"), "capacity-setup")
+async def served_model(
+    ctx: CheckContext, stream_file: str = "capacity-setup"
+) -> tuple[str | None, int | None]:
+    parsed = ctx.save(await ctx.target.get("/v1/models", "models"), stream_file)
     body = parsed.json_body
     if not parsed.record.ok or not isinstance(body, dict) or not body.get("data"):
         return None, None

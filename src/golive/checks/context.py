@@ -25,7 +25,12 @@ class Target(Protocol):
     async def post(self, path: str, body: Mapping[str, Any], label: str) -> RequestRecord: ...
 
     async def chat(
-        self, body: Mapping[str, Any], label: str, scheduled_ns: int | None = None
+        self,
+        body: Mapping[str, Any],
+        label: str,
+        scheduled_ns: int | None = None,
+        deadline_s: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> RequestRecord: ...
 
 
@@ -42,7 +47,12 @@ class NoTarget:
         raise ConfigError(f"{path} needs a live server: give --target URL")
 
     async def chat(
-        self, body: Mapping[str, Any], label: str, scheduled_ns: int | None = None
+        self,
+        body: Mapping[str, Any],
+        label: str,
+        scheduled_ns: int | None = None,
+        deadline_s: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> RequestRecord:
         raise ConfigError("chat requests need a live server: give --target URL")
 
@@ -75,22 +85,27 @@ class Scrape:
     evidence: str | None
 
 
-async def scrape(ctx: CheckContext, window: str) -> Scrape:
-    """Scrape `/metrics`, save the raw text as `metrics/<window>.prom`, parse it."""
-    record = await ctx.target.get(ctx.metrics_url, f"metrics-{window}")
+async def scrape(
+    ctx: CheckContext, window: str, source: Target | None = None, url: str | None = None
+) -> Scrape:
+    """Scrape `/metrics` (the target's, or `url` through `source`), save the raw text as
+    `metrics/<window>.prom`, parse it."""
+    source = source or ctx.target
+    url = url or ctx.metrics_url
+    record = await source.get(url, f"metrics-{window}")
     if record.failure is not None and record.status is None:
-        return Scrape(None, f"{ctx.metrics_url} unreachable: {record.failure.message}", None)
+        return Scrape(None, f"{url} unreachable: {record.failure.message}", None)
     text = record.raw_text
     evidence = f"metrics/{window}.prom"
     ctx.bundle.write_text(evidence, text)
     if not record.ok:
-        return Scrape(None, f"{ctx.metrics_url} answered HTTP {record.status}", evidence)
+        return Scrape(None, f"{url} answered HTTP {record.status}", evidence)
     try:
         snapshot = parse_metrics(text, taken_at=record.started_at)
     except BadResponse as exc:
-        return Scrape(None, f"{ctx.metrics_url}: {exc}", evidence)
+        return Scrape(None, f"{url}: {exc}", evidence)
     if not snapshot.has_vllm_metrics():
-        return Scrape(None, f"{ctx.metrics_url} has no vllm: metric families", evidence)
+        return Scrape(None, f"{url} has no vllm: metric families", evidence)
     return Scrape(snapshot, None, evidence)
 
 

@@ -159,7 +159,8 @@ async def check_text(ctx: CheckContext, model: str | None, stream: bool) -> Chec
         "prompt_tokens": usage.get("prompt_tokens"),
         "completion_tokens": usage.get("completion_tokens"),
         "finish_reason": finish,
-        "chunks": len(record.chunks) if stream else None,
+        "token_events": len(parsed.stream.token_chunks) if parsed.stream else None,
+        "network_reads": len(record.chunks) if stream else None,
         "server_request_id": parsed.server_request_id,
     }
     if parsed.problems:

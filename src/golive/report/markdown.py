@@ -36,6 +36,7 @@ def render_markdown(verdict: Mapping[str, Any], chain: Mapping[str, Any] | None 
             f"- **{rule['outcome']}** ({rule['rule']}): {rule['reason']} — checks: "
             + ", ".join(f"`{c}`" for c in rule["checks"])
         )
+    lines += _limits(verdict.get("limits") or {})
     lines += [
         "",
         "## Checks",
@@ -142,3 +143,17 @@ def _cell(value: Any) -> str:
         if value in (None, "", "None / None", "None / None / None")
         else str(value).replace("|", "\\|")
     )
+
+
+def _limits(limits: dict[str, Any]) -> list[str]:
+    """The envelope to go live inside: traffic caps and features to switch off."""
+    if not limits:
+        return []
+    lines = ["", "## Limits to go live with", ""]
+    names = {"max_concurrency": "max concurrency", "max_context": "max context (tokens)"}
+    for key, label in names.items():
+        if key in limits:
+            lines.append(f"- {label}: **{limits[key]}**")
+    for feature in limits.get("disable_features") or []:
+        lines.append(f"- disable or rate-limit: **{feature}**")
+    return lines

@@ -114,10 +114,22 @@ class TargetClient:
         body: Mapping[str, Any],
         label: str,
         scheduled_ns: int | None = None,
+        deadline_s: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> RequestRecord:
-        """POST one chat completion; streamed when the body says `"stream": true`."""
+        """POST one chat completion; streamed when the body says `"stream": true`.
+
+        `deadline_s` is a client's whole-request timeout: past it the client gives up and
+        closes the connection, keeping what had arrived (a TIMEOUT failure)."""
         return await self._send(
-            "POST", "/v1/chat/completions", body, label, bool(body.get("stream")), scheduled_ns
+            "POST",
+            "/v1/chat/completions",
+            body,
+            label,
+            bool(body.get("stream")),
+            scheduled_ns,
+            deadline_s,
+            headers,
         )
 
     async def _send(
@@ -128,6 +140,8 @@ class TargetClient:
         label: str,
         stream: bool,
         scheduled_ns: int | None = None,
+        deadline_s: float | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> RequestRecord:
         if self._session is None:
             raise RuntimeError("TargetClient used outside `async with`")
@@ -142,10 +156,13 @@ class TargetClient:
         headers: dict[str, str] | None = None
         headers_ns: int | None = None
         failure: Failure | None = None
+        sent_headers = {**(extra_headers or {}), "X-Request-Id": request_id}
+        deadline = asyncio.timeout(deadline_s)
         try:
-            async with self._session.request(
-                method, url, json=body, headers={"X-Request-Id": request_id}
-            ) as response:
+            async with (
+                deadline,
+                self._session.request(method, url, json=body, headers=sent_headers) as response,
+            ):
                 headers_ns = time.perf_counter_ns()
                 status = response.status
                 headers = {k: response.headers[k] for k in _KEPT_HEADERS if k in response.headers}
@@ -154,11 +171,18 @@ class TargetClient:
                     chunks.append(chunk)
                 if not 200 <= status < 300:
                     failure = Failure(FailureKind.HTTP_STATUS, f"HTTP {status} {response.reason}")
+        except TimeoutError as exc:
+            if deadline.expired():
+                failure = Failure(
+                    FailureKind.TIMEOUT,
+                    f"client deadline of {deadline_s:g} s passed; gave up and closed the "
+                    f"connection after {len(chunks)} chunk(s)",
+                )
+            else:
+                failure = Failure(FailureKind.TIMEOUT, f"no data for {self._timeout_text()}: {exc}")
         except asyncio.CancelledError:
             failure = Failure(FailureKind.CANCELLED, "stopped by the schedule before an answer")
             raise
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            failure = Failure(FailureKind.TIMEOUT, f"no data for {self._timeout_text()}: {exc}")
         except aiohttp.ClientConnectorError as exc:
             failure = Failure(FailureKind.CONNECT, f"cannot connect to {url}: {exc.os_error}")
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:

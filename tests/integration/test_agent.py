@@ -1,0 +1,184 @@
+"""`golive agent` on the real CPU vLLM: Qwen + hermes (required/named pass, auto writes the
+call into content), SmolLM2 (schema failures → hold), and gateways in front of the real
+engine whose defects must be blamed on the right layer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from golive.bundle import verify
+from golive.checks.agent import agent_settings, run_agent
+from golive.checks.agent_rules import Layer
+from golive.checks.agent_select import cases_for
+from golive.checks.context import CheckContext
+from golive.cli import main
+from golive.config import load_config
+from golive.results import CheckResult, Outcome
+from golive.run import judge
+from golive.target.install import ensure_target
+from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from tests.fakes.gateway import hedging_gateway, rewriting_gateway
+
+pytestmark = pytest.mark.target
+
+
+async def _cli(url: str, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    code = await asyncio.to_thread(
+        main,
+        ["agent", "--target", url, "--out", str(out), "--temperature", "0", "--json", *extra],
+    )
+    return code, json.loads((out / "verdict.json").read_text())
+
+
+def _checks(verdict: dict[str, Any]) -> dict[str, Any]:
+    return {c["id"]: c for c in verdict["checks"]}
+
+
+def _examples(out: Path) -> list[dict[str, Any]]:
+    lines = (out / "requests/agent-failures.jsonl").read_text().splitlines()
+    return [json.loads(x) for x in lines]
+
+
+async def test_qwen_required_and_named_pass_auto_writes_calls_into_content(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    out = tmp_path / "b"
+    cases = ("one_arg.required", "one_arg.named", "one_arg.auto", "retry")
+    code, verdict = await _cli(
+        real_target.url,
+        out,
+        "--repeat",
+        "2",
+        "--concurrency",
+        "8",
+        *(x for c in cases for x in ("--case", c)),
+    )
+    checks = _checks(verdict)
+    assert code == Outcome.OBSERVE_WITH_LIMITS.exit_code, checks
+    for name in ("agent.one_arg.required", "agent.one_arg.named"):
+        assert checks[name]["status"] == "pass", checks[name]["summary"]
+        assert checks[name]["measurements"]["runs"] == 4
+    auto = checks["agent.one_arg.auto"]
+    assert auto["status"] == "warn"
+    assert auto["measurements"]["passed"] == 0
+    assert auto["measurements"]["signatures"] == "tool_calls.empty.call_in_content x4"
+    assert auto["measurements"]["layer"] == Layer.MODEL_OR_PARSER.value
+    assert verdict["limits"]["disable_features"] == [
+        "tool_choice=auto (send required or a named tool_choice instead)"
+    ]
+    examples = _examples(out)
+    assert {e["mode"] for e in examples} == {"stream", "plain"}
+    assert all('"get_weather"' in e["message"]["content"] for e in examples)
+    retry = checks["agent.retry"]
+    assert retry["status"] == "pass", retry["summary"]
+    m = retry["measurements"]
+    assert m["timeouts_exercised"] == 4
+    assert m["engine_admitted"] == m["attempts_sent"] == 9
+    lines = (out / "requests/agent.retry.jsonl").read_text().splitlines()
+    timeouts = [json.loads(x) for x in lines if '"failure": {"kind": "timeout"' in x]
+    assert len(timeouts) == 4
+    report = (out / "report.md").read_text()
+    assert "disable or rate-limit: **tool_choice=auto" in report
+    assert verify(out).ok
+
+
+async def _gateway_run(
+    gateway: str, engine: str | None, out: Path, cases: tuple[str, ...], repeat: int
+) -> dict[str, CheckResult]:
+    config = load_config(
+        None,
+        {
+            "target.url": gateway,
+            "target.engine_url": engine,
+            "agent.cases": list(cases),
+            "agent.repeat": repeat,
+            "agent.temperature": 0.0,
+            "agent.concurrency": 8,
+        },
+    )
+    settings = agent_settings(config.agent, cases_for(config.agent))
+
+    async def programme(ctx: CheckContext) -> list[CheckResult]:
+        return await run_agent(ctx, settings)
+
+    verdict = await judge(config, out, "agent", programme)
+    assert verdict.outcome is Outcome.HOLD
+    return {c["id"]: CheckResult.from_json(c) for c in verdict.data["checks"]}
+
+
+async def test_gateway_rewriting_arguments_is_blamed_on_the_gateway(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    async with rewriting_gateway(real_target.url) as gateway:
+        checks = await _gateway_run(
+            gateway, real_target.url, tmp_path / "b", ("one_arg.required",), 2
+        )
+    result = checks["agent.one_arg.required"]
+    assert result.status.value == "fail"
+    assert result.measurements["layer"] == Layer.GATEWAY.value
+    assert "arguments.schema x2" in str(result.measurements["signatures"])
+    assert "stream.parity x2" in str(result.measurements["signatures"])  # the stream was untouched
+    assert result.measurements["stream_passed"] == 0
+    examples = _examples(tmp_path / "b")
+    assert all(e["engine_findings"] == [] for e in examples if e["mode"] == "plain")
+    assert (tmp_path / "b/requests/agent.one_arg.required.engine.jsonl").is_file()
+
+
+async def test_hedging_gateway_is_blamed_on_idempotency(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """A gateway that re-sends requests behind the client's back: the engine's own counters
+    show more requests than the client sent."""
+    async with hedging_gateway(real_target.url) as gateway:
+        checks = await _gateway_run(gateway, real_target.url, tmp_path / "b", ("retry",), 1)
+    result = checks["agent.retry"]
+    assert result.status.value == "fail", result.summary
+    assert result.measurements["layer"] == Layer.IDEMPOTENCY.value
+    admitted = result.measurements["engine_admitted"]
+    sent = result.measurements["attempts_sent"]
+    assert isinstance(admitted, int)
+    assert isinstance(sent, int)
+    assert admitted > sent
+    assert "retry.hidden_retries" in str(result.measurements["signatures"])
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def smollm2_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningTarget]:
+    paths = await ensure_target("smollm2")
+    target = await start_target(paths, ServeOptions(), tmp_path_factory.mktemp("smollm2"))
+    try:
+        yield target
+    finally:
+        await stop_target(target)
+
+
+async def test_smollm2_schema_failures_hold(smollm2_target: RunningTarget, tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    code, verdict = await _cli(
+        smollm2_target.url,
+        out,
+        "--repeat",
+        "2",
+        "--concurrency",
+        "8",
+        "--case",
+        "one_arg.required",
+        "--case",
+        "structured",
+    )
+    checks = _checks(verdict)
+    assert code == Outcome.HOLD.exit_code
+    assert verdict["rules_fired"][0]["rule"] == "agent-protocol-failure"
+    required = checks["agent.one_arg.required"]
+    assert required["status"] == "fail"
+    assert "arguments." in required["measurements"]["signatures"]
+    assert checks["agent.structured"]["status"] == "fail"
+    assert "structured." in checks["agent.structured"]["measurements"]["signatures"]
+    assert "Repeated failure on a critical path" in required["summary"]

@@ -1,0 +1,422 @@
+"""The Agent contract's response-level rules, case selection and results, on answers the real
+CPU vLLM gave (tests/data/agent) and on made-up breakages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golive.bundle import Bundle
+from golive.checks.agent import with_parity
+from golive.checks.agent_cases import shipped_cases
+from golive.checks.agent_response import (
+    Contract,
+    complete_calls,
+    engine_admitted,
+    hidden_retries,
+    response_findings,
+    retry_findings,
+    sdk_finding,
+)
+from golive.checks.agent_results import Run, case_result
+from golive.checks.agent_rules import Expect, Finding, Layer, check_message
+from golive.checks.agent_select import load_user_cases, select
+from golive.decide import decide, limits
+from golive.errors import ConfigError
+from golive.metrics import MetricsDelta, parse_metrics
+from golive.results import Outcome, Status
+from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings, parse
+
+DATA = Path(__file__).parent.parent / "data"
+QWEN = json.loads((DATA / "agent" / "qwen_plain_answers.json").read_text())
+CASES = {c.name: c for c in shipped_cases()}
+
+
+def _contract(name: str) -> Contract:
+    case = CASES[name]
+    return Contract(case.expect, case.tool_schemas, case.json_schema, (), ("reasoning",))
+
+
+def _record(
+    body: bytes | dict[str, Any],
+    status: int | None = 200,
+    stream: bool = False,
+    failure: Failure | None = None,
+) -> RequestRecord:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return RequestRecord(
+        "r1",
+        "t",
+        "POST",
+        "http://127.0.0.1/v1/chat/completions",
+        {},
+        stream,
+        0.0,
+        Timings(0, 0, 1, 2, 3, (2,)),
+        status,
+        {},
+        (raw,) if status is not None else (),
+        failure,
+    )
+
+
+def _sse(*deltas: dict[str, Any], done: bool = True) -> bytes:
+    events = [
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": d, "finish_reason": d.pop("finish", None)}],
+        }
+        for d in deltas
+    ]
+    text = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+    return (text + ("data: [DONE]\n\n" if done else "")).encode()
+
+
+# ---- what the real engine answered, read against each case's contract ----
+
+
+@pytest.mark.parametrize(
+    ("case", "signatures"),
+    [
+        ("structured", []),
+        ("nested.required", []),
+        ("incomplete_args", []),  # cut at 8 tokens with finish_reason length: noticeable
+        ("one_arg.auto", ["tool_calls.empty.call_in_content"]),
+        ("tool_result", ["content.call_like"]),  # the call echoed as JSON text after the result
+        ("invalid_args", ["content.call_like"]),
+    ],
+)
+def test_real_qwen_answers(case: str, signatures: list[str]) -> None:
+    parsed = parse(_record(QWEN[case]["response"]))
+    found = [f.signature for f in response_findings(parsed, _contract(case))]
+    assert found == signatures
+    assert sdk_finding(parsed) is None  # vLLM's bodies fit the openai SDK's types
+
+
+@pytest.mark.parametrize(
+    ("record", "case", "signature"),
+    [
+        (_record({"error": {"message": "boom"}}, 500), "one_arg.required", "http.5xx"),
+        (
+            _record(b"", None, failure=Failure(FailureKind.CONNECT, "refused")),
+            "no_call",
+            "transport.connect",
+        ),
+        (_record(b"<html>", 404), "invalid_args", "http.4xx_unexplained"),
+        (_record(_sse({"content": "hi"}, done=False), stream=True), "no_call", "stream.broken"),
+        (
+            _record(
+                _sse({"role": "assistant"}, {"content": "x"}),
+                200,
+                True,
+                Failure(FailureKind.TIMEOUT, "deadline"),
+            ),
+            "no_call",
+            "transport.timeout",
+        ),
+    ],
+)
+def test_transport_and_framing_failures(record: RequestRecord, case: str, signature: str) -> None:
+    assert signature in [f.signature for f in response_findings(parse(record), _contract(case))]
+
+
+def test_a_clear_refusal_of_invalid_history_is_accepted() -> None:
+    refusal = {
+        "error": {"message": "arguments are not JSON", "type": "BadRequestError", "code": 400}
+    }
+    assert response_findings(parse(_record(refusal, 400)), _contract("invalid_args")) == []
+    # ...but the same refusal on a case that needs an answer is a failure
+    found = response_findings(parse(_record(refusal, 400)), _contract("one_arg.required"))
+    assert [f.signature for f in found] == ["http.4xx"]
+
+
+@pytest.mark.parametrize(
+    ("message", "finish", "expect", "signature"),
+    [
+        (
+            {"content": '<tool_call>\n{"name": "get_weather"}'},
+            "stop",
+            Expect.NO_CALL,
+            "content.call_like",
+        ),
+        (
+            {
+                "tool_calls": [
+                    {
+                        "id": "a",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Li'},
+                    }
+                ]
+            },
+            "tool_calls",
+            Expect.INCOMPLETE,
+            "arguments.incomplete_unflagged",
+        ),
+        (
+            {"content": "ok", "reasoning": "a", "reasoning_content": "b"},
+            "stop",
+            Expect.ANY,
+            "reasoning.fields_disagree",
+        ),
+        (
+            {"content": "ok", "reasoning_content": "a"},
+            "stop",
+            Expect.ANY,
+            "reasoning.unexpected_field",
+        ),
+    ],
+)
+def test_more_broken_promises(
+    message: dict[str, Any], finish: str, expect: Expect, signature: str
+) -> None:
+    tools = CASES["one_arg.required"].tool_schemas
+    found = check_message(message, finish, expect, tools, reasoning_fields=("reasoning",))
+    assert signature in [f.signature for f in found]
+
+
+def test_truncated_call_with_length_is_noticeable() -> None:
+    message = {
+        "tool_calls": [
+            {
+                "id": "a",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"ci'},
+            }
+        ]
+    }
+    tools = CASES["one_arg.required"].tool_schemas
+    assert check_message(message, "length", Expect.INCOMPLETE, tools) == []
+
+
+def test_sdk_rejects_what_a_gateway_helpfully_decoded() -> None:
+    body = QWEN["nested.required"]["response"]
+    call = body["choices"][0]["message"]["tool_calls"][0]
+    broken = json.loads(json.dumps(body))
+    broken["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = json.loads(
+        call["function"]["arguments"]
+    )  # an object, not the JSON string the API promises
+    finding = sdk_finding(parse(_record(broken)))
+    assert finding is not None
+    assert finding.signature == "sdk.rejects"
+    assert "arguments" in finding.detail
+    chunk = _sse({"role": "assistant", "content": "hi", "finish": "abort"})
+    found = sdk_finding(parse(_record(chunk, stream=True)))
+    assert found is not None
+    assert "finish_reason" in found.detail
+
+
+def test_retry_duplicate_only_when_the_given_up_attempt_held_a_whole_call() -> None:
+    tools = CASES["retry"].tool_schemas
+    whole = {
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "X"}'},
+            }
+        ]
+    }
+    part = {
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"ci'},
+            }
+        ]
+    }
+    timeout = Failure(FailureKind.TIMEOUT, "client deadline")
+    retry = parse(_record(QWEN["nested.required"]["response"]))
+    given_up_whole = parse(_record(_sse(whole, done=False), 200, True, timeout))
+    given_up_part = parse(_record(_sse(part, done=False), 200, True, timeout))
+    assert complete_calls(given_up_whole, tools) == ["get_weather"]
+    assert complete_calls(given_up_part, tools) == []
+    retry_weather = parse(_record(_sse(whole), stream=True))
+    assert [f.signature for f in retry_findings(given_up_whole, retry_weather, tools)] == [
+        "retry.duplicate_call"
+    ]
+    assert retry_findings(given_up_part, retry_weather, tools) == []
+    assert retry_findings(parse(_record(_sse(whole), stream=True)), retry, tools) == []
+
+
+def test_hidden_retries_from_the_engines_prompt_counter() -> None:
+    before = parse_metrics('vllm:prompt_tokens_total{engine="0",model_name="m"} 100\n')
+    after = parse_metrics('vllm:prompt_tokens_total{engine="0",model_name="m"} 1100\n')
+    admitted = engine_admitted(MetricsDelta(before, after), 100)
+    assert admitted == 10
+    assert hidden_retries(9, admitted) is not None
+    assert hidden_retries(10, admitted) is None
+    assert engine_admitted(None, 100) is None
+    assert hidden_retries(9, None) is None
+
+
+# ---- selection, user schemas ----
+
+
+def test_user_schema_file_becomes_named_cases(tmp_path: Path) -> None:
+    path = tmp_path / "tools.yaml"
+    path.write_text(
+        "tools:\n"
+        "  - type: function\n"
+        "    function:\n"
+        "      name: refund\n"
+        "      parameters: {type: object, properties: {order: {type: string}},"
+        " required: [order]}\n"
+        "    prompt: Refund order 9.\n"
+        "    critical: false\n"
+    )
+    (case,) = load_user_cases(path)
+    assert case.name == "schema.refund"
+    assert not case.critical
+    assert case.feature == "the tool refund"
+    assert case.tool_choice == {"type": "function", "function": {"name": "refund"}}
+    assert case.messages[-1]["content"] == "Refund order 9."
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("tools: []", "tools"),
+        ("tools:\n  - function: {name: a}\n", "tools.0.function.parameters"),
+        (
+            "tools:\n  - function: {name: a, parameters: {type: objekt}}\n",
+            "not a valid JSON Schema",
+        ),
+        ("- 1\n", "(top level)"),
+    ],
+)
+def test_bad_schema_files_name_the_file_and_field(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "tools.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_user_cases(path)
+    assert str(path) in str(info.value)
+    assert needle in str(info.value)
+
+
+def test_select_applies_criticality_and_rejects_unknown_names() -> None:
+    chosen = select(shipped_cases(), ["one_arg.auto", "retry"], ["one_arg.auto"], ["retry"])
+    assert [(c.name, c.critical) for c in chosen] == [("one_arg.auto", True), ("retry", False)]
+    assert chosen[1].feature == "retry"
+    with pytest.raises(ConfigError, match=r"agent\.cases: unknown case"):
+        select(shipped_cases(), ["one_arg.nope"], (), ())
+
+
+# ---- results and the decision ----
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Iterator[Bundle]:
+    made = Bundle.create(tmp_path / "b")
+    yield made
+    made.close()
+
+
+def _run(
+    mode: str,
+    i: int,
+    *signatures: str,
+    layer: Layer = Layer.NONE,
+    message: dict[str, Any] | None = None,
+) -> Run:
+    findings = tuple(Finding(s, s) for s in signatures)
+    return Run(
+        mode,
+        i,
+        findings,
+        None,
+        None,
+        layer if findings else Layer.NONE,
+        f"r{i}",
+        message or {},
+        200,
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "failures", "status", "outcome"),
+    [
+        ("one_arg.required", 0, Status.PASS, Outcome.GO_LIVE),
+        ("one_arg.required", 1, Status.WARN, Outcome.GO_LIVE),
+        ("one_arg.required", 2, Status.FAIL, Outcome.HOLD),
+        ("one_arg.auto", 4, Status.WARN, Outcome.OBSERVE_WITH_LIMITS),
+    ],
+)
+def test_case_result_and_decision(
+    bundle: Bundle, case: str, failures: int, status: Status, outcome: Outcome
+) -> None:
+    runs = [
+        _run(
+            "plain", i, *(["tool_calls.empty"] if i < failures else []), layer=Layer.MODEL_OR_PARSER
+        )
+        for i in range(10)
+    ]
+    result = case_result(bundle, CASES[case], runs, 2)
+    assert result.status is status
+    assert result.measurements["passed"] == 10 - failures
+    decision = decide([result])
+    assert decision.outcome is outcome
+    if outcome is Outcome.OBSERVE_WITH_LIMITS:
+        assert limits([result])["disable_features"] == [CASES[case].feature]
+        assert "tool_choice=auto" in result.summary
+    if failures:
+        examples = (bundle.root / "requests/agent-failures.jsonl").read_text().splitlines()
+        assert len(examples) == min(failures, 3)
+        assert json.loads(examples[0])["layer"] == Layer.MODEL_OR_PARSER.value
+    if outcome is Outcome.HOLD:
+        assert decision.rules_fired[0].reason.startswith("repeated protocol or parser failure")
+
+
+def test_retry_case_that_never_timed_out_proves_nothing(bundle: Bundle) -> None:
+    facts = {
+        "attempts_sent": 5,
+        "timeouts_exercised": 0,
+        "client_deadline_s": 3.0,
+        "engine_admitted": 5,
+        "engine_finished": 5.0,
+    }
+    result = case_result(bundle, CASES["retry"], [_run("plain", 0)], 2, facts)
+    assert result.status is Status.NO_DATA
+    assert decide([result]).outcome is Outcome.HOLD
+
+
+def test_parity_mismatch_follows_the_twin_that_a_gateway_broke() -> None:
+    call = {
+        "tool_calls": [
+            {
+                "id": "a",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "X"}'},
+            }
+        ]
+    }
+    rewritten = {
+        "tool_calls": [
+            {
+                "id": "a",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"f": 7}'},
+            }
+        ]
+    }
+    runs = with_parity(
+        [
+            _run("stream", 0, message=call),
+            _run("plain", 0, "arguments.schema", layer=Layer.GATEWAY, message=rewritten),
+            _run("stream", 1, message=call),
+            _run("plain", 1, message=call),
+        ]
+    )
+    assert [f.signature for f in runs[0].findings] == ["stream.parity"]
+    assert runs[0].layer is Layer.GATEWAY
+    assert runs[2].findings == ()
