@@ -38,9 +38,12 @@ from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.startup_log import parse_startup_log
 from golive.gpu_curve import record_gpu_curve
+from golive.programme import RunPlan, run_programme
 from golive.progress import RichProgress
-from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
-from golive.run import Verdict, judge
+from golive.rederive import rederive
+from golive.report.junit import write_junit
+from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult, Outcome
+from golive.run import Verdict, judge, sign_bundle
 from golive.target.server import RunningTarget, launch, stop_target
 from golive.traffic.workload import read_sample
 
@@ -82,7 +85,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "smoke":
         config = load_config(args.config, _target_overrides(args))
         verdict = await judge(config, args.out or _default_out("golive"), "smoke", run_smoke)
-        return _finish(verdict, args.json)
+        return _finish(verdict, args)
     if args.command == "env":
         return await _env(args)
     if args.command == "capacity":
@@ -91,11 +94,24 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _cache(args)
     if args.command == "agent":
         return await _agent(args)
+    if args.command == "run":
+        return await _run(args)
+    if args.command == "decide":
+        return _decide(args)
+    if args.command == "signoff":
+        signature = sign_bundle(
+            args.bundle, args.reviewer, Outcome(args.outcome), args.override_reason
+        )
+        print(
+            f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
+            f"{signature['signed_at']}; re-sealed (see signoff.md)"
+        )
+        return 0
     if args.command == "demo":
         from golive.demo import run_demo
 
         verdict = await run_demo(args.model, args.out or _default_out("golive-demo"), _progress)
-        return _finish(verdict, args.json)
+        return _finish(verdict, args)
     if args.command == "target":
         from golive.target.install import ensure_target
 
@@ -134,17 +150,32 @@ async def _env(args: argparse.Namespace) -> int:
         env_programme(evidence),
         require_target=False,
     )
-    return _finish(verdict, args.json)
+    return _finish(verdict, args)
 
 
-async def _capacity(args: argparse.Namespace) -> int:
-    overrides = {
-        **_target_overrides(args),
+def _capacity_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {
         "capacity.concurrency": args.concurrency,
         "capacity.max_context": args.max_context,
         "capacity.duration_s": args.duration,
         "capacity.step_duration_s": args.step_duration,
     }
+
+
+def _agent_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "agent.repeat": args.repeat,
+        "agent.schemas_file": None if args.schemas is None else str(args.schemas),
+        "agent.cases": args.case,
+        "agent.temperature": args.temperature,
+        "agent.concurrency": getattr(args, "concurrency", None)
+        if args.command == "agent"
+        else None,
+    }
+
+
+async def _capacity(args: argparse.Namespace) -> int:
+    overrides = {**_target_overrides(args), **_capacity_overrides(args)}
     config = load_config(args.config, overrides)
     out = args.out or _default_out("golive-capacity")
     if args.launch is None:
@@ -177,19 +208,8 @@ async def _run_capacity(
     launched: RunningTarget | None,
     load_span: tuple[float, float] | None = None,
 ) -> int:
-    sample = (
-        () if args.sample is None else tuple(read_sample(args.sample, config.target.model or ""))
-    )
     with RichProgress(err) as progress:
-        inputs = CapacityInputs(
-            target_pid=launched.pid if launched else args.target_pid,
-            startup=None if log_text is None else parse_startup_log(log_text),
-            load_curve=launched.load_curve if launched else (),
-            sample=sample,
-            progress=progress,
-            gpu_curves=tuple(args.gpu_curve),
-            load_span=load_span,
-        )
+        inputs = _capacity_inputs(args, config, log_text, progress, launched, load_span)
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             if log_text is not None:
@@ -197,7 +217,7 @@ async def _run_capacity(
             return await run_capacity(ctx, inputs)
 
         verdict = await judge(config, out, "capacity", programme)
-    return _finish(verdict, args.json)
+    return _finish(verdict, args)
 
 
 async def _cache(args: argparse.Namespace) -> int:
@@ -216,19 +236,11 @@ async def _cache(args: argparse.Namespace) -> int:
         return await run_cache(ctx, settings)
 
     verdict = await judge(config, args.out or _default_out("golive-cache"), "cache", programme)
-    return _finish(verdict, args.json)
+    return _finish(verdict, args)
 
 
 async def _agent(args: argparse.Namespace) -> int:
-    overrides = {
-        **_target_overrides(args),
-        "agent.repeat": args.repeat,
-        "agent.schemas_file": None if args.schemas is None else str(args.schemas),
-        "agent.cases": args.case,
-        "agent.concurrency": args.concurrency,
-        "agent.temperature": args.temperature,
-    }
-    config = load_config(args.config, overrides)
+    config = load_config(args.config, {**_target_overrides(args), **_agent_overrides(args)})
     cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
     with RichProgress(err) as progress:
         settings = agent_settings(config.agent, cases, progress)
@@ -237,7 +249,86 @@ async def _agent(args: argparse.Namespace) -> int:
             return await run_agent(ctx, settings)
 
         verdict = await judge(config, args.out or _default_out("golive-agent"), "agent", programme)
-    return _finish(verdict, args.json)
+    return _finish(verdict, args)
+
+
+def _capacity_inputs(
+    args: argparse.Namespace,
+    config: GoliveConfig,
+    log_text: str | None,
+    progress: RichProgress,
+    launched: RunningTarget | None = None,
+    load_span: tuple[float, float] | None = None,
+) -> CapacityInputs:
+    sample = (
+        () if args.sample is None else tuple(read_sample(args.sample, config.target.model or ""))
+    )
+    return CapacityInputs(
+        target_pid=launched.pid if launched else args.target_pid,
+        startup=None if log_text is None else parse_startup_log(log_text),
+        load_curve=launched.load_curve if launched else (),
+        sample=sample,
+        progress=progress,
+        gpu_curves=tuple(args.gpu_curve),
+        load_span=load_span,
+    )
+
+
+async def _run(args: argparse.Namespace) -> int:
+    overrides = {
+        **_target_overrides(args),
+        **_capacity_overrides(args),
+        **_agent_overrides(args),
+    }
+    config = load_config(args.config, overrides)
+    evidence = load_evidence(
+        args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
+    )
+    cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
+    startup = None if evidence.log_text is None else parse_startup_log(evidence.log_text)
+    with RichProgress(err) as progress:
+        plan = RunPlan(
+            evidence=evidence,
+            capacity=_capacity_inputs(args, config, evidence.log_text, progress),
+            cache=CacheSettings(
+                prefix_tokens=args.prefix_tokens,
+                warm_repeats=max(1, args.warm_repeats),
+                cold_samples=max(1, args.cold_samples),
+                startup=startup,
+            ),
+            agent=agent_settings(config.agent, cases, progress),
+        )
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            return await run_programme(ctx, plan)
+
+        verdict = await judge(config, args.out or _default_out("golive-run"), "run", programme)
+    return _finish(verdict, args)
+
+
+def _decide(args: argparse.Namespace) -> int:
+    result = rederive(args.bundle)
+    derived = result.decision
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "sealed": result.sealed.value,
+                    "outcome": derived.outcome.value,
+                    "rules_fired": [r.to_json() for r in derived.rules_fired],
+                    "agrees": result.agrees,
+                    "problems": list(result.problems),
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"{args.bundle}: re-derived {derived.outcome.value} (sealed {result.sealed.value})")
+        for rule in derived.rules_fired:
+            print(f"  {rule.outcome.value} ({rule.rule}): {', '.join(rule.check_ids)}")
+    for problem in result.problems:
+        err.print(f"[red]disagrees:[/red] {escape(problem)}", highlight=False, soft_wrap=True)
+    return 0 if result.agrees else 1
 
 
 def _read(path: Path, flag: str) -> str:
@@ -255,6 +346,7 @@ def _target_overrides(args: argparse.Namespace) -> dict[str, Any]:
         "target.model": args.model,
         "target.engine_url": args.engine_url,
         "profile": args.profile,
+        "policy": None if args.policy is None else str(args.policy),
     }
 
 
@@ -278,8 +370,12 @@ def _verify(bundle: Path) -> int:
     return 1
 
 
-def _finish(verdict: Verdict, as_json: bool) -> int:
-    if as_json:
+def _finish(verdict: Verdict, args: argparse.Namespace) -> int:
+    junit: Path | None = getattr(args, "junit", None)
+    if junit is not None:
+        write_junit(verdict.data, junit)
+        err.print(f"junit: {junit}")
+    if args.json:
         print(json.dumps(verdict.data, indent=2))
     else:
         _print_table(verdict.data)

@@ -21,6 +21,75 @@ def _target_options(parser: argparse.ArgumentParser, target_required: bool = Tru
     parser.add_argument("--profile", help=f"{' | '.join(PROFILES)} | path to a profile YAML")
     parser.add_argument("--out", type=Path, help="bundle directory (default ./golive-<time>)")
     parser.add_argument("--json", action="store_true", help="print verdict.json to stdout")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML for CI")
+    parser.add_argument("--policy", type=Path, help="decision policy file (default: bundled)")
+
+
+def _evidence_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log", type=Path, help="the vLLM startup log (first complete init log)")
+    parser.add_argument(
+        "--nvidia-smi-xml",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="`nvidia-smi -q -x` output of one node (repeat per node)",
+    )
+    parser.add_argument(
+        "--host-info",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="JSON from `golive env collect --host` (repeat per node)",
+    )
+    parser.add_argument(
+        "--container-info",
+        type=Path,
+        metavar="FILE",
+        help="JSON from `golive env collect --container`",
+    )
+    parser.add_argument("--image", help="image reference, name:tag@sha256:digest")
+
+
+def _capacity_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--concurrency", type=int, help="highest concurrency of the ramp")
+    parser.add_argument("--max-context", type=int, help="intended max input tokens")
+    parser.add_argument("--duration", type=float, help="sustained phase, seconds")
+    parser.add_argument("--step-duration", type=float, help="each ramp step, seconds")
+    parser.add_argument("--sample", type=Path, help="JSONL of chat bodies to use as the workload")
+    parser.add_argument("--target-pid", type=int, help="PID of a local server: sample its RSS")
+    parser.add_argument(
+        "--gpu-curve",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a node's `env collect --gpu-curve` CSV, merged by phase (repeat)",
+    )
+
+
+def _cache_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prefix-tokens", type=int, help="shared prefix size (default: from blocks)"
+    )
+    parser.add_argument("--warm-repeats", type=int, default=5, help="warm requests (default 5)")
+    parser.add_argument(
+        "--cold-samples", type=int, default=3, help="cold requests for the TTFT test"
+    )
+
+
+def _agent_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repeat", type=int, help="runs per case, streamed and non-streamed each (default 20)"
+    )
+    parser.add_argument(
+        "--schemas", type=Path, help="your tool schemas (YAML/JSON `tools:` list), a case each"
+    )
+    parser.add_argument(
+        "--case", action="append", metavar="NAME", help="run only this Agent case (repeatable)"
+    )
+    parser.add_argument("--temperature", type=float, help="Agent sampling temperature (0.6)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--model", default="qwen", choices=("qwen", "smollm2"))
     demo.add_argument("--out", type=Path, help="bundle directory (default ./golive-demo-<time>)")
     demo.add_argument("--json", action="store_true", help="print verdict.json to stdout")
+    demo.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML for CI")
     target = sub.add_parser("target", help="the bundled local vLLM target")
     target_sub = target.add_subparsers(dest="target_command", required=True)
     setup = target_sub.add_parser("setup", help="install the engine venv and convert the models")
@@ -59,30 +129,7 @@ def _add_env(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     env.add_argument("action", nargs="?", choices=("collect",), help="collect raw facts here")
     _target_options(env, target_required=False)
-    env.add_argument("--log", type=Path, help="the vLLM startup log (first complete init log)")
-    env.add_argument(
-        "--nvidia-smi-xml",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="`nvidia-smi -q -x` output of one node (repeat per node)",
-    )
-    env.add_argument(
-        "--host-info",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="JSON from `golive env collect --host` (repeat per node)",
-    )
-    env.add_argument(
-        "--container-info",
-        type=Path,
-        metavar="FILE",
-        help="JSON from `golive env collect --container`",
-    )
-    env.add_argument("--image", help="image reference, name:tag@sha256:digest")
+    _evidence_options(env)
     collect = env.add_mutually_exclusive_group()
     collect.add_argument("--host", action="store_true", help="collect: this node's GPUs and driver")
     collect.add_argument("--container", action="store_true", help="collect: this container")
@@ -102,26 +149,13 @@ def _add_capacity(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "capacity", help="the four pressure phases: model load, long input, concurrency, sustained"
     )
     _target_options(capacity)
-    capacity.add_argument("--concurrency", type=int, help="highest concurrency of the ramp")
-    capacity.add_argument("--max-context", type=int, help="intended max input tokens")
-    capacity.add_argument("--duration", type=float, help="sustained phase, seconds")
-    capacity.add_argument("--step-duration", type=float, help="each ramp step, seconds")
-    capacity.add_argument("--sample", type=Path, help="JSONL of chat bodies to use as the workload")
+    _capacity_options(capacity)
     capacity.add_argument("--log", type=Path, help="startup log, for the model-load phase")
-    capacity.add_argument("--target-pid", type=int, help="PID of a local server: sample its RSS")
     capacity.add_argument(
         "--launch",
         metavar="CMD",
         help='start this server command first (e.g. "vllm serve ..."), record its load, '
         "run the phases against --target, then stop it",
-    )
-    capacity.add_argument(
-        "--gpu-curve",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a node's `env collect --gpu-curve` CSV, merged by phase (repeat)",
     )
 
 
@@ -130,26 +164,39 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "cache", help="prove prefix-cache reuse: cold, warm and control requests"
     )
     _target_options(cache)
-    cache.add_argument(
-        "--prefix-tokens", type=int, help="shared prefix size (default: from blocks)"
-    )
-    cache.add_argument("--warm-repeats", type=int, default=5, help="warm requests (default 5)")
-    cache.add_argument(
-        "--cold-samples", type=int, default=3, help="cold requests for the TTFT test"
-    )
+    _cache_options(cache)
     cache.add_argument("--log", type=Path, help="startup log: block size, Mamba mode, retention")
     agent = sub.add_parser(
         "agent", help="the Agent API contract: tool calls, schemas, streaming, retries, repeated"
     )
     _target_options(agent)
-    agent.add_argument(
-        "--repeat", type=int, help="runs per case, streamed and non-streamed each (default 20)"
-    )
-    agent.add_argument(
-        "--schemas", type=Path, help="your tool schemas (YAML/JSON `tools:` list), a case each"
-    )
-    agent.add_argument(
-        "--case", action="append", metavar="NAME", help="run only this case (repeatable)"
-    )
+    _agent_options(agent)
     agent.add_argument("--concurrency", type=int, help="requests in flight (default 4)")
-    agent.add_argument("--temperature", type=float, help="sampling temperature (default 0.6)")
+    run = sub.add_parser(
+        "run",
+        help="the whole programme: chain (rebuild stops), request classes, pressure phases, "
+        "cache proof, Agent contract; then decide, seal, report",
+    )
+    _target_options(run)
+    _evidence_options(run)
+    _capacity_options(run)
+    _cache_options(run)
+    _agent_options(run)
+    sign = sub.add_parser(
+        "signoff", help="record the reviewer's signature over an intact bundle and re-seal it"
+    )
+    sign.add_argument("bundle", type=Path)
+    sign.add_argument("--reviewer", required=True, help="the reviewer's name")
+    sign.add_argument(
+        "--outcome",
+        required=True,
+        choices=("go-live", "observe-with-limits", "hold", "expand-capacity", "rebuild"),
+    )
+    sign.add_argument(
+        "--override-reason", help="required to sign go-live over a verdict that is not go-live"
+    )
+    decide = sub.add_parser(
+        "decide", help="re-derive the verdict offline from a sealed bundle; must agree"
+    )
+    decide.add_argument("bundle", type=Path)
+    decide.add_argument("--json", action="store_true", help="print the re-derived decision")

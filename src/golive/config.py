@@ -134,6 +134,21 @@ class AgentConfig(StrictModel):
     )
 
 
+class OwnerRule(StrictModel):
+    """Who fixes a failed item, by when, and how to roll back (matched by check id)."""
+
+    match: str = Field(description="check-id pattern (fnmatch), e.g. capacity.*")
+    owner: str
+    deadline: str
+    rollback: str
+
+
+class SignoffConfig(StrictModel):
+    actions: tuple[OwnerRule, ...] = Field(
+        (), description="owners of failed items; the first matching rule wins"
+    )
+
+
 class GoliveConfig(StrictModel):
     profile: str = Field("generic", description="generic | kimi-k3 | path to a profile YAML")
     target: TargetConfig = TargetConfig()
@@ -141,6 +156,8 @@ class GoliveConfig(StrictModel):
     environment: EnvironmentConfig = EnvironmentConfig()
     capacity: CapacityConfig = CapacityConfig()
     agent: AgentConfig = AgentConfig()
+    signoff: SignoffConfig = SignoffConfig()
+    policy: str | None = Field(None, description="decision policy file (default: bundled)")
 
 
 class ChainExpectation(StrictModel):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fnmatch
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -18,15 +19,19 @@ from typing import Any
 import yaml
 
 from golive import __version__
-from golive.bundle import Bundle
+from golive.bundle import MANIFEST, Bundle, verify
 from golive.checks.context import CheckContext, NoTarget, Target
-from golive.config import GoliveConfig, load_profile, profile_text
+from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.decide import decide, limits
 from golive.errors import ConfigError
+from golive.policy import apply_policy, load_policy
 from golive.report.markdown import render_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
+from golive.signoff import build_signoff, bundle_files, render_signoff
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
 
+POLICY_FILE = "config/policy.yaml"
+UNASSIGNED = "unassigned"
 Programme = Callable[[CheckContext], Awaitable[list[CheckResult]]]
 
 
@@ -57,8 +62,10 @@ async def judge(
     if config.target.url is None and require_target:
         raise ConfigError("no target: give --target URL (or target.url in the config file)")
     profile = load_profile(config.profile)
+    policy = load_policy(None if config.policy is None else Path(config.policy))
     api_key = read_api_key(config.target.api_key_env)
     bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
+    bundle.write_text(POLICY_FILE, policy.text)
     started = _now()
     bundle.write_text(
         "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
@@ -87,14 +94,24 @@ async def judge(
         ]
     for rel, source in (attach or {}).items():
         bundle.write_text(rel, source.read_text(encoding="utf-8", errors="replace"))
+    checks = apply_policy(policy.policy, checks)
     decision = decide(checks)
     data = verdict_json(config, profile.name, command, started, checks, decision)
+    data["policy"] = policy.to_json()
     bundle.write_json("verdict.json", data)
     chain = bundle.path("environment/chain.json")
     chain_data = json.loads(chain.read_text()) if chain.exists() else None
     bundle.write_text("report.md", render_markdown(data, chain_data))
+    write_signoff(bundle, data, None)
     bundle.seal()
     return Verdict(decision.outcome, out, data)
+
+
+def write_signoff(bundle: Bundle, data: Mapping[str, Any], signature: Any) -> None:
+    bundle.close()
+    record = build_signoff(data, bundle_files(bundle.root), signature)
+    bundle.write_json("signoff.json", record)
+    bundle.write_text("signoff.md", render_signoff(record))
 
 
 def _settings(config: GoliveConfig, url: str | None = None) -> ClientSettings:
@@ -106,6 +123,25 @@ def _settings(config: GoliveConfig, url: str | None = None) -> ClientSettings:
         connect_timeout_s=config.target.connect_timeout_s,
         read_timeout_s=config.target.read_timeout_s,
     )
+
+
+def action_for(check_id: str, rules: Sequence[OwnerRule]) -> dict[str, str]:
+    """Owner, deadline and rollback of a failed item: the first matching rule, else
+    `unassigned` (which the sign-off then reports as an open item)."""
+    rule = next((r for r in rules if fnmatch.fnmatchcase(check_id, r.match)), None)
+    if rule is None:
+        return {
+            "check": check_id,
+            "owner": UNASSIGNED,
+            "deadline": UNASSIGNED,
+            "rollback": UNASSIGNED,
+        }
+    return {
+        "check": check_id,
+        "owner": rule.owner,
+        "deadline": rule.deadline,
+        "rollback": rule.rollback,
+    }
 
 
 def verdict_json(
@@ -134,14 +170,50 @@ def verdict_json(
         "checks": [c.to_json() for c in checks],
         "rules_fired": [r.to_json() for r in decision.rules_fired],
         "limits": limits(checks),
-        "actions": [
-            {
-                "check": c.id,
-                "owner": "unassigned",
-                "deadline": "unassigned",
-                "rollback": "unassigned",
-            }
-            for c in failed
-        ],
+        "actions": [action_for(c.id, config.signoff.actions) for c in failed],
         "rollback_target": None,
     }
+
+
+def sign_bundle(
+    root: Path, reviewer: str, outcome: Outcome, override_reason: str | None
+) -> dict[str, Any]:
+    """Record the reviewer's signature over an intact bundle and re-seal it."""
+    report = verify(root)
+    if not report.ok:
+        raise ConfigError(
+            f"{root} does not match its manifest (altered {list(report.altered)}, missing "
+            f"{list(report.missing)}, added {list(report.extra)}): refusing to sign it"
+        )
+    data = json.loads((root / "verdict.json").read_text(encoding="utf-8"))
+    previous = json.loads((root / "signoff.json").read_text(encoding="utf-8")).get("signature")
+    if previous:
+        raise ConfigError(
+            f"{root} is already signed by {previous['reviewer']} ({previous['outcome']}); a "
+            "signature is never replaced: run golive again for a new bundle"
+        )
+    verdict_outcome = Outcome(data["outcome"])
+    if not reviewer.strip():
+        raise ConfigError("--reviewer must name a person")
+    if (
+        outcome is Outcome.GO_LIVE
+        and verdict_outcome is not Outcome.GO_LIVE
+        and not (override_reason and override_reason.strip())
+    ):
+        raise ConfigError(
+            f"the verdict is {verdict_outcome.value}: signing go-live over it needs "
+            "--override-reason TEXT, recorded with the signature"
+        )
+    manifest = (root / MANIFEST).read_bytes()
+    signature = {
+        "reviewer": reviewer.strip(),
+        "signed_at": _now(),
+        "outcome": outcome.value,
+        "verdict_outcome": verdict_outcome.value,
+        "bundle_digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
+        "override_reason": (override_reason or "").strip() or None,
+    }
+    bundle = Bundle(root)
+    write_signoff(bundle, data, signature)
+    bundle.seal()
+    return signature

@@ -1,0 +1,88 @@
+"""The decision policy: a versioned file saying which checks are critical. Its sha256 goes
+into verdict.json, and `golive decide BUNDLE` re-applies the saved copy, so a verdict can be
+re-derived offline and shown to come from the policy it names.
+
+Thresholds live in the config (its digest is in verdict.json too); the policy only changes
+what a check's result weighs: `critical` maps check-id patterns (fnmatch) to true/false.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from pydantic import Field, ValidationError
+
+from golive.config import StrictModel
+from golive.errors import ConfigError
+from golive.results import CheckResult
+
+DEFAULT = "policy-default.yaml"
+
+
+class Policy(StrictModel):
+    name: str = Field(min_length=1)
+    version: int = Field(ge=1)
+    description: str = ""
+    critical: dict[str, bool] = Field(
+        default_factory=dict, description="check-id pattern (fnmatch) -> critical"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedPolicy:
+    policy: Policy
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return "sha256:" + hashlib.sha256(self.text.encode()).hexdigest()
+
+    def to_json(self) -> dict[str, str | int]:
+        return {"name": self.policy.name, "version": self.policy.version, "sha256": self.sha256}
+
+
+def load_policy(path: Path | None) -> LoadedPolicy:
+    """The bundled default policy, or the user's file (errors name the file and field)."""
+    if path is None:
+        text = resources.files("golive.profiles").joinpath(DEFAULT).read_text()
+        source = f"bundled {DEFAULT}"
+    else:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"--policy {path}: cannot be read ({exc.strerror})") from exc
+        source = str(path)
+    return parse_policy(text, source)
+
+
+def parse_policy(text: str, source: str) -> LoadedPolicy:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    try:
+        policy = Policy.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        where = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
+            for e in exc.errors()
+        )
+        raise ConfigError(f"{source}: not a golive policy ({where})") from exc
+    return LoadedPolicy(policy, text)
+
+
+def apply_policy(policy: Policy, checks: Sequence[CheckResult]) -> list[CheckResult]:
+    """Checks with the policy's criticality; the most specific (longest) pattern wins."""
+    patterns = sorted(policy.critical.items(), key=lambda item: len(item[0]), reverse=True)
+    out = []
+    for check in checks:
+        match = next((v for p, v in patterns if fnmatch.fnmatchcase(check.id, p)), None)
+        out.append(check if match is None else dataclasses.replace(check, critical=match))
+    return out

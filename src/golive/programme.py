@@ -1,0 +1,91 @@
+"""`golive run`: the whole acceptance programme in the checklist's order.
+
+Compatibility first: the version chain is judged before any load is spent, and a `rebuild`
+stops the programme there. Then the post-start request classes (a server that does not
+answer stops the rest too), the pressure phases, the prefix-cache proof and the Agent
+contract. Every section that does not run leaves a `skipped` result saying why, and a
+section that crashes leaves an `error` result while the others still run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from golive.checks.agent import AgentSettings, run_agent
+from golive.checks.cache import CacheSettings, run_cache
+from golive.checks.capacity import CapacityInputs
+from golive.checks.capacity_phases import run_capacity
+from golive.checks.context import CheckContext
+from golive.checks.env import EnvEvidence, run_env
+from golive.checks.smoke import run_smoke
+from golive.decide import decide
+from golive.results import CheckClass, CheckResult, Outcome, Status
+
+SECTIONS: tuple[tuple[str, CheckClass], ...] = (
+    ("env", CheckClass.ENVIRONMENT),
+    ("smoke", CheckClass.SMOKE),
+    ("capacity", CheckClass.CAPACITY),
+    ("cache", CheckClass.CACHE),
+    ("agent", CheckClass.AGENT),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    evidence: EnvEvidence
+    capacity: CapacityInputs
+    cache: CacheSettings
+    agent: AgentSettings
+
+
+def section_result(section: str, status: Status, summary: str) -> CheckResult:
+    check_class = dict(SECTIONS)[section]
+    return CheckResult(
+        f"{section}.programme", check_class, status is Status.ERROR, status, summary, {}, ()
+    )
+
+
+async def run_programme(ctx: CheckContext, plan: RunPlan) -> list[CheckResult]:
+    steps: list[tuple[str, Callable[[], Awaitable[list[CheckResult]]]]] = [
+        ("env", lambda: run_env(ctx, plan.evidence)),
+        ("smoke", lambda: run_smoke(ctx)),
+        ("capacity", lambda: run_capacity(ctx, plan.capacity)),
+        ("cache", lambda: run_cache(ctx, plan.cache)),
+        ("agent", lambda: run_agent(ctx, plan.agent)),
+    ]
+    checks: list[CheckResult] = []
+    stop: str | None = None
+    for section, step in steps:
+        if stop is not None:
+            checks.append(section_result(section, Status.SKIPPED, stop))
+            continue
+        try:
+            found = await step()
+        except Exception as exc:  # one broken section must not lose the others' evidence
+            found = [
+                section_result(
+                    section,
+                    Status.ERROR,
+                    f"the {section} section stopped on an unexpected error: "
+                    f"{type(exc).__name__}: {exc}",
+                )
+            ]
+        checks += found
+        stop = stop_reason(section, found)
+    return checks
+
+
+def stop_reason(section: str, found: list[CheckResult]) -> str | None:
+    """Why the rest of the programme must not run, or None."""
+    if section == "env" and decide(found).outcome is Outcome.REBUILD:
+        failed = ", ".join(c.id for c in found if c.status is Status.FAIL and c.critical)
+        return (
+            f"not run: the version chain failed ({failed}), so the outcome is rebuild and "
+            "no load is spent on an unsupported environment"
+        )
+    if section == "smoke":
+        health = next((c for c in found if c.id == "smoke.health"), None)
+        if health is None or health.status is not Status.PASS:
+            return "not run: the server did not pass its health check, so load would prove nothing"
+    return None
