@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit target clean
+.PHONY: demo test lint typecheck unit target browser clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,14 @@ $(STAMP): pyproject.toml
 # $GOLIVE_TARGET_CACHE), keyed by their pinned versions; built once (~5 min), then reused.
 target: $(STAMP)
 	$(BIN)/golive target setup
+
+# Headless Chromium renders report.html in the report test (Debian's package).
+browser:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
+	    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
+	  else echo "chromium missing: sudo apt-get install chromium (the report test needs it)"; exit 1; fi; }
 
 demo: target
 	$(BIN)/golive demo
@@ -33,7 +41,7 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -m "not target" -q
 
-test: lint typecheck target
+test: lint typecheck target browser
 	$(BIN)/pytest -q --durations=10
 
 clean:

@@ -110,7 +110,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from golive.demo import run_demo
 
-        verdict = await run_demo(args.model, args.out or _default_out("golive-demo"), _progress)
+        with RichProgress(err) as phases:
+            verdict = await run_demo(
+                args.model, args.out or _default_out("golive-demo"), _progress, phases
+            )
         return _finish(verdict, args)
     if args.command == "target":
         from golive.target.install import ensure_target

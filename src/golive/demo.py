@@ -1,9 +1,12 @@
-"""`golive demo`: set up and start the bundled local vLLM (CPU), run golive, stop it.
+"""`golive demo`: set up and start the bundled local vLLM (CPU), run the whole programme
+(`golive run`) against it, stop it.
 
-The demo judges what golive can prove on this machine: the version chain from the server's
-own startup log, the live API and the engine venv (probed like a serving container), then
-the post-start smoke checks. There is no GPU here, so host evidence is `no_data`, which the
-generic profile does not require.
+What golive can prove on this machine: the version chain from the server's own startup log,
+the live API and the engine venv (probed like a serving container); the request classes;
+the pressure phases (host RSS of the server's process tree, the engine's gauges); the
+prefix-cache proof; the Agent contract. There is no GPU here, so host evidence is `no_data`,
+which the generic profile does not require. Sizes are small: one CPU core decodes a few
+tokens per second.
 """
 
 from __future__ import annotations
@@ -11,41 +14,72 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from golive.checks.agent import agent_settings
+from golive.checks.agent_select import cases_for
+from golive.checks.cache import CacheSettings
+from golive.checks.capacity import CapacityInputs, PhaseProgress, Quiet
 from golive.checks.context import CheckContext
-from golive.checks.env import EnvEvidence, run_env
-from golive.checks.smoke import run_smoke
+from golive.checks.env import EnvEvidence
 from golive.config import load_config
 from golive.evidence.collect import collect_container
+from golive.evidence.startup_log import parse_startup_log
+from golive.programme import RunPlan, run_programme
 from golive.results import CheckResult
 from golive.run import Verdict, judge
 from golive.target.install import Progress, ensure_target
 from golive.target.server import ServeOptions, running_target
 
+DEMO_SETTINGS = {
+    "smoke.long_context_fraction": 0.25,
+    "smoke.concurrent_sessions": 2,
+    "smoke.sustained_s": 10,
+    "capacity.concurrency": 4,
+    "capacity.max_context": 1024,
+    "capacity.system_prompt_words": 40,
+    "capacity.tools": 1,
+    "capacity.turns": 1,
+    "capacity.long_share": 0.0,
+    "capacity.max_tokens": 6,
+    "capacity.long_max_tokens": 4,
+    "capacity.step_duration_s": 8,
+    "capacity.duration_s": 15,
+    "agent.repeat": 1,
+    "agent.temperature": 0.0,
+    "agent.concurrency": 8,
+}
 
-async def run_demo(model: str, out: Path, progress: Progress) -> Verdict:
+
+async def run_demo(
+    model: str, out: Path, progress: Progress, phases: PhaseProgress | None = None
+) -> Verdict:
     paths = await ensure_target(model, progress)
     async with running_target(paths, ServeOptions(), paths.root / "runs", progress) as target:
-        progress(f"target healthy at {target.url}; running golive env + smoke")
+        progress(f"target healthy at {target.url}; running the whole programme (golive run)")
         container = await asyncio.to_thread(collect_container, str(paths.python))
+        log_text = target.log_path.read_text(errors="replace")
         evidence = EnvEvidence(
-            log_text=target.log_path.read_text(errors="replace"),
+            log_text=log_text,
             container=container.model_copy(update={"serve_command": target.argv}),
+        )
+        config = load_config(
+            None, {"target.url": target.url, "target.model": target.served_name, **DEMO_SETTINGS}
+        )
+        startup = parse_startup_log(log_text)
+        plan = RunPlan(
+            evidence=evidence,
+            capacity=CapacityInputs(
+                target_pid=target.pid,
+                startup=startup,
+                load_curve=target.load_curve,
+                progress=phases or Quiet(),
+            ),
+            cache=CacheSettings(prefix_tokens=640, warm_repeats=3, cold_samples=2, startup=startup),
+            agent=agent_settings(config.agent, cases_for(config.agent), phases),
         )
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
-            return [*await run_env(ctx, evidence), *await run_smoke(ctx)]
+            return await run_programme(ctx, plan)
 
-        config = load_config(
-            None,
-            {
-                "target.url": target.url,
-                "target.model": target.served_name,
-                # One CPU core decodes ~5 tokens/s: keep the request classes small.
-                "smoke.long_context_fraction": 0.25,
-                "smoke.concurrent_sessions": 2,
-                "smoke.sustained_s": 10,
-            },
-        )
         verdict = await judge(config, out, "demo", programme)
     progress("target stopped")
     return verdict

@@ -25,6 +25,7 @@ from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.decide import decide, limits
 from golive.errors import ConfigError
 from golive.policy import apply_policy, load_policy
+from golive.report.html import render_html
 from golive.report.markdown import render_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
 from golive.signoff import build_signoff, bundle_files, render_signoff
@@ -108,10 +109,12 @@ async def judge(
 
 
 def write_signoff(bundle: Bundle, data: Mapping[str, Any], signature: Any) -> None:
+    """signoff.json/.md from what the bundle holds, then report.html (which shows them)."""
     bundle.close()
     record = build_signoff(data, bundle_files(bundle.root), signature)
     bundle.write_json("signoff.json", record)
     bundle.write_text("signoff.md", render_signoff(record))
+    bundle.write_text("report.html", render_html(bundle.root, data))
 
 
 def _settings(config: GoliveConfig, url: str | None = None) -> ClientSettings:

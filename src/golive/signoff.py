@@ -156,8 +156,9 @@ def _item_state(
         return FAILED, f"failed: {', '.join(bad)}", paths
     if not measured:
         return MISSING, "no evidence in this bundle (" + ", ".join(item.checks) + ")", paths
-    if item.files and not _files(files, item.files):
-        return MISSING, f"the saved files are missing ({', '.join(item.files)})", paths
+    absent = [p for p in item.files if not _files(files, (p,))]
+    if absent:
+        return MISSING, f"the saved files are missing ({', '.join(absent)})", paths
     warned = [c["id"] for c in measured if c["status"] == "warn"]
     why = "passed: " + ", ".join(c["id"] for c in measured)
     return TICKED, why + (f" (with warnings: {', '.join(warned)})" if warned else ""), paths

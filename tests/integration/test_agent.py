@@ -25,6 +25,7 @@ from golive.run import judge
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
 from tests.fakes.gateway import hedging_gateway, rewriting_gateway
+from tests.scenario import golive_run, rules
 
 pytestmark = pytest.mark.target
 
@@ -182,3 +183,11 @@ async def test_smollm2_schema_failures_hold(smollm2_target: RunningTarget, tmp_p
     assert checks["agent.structured"]["status"] == "fail"
     assert "structured." in checks["agent.structured"]["measurements"]["signatures"]
     assert "Repeated failure on a critical path" in required["summary"]
+
+
+async def test_golive_run_with_the_weak_model_is_hold(
+    smollm2_target: RunningTarget, tmp_path: Path
+) -> None:
+    code, verdict = await golive_run(smollm2_target, tmp_path / "b")
+    assert code == Outcome.HOLD.exit_code
+    assert "agent.one_arg.required" in rules(verdict)["agent-protocol-failure"]

@@ -17,6 +17,7 @@ from golive.cli import main
 from golive.results import Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from tests.scenario import golive_run, rules
 
 pytestmark = pytest.mark.target
 
@@ -109,3 +110,16 @@ async def test_prefix_caching_off_is_hold(nocache_target: RunningTarget, tmp_pat
     assert code == Outcome.HOLD.exit_code
     assert "no measured reuse" in reuse["summary"]
     assert reuse["measurements"]["warm_cached_tokens_max"] == 0
+
+
+async def test_golive_run_with_prefix_caching_off_is_hold(
+    nocache_target: RunningTarget, tmp_path: Path
+) -> None:
+    """The whole programme on a server without prefix caching: the cache proof holds it."""
+    code, verdict = await golive_run(nocache_target, tmp_path / "b")
+    assert code == Outcome.HOLD.exit_code
+    fired = rules(verdict)
+    assert "cache.prefix_reuse" in fired["critical-failure"]
+    checks = _checks(verdict)
+    assert checks["agent.one_arg.required"]["status"] == "pass"
+    assert any(c.startswith("capacity.") for c in checks)

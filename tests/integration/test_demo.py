@@ -1,4 +1,6 @@
-"""`golive demo`, the README's first command, end to end on the real local target."""
+"""`golive demo`, the README's first command, end to end on the real local target: the whole
+programme, the verdict, the sign-off record, the report (rendered in headless Chromium) and
+`golive decide` agreeing with the sealed verdict."""
 
 from __future__ import annotations
 
@@ -9,37 +11,69 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import dom, screenshot
+
 pytestmark = pytest.mark.target
 
+SECTIONS = ("environment.", "startup.", "smoke.", "capacity.", "cache.", "agent.")
 
-def test_demo_starts_judges_and_stops_the_local_vllm(tmp_path: Path) -> None:
-    """The demo prints a go-live verdict, leaves a verified bundle with the server log, and
-    stops the server it started (its PID is gone afterwards)."""
+
+def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) -> None:
     golive = Path(sys.executable).with_name("golive")
     out = tmp_path / "demo"
+    junit = tmp_path / "junit.xml"
     run = subprocess.run(
-        [str(golive), "demo", "--out", str(out), "--json"],
+        [str(golive), "demo", "--out", str(out), "--json", "--junit", str(junit)],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1500,
         check=False,
     )
-    assert run.returncode == 0, run.stderr[-3000:]
     verdict = json.loads(run.stdout)
-    assert verdict["outcome"] == "go-live"
     checks = {c["id"]: c for c in verdict["checks"]}
-    smoke = {cid: c["status"] for cid, c in checks.items() if cid.startswith("smoke.")}
-    assert smoke.pop("smoke.multimodal") == "skipped"  # the demo's application sends no images
-    assert set(smoke.values()) == {"pass"}, smoke
-    assert len(smoke) == 11
-    # The chain from the server's own log, live API and engine venv: three sources agree.
+    # Qwen + hermes: the core path passes; tool_choice=auto writes calls into content, a
+    # bounded defect on a non-critical feature -> observe-with-limits, naming the feature.
+    assert verdict["outcome"] == "observe-with-limits", verdict["rules_fired"]
+    assert run.returncode == 10, run.stderr[-3000:]
+    assert {r["rule"] for r in verdict["rules_fired"]} == {"agent-feature-limited"}
+    assert any("tool_choice=auto" in f for f in verdict["limits"]["disable_features"])
+    for prefix in SECTIONS:
+        assert any(cid.startswith(prefix) for cid in checks), prefix
+    assert not [c for c in checks.values() if c["status"] == "skipped" and c["critical"]]
     assert checks["environment.vllm_version"]["summary"] == "vLLM 0.32.0, agreed by 3 source(s)"
-    assert checks["startup.parsers"]["measurements"]["tool_call_parser"] == "hermes"
-    # No GPU here: host evidence is missing, and says so instead of passing.
-    assert checks["environment.host_driver"]["status"] == "no_data"
-    assert "## Version chain" in (out / "report.md").read_text()
-    assert "version 0.32.0" in (out / "environment/startup.log").read_text()
+    assert checks["environment.host_driver"]["status"] == "no_data"  # no GPU here, said so
+    assert checks["smoke.text_stream"]["status"] == "pass"
+    assert checks["cache.prefix_reuse"]["status"] == "pass", checks["cache.prefix_reuse"]
+    assert checks["agent.one_arg.required"]["status"] == "pass"
+    assert checks["capacity.model_load"]["measurements"]["peak_load_rss_mib"] > 500
+    # sign-off: ticked from evidence, items without evidence say so
+    record = json.loads((out / "signoff.json").read_text())
+    states = {i["number"]: i["state"] for i in record["items"]}
+    assert states[11] == "ticked"  # cold prefix-cache results saved
+    assert states[4] == "missing"  # no host driver on a CPU machine
+    assert states[17] == "missing"  # not signed yet
+    assert "[x] 11." in (out / "signoff.md").read_text()
+    # re-derived offline, it agrees; the bundle is intact; JUnit for CI
+    assert subprocess.run([str(golive), "decide", str(out)], check=False).returncode == 0
     assert subprocess.run([str(golive), "verify", str(out)], check=False).returncode == 0
+    assert "<testsuites" in junit.read_text()
+    # the server it started is gone
     pid_line = next(line for line in run.stderr.splitlines() if "starting vLLM (pid" in line)
     pid = int(pid_line.split("(pid ")[1].split(")")[0])
     assert not Path(f"/proc/{pid}").exists()
+    _report_renders(out / "report.html", tmp_path / "report.png")
+
+
+def _report_renders(page: Path, png: Path) -> None:
+    """Self-contained (no remote assets), and in a real browser the plots are drawn."""
+    html = page.read_text()
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "<script" not in html
+    rendered = dom(page)
+    for section in ("why", "chain", "memory", "latency", "cache", "agent", "checks", "signoff"):
+        assert f'id="{section}"' in rendered, section
+    assert rendered.count("<svg") >= 6  # memory, KV, queue, latency, throughput, cache, agent
+    assert "Pass rate per case" in rendered
+    screenshot(page, png)
+    assert png.stat().st_size > 50_000
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -14,6 +14,7 @@ from golive.cli import main
 from golive.results import Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget
+from tests.scenario import golive_run, rules
 
 DATA = Path(__file__).parent.parent / "data"
 XML = DATA / "gpu-h200-x2/nvidia-smi-q.xml"
@@ -182,3 +183,34 @@ async def test_env_on_the_real_target(real_target: RunningTarget, tmp_path: Path
     assert (
         sys.executable
     )  # the suite runs golive in-process; the console script is tested elsewhere
+
+
+async def test_golive_run_with_mixed_drivers_stops_before_any_load(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """`golive run` judges the chain first: mixed driver branches are rebuild, and no
+    request class, pressure phase, cache proof or Agent case is sent."""
+    node_a, node_b = tmp_path / "node-a.xml", tmp_path / "node-b.xml"
+    node_a.write_text(XML.read_text())
+    node_b.write_text(
+        XML.read_text().replace(
+            "<driver_version>580.159.04</driver_version>",
+            "<driver_version>575.57.08</driver_version>",
+        )
+    )
+    out = tmp_path / "b"
+    code, verdict = await golive_run(
+        real_target, out, "--nvidia-smi-xml", str(node_a), "--nvidia-smi-xml", str(node_b)
+    )
+    assert code == Outcome.REBUILD.exit_code
+    assert "environment.host_driver" in rules(verdict)["environment-mismatch"]
+    skipped = {c["id"]: c for c in verdict["checks"] if c["status"] == "skipped"}
+    assert set(skipped) == {
+        "smoke.programme",
+        "capacity.programme",
+        "cache.programme",
+        "agent.programme",
+    }
+    assert all("no load is spent" in c["summary"] for c in skipped.values())
+    sent = sorted(p.name for p in (out / "requests").iterdir())
+    assert not [name for name in sent if name.startswith(("smoke", "capacity", "cache", "agent"))]

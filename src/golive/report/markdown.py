@@ -69,15 +69,15 @@ def render_markdown(verdict: Mapping[str, Any], chain: Mapping[str, Any] | None 
     return "\n".join(lines) + "\n"
 
 
-def _chain_section(chain: Mapping[str, Any]) -> list[str]:
-    """The version chain, layer by layer: what each layer says and what the profile expects."""
+def chain_rows(chain: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(layer, found, expected) rows of the version chain, for the Markdown and HTML reports."""
     expected = chain.get("expected") or {}
     container = chain.get("container") or {}
     startup = chain.get("startup") or {}
     live = chain.get("live") or {}
     hosts = chain.get("hosts") or []
     drivers = ", ".join(f"{h['node']}: {h['driver']} (CUDA {h['cuda_driver']})" for h in hosts)
-    rows = [
+    rows: list[tuple[str, Any, Any]] = [
         ("image", chain.get("image"), expected.get("image")),
         (
             "vLLM (live / log / container)",
@@ -121,6 +121,12 @@ def _chain_section(chain: Mapping[str, Any]) -> list[str]:
         ),
         ("parallel", startup.get("parallel") if startup else None, None),
     ]
+    return rows
+
+
+def _chain_section(chain: Mapping[str, Any]) -> list[str]:
+    """The version chain, layer by layer: what each layer says and what the profile expects."""
+    rows = chain_rows(chain)
     lines = [
         f"## Version chain (profile `{chain.get('profile')}`)",
         "",

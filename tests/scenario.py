@@ -1,0 +1,63 @@
+"""`golive run` as the scenario tests call it: the whole programme with sizes a 2-core CPU
+target finishes in a few minutes (every section runs; only the loads are small)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from golive.cli import main
+from golive.target.server import RunningTarget
+
+SMALL_RUN = """\
+smoke: {classes: false}
+capacity:
+  concurrency: 4
+  max_context: 256
+  system_prompt_words: 40
+  tools: 1
+  turns: 1
+  long_share: 0.0
+  max_tokens: 6
+  long_max_tokens: 4
+  step_duration_s: 6
+  duration_s: 8
+agent:
+  repeat: 1
+  temperature: 0.0
+  concurrency: 4
+  cases: [one_arg.required, structured]
+"""
+
+
+async def golive_run(target: RunningTarget, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    """The programme against a local target, with its startup log as the SRE would give it."""
+    config = out.parent / "run-config.yaml"
+    config.write_text(SMALL_RUN)
+    argv = [
+        "run",
+        "--target",
+        target.url,
+        "--log",
+        str(target.log_path),
+        "--out",
+        str(out),
+        "--config",
+        str(config),
+        "--prefix-tokens",
+        "320",
+        "--warm-repeats",
+        "2",
+        "--cold-samples",
+        "1",
+        "--json",
+        *extra,
+    ]
+    code = await asyncio.to_thread(main, argv)
+    return code, json.loads((out / "verdict.json").read_text())
+
+
+def rules(verdict: dict[str, Any]) -> dict[str, list[str]]:
+    return {r["rule"]: r["checks"] for r in verdict["rules_fired"]}

@@ -1,0 +1,84 @@
+"""The sign-off record ticks an item only from evidence, and says which evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from golive.signoff import ITEMS, build_signoff, render_signoff
+
+
+def _check(check_id: str, status: str, *evidence: str) -> dict[str, Any]:
+    return {"id": check_id, "status": status, "critical": True, "evidence": list(evidence)}
+
+
+def _states(record: dict[str, Any]) -> dict[int, str]:
+    return {i["number"]: i["state"] for i in record["items"]}
+
+
+def test_items_follow_their_checks_and_files() -> None:
+    verdict = {
+        "outcome": "hold",
+        "checks": [
+            _check("environment.image", "pass", "environment/container.json"),
+            _check("environment.host_driver", "fail"),
+            _check("capacity.long_input", "pass", "requests/capacity-long_input.jsonl"),
+            _check("cache.prefix_reuse", "no_data"),
+            _check("agent.one_arg.required", "pass"),
+            _check("agent.structured", "warn"),
+        ],
+        "actions": [
+            {"check": "environment.host_driver", "owner": "infra", "deadline": "d", "rollback": "r"}
+        ],
+    }
+    files = ["verdict.json", "environment/container.json", "requests/capacity-long_input.jsonl"]
+    record = build_signoff(verdict, files)
+    states = _states(record)
+    assert len(ITEMS) == 17
+    assert states[1] == "ticked"
+    assert states[4] == "failed"
+    assert states[8] == "missing"  # the long-input check passed but no memory curve was saved
+    assert states[11] == "missing"  # no_data never ticks
+    assert states[13] == "ticked"
+    assert "with warnings: agent.structured" in record["items"][12]["why"]
+    assert states[16] == "ticked"  # the one failed item has an owner
+    assert states[17] == "missing"
+    package = {p["item"]: p for p in record["evidence_package"]}
+    assert package["Container image and digest"]["present"]
+    assert not package["Startup logs"]["present"]
+    assert not package["Test sample, concurrency, context settings, and reviewer name"]["present"]
+    text = render_signoff(record)
+    assert "- [x] 1." in text
+    assert "- [ ] FAILED 4." in text
+    assert "Not signed." in text
+
+
+def test_unassigned_failures_and_signature() -> None:
+    verdict = {
+        "outcome": "hold",
+        "checks": [_check("agent.retry", "fail")],
+        "actions": [
+            {
+                "check": "agent.retry",
+                "owner": "unassigned",
+                "deadline": "unassigned",
+                "rollback": "unassigned",
+            }
+        ],
+    }
+    signature = {
+        "reviewer": "Ana",
+        "signed_at": "t",
+        "outcome": "hold",
+        "verdict_outcome": "hold",
+        "bundle_digest": "sha256:x",
+        "override_reason": None,
+    }
+    record = build_signoff(verdict, ["config/effective.yaml"], signature)
+    states = _states(record)
+    assert states[15] == "failed"
+    assert states[16] == "failed"
+    assert "agent.retry" in record["items"][15]["why"]
+    assert states[17] == "ticked"
+    reviewer = record["evidence_package"][-1]
+    assert reviewer["present"]
+    assert "Signed **hold** by Ana" in render_signoff(record)
