@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit target browser clean
+.PHONY: demo test lint typecheck unit target tools apt clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,13 +20,16 @@ $(STAMP): pyproject.toml
 target: $(STAMP)
 	$(BIN)/golive target setup
 
-# Headless Chromium renders report.html in the report test (Debian's package).
-browser:
-	@command -v chromium >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
-	    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
-	  else echo "chromium missing: sudo apt-get install chromium (the report test needs it)"; exit 1; fi; }
+# Debian tools the tests use: headless Chromium renders report.html; promtool checks the
+# generated alerting rules. Installed once when missing (root), else named.
+APT := DEBIAN_FRONTEND=noninteractive apt-get install -y -q
+tools:
+	@command -v chromium >/dev/null || $(MAKE) --no-print-directory apt PKG=chromium
+	@command -v promtool >/dev/null || $(MAKE) --no-print-directory apt PKG="--no-install-recommends prometheus"
+
+apt:
+	@if [ "$$(id -u)" != 0 ]; then echo "missing: sudo apt-get install $(PKG)"; exit 1; fi
+	$(APT) $(PKG) >/dev/null || { apt-get update -q >/dev/null && $(APT) $(PKG) >/dev/null; }
 
 demo: target
 	$(BIN)/golive demo
@@ -41,7 +44,7 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -m "not target" -q
 
-test: lint typecheck target browser
+test: lint typecheck target tools
 	$(BIN)/pytest -q --durations=10
 
 clean:

@@ -12,7 +12,6 @@ import asyncio
 import datetime as dt
 import json
 import shlex
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -23,7 +22,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from golive.bundle import verify
 from golive.checks.agent import agent_settings, run_agent
 from golive.checks.agent_select import cases_for
 from golive.checks.cache import CacheSettings, run_cache
@@ -33,6 +31,7 @@ from golive.checks.context import CheckContext
 from golive.checks.env import env_programme, load_evidence
 from golive.checks.smoke import run_smoke
 from golive.cli_args import build_parser
+from golive.cli_bundle import BUNDLE_COMMANDS, bundle_command
 from golive.config import GoliveConfig, load_config
 from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
@@ -40,10 +39,9 @@ from golive.evidence.startup_log import parse_startup_log
 from golive.gpu_curve import record_gpu_curve
 from golive.programme import RunPlan, run_programme
 from golive.progress import RichProgress
-from golive.rederive import rederive
 from golive.report.junit import write_junit
-from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult, Outcome
-from golive.run import Verdict, judge, sign_bundle
+from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
+from golive.run import Verdict, judge
 from golive.target.server import RunningTarget, launch, stop_target
 from golive.traffic.workload import read_sample
 
@@ -80,8 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "verify":
-        return _verify(args.bundle)
+    if args.command in BUNDLE_COMMANDS:
+        return bundle_command(args, err)
     if args.command == "smoke":
         config = load_config(args.config, _target_overrides(args))
         verdict = await judge(config, args.out or _default_out("golive"), "smoke", run_smoke)
@@ -96,17 +94,6 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _agent(args)
     if args.command == "run":
         return await _run(args)
-    if args.command == "decide":
-        return _decide(args)
-    if args.command == "signoff":
-        signature = sign_bundle(
-            args.bundle, args.reviewer, Outcome(args.outcome), args.override_reason
-        )
-        print(
-            f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
-            f"{signature['signed_at']}; re-sealed (see signoff.md)"
-        )
-        return 0
     if args.command == "demo":
         from golive.demo import run_demo
 
@@ -309,31 +296,6 @@ async def _run(args: argparse.Namespace) -> int:
     return _finish(verdict, args)
 
 
-def _decide(args: argparse.Namespace) -> int:
-    result = rederive(args.bundle)
-    derived = result.decision
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "sealed": result.sealed.value,
-                    "outcome": derived.outcome.value,
-                    "rules_fired": [r.to_json() for r in derived.rules_fired],
-                    "agrees": result.agrees,
-                    "problems": list(result.problems),
-                },
-                indent=2,
-            )
-        )
-    else:
-        print(f"{args.bundle}: re-derived {derived.outcome.value} (sealed {result.sealed.value})")
-        for rule in derived.rules_fired:
-            print(f"  {rule.outcome.value} ({rule.rule}): {', '.join(rule.check_ids)}")
-    for problem in result.problems:
-        err.print(f"[red]disagrees:[/red] {escape(problem)}", highlight=False, soft_wrap=True)
-    return 0 if result.agrees else 1
-
-
 def _read(path: Path, flag: str) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
@@ -355,22 +317,6 @@ def _target_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _default_out(prefix: str) -> Path:
     return Path(f"{prefix}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
-
-
-def _verify(bundle: Path) -> int:
-    report = verify(bundle)
-    if report.ok:
-        print(f"{bundle}: intact (every file matches manifest-sha256.txt)")
-        return 0
-    for kind, paths in (
-        ("altered", report.altered),
-        ("missing", report.missing),
-        ("extra", report.extra),
-    ):
-        for path in paths:
-            print(f"{kind}: {path}")
-    print(f"{bundle}: NOT intact", file=sys.stderr)
-    return 1
 
 
 def _finish(verdict: Verdict, args: argparse.Namespace) -> int:

@@ -195,6 +195,14 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
     sign.add_argument(
         "--override-reason", help="required to sign go-live over a verdict that is not go-live"
     )
+    rails = sub.add_parser(
+        "guardrails", help="Prometheus alerting rules for an accepted bundle's envelope"
+    )
+    rails.add_argument("bundle", type=Path)
+    rails.add_argument("-o", "--output", type=Path, required=True, help="rules file to write")
+    rails.add_argument(
+        "--ttft-slo", type=float, help="TTFT SLO in seconds (default 1.5x the accepted p95)"
+    )
     decide = sub.add_parser(
         "decide", help="re-derive the verdict offline from a sealed bundle; must agree"
     )

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from golive.decide import decide
+from golive.decide import decide, limits
 from golive.results import CheckClass, CheckResult, Outcome, Status
 
 
 def _c(
-    cid: str, status: Status, critical: bool = True, cls: CheckClass = CheckClass.SMOKE
+    cid: str,
+    status: Status,
+    critical: bool = True,
+    cls: CheckClass = CheckClass.SMOKE,
+    **measurements: str | int,
 ) -> CheckResult:
-    return CheckResult(cid, cls, critical, status, f"{cid} {status}")
+    return CheckResult(cid, cls, critical, status, f"{cid} {status}", measurements)
+
+
+AGENT, CAPACITY, CACHE = CheckClass.AGENT, CheckClass.CAPACITY, CheckClass.CACHE
 
 
 @pytest.mark.parametrize(
@@ -39,6 +46,74 @@ def _c(
             Outcome.REBUILD,
             ["missing-evidence", "environment-mismatch", "critical-failure"],
         ),
+        # the checklist's explicit logic, one row each
+        (  # startup OOM: correct the environment or topology
+            [_c("capacity.model_load", Status.FAIL, cls=CheckClass.STARTUP)],
+            Outcome.REBUILD,
+            ["environment-mismatch"],
+        ),
+        (  # sustained OOM after controlled limits
+            [_c("capacity.sustained", Status.FAIL, cls=CAPACITY, classification="expand-capacity")],
+            Outcome.EXPAND_CAPACITY,
+            ["capacity-exhausted"],
+        ),
+        (  # prefix-cache flag present, no measured reuse
+            [_c("cache.prefix_reuse", Status.FAIL, cls=CACHE)],
+            Outcome.HOLD,
+            ["critical-failure"],
+        ),
+        (  # non-critical, bounded Agent defect
+            [
+                _c(
+                    "agent.one_arg.auto",
+                    Status.WARN,
+                    False,
+                    AGENT,
+                    classification="limit-feature",
+                    limit_disable_feature="tool_choice=auto",
+                ),
+                _c("agent.one_arg.required", Status.PASS, cls=AGENT),
+            ],
+            Outcome.OBSERVE_WITH_LIMITS,
+            ["agent-feature-limited"],
+        ),
+        (  # repeated protocol or parser failure on a critical path
+            [_c("agent.one_arg.required", Status.FAIL, cls=AGENT)],
+            Outcome.HOLD,
+            ["agent-protocol-failure"],
+        ),
+        (  # stable only under a lower ceiling
+            [
+                _c(
+                    "capacity.concurrency",
+                    Status.WARN,
+                    cls=CAPACITY,
+                    classification="limit-traffic",
+                    limit_max_concurrency=2,
+                )
+            ],
+            Outcome.OBSERVE_WITH_LIMITS,
+            ["capacity-limited"],
+        ),
+        (  # several rules: all listed, the worst wins
+            [
+                _c("agent.one_arg.auto", Status.WARN, False, AGENT, classification="limit-feature"),
+                _c("cache.prefix_reuse", Status.FAIL, cls=CACHE),
+                _c(
+                    "capacity.sustained",
+                    Status.FAIL,
+                    cls=CAPACITY,
+                    classification="expand-capacity",
+                ),
+            ],
+            Outcome.EXPAND_CAPACITY,
+            ["capacity-exhausted", "agent-feature-limited", "critical-failure"],
+        ),
+        (  # a skipped section is never evidence, but not a failure either
+            [_c("e", Status.PASS), _c("smoke.programme", Status.SKIPPED, critical=False)],
+            Outcome.GO_LIVE,
+            [],
+        ),
     ],
 )
 def test_decision_table(checks: list[CheckResult], outcome: Outcome, rules: list[str]) -> None:
@@ -57,3 +132,16 @@ def test_exit_codes_are_distinct_and_go_live_is_zero() -> None:
     assert Outcome.GO_LIVE.exit_code == 0
     assert len(set(codes)) == len(codes)
     assert 2 not in codes
+
+
+def test_limits_collect_ceilings_and_features() -> None:
+    checks = [
+        _c("c", Status.WARN, cls=CAPACITY, limit_max_concurrency=4, limit_max_context=8192),
+        _c("d", Status.WARN, cls=CAPACITY, limit_max_concurrency=2),
+        _c("a", Status.WARN, False, AGENT, limit_disable_feature="tool_choice=auto"),
+    ]
+    assert limits(checks) == {
+        "disable_features": ["tool_choice=auto"],
+        "max_concurrency": 2,
+        "max_context": 8192,
+    }

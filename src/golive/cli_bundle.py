@@ -1,0 +1,81 @@
+"""The commands that work on a saved bundle, offline: verify, decide, signoff, guardrails."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from golive.bundle import verify
+from golive.guardrails import write_guardrails
+from golive.rederive import rederive
+from golive.results import Outcome
+from golive.run import sign_bundle
+
+BUNDLE_COMMANDS = ("verify", "decide", "signoff", "guardrails")
+
+
+def bundle_command(args: argparse.Namespace, err: Console) -> int:
+    if args.command == "verify":
+        return _verify(args.bundle)
+    if args.command == "decide":
+        return _decide(args, err)
+    if args.command == "signoff":
+        signature = sign_bundle(
+            args.bundle, args.reviewer, Outcome(args.outcome), args.override_reason
+        )
+        print(
+            f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
+            f"{signature['signed_at']}; re-sealed (see signoff.md)"
+        )
+        return 0
+    left_out = write_guardrails(args.bundle, args.output, args.ttft_slo)
+    for rule in left_out:
+        err.print(f"left out: {escape(rule)}", highlight=False, soft_wrap=True)
+    print(f"wrote {args.output} (check it with: promtool check rules {args.output})")
+    return 0
+
+
+def _decide(args: argparse.Namespace, err: Console) -> int:
+    result = rederive(args.bundle)
+    derived = result.decision
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "sealed": result.sealed.value,
+                    "outcome": derived.outcome.value,
+                    "rules_fired": [r.to_json() for r in derived.rules_fired],
+                    "agrees": result.agrees,
+                    "problems": list(result.problems),
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"{args.bundle}: re-derived {derived.outcome.value} (sealed {result.sealed.value})")
+        for rule in derived.rules_fired:
+            print(f"  {rule.outcome.value} ({rule.rule}): {', '.join(rule.check_ids)}")
+    for problem in result.problems:
+        err.print(f"[red]disagrees:[/red] {escape(problem)}", highlight=False, soft_wrap=True)
+    return 0 if result.agrees else 1
+
+
+def _verify(bundle: Path) -> int:
+    report = verify(bundle)
+    if report.ok:
+        print(f"{bundle}: intact (every file matches manifest-sha256.txt)")
+        return 0
+    for kind, paths in (
+        ("altered", report.altered),
+        ("missing", report.missing),
+        ("extra", report.extra),
+    ):
+        for path in paths:
+            print(f"{kind}: {path}")
+    print(f"{bundle}: NOT intact", file=sys.stderr)
+    return 1

@@ -1,0 +1,96 @@
+"""Guardrails from an accepted bundle (the demo's, captured from the real CPU vLLM): the rules
+use the metric names the engine exposed and pass `promtool check rules`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from golive.errors import ConfigError
+from golive.guardrails import write_guardrails
+
+DATA = Path(__file__).parent.parent / "data" / "accepted"
+
+
+def _bundle(tmp_path: Path, prom: str | None = None, **verdict_changes: object) -> Path:
+    root = tmp_path / "bundle"
+    (root / "metrics").mkdir(parents=True)
+    verdict = json.loads((DATA / "verdict.json").read_text())
+    verdict.update(verdict_changes)
+    (root / "verdict.json").write_text(json.dumps(verdict))
+    shutil.copy(DATA / "capacity-steps.jsonl", root / "metrics/capacity-steps.jsonl")
+    (root / "metrics/after.prom").write_text(prom or (DATA / "after-agent.prom").read_text())
+    return root
+
+
+def _rules(path: Path) -> dict[str, str]:
+    data = yaml.safe_load(path.read_text())
+    return {r["alert"]: r["expr"] for r in data["groups"][0]["rules"]}
+
+
+def test_rules_for_the_accepted_envelope_pass_promtool(tmp_path: Path) -> None:
+    out = tmp_path / "rules.yml"
+    assert write_guardrails(_bundle(tmp_path), out) == []
+    rules = _rules(out)
+    assert set(rules) >= {
+        "GoliveQueueBeyondEnvelope",
+        "GoliveConcurrencyAboveAcceptedCap",
+        "GoliveKvCacheNearlyFull",
+        "GoliveErrorRate",
+        "GoliveToolCallParseFailures",
+        "GolivePrefixCacheRegression",
+        "GoliveTtftBurnRate1h",
+        "GoliveTtftBurnRate6h",
+    }
+    assert rules["GoliveConcurrencyAboveAcceptedCap"].endswith("> 4")  # the demo's ceiling
+    assert "[1h]" in rules["GoliveTtftBurnRate1h"]
+    assert "[5m]" in rules["GoliveTtftBurnRate1h"]
+    text = out.read_text()
+    assert "tool_choice=auto" in text  # the observe-with-limits feature, stated for the gateway
+    check = subprocess.run(
+        ["promtool", "check", "rules", str(out)], capture_output=True, text=True, check=False
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "SUCCESS: 8 rules found" in check.stdout
+
+
+def test_renamed_and_missing_metrics(tmp_path: Path) -> None:
+    """Alerts follow the names the engine exposed; a rule whose metric is absent is left out."""
+    prom = (
+        "\n".join(
+            line.replace("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+            for line in (DATA / "after-agent.prom").read_text().splitlines()
+            if "tool_call_parser" not in line
+        )
+        + "\n"
+    )
+    out = tmp_path / "rules.yml"
+    left_out = write_guardrails(_bundle(tmp_path, prom), out)
+    rules = _rules(out)
+    assert "vllm:gpu_cache_usage_perc" in rules["GoliveKvCacheNearlyFull"]
+    assert "GoliveToolCallParseFailures" not in rules
+    assert left_out == [
+        "GoliveToolCallParseFailures (needs vllm:tool_call_parser_invocations_total)"
+    ]
+    assert "left out" in out.read_text()
+
+
+def test_caps_of_observe_with_limits(tmp_path: Path) -> None:
+    limits = {"max_concurrency": 1, "max_context": 300, "disable_features": []}
+    out = tmp_path / "rules.yml"
+    write_guardrails(_bundle(tmp_path, limits=limits), out)
+    rules = _rules(out)
+    assert rules["GoliveConcurrencyAboveAcceptedCap"].endswith("> 1")
+    assert 'le="500"' in rules["GoliveContextAboveAcceptedCap"]  # the first bucket >= 300
+    check = subprocess.run(["promtool", "check", "rules", str(out)], check=False)
+    assert check.returncode == 0
+
+
+def test_only_accepted_bundles(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="was not accepted"):
+        write_guardrails(_bundle(tmp_path, outcome="hold"), tmp_path / "rules.yml")
