@@ -22,3 +22,9 @@ async def real_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator
         yield target
     finally:
         await stop_target(target)
+
+
+@pytest.fixture(autouse=True)
+def _private_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Signing in tests never writes into the user's rollback registry."""
+    monkeypatch.setenv("GOLIVE_REGISTRY", str(tmp_path / "golive-registry"))

@@ -41,9 +41,10 @@ from golive.programme import RunPlan, run_programme
 from golive.progress import RichProgress
 from golive.report.junit import write_junit
 from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
-from golive.run import Verdict, judge
+from golive.run import Verdict, judge, watch_bundle
 from golive.target.server import RunningTarget, launch, stop_target
 from golive.traffic.workload import read_sample
+from golive.watch import WatchSettings
 
 err = Console(stderr=True)
 _STYLE = {
@@ -94,6 +95,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _agent(args)
     if args.command == "run":
         return await _run(args)
+    if args.command == "watch":
+        return await _watch(args)
     if args.command == "demo":
         from golive.demo import run_demo
 
@@ -294,6 +297,36 @@ async def _run(args: argparse.Namespace) -> int:
 
         verdict = await judge(config, args.out or _default_out("golive-run"), "run", programme)
     return _finish(verdict, args)
+
+
+async def _watch(args: argparse.Namespace) -> int:
+    overrides = {**_target_overrides(args), "target.read_timeout_s": args.probe_deadline}
+    config = load_config(args.config, overrides)
+    out = args.out or _default_out("golive-watch")
+    with RichProgress(err) as progress:
+        settings = WatchSettings(
+            accepted=args.accepted,
+            duration_s=args.duration,
+            interval_s=args.interval,
+            probe_deadline_s=args.probe_deadline,
+            tool_every=max(1, args.tool_every),
+            cache_every=max(1, args.cache_every),
+            on_rollback=args.on_rollback,
+            cooldown_s=args.cooldown,
+            registry=args.registry,
+            log_file=args.log,
+            repeated=max(1, args.repeated),
+            missing_limit=max(1, args.missing_limit),
+            progress=progress,
+        )
+        summary = await watch_bundle(config, out, settings)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    for trigger in summary["triggers"]:
+        kind = "ROLLBACK" if trigger["rollback"] else "alert"
+        err.print(f"{kind} {trigger['rule']}: {escape(trigger['reason'])}", highlight=False)
+    err.print(f"watch: {summary['intervals']} intervals; bundle: {out}")
+    return 0 if summary["clean"] else 1
 
 
 def _read(path: Path, flag: str) -> str:

@@ -195,6 +195,27 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
     sign.add_argument(
         "--override-reason", help="required to sign go-live over a verdict that is not go-live"
     )
+    sign.add_argument("--registry", type=Path, help="rollback registry (default $GOLIVE_REGISTRY)")
+    watch = sub.add_parser(
+        "watch", help="post-approval watch window against an accepted bundle; rollback triggers"
+    )
+    _target_options(watch)
+    watch.add_argument("--accepted", type=Path, required=True, help="the accepted bundle")
+    watch.add_argument("--duration", type=float, default=600.0, help="seconds (default 600)")
+    watch.add_argument("--interval", type=float, default=10.0, help="seconds (default 10)")
+    watch.add_argument("--probe-deadline", type=float, default=30.0, help="synthetic deadline")
+    watch.add_argument("--tool-every", type=int, default=6, help="tool-call probe, intervals")
+    watch.add_argument("--cache-every", type=int, default=6, help="cache probe, intervals")
+    watch.add_argument("--repeated", type=int, default=3, help="intervals outside the envelope")
+    watch.add_argument("--missing-limit", type=int, default=3, help="silent intervals → alert")
+    watch.add_argument("--log", type=Path, help="a log to follow (engine, kubelet, dmesg)")
+    watch.add_argument("--on-rollback", metavar="CMD", help="run on a rollback trigger")
+    watch.add_argument("--cooldown", type=float, default=600.0, help="seconds between rollbacks")
+    watch.add_argument("--registry", type=Path, help="rollback registry (default $GOLIVE_REGISTRY)")
+    rollback = sub.add_parser("rollback", help="the accepted rollback artifacts")
+    rollback.add_argument("action", choices=("show",))
+    rollback.add_argument("--registry", type=Path, help="default $GOLIVE_REGISTRY or ~/.local/…")
+    rollback.add_argument("--json", action="store_true")
     rails = sub.add_parser(
         "guardrails", help="Prometheus alerting rules for an accepted bundle's envelope"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -13,10 +14,11 @@ from rich.markup import escape
 from golive.bundle import verify
 from golive.guardrails import write_guardrails
 from golive.rederive import rederive
+from golive.registry import accepted, registry_dir
 from golive.results import Outcome
 from golive.run import sign_bundle
 
-BUNDLE_COMMANDS = ("verify", "decide", "signoff", "guardrails")
+BUNDLE_COMMANDS = ("verify", "decide", "signoff", "guardrails", "rollback")
 
 
 def bundle_command(args: argparse.Namespace, err: Console) -> int:
@@ -26,13 +28,17 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
         return _decide(args, err)
     if args.command == "signoff":
         signature = sign_bundle(
-            args.bundle, args.reviewer, Outcome(args.outcome), args.override_reason
+            args.bundle, args.reviewer, Outcome(args.outcome), args.override_reason, args.registry
         )
         print(
             f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
             f"{signature['signed_at']}; re-sealed (see signoff.md)"
         )
+        if signature["registered"]:
+            print(f"registered as a rollback artifact: {signature['registered']}")
         return 0
+    if args.command == "rollback":
+        return _rollback_show(args)
     left_out = write_guardrails(args.bundle, args.output, args.ttft_slo)
     for rule in left_out:
         err.print(f"left out: {escape(rule)}", highlight=False, soft_wrap=True)
@@ -79,3 +85,35 @@ def _verify(bundle: Path) -> int:
             print(f"{kind}: {path}")
     print(f"{bundle}: NOT intact", file=sys.stderr)
     return 1
+
+
+def _rollback_show(args: argparse.Namespace) -> int:
+    registry = registry_dir(args.registry)
+    entries = accepted(registry)
+    if not entries:
+        print(f"no accepted artifact in {registry}: sign an accepted bundle with golive signoff")
+        return 1
+    last = entries[-1]
+    if args.json:
+        print(json.dumps(last, indent=2))
+        return 0
+    print(
+        f"last accepted: {last['bundle']} ({last['outcome']}, {last['accepted_at']}, "
+        f"by {last['reviewer']})"
+    )
+    print(f"  image: {last.get('image')}  digest: {last.get('image_digest')}")
+    print(
+        f"  vLLM {last.get('vllm_version')}; parsers {last.get('parsers')}; "
+        f"parallel {last.get('parallel')}"
+    )
+    print(f"  runtime variables: {last.get('runtime_variables')}")
+    print(f"  launch config digest: {last.get('launch_config_digest')}")
+    print(
+        "  launch command: "
+        + (
+            shlex.join(last["launch_command"])
+            if last.get("launch_command")
+            else "(not recorded: give --container-info with serve_command)"
+        )
+    )
+    return 0

@@ -25,11 +25,13 @@ from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.decide import decide, limits
 from golive.errors import ConfigError
 from golive.policy import apply_policy, load_policy
+from golive.registry import register, registry_dir
 from golive.report.html import render_html
 from golive.report.markdown import render_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
 from golive.signoff import build_signoff, bundle_files, render_signoff
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
+from golive.watch import WatchSettings, run_watch
 
 POLICY_FILE = "config/policy.yaml"
 UNASSIGNED = "unassigned"
@@ -179,9 +181,14 @@ def verdict_json(
 
 
 def sign_bundle(
-    root: Path, reviewer: str, outcome: Outcome, override_reason: str | None
+    root: Path,
+    reviewer: str,
+    outcome: Outcome,
+    override_reason: str | None,
+    registry: Path | None = None,
 ) -> dict[str, Any]:
-    """Record the reviewer's signature over an intact bundle and re-seal it."""
+    """Record the reviewer's signature over an intact bundle and re-seal it; an accepted
+    outcome registers the bundle as a rollback artifact (`registry.py`)."""
     report = verify(root)
     if not report.ok:
         raise ConfigError(
@@ -219,4 +226,21 @@ def sign_bundle(
     bundle = Bundle(root)
     write_signoff(bundle, data, signature)
     bundle.seal()
-    return signature
+    registered = register(root, signature, registry_dir(registry))
+    return {**signature, "registered": None if registered is None else str(registered)}
+
+
+async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings) -> dict[str, Any]:
+    """Open a watch bundle, watch the target, seal it (also when interrupted)."""
+    profile = load_profile(config.profile)
+    api_key = read_api_key(config.target.api_key_env)
+    bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
+    bundle.write_text(
+        "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+    )
+    try:
+        async with TargetClient(_settings(config)) as client:
+            ctx = CheckContext(client, bundle, config, profile)
+            return await run_watch(ctx, settings)
+    finally:
+        bundle.seal()

@@ -26,6 +26,8 @@ from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
 from tests.fakes.gateway import hedging_gateway, rewriting_gateway
 from tests.scenario import golive_run, rules
+from tests.watching import accepted_bundle, golive_watch
+from tests.watching import rules as watch_rules
 
 pytestmark = pytest.mark.target
 
@@ -191,3 +193,40 @@ async def test_golive_run_with_the_weak_model_is_hold(
     code, verdict = await golive_run(smollm2_target, tmp_path / "b")
     assert code == Outcome.HOLD.exit_code
     assert "agent.one_arg.required" in rules(verdict)["agent-protocol-failure"]
+
+
+async def test_watch_fires_the_health_trigger_within_two_intervals_of_a_stop(
+    smollm2_target: RunningTarget, tmp_path: Path
+) -> None:
+    """Runs last in this module: it stops the engine the module's tests shared."""
+    accepted = accepted_bundle(tmp_path / "accepted")
+    interval = 2.0
+    watch = asyncio.ensure_future(
+        golive_watch(
+            smollm2_target.url,
+            accepted,
+            tmp_path / "w",
+            "--duration",
+            "20",
+            "--interval",
+            str(interval),
+            "--tool-every",
+            "1000",
+            "--cache-every",
+            "1000",
+            "--probe-deadline",
+            "10",
+        )
+    )
+    await asyncio.sleep(3 * interval)
+    await stop_target(smollm2_target)
+    code, summary = await watch
+    assert code == 1
+    assert watch_rules(summary)[0] == "engine-health"
+    lines = [
+        json.loads(x) for x in (tmp_path / "w/watch/observations.jsonl").read_text().splitlines()
+    ]
+    first_bad = next(i for i, o in enumerate(lines) if not o["healthy"])
+    fired = summary["triggers"][0]["interval"]
+    assert first_bad >= 2  # healthy while it ran
+    assert fired - first_bad == 1  # the second unhealthy interval fires it

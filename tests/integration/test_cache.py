@@ -18,6 +18,8 @@ from golive.results import Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
 from tests.scenario import golive_run, rules
+from tests.watching import accepted_bundle, golive_watch
+from tests.watching import rules as watch_rules
 
 pytestmark = pytest.mark.target
 
@@ -123,3 +125,28 @@ async def test_golive_run_with_prefix_caching_off_is_hold(
     checks = _checks(verdict)
     assert checks["agent.one_arg.required"]["status"] == "pass"
     assert any(c.startswith("capacity.") for c in checks)
+
+
+async def test_watch_on_a_server_without_prefix_caching_fires_cache_regression(
+    nocache_target: RunningTarget, tmp_path: Path
+) -> None:
+    """The accepted bundle reused 80% of its probe prefix; this server (as if restarted
+    without prefix caching) reuses nothing: the cache-regression trigger fires."""
+    accepted = accepted_bundle(tmp_path / "accepted")
+    code, summary = await golive_watch(
+        nocache_target.url,
+        accepted,
+        tmp_path / "w",
+        "--duration",
+        "6",
+        "--interval",
+        "1",
+        "--tool-every",
+        "1000",
+        "--cache-every",
+        "1",
+    )
+    assert code == 1
+    assert "cache-regression" in watch_rules(summary)
+    record = next(t for t in summary["triggers"] if t["rule"] == "cache-regression")
+    assert record["evidence"]["ratios"] == [0.0, 0.0]

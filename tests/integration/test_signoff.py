@@ -62,8 +62,28 @@ async def test_healthy_bundle_signs_and_decides(tmp_path: Path, capsys: Any) -> 
     assert states[17] == "missing"
     assert len(record["evidence_package"]) == 9
     capsys.readouterr()
-    assert await _cli("signoff", str(out), "--reviewer", "Ana Ops", "--outcome", "go-live") == 0
-    assert "signed go-live by Ana Ops" in capsys.readouterr().out
+    registry = tmp_path / "registry"
+    assert (
+        await _cli(
+            "signoff",
+            str(out),
+            "--reviewer",
+            "Ana Ops",
+            "--outcome",
+            "go-live",
+            "--registry",
+            str(registry),
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "signed go-live by Ana Ops" in printed
+    assert "registered as a rollback artifact" in printed
+    assert await _cli("rollback", "show", "--registry", str(registry), "--json") == 0
+    artifact = json.loads(capsys.readouterr().out)
+    assert artifact["bundle"] == str(out.resolve())
+    assert artifact["reviewer"] == "Ana Ops"
+    assert artifact["launch_config_digest"].startswith("sha256:")
     signed = _json(out / "signoff.json")
     assert signed["signature"]["reviewer"] == "Ana Ops"
     assert signed["items"][16]["state"] == "ticked"

@@ -57,7 +57,7 @@ def _r(
     )
 
 
-class _Protocol:
+class CacheProtocol:
     """Builds the protocol's requests: one salted shared prefix and single-variable controls."""
 
     TOOLS_FROM = 512  # below this the prefix is the system prompt alone (tools are ~300 tokens)
@@ -148,7 +148,7 @@ async def run_cache(ctx: CheckContext, settings: CacheSettings) -> list[CheckRes
     if max_model_len is not None:
         target_tokens = min(target_tokens, max_model_len - 128)
     ratio, how = await tokens_per_word(ctx, model)
-    protocol = _Protocol(model, target_tokens, ratio, uuid.uuid4().hex[:12])
+    protocol = CacheProtocol(model, target_tokens, ratio, uuid.uuid4().hex[:12])
     steps: dict[str, CacheStep] = {}
     last = start.snapshot
     plan: list[tuple[str, dict[str, Any]]] = [

@@ -1,0 +1,110 @@
+"""`golive watch` against the real CPU vLLM: clean under normal traffic, the queue trigger
+under a burst beyond the accepted concurrency, and the rollback command it runs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from golive.bundle import verify
+from golive.target.server import RunningTarget
+from tests.watching import accepted_bundle, golive_watch, registry_with_previous, rules
+
+pytestmark = pytest.mark.target
+
+
+async def _traffic(url: str, model: str, concurrency: int, seconds: float, tokens: int) -> int:
+    """Background chat traffic for `seconds`; returns how many requests completed."""
+    done = 0
+    stop = asyncio.get_running_loop().time() + seconds
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Count slowly from one to fifty."}],
+        "max_tokens": tokens,
+        "temperature": 0,
+    }
+    async with aiohttp.ClientSession() as session:
+
+        async def worker() -> None:
+            nonlocal done
+            while asyncio.get_running_loop().time() < stop:
+                async with session.post(f"{url}/v1/chat/completions", json=body) as response:
+                    await response.read()
+                done += 1
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done
+
+
+async def test_watch_is_clean_under_normal_traffic(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    accepted = accepted_bundle(tmp_path / "accepted")
+    watch = golive_watch(
+        real_target.url,
+        accepted,
+        tmp_path / "w",
+        "--duration",
+        "14",
+        "--interval",
+        "2",
+        "--tool-every",
+        "3",
+        "--cache-every",
+        "2",
+    )
+    traffic = _traffic(real_target.url, real_target.served_name, 1, 12, 8)
+    (code, summary), served = await asyncio.gather(watch, traffic)
+    assert code == 0, summary["triggers"]
+    assert summary["clean"]
+    assert summary["triggers"] == []
+    assert served >= 1
+    lines = (tmp_path / "w/watch/observations.jsonl").read_text().splitlines()
+    assert len(lines) >= 3
+    assert '"tool_probe_ok": true' in "".join(lines)
+    assert summary["thresholds"]["max_concurrency"] == 4
+    assert verify(tmp_path / "w").ok
+
+
+async def test_burst_beyond_accepted_concurrency_fires_the_queue_trigger(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    accepted = accepted_bundle(tmp_path / "accepted")
+    registry = registry_with_previous(tmp_path)
+    seen = tmp_path / "rollback.env"
+    command = f"env | grep ^GOLIVE_ | sort >> {seen}"
+    watch = golive_watch(
+        real_target.url,
+        accepted,
+        tmp_path / "w",
+        "--duration",
+        "16",
+        "--interval",
+        "1.5",
+        "--repeated",
+        "2",
+        "--tool-every",
+        "1000",
+        "--cache-every",
+        "1000",
+        "--registry",
+        str(registry),
+        "--on-rollback",
+        command,
+    )
+    burst = _traffic(real_target.url, real_target.served_name, 10, 12, 24)
+    (code, summary), _ = await asyncio.gather(watch, burst)
+    assert code == 1
+    assert rules(summary) == ["queue-envelope"]  # once: de-duplicated within its cool-down
+    record = summary["triggers"][0]
+    assert "outside the accepted queue envelope" in record["reason"]
+    assert record["rollback_target"]["image_digest"] == "sha256:" + "ab" * 32
+    assert record["command"]["ran"]
+    assert record["command"]["exit_code"] == 0
+    env = seen.read_text()
+    assert env.count("GOLIVE_TRIGGER=queue-envelope") == 1  # ran once
+    assert "GOLIVE_ROLLBACK_LAUNCH=vllm serve qwen --enable-prefix-caching" in env
+    assert "never-copied" not in env

@@ -1,0 +1,80 @@
+"""The watch's triggers, interval by interval."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from golive.watch_rules import Observation, Thresholds, classify_log, evaluate
+
+OK = Observation(t=0.0, healthy=True, running=1.0, waiting=0.0)
+TH = Thresholds(max_waiting=1.0, max_concurrency=4, repeated=3, cache_floor=0.4, missing_limit=3)
+
+
+def _rules(history: list[Observation], th: Thresholds = TH) -> list[str]:
+    return [t.rule for t in evaluate(history, th)]
+
+
+@pytest.mark.parametrize(
+    ("history", "rules"),
+    [
+        ([OK] * 5, []),
+        # health: two unhealthy intervals in a row, not one
+        ([OK, replace(OK, healthy=False)], []),
+        ([OK, replace(OK, healthy=False), replace(OK, healthy=False)], ["engine-health"]),
+        # queue: three consecutive intervals outside the envelope, by waiting or by concurrency
+        ([replace(OK, waiting=3.0)] * 2, []),
+        ([replace(OK, waiting=3.0)] * 3, ["queue-envelope"]),
+        ([replace(OK, running=6.0)] * 3, ["queue-envelope"]),
+        ([replace(OK, waiting=3.0), OK, replace(OK, waiting=3.0)], []),
+        # cache: two probes in a row under the floor
+        ([replace(OK, cache_ratio=0.8), replace(OK, cache_ratio=0.0)], []),
+        ([replace(OK, cache_ratio=0.0), OK, replace(OK, cache_ratio=0.1)], ["cache-regression"]),
+        # tool calls: two failed probes, or parser failures in two intervals
+        (
+            [replace(OK, tool_probe_ok=False), OK, replace(OK, tool_probe_ok=False)],
+            ["tool-call-schema"],
+        ),
+        ([replace(OK, tool_probe_ok=False), replace(OK, tool_probe_ok=True)], []),
+        ([replace(OK, parse_failures=2.0)] * 2, ["tool-call-schema"]),
+        # OOM fires at once; node errors are alerts
+        ([replace(OK, oom_lines=("torch.OutOfMemoryError: CUDA out of memory",))], ["oom"]),
+        ([replace(OK, comm_lines=("NCCL WARN ...",))], ["node-errors"]),
+        # silence: an alert that freezes the envelope rules (no blind rollback)
+        (
+            [replace(OK, metrics_ok=False, running=None, waiting=None, cache_ratio=0.0)] * 3,
+            ["metrics-silent"],
+        ),
+    ],
+)
+def test_triggers(history: list[Observation], rules: list[str]) -> None:
+    assert _rules(history) == rules
+
+
+def test_rollback_versus_alert() -> None:
+    (health,) = evaluate([replace(OK, healthy=False)] * 2, TH)
+    assert health.rollback
+    (silent,) = evaluate([replace(OK, metrics_ok=False)] * 3, TH)
+    assert not silent.rollback
+    assert "silence is not health" in silent.reason
+
+
+def test_no_cache_floor_means_no_cache_trigger() -> None:
+    history = [replace(OK, cache_ratio=0.0)] * 2
+    assert _rules(history, replace(TH, cache_floor=None)) == []
+
+
+def test_log_lines_are_classified() -> None:
+    oom, comm, restarts = classify_log(
+        [
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            "node-b:123:456 [0] NCCL WARN Net : Connection closed by remote peer",
+            "kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus",
+            "Back-off restarting failed container vllm in pod kimi-0",
+            "INFO all good",
+        ]
+    )
+    assert len(oom) == 1
+    assert len(comm) == 2
+    assert len(restarts) == 1
