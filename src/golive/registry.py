@@ -25,9 +25,9 @@ def registry_dir(given: Path | None = None) -> Path:
     return Path(env) if env else Path.home() / ".local/share/golive/registry"
 
 
-def artifact(root: Path, signature: dict[str, Any]) -> dict[str, Any]:
-    """What a rollback needs, gathered from the bundle's own evidence."""
-    verdict = _json(root / "verdict.json") or {}
+def identity(root: Path) -> dict[str, Any]:
+    """Image, launch command, runtime variables and parsers, from the bundle's evidence; the
+    launch-config digest covers the command, the non-default args and the variables."""
     container = _json(root / "environment/container.json") or {}
     chain = _json(root / "environment/chain.json") or {}
     log = root / "environment/startup.log"
@@ -42,13 +42,8 @@ def artifact(root: Path, signature: dict[str, Any]) -> dict[str, Any]:
     }
     digests = list(container.get("image_digests") or [])
     image = container.get("image") or chain.get("image")
-    entry = {
-        "bundle": str(root.resolve()),
-        "accepted_at": signature["signed_at"],
-        "outcome": signature["outcome"],
-        "verdict_outcome": verdict.get("outcome"),
-        "reviewer": signature["reviewer"],
-        "bundle_digest": signature["bundle_digest"],
+    blob = json.dumps([launch, args, runtime], sort_keys=True, default=str).encode()
+    return {
         "image": image,
         "image_digest": digests[0] if digests else _digest_of(image),
         "vllm_version": facts.vllm_version if facts else container.get("vllm_version"),
@@ -65,11 +60,23 @@ def artifact(root: Path, signature: dict[str, Any]) -> dict[str, Any]:
             )
         },
         "parsers": {k: args.get(k) for k in ("tool_call_parser", "reasoning_parser")},
+        "launch_config_digest": "sha256:" + hashlib.sha256(blob).hexdigest(),
+    }
+
+
+def artifact(root: Path, signature: dict[str, Any]) -> dict[str, Any]:
+    """What a rollback needs, gathered from the bundle's own evidence and the signature."""
+    verdict = _json(root / "verdict.json") or {}
+    return {
+        "bundle": str(root.resolve()),
+        "accepted_at": signature["signed_at"],
+        "outcome": signature["outcome"],
+        "verdict_outcome": verdict.get("outcome"),
+        "reviewer": signature["reviewer"],
+        "bundle_digest": signature["bundle_digest"],
+        **identity(root),
         "limits": verdict.get("limits") or {},
     }
-    blob = json.dumps([launch, args, runtime], sort_keys=True).encode()
-    entry["launch_config_digest"] = "sha256:" + hashlib.sha256(blob).hexdigest()
-    return entry
 
 
 def _digest_of(image: str | None) -> str | None:

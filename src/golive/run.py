@@ -25,7 +25,7 @@ from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.decide import decide, limits
 from golive.errors import ConfigError
 from golive.policy import apply_policy, load_policy
-from golive.registry import register, registry_dir
+from golive.registry import identity, register, registry_dir
 from golive.report.html import render_html
 from golive.report.markdown import render_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
@@ -101,6 +101,13 @@ async def judge(
     decision = decide(checks)
     data = verdict_json(config, profile.name, command, started, checks, decision)
     data["policy"] = policy.to_json()
+    found = identity(bundle.root)
+    data["rollback_target"] = {
+        "image": found["image"],
+        "image_digest": found["image_digest"],
+        "launch_config_digest": found["launch_config_digest"],
+        "becomes_rollback_artifact": "when signed go-live or observe-with-limits",
+    }
     bundle.write_json("verdict.json", data)
     chain = bundle.path("environment/chain.json")
     chain_data = json.loads(chain.read_text()) if chain.exists() else None

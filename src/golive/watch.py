@@ -12,15 +12,16 @@ decides; each trigger is written to `watch/records.jsonl` with the rollback targ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from golive.checks.agent_cases import shipped_cases
 from golive.checks.agent_response import Contract, response_findings
@@ -35,6 +36,7 @@ from golive.sampling import nvml_probe
 from golive.watch_rules import Observation, Thresholds, Trigger, classify_log, evaluate
 
 RECORDS = "watch/records.jsonl"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,31 @@ def _accepted_prefix(accepted: Path) -> int:
     return 640
 
 
+class Background(Generic[T]):
+    """A probe running beside the intervals: started when due (if not already running),
+    taken in the interval it has finished."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[T] | None = None
+
+    def start(self, make: Callable[[], Awaitable[T]]) -> None:
+        if self.task is None:
+            self.task = asyncio.ensure_future(make())
+
+    def take(self) -> T | None:
+        if self.task is None or not self.task.done():
+            return None
+        task, self.task = self.task, None
+        return task.result()
+
+    async def cancel(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        self.task = None
+
+
 class Watcher:
     def __init__(self, ctx: CheckContext, settings: WatchSettings, model: str) -> None:
         self.ctx = ctx
@@ -108,6 +135,10 @@ class Watcher:
         self.tool_case = next(c for c in shipped_cases() if c.name == "one_arg.required")
         self.cache: CacheProtocol | None = None
         self.cache_warm = False
+        self.health_probe: Background[tuple[bool, str, int]] = Background()
+        self.last_health: tuple[bool, str, int] | None = None
+        self.tool: Background[tuple[bool, str]] = Background()
+        self.cache_check: Background[float | None] = Background()
         self.target = rollback_target(registry_dir(settings.registry), settings.accepted)
 
     async def prepare(self) -> None:
@@ -132,6 +163,8 @@ class Watcher:
                 await self.fire(trigger, index)
             index += 1
             await asyncio.sleep(max(0.0, self.s.interval_s - (time.monotonic() - began)))
+        for probe in (self.health_probe, self.tool, self.cache_check):
+            await probe.cancel()
         summary = {
             "accepted": str(self.s.accepted),
             "intervals": index,
@@ -145,17 +178,23 @@ class Watcher:
         return summary
 
     async def observe(self, index: int, t: float) -> Observation:
-        healthy, detail, retries = await self.health()
+        """One interval. The probes run beside the intervals (a slow engine must not
+        stretch them): each is started when due and read in the interval it finishes."""
+        self.health_probe.start(self.health)
+        if self.last_health is None and self.health_probe.task is not None:
+            await asyncio.wait({self.health_probe.task})
+        self.last_health = self.health_probe.take() or self.last_health
+        healthy, detail, retries = self.last_health or (False, "no probe finished yet", 0)
         snapshot = await self.scrape(index)
         values = self.rates(snapshot)
         oom, comm, restart = classify_log(self.new_log_lines())
         gpu = await self.gpu() if self.gpu is not None else {}
-        tool_ok, tool_detail = (None, "")
         if index % self.s.tool_every == self.s.tool_every - 1:
-            tool_ok, tool_detail = await self.tool_probe()
-        cache_ratio = None
+            self.tool.start(self.tool_probe)
         if index % self.s.cache_every == 0:
-            cache_ratio = await self.cache_probe()
+            self.cache_check.start(self.cache_probe)
+        tool_ok, tool_detail = self.tool.take() or (None, "")
+        cache_ratio = self.cache_check.take()
         used = [v for v in gpu.values() if v is not None]
         return Observation(
             t=round(t, 3),

@@ -138,7 +138,7 @@ async def test_watch_on_a_server_without_prefix_caching_fires_cache_regression(
         accepted,
         tmp_path / "w",
         "--duration",
-        "6",
+        "50",
         "--interval",
         "1",
         "--tool-every",

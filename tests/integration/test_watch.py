@@ -48,15 +48,17 @@ async def test_watch_is_clean_under_normal_traffic(
         accepted,
         tmp_path / "w",
         "--duration",
-        "14",
+        "45",
         "--interval",
         "2",
+        "--probe-deadline",
+        "60",
         "--tool-every",
-        "3",
+        "1",
         "--cache-every",
         "2",
     )
-    traffic = _traffic(real_target.url, real_target.served_name, 1, 12, 8)
+    traffic = _traffic(real_target.url, real_target.served_name, 1, 40, 8)
     (code, summary), served = await asyncio.gather(watch, traffic)
     assert code == 0, summary["triggers"]
     assert summary["clean"]
