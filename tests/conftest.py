@@ -28,3 +28,12 @@ async def real_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator
 def _private_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Signing in tests never writes into the user's rollback registry."""
     monkeypatch.setenv("GOLIVE_REGISTRY", str(tmp_path / "golive-registry"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes a real-engine fixture is a `target` test, marked or not, so
+    `make unit` (-m "not target") never starts vLLM."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if any(n == "real_target" or n.endswith("_target") for n in names):
+            item.add_marker(pytest.mark.target)

@@ -12,13 +12,16 @@ from rich.console import Console
 from rich.markup import escape
 
 from golive.bundle import verify
+from golive.errors import ConfigError
 from golive.guardrails import write_guardrails
 from golive.rederive import rederive
 from golive.registry import accepted, registry_dir
+from golive.report.html import render_html
+from golive.report.markdown import render_markdown
 from golive.results import Outcome
 from golive.run import sign_bundle
 
-BUNDLE_COMMANDS = ("verify", "decide", "signoff", "guardrails", "rollback")
+BUNDLE_COMMANDS = ("verify", "decide", "signoff", "guardrails", "rollback", "report")
 
 
 def bundle_command(args: argparse.Namespace, err: Console) -> int:
@@ -39,6 +42,8 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
         return 0
     if args.command == "rollback":
         return _rollback_show(args)
+    if args.command == "report":
+        return _report(args)
     left_out = write_guardrails(args.bundle, args.output, args.ttft_slo)
     for rule in left_out:
         err.print(f"left out: {escape(rule)}", highlight=False, soft_wrap=True)
@@ -116,4 +121,22 @@ def _rollback_show(args: argparse.Namespace) -> int:
             else "(not recorded: give --container-info with serve_command)"
         )
     )
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    """Render report.html and report.md from a bundle into another directory (the sealed
+    bundle is never rewritten)."""
+    root: Path = args.bundle
+    try:
+        verdict = json.loads((root / "verdict.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{root}/verdict.json: not a readable golive bundle ({exc})") from exc
+    chain_path = root / "environment/chain.json"
+    chain = json.loads(chain_path.read_text()) if chain_path.is_file() else None
+    out: Path = args.output or root.with_name(root.name + "-report")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.html").write_text(render_html(root, verdict), encoding="utf-8")
+    (out / "report.md").write_text(render_markdown(verdict, chain), encoding="utf-8")
+    print(f"wrote {out / 'report.html'} and {out / 'report.md'}")
     return 0

@@ -185,6 +185,7 @@ async def test_env_on_the_real_target(real_target: RunningTarget, tmp_path: Path
     )  # the suite runs golive in-process; the console script is tested elsewhere
 
 
+@pytest.mark.target
 async def test_golive_run_with_mixed_drivers_stops_before_any_load(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:

@@ -51,8 +51,11 @@ async def test_healthy_bundle_signs_and_decides(tmp_path: Path, capsys: Any) -> 
     suites = ET.parse(junit).getroot()
     assert suites.get("failures") == "0"
     assert len(suites.findall(".//testcase")) == len(verdict["checks"])
-    # decide agrees with the sealed verdict
+    # decide agrees with the sealed verdict; the report renders anew outside the bundle
     assert await _cli("decide", str(out)) == 0
+    assert await _cli("report", str(out), "-o", str(tmp_path / "r")) == 0
+    assert "golive smoke: <span" in (tmp_path / "r/report.html").read_text()
+    assert (tmp_path / "r/report.md").read_text().startswith("# golive verdict: **go-live**")
     # sign-off record: 17 items, the smoke bundle cannot tick capacity items
     record = _json(out / "signoff.json")
     assert len(record["items"]) == 17
