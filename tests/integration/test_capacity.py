@@ -130,6 +130,19 @@ async def test_one_sequence_server_has_a_ceiling_of_one(
     assert checks["capacity.sustained"]["measurements"]["concurrency"] == 1
 
 
+async def test_golive_run_on_a_one_sequence_server_is_observe_with_limits(
+    tight_target: RunningTarget, tmp_path: Path
+) -> None:
+    """The whole programme on --max-num-seqs 1: stable only at concurrency 1."""
+    code, verdict = await golive_run(tight_target, tmp_path / "b")
+    assert code == Outcome.OBSERVE_WITH_LIMITS.exit_code, verdict["rules_fired"]
+    assert "capacity-limited" in rules(verdict)
+    assert verdict["limits"]["max_concurrency"] == 1
+    statuses = {c["id"]: c["status"] for c in verdict["checks"]}
+    assert statuses["cache.prefix_reuse"] == "pass"
+    assert statuses["agent.one_arg.required"] == "pass"
+
+
 async def test_engine_killed_in_phase_3_is_a_recorded_termination(
     tight_target: RunningTarget, tmp_path: Path
 ) -> None:
@@ -170,16 +183,3 @@ async def test_engine_killed_in_phase_3_is_a_recorded_termination(
     assert len(record["preceding_memory_curve"]) > 10
     assert record["context"]["max_model_len"] == 512
     assert record["topology"] == {"tp": 1, "pp": 1, "dp": 1, "ep": 1}
-
-
-async def test_golive_run_on_a_one_sequence_server_is_observe_with_limits(
-    tight_target: RunningTarget, tmp_path: Path
-) -> None:
-    """The whole programme on --max-num-seqs 1: stable only at concurrency 1."""
-    code, verdict = await golive_run(tight_target, tmp_path / "b")
-    assert code == Outcome.OBSERVE_WITH_LIMITS.exit_code, verdict["rules_fired"]
-    assert "capacity-limited" in rules(verdict)
-    assert verdict["limits"]["max_concurrency"] == 1
-    statuses = {c["id"]: c["status"] for c in verdict["checks"]}
-    assert statuses["cache.prefix_reuse"] == "pass"
-    assert statuses["agent.one_arg.required"] == "pass"
