@@ -17,6 +17,7 @@ import yaml
 
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
+from golive.registry import ACCEPTED
 
 TTFT_BUDGET = 0.01  # 99% of requests under the accepted TTFT
 # Google SRE multi-window burn rates: (long window, short window, burn rate, severity)
@@ -33,6 +34,11 @@ class Envelope:
     cache_hit_ratio: float | None
     max_context: int | None = None
     disable_features: tuple[str, ...] = ()
+
+    @property
+    def waiting_cap(self) -> float:
+        """Waiting requests above this are outside the envelope (twice the accepted peak)."""
+        return max(1.0, 2 * (self.max_waiting or 0.0))
 
 
 def envelope(
@@ -92,7 +98,7 @@ def guardrail_rules(
             }
         )
 
-    waiting_cap = max(1.0, 2 * (env.max_waiting or 0.0))
+    waiting_cap = env.waiting_cap
     add(
         "GoliveQueueBeyondEnvelope",
         ["vllm:num_requests_waiting"],
@@ -213,20 +219,27 @@ def render(
     return head + yaml.safe_dump(dict(rules), sort_keys=False, width=120)
 
 
-ACCEPTED = ("go-live", "observe-with-limits")
-
-
-def write_guardrails(bundle: Path, out: Path, ttft_slo_s: float | None = None) -> list[str]:
-    """Read an accepted bundle, write the rules file; returns the rules left out."""
+def read_accepted(bundle: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An accepted bundle's verdict and ramp steps (`metrics/capacity-steps.jsonl`): the
+    envelope that guardrails and the watch both keep a deployment inside."""
     try:
         verdict = json.loads((bundle / "verdict.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{bundle}/verdict.json: not a readable golive bundle ({exc})") from exc
     if verdict.get("outcome") not in ACCEPTED:
         raise ConfigError(
-            f"{bundle} was not accepted (outcome {verdict.get('outcome')}): guardrails are "
-            f"written only for {' or '.join(ACCEPTED)} bundles"
+            f"{bundle} was not accepted (outcome {verdict.get('outcome')}): only "
+            f"{' or '.join(ACCEPTED)} bundles define an envelope to keep"
         )
+    steps = [
+        json.loads(line) for line in _lines(bundle / "metrics/capacity-steps.jsonl") if line.strip()
+    ]
+    return verdict, steps
+
+
+def write_guardrails(bundle: Path, out: Path, ttft_slo_s: float | None = None) -> list[str]:
+    """Read an accepted bundle, write the rules file; returns the rules left out."""
+    verdict, steps = read_accepted(bundle)
     scrapes = sorted((bundle / "metrics").glob("*.prom"), key=lambda p: p.stat().st_mtime)
     snapshot = None
     for path in reversed(scrapes):
@@ -241,9 +254,6 @@ def write_guardrails(bundle: Path, out: Path, ttft_slo_s: float | None = None) -
             f"{bundle}/metrics has no readable vLLM scrape: the rules must use the metric "
             "names the accepted engine exposed"
         )
-    steps = [
-        json.loads(line) for line in _lines(bundle / "metrics/capacity-steps.jsonl") if line.strip()
-    ]
     env = envelope(verdict, steps, ttft_slo_s)
     rules, left_out = guardrail_rules(verdict, snapshot, env)
     text = render(rules, left_out, str(bundle), env.disable_features)

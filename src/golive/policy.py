@@ -24,6 +24,7 @@ from golive.errors import ConfigError
 from golive.results import CheckResult
 
 DEFAULT = "policy-default.yaml"
+POLICY_FILE = "config/policy.yaml"  # where a bundle keeps the policy it was judged by
 
 
 class Policy(StrictModel):

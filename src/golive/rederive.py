@@ -10,10 +10,8 @@ from pathlib import Path
 from golive.bundle import verify
 from golive.decide import decide
 from golive.errors import ConfigError
-from golive.policy import apply_policy, parse_policy
+from golive.policy import POLICY_FILE, apply_policy, parse_policy
 from golive.results import CheckResult, Decision, Outcome
-
-POLICY_FILE = "config/policy.yaml"
 
 
 @dataclass(frozen=True, slots=True)

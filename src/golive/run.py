@@ -24,7 +24,7 @@ from golive.checks.context import CheckContext, NoTarget, Target
 from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.decide import decide, limits
 from golive.errors import ConfigError
-from golive.policy import apply_policy, load_policy
+from golive.policy import POLICY_FILE, apply_policy, load_policy
 from golive.registry import identity, register, registry_dir
 from golive.report.html import render_html
 from golive.report.markdown import render_markdown
@@ -33,7 +33,6 @@ from golive.signoff import build_signoff, bundle_files, render_signoff
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
 from golive.watch import WatchSettings, run_watch
 
-POLICY_FILE = "config/policy.yaml"
 UNASSIGNED = "unassigned"
 Programme = Callable[[CheckContext], Awaitable[list[CheckResult]]]
 

@@ -29,7 +29,7 @@ from golive.checks.cache import CacheProtocol
 from golive.checks.capacity import PhaseProgress, Quiet, served_model
 from golive.checks.context import CheckContext, tokens_per_word
 from golive.errors import BadResponse, ConfigError
-from golive.guardrails import envelope
+from golive.guardrails import Envelope, envelope, read_accepted
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
 from golive.registry import registry_dir, rollback_target
 from golive.sampling import nvml_probe
@@ -56,26 +56,10 @@ class WatchSettings:
     progress: PhaseProgress = field(default_factory=Quiet)
 
 
-def thresholds(accepted: Path, repeated: int, missing_limit: int) -> Thresholds:
+def thresholds(env: Envelope, repeated: int, missing_limit: int) -> Thresholds:
     """The accepted envelope as the watch's limits (the same numbers as the guardrails)."""
-    try:
-        verdict = json.loads((accepted / "verdict.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"--accepted {accepted}: not a readable golive bundle ({exc})") from exc
-    if verdict.get("outcome") not in ("go-live", "observe-with-limits"):
-        raise ConfigError(
-            f"--accepted {accepted}: outcome {verdict.get('outcome')} was not accepted; watch "
-            "keeps a deployment inside what was accepted"
-        )
-    steps_file = accepted / "metrics/capacity-steps.jsonl"
-    steps = (
-        [json.loads(x) for x in steps_file.read_text().splitlines() if x.strip()]
-        if steps_file.is_file()
-        else []
-    )
-    env = envelope(verdict, steps)
     return Thresholds(
-        max_waiting=max(1.0, 2 * (env.max_waiting or 0.0)),
+        max_waiting=env.waiting_cap,
         max_concurrency=env.max_concurrency,
         repeated=repeated,
         cache_floor=None if env.cache_hit_ratio is None else round(env.cache_hit_ratio / 2, 3),
@@ -83,8 +67,8 @@ def thresholds(accepted: Path, repeated: int, missing_limit: int) -> Thresholds:
     )
 
 
-def _accepted_prefix(accepted: Path) -> int:
-    verdict = json.loads((accepted / "verdict.json").read_text(encoding="utf-8"))
+def probe_prefix_tokens(verdict: Mapping[str, Any]) -> int:
+    """The cache probe's prefix: the accepted proof's shared prefix plus its user turn."""
     for check in verdict.get("checks") or []:
         if check["id"] == "cache.prefix_reuse":
             shared = (check.get("measurements") or {}).get("shared_prefix_tokens")
@@ -123,7 +107,10 @@ class Watcher:
         self.ctx = ctx
         self.s = settings
         self.model = model
-        self.th = thresholds(settings.accepted, settings.repeated, settings.missing_limit)
+        self.verdict, steps = read_accepted(settings.accepted)
+        self.th = thresholds(
+            envelope(self.verdict, steps), settings.repeated, settings.missing_limit
+        )
         self.history: list[Observation] = []
         self.previous: Snapshot | None = None
         self.fired: dict[str, float] = {}
@@ -143,7 +130,7 @@ class Watcher:
 
     async def prepare(self) -> None:
         ratio, _ = await tokens_per_word(self.ctx, self.model)
-        tokens = _accepted_prefix(self.s.accepted)
+        tokens = probe_prefix_tokens(self.verdict)
         self.cache = CacheProtocol(self.model, tokens, ratio, "watch-" + uuid.uuid4().hex[:8])
         if self.s.log_file is not None and self.s.log_file.is_file():
             self.log_offset = self.s.log_file.stat().st_size  # only what happens from now on

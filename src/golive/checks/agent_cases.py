@@ -317,6 +317,3 @@ def shipped_cases() -> tuple[AgentCase, ...]:
             "required",
         ),
     )
-
-
-CASE_NAMES = tuple(c.name for c in shipped_cases())

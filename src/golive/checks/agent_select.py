@@ -4,7 +4,6 @@ config's `agent.cases` / `agent.critical` / `agent.non_critical`."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -137,10 +136,3 @@ def _criticality(
     if case.name in non_critical:
         return replace(case, critical=False, feature=case.feature or case.name)
     return case
-
-
-def describe(case: AgentCase) -> str:
-    """A compact line for the report: choice, tools and what is proven."""
-    choice = case.tool_choice if isinstance(case.tool_choice, str) else json.dumps(case.tool_choice)
-    tools = ", ".join(case.tool_schemas) or "none"
-    return f"{case.name}: {case.proves} (tool_choice {choice}, tools {tools})"
