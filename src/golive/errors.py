@@ -9,7 +9,7 @@
     ├── BundleError                 the evidence bundle could not be written, read or sealed
     └── EvidenceError               an evidence file given by the user cannot be read
 
-Library errors (aiohttp, pydantic, yaml, OSError) are translated into these at the module
+Library errors (transport, pydantic, yaml, OSError) are translated into these at the module
 that talks to the library; nothing above that layer catches a foreign exception.
 """
 

@@ -9,6 +9,7 @@ Series with the same name but different `engine` labels (data parallel) are aggr
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -73,12 +74,20 @@ class Snapshot:
         return any(name.startswith("vllm:") for name in self.samples)
 
 
-def parse_metrics(text: str, taken_at: float | None = None) -> Snapshot:
-    """Parse Prometheus text exposition; `BadResponse` when it is not Prometheus text."""
+def parse_metrics(
+    text: str, taken_at: float | None = None, only: Iterable[str] | None = None
+) -> Snapshot:
+    """Parse Prometheus text exposition; `BadResponse` when it is not Prometheus text.
+
+    `only` names the logical metrics wanted (any spelling `Snapshot.value` accepts): lines
+    of other families are dropped before parsing. vLLM exposes ~500 samples, mostly
+    histogram buckets; a probe that reads four gauges twice a second parses a dozen lines
+    instead (the full text is kept in `raw_text` either way)."""
+    body = text if only is None else _keep_families(text, only)
     samples: dict[str, list[Sample]] = defaultdict(list)
     types: dict[str, str] = {}
     try:
-        for family in text_string_to_metric_families(text):
+        for family in text_string_to_metric_families(body):
             types[family.name] = family.type
             for s in family.samples:
                 samples[s.name].append(Sample(s.name, tuple(sorted(s.labels.items())), s.value))
@@ -165,6 +174,23 @@ def _increase(before: float, after: float) -> float:
 
 def _strip_total(name: str) -> str:
     return name.removesuffix("_total")
+
+
+_SAMPLE_SUFFIXES = ("", "_total", "_bucket", "_count", "_sum", "_created", "_info")
+
+
+def _keep_families(text: str, names: Iterable[str]) -> str:
+    """The lines of `text` that belong to the families `names` refer to (and their
+    `# HELP`/`# TYPE` lines); everything else is dropped unparsed (one regex scan)."""
+    families = sorted({_strip_total(spelling) for name in names for spelling in _spellings(name)})
+    suffixes = "|".join(s for s in _SAMPLE_SUFFIXES if s)
+    pattern = re.compile(
+        r"^(?:# (?:HELP|TYPE) )?(?:"
+        + "|".join(re.escape(f) for f in families)
+        + rf")(?:{suffixes})?(?:[{{ ].*)?$",
+        re.MULTILINE,
+    )
+    return "\n".join(m.group(0) for m in pattern.finditer(text)) + "\n"
 
 
 def _spellings(name: str) -> Iterable[str]:

@@ -35,11 +35,14 @@ def process_tree(pid: int) -> list[int]:
     return seen
 
 
-def tree_rss_mib(pid: int) -> float | None:
-    """Resident memory of a process and its descendants, in MiB; None if it is gone."""
+def tree_rss_mib(pid: int, members: list[int] | None = None) -> float | None:
+    """Resident memory of a process and its descendants, in MiB; None if it is gone.
+
+    `members` is the tree when the caller already knows it (walking a vLLM tree's threads
+    costs ~5 ms; reading the members' statm ~0.1 ms)."""
     total = 0
     alive = False
-    for member in process_tree(pid):
+    for member in members if members is not None else process_tree(pid):
         try:
             resident = int(Path(f"/proc/{member}/statm").read_text().split()[1])
         except (OSError, IndexError, ValueError):
@@ -49,9 +52,21 @@ def tree_rss_mib(pid: int) -> float | None:
     return total / MIB if alive else None
 
 
+TREE_REFRESH_S = 2.0
+
+
 def host_probe(pid: int) -> Probe:
+    """RSS of the server's process tree; the tree itself is re-read every 2 s."""
+    tree: dict[str, Any] = {"members": None, "at": 0.0}
+
+    def sample() -> float | None:
+        now = time.monotonic()
+        if tree["members"] is None or now - tree["at"] >= TREE_REFRESH_S:
+            tree["members"], tree["at"] = process_tree(pid), now
+        return tree_rss_mib(pid, tree["members"])
+
     async def probe() -> Mapping[str, float | None]:
-        return {"host_rss_mib": await asyncio.to_thread(tree_rss_mib, pid)}
+        return {"host_rss_mib": await asyncio.to_thread(sample)}
 
     return probe
 

@@ -113,3 +113,28 @@ def test_cache_config_info_labels_are_readable() -> None:
     info = _snap("metrics_qwen_final.txt").series("cache_config_info")
     assert info[0].label("block_size") == "128"
     assert info[0].label("enable_prefix_caching") == "True"
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting", "num_preemptions"),
+        ("prefix_cache_queries", "prefix_cache_hits", "time_to_first_token_seconds"),
+    ],
+)
+def test_parsing_only_named_families_reads_the_same_values(names: tuple[str, ...]) -> None:
+    """The probes' filtered parse sees the same numbers as a full parse, and nothing else."""
+    text = (DATA / "metrics_qwen_final.txt").read_text()
+    full, only = parse_metrics(text), parse_metrics(text, only=names)
+    for name in names:
+        assert only.value(name) == full.value(name)
+    kept = set(only.samples)
+    assert kept
+    assert all(only.samples[n] == full.samples[n] for n in kept)
+    if "time_to_first_token_seconds" in names:  # a histogram: every bucket line kept
+        assert "vllm:time_to_first_token_seconds_bucket" in kept
+        assert only.types["vllm:time_to_first_token_seconds"] == "histogram"
+    assert len(only.samples) < len(full.samples) / 5
+    assert only.raw_text == text
+    old = parse_metrics('vllm:gpu_cache_usage_perc{engine="0"} 0.5\n', only=names[:1])
+    assert old.value(names[0]) == (0.5 if names[0] == "kv_cache_usage_perc" else None)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from golive.checks.agent_rules import Expect, Finding, check_message
 from golive.metrics import MetricsDelta
@@ -71,7 +70,12 @@ def response_findings(parsed: ParsedResponse, contract: Contract) -> list[Findin
 
 
 def sdk_finding(parsed: ParsedResponse) -> Finding | None:
-    """Would the official `openai` SDK's types accept this answer? (The client layer.)"""
+    """Would the official `openai` SDK's types accept this answer? (The client layer.)
+
+    The SDK is imported here, not at the top: it costs ~1.2 s of CPU to import, and only
+    the Agent section needs it."""
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
     record = parsed.record
     if not record.ok or record.status is None:
         return None  # errors are judged at the HTTP layer

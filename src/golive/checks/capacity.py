@@ -203,6 +203,9 @@ async def served_model(
     return str(entry["id"]), length if isinstance(length, int) else None
 
 
+_GAUGES = ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting", "num_preemptions")
+
+
 def engine_probe(ctx: CheckContext) -> Probe:
     last = {"t": 0.0}
 
@@ -213,7 +216,7 @@ def engine_probe(ctx: CheckContext) -> Probe:
         record = await ctx.target.get(ctx.metrics_url, "capacity-gauges")
         if not record.ok:
             return {}
-        snap = parse_metrics(record.raw_text)
+        snap = parse_metrics(record.raw_text, only=_GAUGES)
         return {
             "kv_cache_usage_perc": snap.value("kv_cache_usage_perc", "max"),
             "num_requests_running": snap.value("num_requests_running"),

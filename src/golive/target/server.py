@@ -13,11 +13,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import aiohttp
-
 from golive.errors import LocalTargetError
 from golive.sampling import tree_rss_mib
 from golive.target.install import Progress, TargetPaths
+from golive.traffic.client import ClientSettings, TargetClient
 
 LOOPBACK = "127.0.0.1"
 
@@ -166,7 +165,8 @@ async def _wait_ready(
     start = time.monotonic()
     deadline = start + timeout_s
     curve: list[tuple[float, float]] = []
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+    settings = ClientSettings(target.url, connect_timeout_s=5, read_timeout_s=5)
+    async with TargetClient(settings) as client:
         while time.monotonic() < deadline:
             if process.returncode is not None:
                 raise LocalTargetError(
@@ -176,10 +176,8 @@ async def _wait_ready(
             rss = tree_rss_mib(target.pid)
             if rss is not None:
                 curve.append((round(time.monotonic() - start, 2), round(rss, 1)))
-            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                async with session.get(f"{target.url}/health") as response:
-                    if response.status == 200:
-                        return curve
+            if (await client.get("/health", "startup-health")).ok:
+                return curve
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(process.wait(), 0.25)
     raise LocalTargetError(

@@ -10,20 +10,30 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
+import ssl
 import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
-
-import aiohttp
+from urllib.parse import urlsplit
 
 from golive.errors import ConfigError
+from golive.traffic.http1 import (
+    Broken,
+    ConnectFailed,
+    Disconnected,
+    Exchange,
+    Origin,
+    Pool,
+    ReadTimedOut,
+    request_bytes,
+)
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings
 
-READ_BUFFER_BYTES = 4 * 1024 * 1024
 _KEPT_HEADERS = ("x-request-id", "content-type", "server", "retry-after")
 
 
@@ -52,34 +62,23 @@ def read_api_key(env_name: str | None) -> str | None:
 
 
 class TargetClient:
-    """Async client over one `aiohttp.ClientSession`; use as `async with TargetClient(...)`."""
+    """Async client over one connection pool per origin; use as `async with TargetClient(...)`."""
 
     def __init__(self, settings: ClientSettings) -> None:
         self.settings = settings
         self.base_url = settings.base_url.rstrip("/")
         self._api_key = read_api_key(settings.api_key_env)
-        self._session: aiohttp.ClientSession | None = None
+        self._pools: dict[Origin, Pool] | None = None
+        self._headers: dict[str, str] = {}
+        self._ssl: ssl.SSLContext | None = None
         self._ids = itertools.count(1)
         self._run_tag = uuid.uuid4().hex[:8]
 
     async def __aenter__(self) -> Self:
-        headers = {"User-Agent": "golive"}
+        self._headers = {"User-Agent": "golive", "Accept": "*/*"}
         if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(
-                limit=self.settings.max_connections, limit_per_host=0, enable_cleanup_closed=True
-            ),
-            headers=headers,
-            timeout=aiohttp.ClientTimeout(
-                total=None,
-                connect=self.settings.connect_timeout_s,
-                sock_read=self.settings.read_timeout_s,
-            ),
-            read_bufsize=READ_BUFFER_BYTES,
-            max_line_size=READ_BUFFER_BYTES,
-            max_field_size=READ_BUFFER_BYTES,
-        )
+            self._headers["Authorization"] = f"Bearer {self._api_key}"
+        self._pools = {}
         return self
 
     async def __aexit__(
@@ -88,9 +87,14 @@ class TargetClient:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for pool in (self._pools or {}).values():
+            pool.close()
+        self._pools = None
+
+    @property
+    def connections_opened(self) -> int:
+        """Connections opened so far, all origins (a measure of keep-alive reuse)."""
+        return sum(pool.opened for pool in (self._pools or {}).values())
 
     def url(self, path: str) -> str:
         """Absolute URL for a path; full URLs (e.g. a separate metrics URL) pass through."""
@@ -132,6 +136,24 @@ class TargetClient:
             headers,
         )
 
+    def _pool(self, url: str) -> tuple[Pool, str]:
+        if self._pools is None:
+            raise RuntimeError("TargetClient used outside `async with`")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"target URL {url!r} is not an http(s) URL with a host")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        origin = Origin(parts.scheme, parts.hostname, port)
+        pool = self._pools.get(origin)
+        if pool is None:
+            if origin.scheme == "https" and self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            s = self.settings
+            pool = Pool(origin, s.max_connections, s.connect_timeout_s, s.read_timeout_s, self._ssl)
+            self._pools[origin] = pool
+        target = parts.path or "/"
+        return pool, f"{target}?{parts.query}" if parts.query else target
+
     async def _send(
         self,
         method: str,
@@ -143,54 +165,43 @@ class TargetClient:
         deadline_s: float | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> RequestRecord:
-        if self._session is None:
-            raise RuntimeError("TargetClient used outside `async with`")
         request_id = self.next_request_id(label)
         url = self.url(path)
+        pool, target = self._pool(url)
+        headers = {**self._headers, **(extra_headers or {}), "X-Request-Id": request_id}
+        payload: bytes | None = None
+        if body is not None:
+            payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+            headers["Content-Type"] = "application/json"
+        raw = request_bytes(method, target, pool.origin, headers, payload)
         started_at = time.time()
         sent_ns = time.perf_counter_ns()
         scheduled = scheduled_ns if scheduled_ns is not None else sent_ns
-        chunks: list[bytes] = []
-        chunk_ns: list[int] = []
-        status: int | None = None
-        headers: dict[str, str] | None = None
-        headers_ns: int | None = None
+        ex = Exchange()
         failure: Failure | None = None
-        sent_headers = {**(extra_headers or {}), "X-Request-Id": request_id}
         deadline = asyncio.timeout(deadline_s)
         try:
-            async with (
-                deadline,
-                self._session.request(method, url, json=body, headers=sent_headers) as response,
-            ):
-                headers_ns = time.perf_counter_ns()
-                status = response.status
-                headers = {k: response.headers[k] for k in _KEPT_HEADERS if k in response.headers}
-                async for chunk in response.content.iter_any():
-                    chunk_ns.append(time.perf_counter_ns())
-                    chunks.append(chunk)
-                if not 200 <= status < 300:
-                    failure = Failure(FailureKind.HTTP_STATUS, f"HTTP {status} {response.reason}")
-        except TimeoutError as exc:
-            if deadline.expired():
-                failure = Failure(
-                    FailureKind.TIMEOUT,
-                    f"client deadline of {deadline_s:g} s passed; gave up and closed the "
-                    f"connection after {len(chunks)} chunk(s)",
-                )
-            else:
-                failure = Failure(FailureKind.TIMEOUT, f"no data for {self._timeout_text()}: {exc}")
+            async with deadline:
+                await pool.exchange(raw, ex)
+            if ex.status is not None and not 200 <= ex.status < 300:
+                failure = Failure(FailureKind.HTTP_STATUS, f"HTTP {ex.status} {ex.reason}".rstrip())
+        except TimeoutError:
+            failure = Failure(
+                FailureKind.TIMEOUT,
+                f"client deadline of {deadline_s:g} s passed; gave up and closed the "
+                f"connection after {len(ex.chunks)} chunk(s)",
+            )
         except asyncio.CancelledError:
-            failure = Failure(FailureKind.CANCELLED, "stopped by the schedule before an answer")
             raise
-        except aiohttp.ClientConnectorError as exc:
-            failure = Failure(FailureKind.CONNECT, f"cannot connect to {url}: {exc.os_error}")
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
+        except ConnectFailed as exc:
+            failure = Failure(FailureKind.CONNECT, f"cannot connect to {url}: {exc}")
+        except ReadTimedOut:
+            failure = Failure(FailureKind.TIMEOUT, f"no data for {self._timeout_text()}")
+        except Disconnected as exc:
             failure = Failure(FailureKind.DISCONNECTED, f"connection closed mid-answer: {exc}")
-        except aiohttp.ClientError as exc:
+        except Broken as exc:
             failure = Failure(FailureKind.TRANSPORT, f"{type(exc).__name__}: {exc}")
-        finally:
-            end_ns = time.perf_counter_ns()
+        end_ns = time.perf_counter_ns()
         return RequestRecord(
             request_id=request_id,
             label=label,
@@ -201,15 +212,15 @@ class TargetClient:
             started_at=started_at,
             timings=Timings(
                 scheduled_ns=scheduled,
-                sent_ns=sent_ns,
-                headers_ns=headers_ns,
-                first_byte_ns=chunk_ns[0] if chunk_ns else None,
+                sent_ns=ex.written_ns or sent_ns,
+                headers_ns=ex.headers_ns,
+                first_byte_ns=ex.chunk_ns[0] if ex.chunk_ns else None,
                 end_ns=end_ns,
-                chunk_ns=tuple(chunk_ns),
+                chunk_ns=tuple(ex.chunk_ns),
             ),
-            status=status,
-            headers=headers,
-            chunks=tuple(chunks),
+            status=ex.status,
+            headers={k: ex.headers[k] for k in _KEPT_HEADERS if k in ex.headers} or None,
+            chunks=tuple(ex.chunks),
             failure=failure,
         )
 

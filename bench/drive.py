@@ -1,0 +1,211 @@
+"""golive's side of the benchmark: its own traffic engine (`TargetClient` + `run_schedule`),
+driven exactly as the load phases drive it, one measure per call; prints one JSON object.
+
+    python drive.py max_rps  URL --concurrency 64 --duration 10
+    python drive.py rate     URL --rate 500 --duration 5
+    python drive.py timing   URL --concurrency 8 --requests 200
+    python drive.py streams  URL --streams 1000 --hold 15
+    python drive.py long     URL_LONG URL_SHORT --prompt-tokens 200000
+
+Every answer is parsed after the load (as golive does) and counted only when it is a
+complete stream with the expected number of token events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from golive.traffic.client import ClientSettings, TargetClient
+from golive.traffic.records import RequestRecord, parse
+from golive.traffic.schedule import Schedule, run_schedule
+
+
+def _body(tokens: int, prompt_words: int = 48) -> dict[str, Any]:
+    return {
+        "model": "bench-model",
+        "messages": [{"role": "user", "content": "hello " * prompt_words}],
+        "stream": True,
+        "max_tokens": tokens,
+    }
+
+
+def _valid(record: RequestRecord, tokens: int) -> bool:
+    if not record.ok:
+        return False
+    parsed = parse(record)
+    stream = parsed.stream
+    return stream is not None and stream.done and len(stream.token_chunks) == tokens
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def max_rps(url: str, concurrency: int, duration: float, tokens: int) -> dict[str, Any]:
+    settings = ClientSettings(url, max_connections=concurrency)
+    body = _body(tokens)
+    async with TargetClient(settings) as client:
+        warm = Schedule("concurrency", 1.0, 10**7, concurrency=concurrency, drain_s=5)
+        await run_schedule(warm, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "warm")
+        cpu0 = _cpu_s()
+        load = Schedule("concurrency", duration, 10**8, concurrency=concurrency, drain_s=5)
+        result = await run_schedule(
+            load, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "max"
+        )
+        cpu = _cpu_s() - cpu0
+        opened = client.connections_opened
+    t0 = time.perf_counter()
+    valid = sum(_valid(r, tokens) for r in result.records)
+    parse_s = time.perf_counter() - t0
+    return {
+        "requests": len(result.records),
+        "valid": valid,
+        "wall_s": result.wall_s,
+        "rps": valid / result.wall_s,
+        "cpu_s": cpu,
+        "parse_s_after_load": parse_s,
+        "connections_opened": opened,
+        "rss_mb": _rss_mb(),
+    }
+
+
+async def rate(url: str, per_s: float, duration: float, tokens: int) -> dict[str, Any]:
+    body = _body(tokens)
+    async with TargetClient(ClientSettings(url, max_connections=512)) as client:
+        warm = Schedule("rate", 1.0, int(per_s), rate_per_s=per_s, arrival="constant")
+        await run_schedule(warm, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "warm")
+        load = Schedule(
+            "rate",
+            duration,
+            int(per_s * duration),
+            rate_per_s=per_s,
+            max_in_flight=512,
+            arrival="constant",
+            drain_s=5,
+        )
+        result = await run_schedule(
+            load, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "rate"
+        )
+    return {
+        "requests": len(result.records),
+        "valid": sum(_valid(r, tokens) for r in result.records),
+        "wall_s": result.wall_s,
+        "sends": [
+            [r.request_id, r.timings.scheduled_ns, r.timings.sent_ns] for r in result.records
+        ],
+    }
+
+
+async def timing(url: str, concurrency: int, requests: int, tokens: int) -> dict[str, Any]:
+    body = _body(tokens)
+    async with TargetClient(ClientSettings(url, max_connections=concurrency)) as client:
+        load = Schedule("concurrency", 600, requests, concurrency=concurrency)
+        result = await run_schedule(
+            load, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "timing"
+        )
+    out = []
+    for record in result.records:
+        parsed = parse(record)
+        if parsed.stream is None:
+            continue
+        stamps = record.timings.chunk_ns
+        tokens_ns = [stamps[i] for i in parsed.stream.token_chunks if i < len(stamps)]
+        out.append([record.request_id, record.timings.sent_ns, tokens_ns])
+    return {"requests": len(result.records), "streams": out}
+
+
+async def streams(url: str, count: int, hold: float, tokens: int) -> dict[str, Any]:
+    """Open `count` slow streams at once; RSS once every one of them is receiving."""
+    baseline = _rss_mb()
+    body = _body(tokens)
+    settings = ClientSettings(url, max_connections=count, read_timeout_s=120)
+    async with TargetClient(settings) as client:
+        tasks = [
+            asyncio.ensure_future(client.chat(body, "open", time.perf_counter_ns()))
+            for _ in range(count)
+        ]
+        await asyncio.sleep(hold)
+        during = _rss_mb()
+        opened = client.connections_opened
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return {"baseline_rss_mb": baseline, "rss_mb": during, "connections_opened": opened}
+
+
+async def long_context(
+    long_url: str, short_url: str, prompt_tokens: int, tokens: int
+) -> dict[str, Any]:
+    """One huge request body and one long streamed answer, against short ones."""
+    results: dict[str, Any] = {}
+    long_body = _body(tokens, prompt_words=prompt_tokens)  # "hello " is one token per word
+    short_body = _body(64)
+    async with TargetClient(ClientSettings(long_url, max_connections=4)) as long_client:
+        for _ in range(2):  # warm, then measured
+            record = await long_client.chat(long_body, "long")
+        results["long"] = _summary(record, tokens)
+    async with TargetClient(ClientSettings(short_url, max_connections=4)) as short_client:
+        records = [await short_client.chat(short_body, "short") for _ in range(50)]
+        results["short"] = _summary(records[-1], 64)
+        results["short"]["tokens_per_s"] = sum(
+            64 / ((r.timings.end_ns or 0) - r.timings.sent_ns) * 1e9 for r in records[10:]
+        ) / len(records[10:])
+    return results
+
+
+def _summary(record: RequestRecord, tokens: int) -> dict[str, Any]:
+    end = record.timings.end_ns or record.timings.sent_ns
+    seconds = (end - record.timings.sent_ns) / 1e9
+    body_bytes = len(json.dumps(record.body)) if record.body else 0
+    return {
+        "valid": _valid(record, tokens),
+        "request_bytes": body_bytes,
+        "response_bytes": sum(map(len, record.chunks)),
+        "seconds": seconds,
+        "tokens_per_s": tokens / seconds if seconds else 0.0,
+        "socket_reads": len(record.chunks),
+    }
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("measure", choices=("max_rps", "rate", "timing", "streams", "long"))
+    parser.add_argument("url")
+    parser.add_argument("url2", nargs="?")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=500.0)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--streams", type=int, default=1000)
+    parser.add_argument("--hold", type=float, default=15.0)
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--prompt-tokens", type=int, default=200_000)
+    args = parser.parse_args(argv)
+    runs: Mapping[str, Any] = {
+        "max_rps": lambda: max_rps(args.url, args.concurrency, args.duration, args.tokens),
+        "rate": lambda: rate(args.url, args.rate, args.duration, args.tokens),
+        "timing": lambda: timing(args.url, args.concurrency, args.requests, args.tokens),
+        "streams": lambda: streams(args.url, args.streams, args.hold, args.tokens),
+        "long": lambda: long_context(args.url, args.url2, args.prompt_tokens, args.tokens),
+    }
+    print(json.dumps(asyncio.run(runs[args.measure]())))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

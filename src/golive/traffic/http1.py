@@ -1,0 +1,293 @@
+"""HTTP/1.1 keep-alive transport for the traffic engine: asyncio protocols + llhttp.
+
+The hot path of every load phase. One `Pool` per origin holds keep-alive connections up to
+a limit; a request is one `transport.write` of pre-built bytes, and the answer is parsed by
+`httptools` (llhttp, the parser Node.js uses) inside `data_received`, where each socket
+read is stamped with `perf_counter_ns` before anything else happens. Body bytes are kept
+raw, one chunk per socket read; nothing is decoded here. Reads are never paused, so a long
+stream is never throttled by a small buffer.
+
+Failures come back as `Exchange.error` (`Broken` subclasses), never as a half-used
+connection: a connection is reused only after a complete, keep-alive answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ssl
+import time
+from dataclasses import dataclass, field
+
+import httptools
+
+
+class Broken(Exception):
+    """The exchange failed; subclasses say how (mapped to `FailureKind` by the client)."""
+
+
+class ConnectFailed(Broken):
+    pass
+
+
+class ReadTimedOut(Broken):
+    pass
+
+
+class Disconnected(Broken):
+    pass
+
+
+class BadResponse(Broken):
+    pass
+
+
+@dataclass(slots=True)
+class Exchange:
+    """What one request/answer left: status line, headers, raw body chunks and stamps.
+
+    `written_ns` is taken just before the request's bytes go to the socket (after any
+    connection setup), so time-to-first-byte is the server's and the network's only."""
+
+    status: int | None = None
+    reason: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    written_ns: int | None = None
+    headers_ns: int | None = None
+    chunks: list[bytes] = field(default_factory=list)
+    chunk_ns: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    scheme: str
+    host: str
+    port: int
+
+    @property
+    def host_header(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        return self.host if self.port == default else f"{self.host}:{self.port}"
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection; serves one exchange at a time."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._parser = httptools.HttpResponseParser(self)
+        self._exchange = Exchange()
+        self._pieces: list[bytes] = []
+        self._header_name = b""
+        self._done: asyncio.Future[None] | None = None
+        self._reusable = False
+        self.last_read_ns = 0
+        self._now = 0
+        self._complete = False
+        self._delimited = False
+
+    # -- asyncio.Protocol --------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        now = time.perf_counter_ns()
+        self.last_read_ns = now
+        if self._done is None or self._done.done():
+            self._fail(BadResponse("the server sent bytes with no request outstanding"))
+            return
+        self._now = now
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(BadResponse("the server switched protocols"))
+            return
+        except httptools.HttpParserError as exc:
+            self._fail(BadResponse(f"malformed HTTP answer: {exc}"))
+            return
+        if self._pieces:
+            ex = self._exchange
+            ex.chunks.append(self._pieces[0] if len(self._pieces) == 1 else b"".join(self._pieces))
+            ex.chunk_ns.append(now)
+            self._pieces = []
+        if self._complete and self._done is not None and not self._done.done():
+            self._done.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        done = self._done
+        if done is None or done.done():
+            return
+        if self._exchange.headers_ns is not None and not self._delimited:
+            self._complete = True  # an answer delimited by closing the connection
+            self._reusable = False
+            done.set_result(None)
+            return
+        where = "mid-answer" if self._exchange.headers_ns is not None else "before answering"
+        detail = f": {exc}" if exc else ""
+        done.set_exception(Disconnected(f"the server closed the connection {where}{detail}"))
+
+    # -- httptools callbacks -----------------------------------------------------------
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key = name.decode("latin-1").lower()
+        self._exchange.headers[key] = value.decode("latin-1")
+
+    def on_status(self, status: bytes) -> None:
+        self._exchange.reason = status.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        ex = self._exchange
+        ex.headers_ns = self._now
+        ex.status = self._parser.get_status_code()
+        headers = ex.headers
+        self._delimited = (
+            "content-length" in headers
+            or "chunked" in headers.get("transfer-encoding", "").lower()
+            or ex.status in (204, 304)
+            or 100 <= ex.status < 200
+        )
+
+    def on_body(self, body: bytes) -> None:
+        self._pieces.append(body)
+
+    def on_message_complete(self) -> None:
+        self._complete = True
+        self._reusable = self._parser.should_keep_alive()
+
+    # -- used by the pool --------------------------------------------------------------
+    def start(self, payload: bytes, exchange: Exchange) -> asyncio.Future[None]:
+        assert self.transport is not None
+        self._parser = httptools.HttpResponseParser(self)
+        self._exchange = exchange
+        self._pieces = []
+        self._complete = False
+        self._reusable = False
+        self._delimited = False
+        self._done = self._loop.create_future()
+        self.last_read_ns = exchange.written_ns = time.perf_counter_ns()
+        self.transport.write(payload)
+        return self._done
+
+    def finish(self) -> bool:
+        """Whether the connection may carry another request."""
+        return self._reusable and not self.closed
+
+    def _fail(self, error: Broken) -> None:
+        if self._done is not None and not self._done.done():
+            self._done.set_exception(error)
+        self.abort()
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class Pool:
+    """Keep-alive connections to one origin, at most `limit` open at once."""
+
+    def __init__(
+        self,
+        origin: Origin,
+        limit: int,
+        connect_timeout_s: float,
+        read_timeout_s: float,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.origin = origin
+        self.connect_timeout_s = connect_timeout_s
+        self.read_timeout_ns = int(read_timeout_s * 1e9)
+        self._slots = asyncio.Semaphore(limit)
+        self._idle: collections.deque[_Connection] = collections.deque()
+        self._ssl = ssl_context if origin.scheme == "https" else None
+        self.opened = 0
+
+    async def exchange(self, payload: bytes, into: Exchange) -> None:
+        """Send one request (already serialised) and read its whole answer into `into`.
+
+        On failure `into` keeps what had arrived, and the connection is closed."""
+        async with self._slots:
+            conn = await self._connection()
+            try:
+                done = conn.start(payload, into)
+                await self._wait(conn, done)
+            except BaseException:
+                conn.abort()
+                raise
+            if conn.finish():
+                self._idle.append(conn)
+            else:
+                conn.abort()
+
+    async def _connection(self) -> _Connection:
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                return conn
+        loop = asyncio.get_running_loop()
+        o = self.origin
+        try:
+            async with asyncio.timeout(self.connect_timeout_s):
+                _, protocol = await loop.create_connection(
+                    lambda: _Connection(loop),
+                    o.host,
+                    o.port,
+                    ssl=self._ssl,
+                    server_hostname=o.host if self._ssl else None,
+                )
+        except TimeoutError as exc:
+            raise ConnectFailed(f"no connection within {self.connect_timeout_s:g} s") from exc
+        except OSError as exc:
+            raise ConnectFailed(str(exc) or type(exc).__name__) from exc
+        self.opened += 1
+        return protocol
+
+    async def _wait(self, conn: _Connection, done: asyncio.Future[None]) -> None:
+        """Wait for the answer; fail when no byte arrives for the read timeout.
+
+        One timer per request, re-armed only when it fires while bytes still flow."""
+        loop = asyncio.get_running_loop()
+        limit = self.read_timeout_ns
+
+        timer: list[asyncio.TimerHandle] = []
+
+        def check() -> None:
+            if done.done():
+                return
+            idle_ns = time.perf_counter_ns() - conn.last_read_ns
+            if idle_ns >= limit:
+                done.set_exception(ReadTimedOut("no data"))
+            else:
+                timer[0] = loop.call_later((limit - idle_ns) / 1e9, check)
+
+        timer.append(loop.call_later(limit / 1e9, check))
+        try:
+            await done
+        finally:
+            timer[0].cancel()
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop().abort()
+
+
+def request_bytes(
+    method: str,
+    path: str,
+    origin: Origin,
+    headers: dict[str, str],
+    body: bytes | None,
+) -> bytes:
+    """Serialise one HTTP/1.1 request (headers must not contain CR or LF)."""
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {origin.host_header}"]
+    for name, value in headers.items():
+        if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+            raise ValueError(f"header {name!r} contains a line break")
+        lines.append(f"{name}: {value}")
+    if body is not None:
+        lines.append(f"Content-Length: {len(body)}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return head + body if body else head

@@ -1,0 +1,264 @@
+"""The traffic engine's HTTP/1.1 transport against scripted servers: how answers are framed,
+when connections are reused, and what a broken answer leaves on the record."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+
+from golive.traffic.client import ClientSettings, TargetClient
+from golive.traffic.records import FailureKind, RequestRecord, Timings, parse
+from golive.traffic.schedule import Schedule, arrival_offsets_ns, run_schedule
+
+Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+SSE = (
+    b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n',
+    b'data: {"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]}\n\n',
+    b"data: [DONE]\n\n",
+)
+
+
+class Scripted:
+    """A TCP server that answers each request with `script`; counts connections."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.connections = 0
+        self.open_now = 0
+        self.peak_open = 0
+        self.requests: list[bytes] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self.open_now += 1
+        self.peak_open = max(self.peak_open, self.open_now)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                body = await reader.readexactly(length)
+                self.requests.append(head + body)
+                await self.script(reader, writer)
+                if writer.is_closing():
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        finally:
+            self.open_now -= 1
+            writer.close()
+
+
+@asynccontextmanager
+async def scripted(script: Script) -> AsyncIterator[tuple[str, Scripted]]:
+    server = Scripted(script)
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", server
+    finally:
+        listener.close()
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+async def json_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    body = b'{"ok": true}'
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    await writer.drain()
+
+
+async def paced_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
+    writer.write(b"Transfer-Encoding: chunked\r\n\r\n")
+    for event in SSE:
+        await writer.drain()
+        await asyncio.sleep(0.02)
+        writer.write(_chunk(event))
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+
+
+async def _chat(url: str, read_timeout_s: float = 10.0) -> RequestRecord:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    async with TargetClient(ClientSettings(url, read_timeout_s=read_timeout_s)) as client:
+        return await client.chat(body, "t")
+
+
+async def test_keep_alive_reuses_one_connection() -> None:
+    async with scripted(json_answer) as (url, server), TargetClient(ClientSettings(url)) as client:
+        records = [await client.get("/health", "h") for _ in range(5)]
+    assert [r.status for r in records] == [200] * 5
+    assert all(r.raw_text == '{"ok": true}' for r in records)
+    assert server.connections == 1
+    first = server.requests[0].decode()
+    assert first.startswith("GET /health HTTP/1.1\r\n")
+    assert "X-Request-Id: golive-" in first
+
+
+async def test_each_socket_read_is_one_stamped_chunk() -> None:
+    """Events 20 ms apart arrive as separate chunks with rising stamps; the stream parses."""
+    async with scripted(paced_stream) as (url, _):
+        record = await _chat(url)
+    assert record.ok
+    assert len(record.chunks) >= 3
+    stamps = record.timings.chunk_ns
+    assert list(stamps) == sorted(stamps)
+    assert (stamps[-1] - stamps[0]) / 1e6 >= 30
+    parsed = parse(record)
+    assert parsed.stream is not None
+    assert parsed.stream.content == "ab"
+    assert parsed.stream.done
+    assert parsed.ttft_ms is not None
+    assert parsed.ttft_ms >= 15
+
+
+async def test_answer_delimited_by_close_is_complete_and_not_reused() -> None:
+    async def close_delimited(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello ")
+        await writer.drain()
+        await asyncio.sleep(0.01)
+        writer.write(b"world")
+        await writer.drain()
+        writer.close()
+
+    async with (
+        scripted(close_delimited) as (url, server),
+        TargetClient(ClientSettings(url)) as client,
+    ):
+        first = await client.get("/x", "x")
+        second = await client.get("/x", "x")
+    assert first.ok
+    assert first.raw_text == "hello world"
+    assert second.ok
+    assert server.connections == 2
+
+
+async def test_server_closing_mid_stream_keeps_what_arrived() -> None:
+    async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + _chunk(SSE[0]))
+        await writer.drain()
+        await asyncio.sleep(0.01)
+        writer.close()
+
+    async with scripted(reset) as (url, _):
+        record = await _chat(url)
+    assert record.failure is not None
+    assert record.failure.kind is FailureKind.DISCONNECTED
+    assert "mid-answer" in record.failure.message
+    assert record.status == 200
+    assert b"".join(record.chunks) == SSE[0]
+
+
+async def test_silent_server_is_a_read_timeout() -> None:
+    async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(5)
+
+    async with scripted(stall) as (url, _):
+        started = time.monotonic()
+        record = await _chat(url, read_timeout_s=0.3)
+    assert record.failure is not None
+    assert record.failure.kind is FailureKind.TIMEOUT
+    assert "no data for 0.3 s" in record.failure.message
+    assert 0.25 < time.monotonic() - started < 2
+
+
+async def test_slow_drip_is_not_a_read_timeout_but_the_deadline_stops_it() -> None:
+    """Bytes every 0.1 s keep a 0.3 s read timeout happy; a 0.5 s deadline ends the request
+    and the chunks that came before it stay on the record."""
+
+    async def drip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in range(50):
+            writer.write(_chunk(SSE[0]))
+            await writer.drain()
+            await asyncio.sleep(0.1)
+
+    body = {"model": "m", "messages": [], "stream": True}
+    async with (
+        scripted(drip) as (url, _),
+        TargetClient(ClientSettings(url, read_timeout_s=0.3)) as client,
+    ):
+        record = await client.chat(body, "t", deadline_s=0.5)
+    assert record.failure is not None
+    assert record.failure.kind is FailureKind.TIMEOUT
+    assert "client deadline of 0.5 s" in record.failure.message
+    assert 3 <= len(record.chunks) <= 7
+
+
+async def test_garbage_answer_is_a_transport_failure() -> None:
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"SSH-2.0-OpenSSH_9.2\r\n\r\n")
+        await writer.drain()
+
+    async with scripted(garbage) as (url, _):
+        record = await _chat(url)
+    assert record.failure is not None
+    assert record.failure.kind is FailureKind.TRANSPORT
+    assert "malformed HTTP answer" in record.failure.message
+
+
+async def test_pool_never_opens_more_than_its_limit() -> None:
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.05)
+        await json_answer(reader, writer)
+
+    async with (
+        scripted(slow) as (url, server),
+        TargetClient(ClientSettings(url, max_connections=2)) as client,
+    ):
+        records = await asyncio.gather(*(client.get("/x", "x") for _ in range(8)))
+    assert all(r.ok for r in records)
+    assert server.peak_open <= 2
+    assert server.connections == 2
+
+
+async def test_unreachable_port_is_a_connect_failure() -> None:
+    async with scripted(json_answer) as (url, _):
+        pass  # the listener is closed now
+    record = await _chat(url)
+    assert record.failure is not None
+    assert record.failure.kind is FailureKind.CONNECT
+    assert "cannot connect" in record.failure.message
+
+
+def test_constant_arrivals_are_evenly_spaced_and_capped() -> None:
+    schedule = Schedule("rate", 10, 5, rate_per_s=250, arrival="constant")
+    assert list(arrival_offsets_ns(schedule)) == [0, 4_000_000, 8_000_000, 12_000_000, 16_000_000]
+    poisson = list(arrival_offsets_ns(Schedule("rate", 10, 1000, rate_per_s=100, seed=3)))
+    assert len(poisson) == 1000
+    assert 8 < poisson[-1] / 1e9 < 12  # 1000 arrivals at 100/s take about 10 s
+
+
+@pytest.mark.parametrize("rate", [200.0])
+async def test_rate_schedule_sends_on_time(rate: float) -> None:
+    """Requests leave within a millisecond of when they were due (median), not a timer tick
+    late: the last stretch before each is spent yielding to the loop."""
+    lags: list[float] = []
+
+    async def send(body: object, label: str, scheduled_ns: int) -> RequestRecord:
+        lags.append((time.perf_counter_ns() - scheduled_ns) / 1e6)
+        return await asyncio.sleep(0, result=_record(scheduled_ns))
+
+    schedule = Schedule("rate", 2.0, 200, rate_per_s=rate, arrival="constant")
+    result = await run_schedule(schedule, send, lambda n: {}, "r")
+    assert len(result.records) == 200
+    assert statistics.median(lags) < 1.0
+    assert min(lags) >= 0
+
+
+def _record(scheduled_ns: int) -> RequestRecord:
+    return RequestRecord(
+        "r", "r", "POST", "u", None, False, 0.0, Timings(scheduled_ns, scheduled_ns)
+    )
