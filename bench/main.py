@@ -101,9 +101,11 @@ def main(argv: list[str]) -> int:
                 step(f"(c) timing fidelity: {tool}", lambda t=tool: measures.fidelity(env, t))
         if "d" in only:
             for n in (1000, 5000):
-                step(
-                    f"(d) memory at {n} streams: golive", lambda n=n: measures.memory(env, base, n)
-                )
+                for tool in tools if not args.quick else ["golive"]:
+                    step(
+                        f"(d) memory at {n} streams: {tool}",
+                        lambda n=n, t=tool: measures.memory(env, base, n, t),
+                    )
         if "e" in only:
             step("(e) long context: golive", lambda: measures.long_context(env, base))
         if "f" in only:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import peers
-from net import free_port, wait_port
+from net import PeakMemory, free_port, wait_port
 
 HERE = Path(__file__).resolve().parent
 
@@ -66,19 +66,21 @@ class Env:
 
 
 def drive(env: Env, *args: str) -> dict[str, Any]:
-    """Run golive's engine (drive.py) pinned to the client CPU; return its JSON."""
-    out = subprocess.run(
-        ["taskset", "-c", str(env.client_cpu), str(env.python), str(HERE / "drive.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(
-            f"drive.py {' '.join(args)} exited {out.returncode}: {out.stderr[-800:]}"
-        )
-    result: dict[str, Any] = json.loads(out.stdout)
+    """Run golive's engine (drive.py) pinned to the client CPU; return its JSON, with the
+    peak PSS of the process as `peak_pss_mb` (sampled from outside, as for the peers)."""
+    argv = ["taskset", "-c", str(env.client_cpu), str(env.python), str(HERE / "drive.py"), *args]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    memory = PeakMemory(proc.pid)
+    memory.start()
+    try:
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+        peak = memory.stop()
+    if proc.returncode != 0:
+        raise RuntimeError(f"drive.py {' '.join(args)} exited {proc.returncode}: {stderr[-800:]}")
+    result: dict[str, Any] = json.loads(stdout)
+    result["peak_pss_mb"] = peak
     return result
 
 
@@ -242,12 +244,21 @@ def fidelity(env: Env, tool: str) -> list[Row]:
 
 
 # -- (d), (e) -----------------------------------------------------------------------------
-def memory(env: Env, base: str, streams: int) -> list[Row]:
+def memory(env: Env, base: str, streams: int, tool: str = "golive") -> list[Row]:
+    """golive holds N dripping streams open and reads its own RSS; every tool, golive too,
+    is also sampled from outside: peak PSS of its process tree while N streams are open."""
+    if tool != "golive":
+        load = peers.Load(f"{base}/drip/o64", 64, 64, 40, concurrency=streams, requests=streams)
+        report = peer(env, tool, load)
+        return [Row(tool, f"peak_pss_mb_{streams}_streams", report.peak_mb, "MB")]
     hold = "8" if streams <= 1000 else "12"
     r = drive(env, "streams", f"{base}/slow/o64", "--streams", str(streams), "--hold", hold)
     if r["connections_opened"] < streams:
         raise RuntimeError(f"only {r['connections_opened']} of {streams} streams opened")
-    return [Row("golive", f"rss_mb_{streams}_streams", r["rss_mb"], "MB")]
+    return [
+        Row("golive", f"rss_mb_{streams}_streams", r["rss_mb"], "MB"),
+        Row("golive", f"peak_pss_mb_{streams}_streams", r["peak_pss_mb"], "MB"),
+    ]
 
 
 def long_context(env: Env, base: str) -> list[Row]:

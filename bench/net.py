@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
+import threading
 import time
+from pathlib import Path
+
+from golive.sampling import process_tree
 
 
 def free_port() -> int:
@@ -27,3 +32,35 @@ def wait_port(
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout_s:g} s")
+
+
+def tree_pss_mb(root: int) -> float:
+    """Proportional set size of a process and all its descendants, in MB: shared pages are
+    split between the processes that share them, so forked workers are not counted twice."""
+    total_kb = 0
+    for pid in process_tree(root):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total_kb += int(line.split()[1])
+                    break
+    return total_kb / 1024
+
+
+class PeakMemory(threading.Thread):
+    """Samples a process tree's PSS four times a second until stopped; keeps the peak."""
+
+    def __init__(self, root: int) -> None:
+        super().__init__(daemon=True)
+        self.root = root
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.wait(0.25):
+            self.peak_mb = max(self.peak_mb, tree_pss_mb(self.root))
+
+    def stop(self) -> float:
+        self._stop.set()
+        self.join()
+        return self.peak_mb

@@ -5,7 +5,8 @@ streamed answers per second, far above any Python client. A POST to a static fil
 405 in nginx; `error_page 405 =200 $uri` turns it into the file. `/v1/chat/completions`
 replays the body chosen by the first path segment (`/o64/v1/chat/completions` = 64 tokens),
 so one server serves every output length; `/slow/...` drips the body at a fixed byte rate
-(open streams for the memory measure).
+(open streams for the memory measure), `/drip/...` at 1 KB/s (a 64-token answer lasts
+~13 s: streams that stay open, then end, for tools that wait for every answer).
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ http {{
     location ~ ^/(o[0-9]+)/v1/chat/completions$ {{ try_files /$1.sse =404; }}
     location ~ ^/slow/(o[0-9]+)/v1/chat/completions$ {{
       limit_rate {slow_rate};
+      try_files /$1.sse =404;
+    }}
+    location ~ ^/drip/(o[0-9]+)/v1/chat/completions$ {{
+      limit_rate 1k;
       try_files /$1.sse =404;
     }}
   }}

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from net import PeakMemory
+
 CACHE = Path(os.environ.get("GOLIVE_BENCH_CACHE", Path.home() / ".cache" / "golive" / "bench"))
 GUIDELLM = CACHE / "guidellm-0.8.1" / "bin" / "guidellm"
 AIPERF = CACHE / "aiperf-0.13.0" / "bin" / "aiperf"
@@ -40,21 +42,29 @@ class Report:
     rps: float
     ttft_ms: float | None
     itl_ms: float | None
+    peak_mb: float = 0.0
 
 
-def _run(argv: list[str], cpu: int, log: Path, env: dict[str, str] | None = None) -> None:
+def _run(argv: list[str], cpu: int, log: Path, env: dict[str, str] | None = None) -> float:
+    """Run a tool pinned to `cpu`; return the peak PSS (MB) of its process tree."""
     with log.open("wb") as out:
-        code = subprocess.run(
+        proc = subprocess.Popen(
             ["taskset", "-c", str(cpu), *argv],
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
-            timeout=900,
-            check=False,
-        ).returncode
+        )
+        memory = PeakMemory(proc.pid)
+        memory.start()
+        try:
+            code = proc.wait(900)
+        finally:
+            proc.kill()
+            peak = memory.stop()
     if code != 0:
         tail = log.read_text(errors="replace")[-1500:]
         raise RuntimeError(f"{argv[0]} exited {code}; log {log}:\n{tail}")
+    return peak
 
 
 def guidellm(load: Load, tokenizer: Path, cpu: int, work: Path) -> Report:
@@ -92,7 +102,9 @@ def guidellm(load: Load, tokenizer: Path, cpu: int, work: Path) -> Report:
     path = work / "guidellm-scenario.json"
     path.write_text(json.dumps(scenario))
     argv = [str(GUIDELLM), "run", "-c", str(path), "--disable-console-interactive"]
-    _run(argv, cpu, work / "guidellm.log", {"GUIDELLM__MAX_WORKER_PROCESSES": GUIDELLM_WORKERS})
+    peak = _run(
+        argv, cpu, work / "guidellm.log", {"GUIDELLM__MAX_WORKER_PROCESSES": GUIDELLM_WORKERS}
+    )
     bench = json.loads(out.read_text())["benchmarks"][0]
     metrics = bench["metrics"]
     done = int(metrics["request_totals"]["successful"])
@@ -102,6 +114,7 @@ def guidellm(load: Load, tokenizer: Path, cpu: int, work: Path) -> Report:
         done / float(bench["duration"]),
         metrics["time_to_first_token_ms"]["successful"]["median"],
         metrics["inter_token_latency_ms"]["successful"]["median"],
+        peak,
     )
 
 
@@ -122,7 +135,7 @@ def aiperf(load: Load, tokenizer: Path, cpu: int, work: Path) -> Report:
         argv += ["--request-count", str(load.requests)]
     else:
         argv += ["--benchmark-duration", str(load.duration_s)]
-    _run(argv, cpu, work / "aiperf.log")
+    peak = _run(argv, cpu, work / "aiperf.log")
     data = json.loads((art / "profile_export_aiperf.json").read_text())
     count = int(data["request_count"]["avg"])
     return Report(
@@ -131,6 +144,7 @@ def aiperf(load: Load, tokenizer: Path, cpu: int, work: Path) -> Report:
         float(data["request_throughput"]["avg"]),
         data["time_to_first_token"]["p50"],
         data["inter_token_latency"]["p50"] or None,
+        peak,
     )
 
 
@@ -159,7 +173,7 @@ def vllm_bench(load: Load, tokenizer: Path, python: Path, cpu: int, work: Path) 
         argv += ["--request-rate", "inf"]
     if load.concurrency is not None:
         argv += ["--max-concurrency", str(load.concurrency)]
-    _run(argv, cpu, work / "vllm-bench.log")
+    peak = _run(argv, cpu, work / "vllm-bench.log")
     data = json.loads((work / "vllm-bench.json").read_text())
     return Report(
         int(data["completed"]),
@@ -167,6 +181,7 @@ def vllm_bench(load: Load, tokenizer: Path, python: Path, cpu: int, work: Path) 
         float(data["request_throughput"]),
         data["median_ttft_ms"],
         data["median_itl_ms"],
+        peak,
     )
 
 

@@ -35,7 +35,14 @@ def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) 
     # bounded defect on a non-critical feature -> observe-with-limits, naming the feature.
     assert verdict["outcome"] == "observe-with-limits", verdict["rules_fired"]
     assert run.returncode == 10, run.stderr[-3000:]
-    assert {r["rule"] for r in verdict["rules_fired"]} == {"agent-feature-limited"}
+    rules = {r["rule"] for r in verdict["rules_fired"]}
+    assert "agent-feature-limited" in rules
+    # Concurrency 4 on a 2-core CPU engine sits at the throughput knee (one CI run measured
+    # a 1.18x gain from 2 to 4 against the 1.2x threshold; others passed): when the ramp
+    # finds the knee, the verdict also caps concurrency, and must say where.
+    assert rules <= {"agent-feature-limited", "capacity-limited"}
+    if "capacity-limited" in rules:
+        assert 1 <= verdict["limits"]["max_concurrency"] < 4
     assert any("tool_choice=auto" in f for f in verdict["limits"]["disable_features"])
     for prefix in SECTIONS:
         assert any(cid.startswith(prefix) for cid in checks), prefix
