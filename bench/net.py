@@ -54,13 +54,13 @@ class PeakMemory(threading.Thread):
         super().__init__(daemon=True)
         self.root = root
         self.peak_mb = 0.0
-        self._stop = threading.Event()
+        self._done = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(0.25):
+        while not self._done.wait(0.25):
             self.peak_mb = max(self.peak_mb, tree_pss_mb(self.root))
 
     def stop(self) -> float:
-        self._stop.set()
+        self._done.set()
         self.join()
         return self.peak_mb
