@@ -8,6 +8,7 @@ Series with the same name but different `engine` labels (data parallel) are aggr
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -182,15 +183,21 @@ _SAMPLE_SUFFIXES = ("", "_total", "_bucket", "_count", "_sum", "_created", "_inf
 def _keep_families(text: str, names: Iterable[str]) -> str:
     """The lines of `text` that belong to the families `names` refer to (and their
     `# HELP`/`# TYPE` lines); everything else is dropped unparsed (one regex scan)."""
+    pattern = _family_pattern(tuple(sorted(set(names))))
+    return "\n".join(m.group(0) for m in pattern.finditer(text)) + "\n"
+
+
+@functools.lru_cache(maxsize=32)
+def _family_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """Compiled once per set of names: the probes ask for the same few twice a second."""
     families = sorted({_strip_total(spelling) for name in names for spelling in _spellings(name)})
     suffixes = "|".join(s for s in _SAMPLE_SUFFIXES if s)
-    pattern = re.compile(
+    return re.compile(
         r"^(?:# (?:HELP|TYPE) )?(?:"
         + "|".join(re.escape(f) for f in families)
         + rf")(?:{suffixes})?(?:[{{ ].*)?$",
         re.MULTILINE,
     )
-    return "\n".join(m.group(0) for m in pattern.finditer(text)) + "\n"
 
 
 def _spellings(name: str) -> Iterable[str]:

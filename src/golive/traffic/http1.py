@@ -84,7 +84,6 @@ class _Connection(asyncio.Protocol):
         self._done: asyncio.Future[None] | None = None
         self._reusable = False
         self.last_read_ns = 0
-        self._now = 0
         self._complete = False
         self._delimited = False
 
@@ -99,7 +98,6 @@ class _Connection(asyncio.Protocol):
         if self._done is None or self._done.done():
             self._fail(BadResponse("the server sent bytes with no request outstanding"))
             return
-        self._now = now
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -140,7 +138,7 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         ex = self._exchange
-        ex.headers_ns = self._now
+        ex.headers_ns = self.last_read_ns  # stamped by the read that is being parsed
         ex.status = self._parser.get_status_code()
         headers = ex.headers
         self._delimited = (
