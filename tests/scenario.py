@@ -32,6 +32,17 @@ agent:
 """
 
 
+# Small, production-shaped capacity requests: the CPU target decodes ~5 tokens/s on one core.
+SMALL_REQUESTS = {
+    "capacity.system_prompt_words": 40,
+    "capacity.tools": 1,
+    "capacity.turns": 1,
+    "capacity.long_share": 0.0,
+    "capacity.max_tokens": 6,
+    "capacity.long_max_tokens": 4,
+}
+
+
 async def golive_run(target: RunningTarget, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     """The programme against a local target, with its startup log as the SRE would give it."""
     config = out.parent / "run-config.yaml"

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
 from golive.errors import BundleError
+from golive.signing import SIGNATURE, SignatureCheck, check_signature, sign_manifest
 
 MANIFEST = "manifest-sha256.txt"
 SUBDIRS = ("config", "environment", "requests", "metrics", "memory")
@@ -92,11 +95,17 @@ class Bundle:
             handle.close()
         self._open.clear()
 
-    def seal(self) -> Path:
-        """Close open files and write the manifest over every other file."""
+    def seal(self, key: Ed25519PrivateKey | None = None) -> Path:
+        """Close open files and write the manifest over every other file; with `key`, sign
+        it. A signature left from an earlier seal no longer matches and is removed."""
         self.close()
         lines = [f"{digest}  {rel}" for rel, digest in sorted(_hash_tree(self.root).items())]
-        return self.write_text(MANIFEST, "\n".join(lines) + "\n")
+        manifest = self.write_text(MANIFEST, "\n".join(lines) + "\n")
+        if key is not None:
+            sign_manifest(self.root, manifest.read_bytes(), key)
+        else:
+            self.path(SIGNATURE).unlink(missing_ok=True)
+        return manifest
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,18 +113,24 @@ class VerifyReport:
     altered: tuple[str, ...]
     missing: tuple[str, ...]
     extra: tuple[str, ...]
+    signature: SignatureCheck | None = None
+    key_given: bool = False
 
     @property
     def ok(self) -> bool:
-        return not (self.altered or self.missing or self.extra)
+        files_ok = not (self.altered or self.missing or self.extra)
+        signed_ok = not self.key_given or (self.signature is not None and self.signature.valid)
+        return files_ok and signed_ok
 
 
-def verify(root: Path) -> VerifyReport:
-    """Compare a bundle with its manifest. `BundleError` when there is no readable manifest."""
+def verify(root: Path, key: Ed25519PublicKey | None = None) -> VerifyReport:
+    """Compare a bundle with its manifest, and with `key` check the manifest's signature.
+    `BundleError` when there is no readable manifest."""
     manifest = root / MANIFEST
     try:
-        text = manifest.read_text(encoding="utf-8")
-    except OSError as exc:
+        raw = manifest.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise BundleError(
             f"{manifest} cannot be read ({exc}); the bundle was never sealed"
         ) from exc
@@ -126,10 +141,13 @@ def verify(root: Path) -> VerifyReport:
             raise BundleError(f"{manifest}:{number} is not '<sha256>  <path>': {line!r}")
         expected[rel] = digest
     actual = _hash_tree(root)
+    signed = (root / SIGNATURE).exists()
     return VerifyReport(
         altered=tuple(sorted(r for r in expected if r in actual and actual[r] != expected[r])),
         missing=tuple(sorted(r for r in expected if r not in actual)),
         extra=tuple(sorted(r for r in actual if r not in expected)),
+        signature=check_signature(root, raw, key) if key is not None or signed else None,
+        key_given=key is not None,
     )
 
 
@@ -139,7 +157,7 @@ def _hash_tree(root: Path) -> dict[str, str]:
         if not path.is_file() and not path.is_symlink():
             continue
         rel = path.relative_to(root).as_posix()
-        if rel == MANIFEST:
+        if rel in (MANIFEST, SIGNATURE):
             continue
         if path.is_symlink():
             digests[rel] = hashlib.sha256(f"symlink:{os.readlink(path)}".encode()).hexdigest()

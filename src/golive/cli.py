@@ -345,6 +345,7 @@ def _target_overrides(args: argparse.Namespace) -> dict[str, Any]:
         "target.engine_url": args.engine_url,
         "profile": args.profile,
         "policy": None if args.policy is None else str(args.policy),
+        "sign_key": None if args.sign_key is None else str(args.sign_key),
     }
 
 

@@ -23,6 +23,9 @@ def _target_options(parser: argparse.ArgumentParser, target_required: bool = Tru
     parser.add_argument("--json", action="store_true", help="print verdict.json to stdout")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML for CI")
     parser.add_argument("--policy", type=Path, help="decision policy file (default: bundled)")
+    parser.add_argument(
+        "--sign-key", type=Path, metavar="PEM", help="sign the manifest (Ed25519 private key)"
+    )
 
 
 def _evidence_options(parser: argparse.ArgumentParser) -> None:
@@ -107,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache_and_agent(sub)
     check = sub.add_parser("verify", help="check a bundle against its manifest")
     check.add_argument("bundle", type=Path)
+    check.add_argument(
+        "--key", type=Path, metavar="PEM", help="also check the manifest's Ed25519 signature"
+    )
     demo = sub.add_parser(
         "demo", help="start the bundled local vLLM (CPU) and run golive against it"
     )
@@ -196,6 +202,9 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "--override-reason", help="required to sign go-live over a verdict that is not go-live"
     )
     sign.add_argument("--registry", type=Path, help="rollback registry (default $GOLIVE_REGISTRY)")
+    sign.add_argument(
+        "--sign-key", type=Path, metavar="PEM", help="sign the re-sealed manifest (Ed25519)"
+    )
     watch = sub.add_parser(
         "watch", help="post-approval watch window against an accepted bundle; rollback triggers"
     )

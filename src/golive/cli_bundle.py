@@ -20,18 +20,24 @@ from golive.report.html import render_html
 from golive.report.markdown import render_markdown
 from golive.results import Outcome
 from golive.run import sign_bundle
+from golive.signing import load_public_key
 
 BUNDLE_COMMANDS = ("verify", "decide", "signoff", "guardrails", "rollback", "report")
 
 
 def bundle_command(args: argparse.Namespace, err: Console) -> int:
     if args.command == "verify":
-        return _verify(args.bundle)
+        return _verify(args.bundle, args.key)
     if args.command == "decide":
         return _decide(args, err)
     if args.command == "signoff":
         signature = sign_bundle(
-            args.bundle, args.reviewer, Outcome(args.outcome), args.override_reason, args.registry
+            args.bundle,
+            args.reviewer,
+            Outcome(args.outcome),
+            args.override_reason,
+            args.registry,
+            args.sign_key,
         )
         print(
             f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
@@ -76,8 +82,13 @@ def _decide(args: argparse.Namespace, err: Console) -> int:
     return 0 if result.agrees else 1
 
 
-def _verify(bundle: Path) -> int:
-    report = verify(bundle)
+def _verify(bundle: Path, key_file: Path | None) -> int:
+    report = verify(bundle, None if key_file is None else load_public_key(key_file))
+    signature = report.signature
+    if signature is not None and signature.valid:
+        print(f"{bundle}: manifest signed by {signature.key_fingerprint} (signature valid)")
+    elif signature is not None:
+        print(f"signature: {signature.problem}")
     if report.ok:
         print(f"{bundle}: intact (every file matches manifest-sha256.txt)")
         return 0

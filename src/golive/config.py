@@ -34,6 +34,12 @@ class TargetConfig(StrictModel):
     model: str | None = Field(None, description="served model name; default: the first listed")
     connect_timeout_s: float = Field(10.0, gt=0)
     read_timeout_s: float = Field(300.0, gt=0)
+    request_deadline_s: float = Field(
+        900.0, gt=0, description="whole-request limit: a slow-drip answer is cut after this"
+    )
+    max_response_mb: float = Field(
+        256.0, gt=0, description="largest answer kept; a bigger one is cut and recorded"
+    )
 
     @field_validator("url", "metrics_url", "engine_url")
     @classmethod
@@ -101,6 +107,12 @@ class CapacityConfig(StrictModel):
     duration_s: float = Field(60.0, gt=0, description="sustained phase length")
     step_duration_s: float = Field(20.0, gt=0, description="length of each ramp step")
     step_max_requests: int = Field(400, ge=1)
+    drain_s: float | None = Field(
+        None,
+        ge=0,
+        description="time requests in flight get to finish after a phase's duration; then the "
+        "watchdog ends them (default: 3x the phase, at most 120 s)",
+    )
     long_max_tokens: int = Field(8, ge=1, description="generation limit of long-input requests")
     max_queue_s: float = Field(0.5, ge=0)
     max_queue_share: float = Field(0.25, ge=0)
@@ -158,6 +170,9 @@ class GoliveConfig(StrictModel):
     agent: AgentConfig = AgentConfig()
     signoff: SignoffConfig = SignoffConfig()
     policy: str | None = Field(None, description="decision policy file (default: bundled)")
+    sign_key: str | None = Field(
+        None, description="Ed25519 private key (PEM): sign the bundle's manifest with it"
+    )
 
 
 class ChainExpectation(StrictModel):

@@ -39,6 +39,17 @@ def missing_evidence(checks: Sequence[CheckResult]) -> RuleFired | None:
     )
 
 
+def interrupted(checks: Sequence[CheckResult]) -> RuleFired | None:
+    if not any(c.id == "golive.interrupted" for c in checks):
+        return None
+    return RuleFired(
+        "interrupted",
+        Outcome.HOLD,
+        "golive was stopped by a signal before the programme finished; the bundle is partial",
+        ("golive.interrupted",),
+    )
+
+
 def environment_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
     failed = [
         c.id
@@ -162,6 +173,7 @@ def critical_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
 
 RULES: tuple[Rule, ...] = (
     nothing_measured,
+    interrupted,
     missing_evidence,
     environment_failed,
     capacity_exhausted,

@@ -24,11 +24,14 @@ from golive.checks.context import CheckContext, NoTarget, Target
 from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.decide import decide, limits
 from golive.errors import ConfigError
+from golive.interrupt import Guard
+from golive.ledger import ledger_check
 from golive.policy import POLICY_FILE, apply_policy, load_policy
 from golive.registry import identity, register, registry_dir
 from golive.report.html import render_html
 from golive.report.markdown import render_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
+from golive.signing import load_private_key
 from golive.signoff import build_signoff, bundle_files, render_signoff
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
 from golive.watch import WatchSettings, run_watch
@@ -66,6 +69,7 @@ async def judge(
     profile = load_profile(config.profile)
     policy = load_policy(None if config.policy is None else Path(config.policy))
     api_key = read_api_key(config.target.api_key_env)
+    key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
     bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
     bundle.write_text(POLICY_FILE, policy.text)
     started = _now()
@@ -73,17 +77,24 @@ async def judge(
         "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
     )
     bundle.write_text("config/profile.yaml", profile_text(config.profile))
+    clients: list[TargetClient] = []
+    guard = Guard(clients)
     try:
         async with contextlib.AsyncExitStack() as stack:
             target: Target = NoTarget()
             engine: Target | None = None
             if config.target.url is not None:
-                target = await stack.enter_async_context(TargetClient(_settings(config)))
+                client = await stack.enter_async_context(TargetClient(_settings(config)))
+                clients.append(client)
+                target = client
             if config.target.engine_url is not None:
-                engine = await stack.enter_async_context(
+                behind = await stack.enter_async_context(
                     TargetClient(_settings(config, config.target.engine_url))
                 )
-            checks = await programme(CheckContext(target, bundle, config, profile, engine))
+                clients.append(behind)
+                engine = behind
+            done = await guard.run(programme(CheckContext(target, bundle, config, profile, engine)))
+            checks = done if done is not None else []
     except Exception as exc:
         checks = [
             CheckResult(
@@ -94,6 +105,10 @@ async def judge(
                 f"golive stopped early on an unexpected error: {type(exc).__name__}: {exc}",
             )
         ]
+    if guard.interruption is not None:
+        checks.append(guard.interruption.check())
+    if clients:
+        checks.append(ledger_check(bundle.root, sum(c.chat_requests for c in clients)))
     for rel, source in (attach or {}).items():
         bundle.write_text(rel, source.read_text(encoding="utf-8", errors="replace"))
     checks = apply_policy(policy.policy, checks)
@@ -107,12 +122,18 @@ async def judge(
         "launch_config_digest": found["launch_config_digest"],
         "becomes_rollback_artifact": "when signed go-live or observe-with-limits",
     }
+    if guard.interruption is not None:
+        data["interrupted"] = {
+            "signal": guard.interruption.signal,
+            "at": dt.datetime.fromtimestamp(guard.interruption.at, dt.UTC).isoformat(),
+            "stopped_in_s": round(guard.interruption.stopped_in_s, 3),
+        }
     bundle.write_json("verdict.json", data)
     chain = bundle.path("environment/chain.json")
     chain_data = json.loads(chain.read_text()) if chain.exists() else None
     bundle.write_text("report.md", render_markdown(data, chain_data))
     write_signoff(bundle, data, None)
-    bundle.seal()
+    bundle.seal(key)
     return Verdict(decision.outcome, out, data)
 
 
@@ -133,6 +154,8 @@ def _settings(config: GoliveConfig, url: str | None = None) -> ClientSettings:
         api_key_env=config.target.api_key_env,
         connect_timeout_s=config.target.connect_timeout_s,
         read_timeout_s=config.target.read_timeout_s,
+        request_deadline_s=config.target.request_deadline_s,
+        max_response_bytes=int(config.target.max_response_mb * (1 << 20)),
     )
 
 
@@ -192,9 +215,11 @@ def sign_bundle(
     outcome: Outcome,
     override_reason: str | None,
     registry: Path | None = None,
+    sign_key: Path | None = None,
 ) -> dict[str, Any]:
     """Record the reviewer's signature over an intact bundle and re-seal it; an accepted
     outcome registers the bundle as a rollback artifact (`registry.py`)."""
+    key = None if sign_key is None else load_private_key(sign_key)
     report = verify(root)
     if not report.ok:
         raise ConfigError(
@@ -231,7 +256,7 @@ def sign_bundle(
     }
     bundle = Bundle(root)
     write_signoff(bundle, data, signature)
-    bundle.seal()
+    bundle.seal(key)
     registered = register(root, signature, registry_dir(registry))
     return {**signature, "registered": None if registered is None else str(registered)}
 
@@ -240,6 +265,7 @@ async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings)
     """Open a watch bundle, watch the target, seal it (also when interrupted)."""
     profile = load_profile(config.profile)
     api_key = read_api_key(config.target.api_key_env)
+    key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
     bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
     bundle.write_text(
         "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
@@ -249,4 +275,4 @@ async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings)
             ctx = CheckContext(client, bundle, config, profile)
             return await run_watch(ctx, settings)
     finally:
-        bundle.seal()
+        bundle.seal(key)

@@ -10,8 +10,10 @@ from aiohttp import web
 
 @asynccontextmanager
 async def serve_app(app: web.Application) -> AsyncIterator[str]:
-    """Serve an aiohttp app on 127.0.0.1 with an ephemeral port; yield its base URL."""
-    runner = web.AppRunner(app, access_log=None)
+    """Serve an aiohttp app on 127.0.0.1 with an ephemeral port; yield its base URL.
+
+    A handler is cancelled when its client goes away, so a fake can count what is open."""
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

@@ -26,6 +26,19 @@ class FakeState:
     prompt_tokens: int = 0
     seen_auth: list[str] = field(default_factory=list)
     release: asyncio.Event = field(default_factory=asyncio.Event)
+    chats: int = 0  # chat requests received
+    hanging: int = 0  # chat requests held open right now (their clients still connected)
+    peak_hanging: int = 0
+
+
+async def _hold(state: FakeState) -> None:
+    """Hold a request open until released or until its client goes away."""
+    state.hanging += 1
+    state.peak_hanging = max(state.peak_hanging, state.hanging)
+    try:
+        await state.release.wait()
+    finally:
+        state.hanging -= 1
 
 
 def _metrics(state: FakeState) -> str:
@@ -65,6 +78,12 @@ def build_app(state: FakeState) -> web.Application:
         )
 
     async def metrics(_: web.Request) -> web.Response:
+        if state.fault == "metrics_500":
+            return web.Response(status=500, text="Internal Server Error")
+        if state.fault == "metrics_hang":
+            await state.release.wait()
+        if state.fault == "metrics_garbage":
+            return web.Response(text="vllm:num_requests_running{engine=0 1\n\x00garbage {{{\n")
         if state.fault in ("not_vllm", "bad_metrics"):
             return web.Response(
                 text="<html><body>metrics here</body></html>", content_type="text/html"
@@ -74,6 +93,7 @@ def build_app(state: FakeState) -> web.Application:
         return web.Response(text=_metrics(state))
 
     async def chat(request: web.Request) -> web.StreamResponse:
+        state.chats += 1
         state.seen_auth.append(request.headers.get("Authorization", ""))
         body = await request.json()
         if body.get("model") != MODEL:
@@ -99,8 +119,8 @@ def build_app(state: FakeState) -> web.Application:
                 },
                 status=500,
             )
-        if state.fault == "hang":
-            await state.release.wait()
+        if state.fault == "hang" or (state.fault == "hang_tools" and body.get("tools")):
+            await _hold(state)
         state.prompt_tokens += 7
         if not body.get("stream"):
             state.successes += 1
@@ -136,6 +156,18 @@ def build_app(state: FakeState) -> web.Application:
             return response
         if state.fault == "malformed_stream":
             await response.write(b"data: {this is not json\n\n")
+        if state.fault == "error_event":
+            await response.write(
+                b'data: {"error":{"message":"EngineCore encountered an issue","code":500}}\n\n'
+            )
+        if state.fault == "drip":  # one byte at a time, never finishing
+            while True:
+                await response.write(b" ")
+                await asyncio.sleep(0.05)
+        if state.fault == "unbounded":  # a stream that never ends, at full speed
+            piece = _chunk({"content": "x" * 4000}) * 16
+            while True:
+                await response.write(piece)
         await response.write(_chunk({"content": "good."}, "stop"))
         if state.fault != "truncated_stream":
             await response.write(

@@ -25,21 +25,11 @@ from golive.run import Verdict, judge
 from golive.sampling import process_tree
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
-from tests.scenario import golive_run, rules
+from tests.scenario import SMALL_REQUESTS, golive_run, rules
 
 pytestmark = pytest.mark.target
 
-# Small, production-shaped requests: the CPU target decodes ~5 tokens/s on one core.
-SMALL = {
-    "capacity.system_prompt_words": 40,
-    "capacity.tools": 1,
-    "capacity.turns": 1,
-    "capacity.long_share": 0.0,
-    "capacity.max_tokens": 6,
-    "capacity.long_max_tokens": 4,
-    "capacity.step_duration_s": 8,
-    "capacity.duration_s": 10,
-}
+SMALL = {**SMALL_REQUESTS, "capacity.step_duration_s": 8, "capacity.duration_s": 10}
 
 
 async def _capacity(target: RunningTarget, out: Path, **settings: Any) -> Verdict:
@@ -175,6 +165,7 @@ async def test_engine_killed_in_phase_3_is_a_recorded_termination(
     assert verdict.outcome is Outcome.EXPAND_CAPACITY
     assert checks["capacity.concurrency"]["measurements"]["classification"] == "expand-capacity"
     assert "not run" in checks["capacity.sustained"]["summary"]
+    assert checks["golive.ledger"]["status"] == "pass"  # every request sent is recorded
     record = json.loads((out / "memory/termination.json").read_text())
     assert record["phase"] == "concurrency"
     assert record["concurrency"] == 1

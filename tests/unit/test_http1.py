@@ -262,3 +262,52 @@ def _record(scheduled_ns: int) -> RequestRecord:
     return RequestRecord(
         "r", "r", "POST", "u", None, False, 0.0, Timings(scheduled_ns, scheduled_ns)
     )
+
+
+async def half_stream_then_hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + _chunk(SSE[0]))
+    await writer.drain()
+    await reader.read()  # until the client goes away
+
+
+async def test_abort_in_flight_returns_records_and_stop_refuses_new_requests() -> None:
+    """Aborted requests still come back as records (cancelled, with what had arrived), so
+    a caller saves them; after `stop` nothing more leaves."""
+    body = {"model": "m", "messages": [], "stream": True}
+    async with (
+        scripted(half_stream_then_hang) as (url, server),
+        TargetClient(ClientSettings(url)) as client,
+    ):
+        pending = [asyncio.ensure_future(client.chat(body, f"t{i}")) for i in range(3)]
+        while server.open_now < 3 or client.in_flight < 3:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        assert client.stop("interrupted by SIGTERM") == 3
+        records = await asyncio.wait_for(asyncio.gather(*pending), 1)
+        with pytest.raises(asyncio.CancelledError):
+            await client.chat(body, "late")
+        await asyncio.sleep(0.05)
+        assert server.open_now == 0
+    assert len(server.requests) == 3
+    for record in records:
+        assert record.failure is not None
+        assert record.failure.kind is FailureKind.CANCELLED
+        assert "interrupted by SIGTERM" in record.failure.message
+        assert record.chunks  # the first event had arrived
+    assert client.chat_requests == 3
+
+
+async def test_saved_requests_redact_credential_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOLIVE_TEST_KEY", "sk-secret-value")
+    async with scripted(json_answer) as (url, server):
+        settings = ClientSettings(url, api_key_env="GOLIVE_TEST_KEY")
+        async with TargetClient(settings) as client:
+            record = await client.chat(
+                {"model": "m", "messages": []}, "t", headers={"X-Api-Key": "k2", "X-Trace": "a"}
+            )
+    assert b"Authorization: Bearer sk-secret-value" in server.requests[0]
+    saved = parse(record).to_json()["request_headers"]
+    assert saved["Authorization"] == "***REDACTED***"
+    assert saved["X-Api-Key"] == "***REDACTED***"
+    assert saved["X-Trace"] == "a"
+    assert saved["X-Request-Id"] == record.request_id

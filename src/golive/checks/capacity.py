@@ -22,6 +22,7 @@ from golive.checks.capacity_rules import (
 )
 from golive.checks.context import CheckContext
 from golive.evidence.startup_log import StartupFacts
+from golive.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.metrics import parse_metrics
 from golive.results import CheckClass, CheckResult, Status
 from golive.sampling import Curve, Probe
@@ -276,6 +277,44 @@ def model_load(run: Run) -> CheckResult:
     return cap_result(
         "capacity.model_load",
         Status.WARN if fallbacks else Status.PASS,
+        summary,
+        measurements,
+        evidence,
+        critical=False,
+    )
+
+
+def merge_curves(
+    ctx: CheckContext, inputs: CapacityInputs, timeline: list[PhaseSpan]
+) -> CheckResult:
+    """Node-side GPU curves merged by wall clock: peak memory per phase and GPU."""
+    measurements: dict[str, Any] = {}
+    evidence = []
+    for path in inputs.gpu_curves:  # read now: the node samplers wrote during the run
+        name = path.stem
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            return cap_result(
+                "capacity.gpu_memory",
+                Status.NO_DATA,
+                f"--gpu-curve {path}: cannot be read ({exc.strerror})",
+                {},
+                (),
+                critical=False,
+            )
+        merged, peaks = merge_gpu_curve(text, name, timeline)
+        rel = f"memory/gpu-{name}.csv"
+        ctx.bundle.write_text(rel, merged)
+        evidence.append(rel)
+        measurements.update({f"{name}:{k}": round(v, 1) for k, v in peaks.items()})
+    top = max(measurements.values(), default=None)
+    summary = f"GPU memory curves from {len(inputs.gpu_curves)} node(s) merged by phase"
+    if top is not None:
+        summary += f"; peak {top:.0f} MiB"
+    return cap_result(
+        "capacity.gpu_memory",
+        Status.PASS if measurements else Status.NO_DATA,
         summary,
         measurements,
         evidence,

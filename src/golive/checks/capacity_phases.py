@@ -12,6 +12,7 @@ from golive.checks.capacity import (
     cap_result,
     classified,
     engine_probe,
+    merge_curves,
     model_load,
     served_model,
 )
@@ -28,7 +29,7 @@ from golive.checks.capacity_rules import (
     trend,
 )
 from golive.checks.context import CheckContext, scrape, tokens_per_word
-from golive.gpu_curve import PhaseSpan, merge_gpu_curve
+from golive.gpu_curve import PhaseSpan
 from golive.metrics import MetricsDelta
 from golive.results import CheckResult, Status
 from golive.sampling import Probe, host_probe, nvml_probe, sampling
@@ -39,6 +40,7 @@ from golive.traffic.workload import AgentWorkload, WorkloadShape, filler
 _CONTEXT_ERROR = ("maximum context length", "max_model_len", "context length", "too long")
 _TEMPLATE_OVERHEAD = 32  # chat-template tokens around one user message
 FRACTIONS = (0.125, 0.25, 0.5, 0.75, 1.0)
+WATCHDOG = "metrics/capacity-watchdog.jsonl"  # each load window's caps and how it ended
 
 
 async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckResult]:
@@ -95,44 +97,6 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     if inputs.gpu_curves:
         results.append(merge_curves(ctx, inputs, run.timeline))
     return results
-
-
-def merge_curves(
-    ctx: CheckContext, inputs: CapacityInputs, timeline: list[PhaseSpan]
-) -> CheckResult:
-    """Node-side GPU curves merged by wall clock: peak memory per phase and GPU."""
-    measurements: dict[str, Any] = {}
-    evidence = []
-    for path in inputs.gpu_curves:  # read now: the node samplers wrote during the run
-        name = path.stem
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            return cap_result(
-                "capacity.gpu_memory",
-                Status.NO_DATA,
-                f"--gpu-curve {path}: cannot be read ({exc.strerror})",
-                {},
-                (),
-                critical=False,
-            )
-        merged, peaks = merge_gpu_curve(text, name, timeline)
-        rel = f"memory/gpu-{name}.csv"
-        ctx.bundle.write_text(rel, merged)
-        evidence.append(rel)
-        measurements.update({f"{name}:{k}": round(v, 1) for k, v in peaks.items()})
-    top = max(measurements.values(), default=None)
-    summary = f"GPU memory curves from {len(inputs.gpu_curves)} node(s) merged by phase"
-    if top is not None:
-        summary += f"; peak {top:.0f} MiB"
-    return cap_result(
-        "capacity.gpu_memory",
-        Status.PASS if measurements else Status.NO_DATA,
-        summary,
-        measurements,
-        evidence,
-        critical=False,
-    )
 
 
 def _long_body(run: Run, context: int, ratio: float, n: int) -> dict[str, Any]:
@@ -240,18 +204,35 @@ async def _step(
     before = await scrape(run.ctx, f"capacity-c{concurrency}-before")
     make = workload(run)
     first_row = len(run.memory.rows) if run.memory else 0
+    schedule = Schedule(
+        "concurrency",
+        duration_s=duration_s,
+        max_requests=cap,
+        concurrency=concurrency,
+        drain_s=drain_s(run.ctx.config.capacity.drain_s, duration_s),
+    )
     loaded = await run_schedule(
-        Schedule(
-            "concurrency",
-            duration_s=duration_s,
-            max_requests=cap,
-            concurrency=concurrency,
-            drain_s=min(120.0, duration_s * 3),
-        ),
+        schedule,
         run.send,
         lambda n: make(offset + n),
         f"c{concurrency}",
         stop=run.dead,
+        abort=run.ctx.target.abort_in_flight,
+    )
+    run.ctx.bundle.append_jsonl(
+        WATCHDOG,
+        {
+            "phase": run.phase,
+            "concurrency_cap": concurrency,
+            "request_cap": cap,
+            "duration_s": duration_s,
+            "drain_s": schedule.drain_s,
+            "wall_s": round(loaded.wall_s, 3),
+            "stopped_by": loaded.stopped_by,
+            "peak_in_flight": loaded.peak_in_flight,
+            "requests": len(loaded.records),
+            "cancelled_without_record": loaded.cancelled,
+        },
     )
     after = await scrape(run.ctx, f"capacity-c{concurrency}-after")
     window = run.memory.rows[first_row:] if run.memory else []
@@ -280,6 +261,11 @@ async def _step(
         mean_waiting=_mean([r.get("num_requests_waiting") for r in window]),
     )
     return stats, parsed
+
+
+def drain_s(configured: float | None, duration_s: float) -> float:
+    """How long requests in flight may finish after a phase's time is up."""
+    return configured if configured is not None else min(120.0, duration_s * 3)
 
 
 def _mean(values: Sequence[Any]) -> float | None:

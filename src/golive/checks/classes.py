@@ -316,6 +316,7 @@ async def _load(
         send_one,
         workload.body,
         label,
+        abort=ctx.target.abort_in_flight,
     )
     return list(result.records)
 

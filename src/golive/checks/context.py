@@ -20,6 +20,8 @@ class Target(Protocol):
 
     def url(self, path: str) -> str: ...
 
+    def abort_in_flight(self, reason: str) -> int: ...
+
     async def get(self, path: str, label: str) -> RequestRecord: ...
 
     async def post(self, path: str, body: Mapping[str, Any], label: str) -> RequestRecord: ...
@@ -39,6 +41,9 @@ class NoTarget:
 
     def url(self, path: str) -> str:
         raise ConfigError(f"{path} needs a live server: give --target URL")
+
+    def abort_in_flight(self, reason: str) -> int:
+        return 0
 
     async def get(self, path: str, label: str) -> RequestRecord:
         raise ConfigError(f"{path} needs a live server: give --target URL")

@@ -35,6 +35,7 @@ from golive.traffic.http1 import (
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings
 
 _KEPT_HEADERS = ("x-request-id", "content-type", "server", "retry-after")
+CHAT_PATH = "/v1/chat/completions"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,8 @@ class ClientSettings:
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 300.0
     max_connections: int = 256
+    request_deadline_s: float | None = None  # whole-request limit when the caller sets none
+    max_response_bytes: int = 256 << 20
 
 
 def read_api_key(env_name: str | None) -> str | None:
@@ -73,6 +76,9 @@ class TargetClient:
         self._ssl: ssl.SSLContext | None = None
         self._ids = itertools.count(1)
         self._run_tag = uuid.uuid4().hex[:8]
+        self._live: dict[asyncio.Timeout, str | None] = {}  # in flight -> why it was aborted
+        self._stopping: str | None = None
+        self.chat_requests = 0  # chat completions started and answered with a record
 
     async def __aenter__(self) -> Self:
         self._headers = {"User-Agent": "golive", "Accept": "*/*"}
@@ -90,6 +96,28 @@ class TargetClient:
         for pool in (self._pools or {}).values():
             pool.close()
         self._pools = None
+
+    def abort_in_flight(self, reason: str) -> int:
+        """End every request in flight now; each still returns its record, with a
+        `cancelled` failure naming `reason` and whatever had arrived. Returns how many."""
+        loop = asyncio.get_running_loop()
+        aborted = 0
+        for deadline, why in self._live.items():
+            if why is None:
+                self._live[deadline] = reason
+                deadline.reschedule(loop.time())
+                aborted += 1
+        return aborted
+
+    def stop(self, reason: str) -> int:
+        """Abort what is in flight and send nothing more (golive is stopping): a later
+        request raises `CancelledError` before any byte leaves."""
+        self._stopping = reason
+        return self.abort_in_flight(reason)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._live)
 
     @property
     def connections_opened(self) -> int:
@@ -127,7 +155,7 @@ class TargetClient:
         closes the connection, keeping what had arrived (a TIMEOUT failure)."""
         return await self._send(
             "POST",
-            "/v1/chat/completions",
+            CHAT_PATH,
             body,
             label,
             bool(body.get("stream")),
@@ -149,7 +177,14 @@ class TargetClient:
             if origin.scheme == "https" and self._ssl is None:
                 self._ssl = ssl.create_default_context()
             s = self.settings
-            pool = Pool(origin, s.max_connections, s.connect_timeout_s, s.read_timeout_s, self._ssl)
+            pool = Pool(
+                origin,
+                s.max_connections,
+                s.connect_timeout_s,
+                s.read_timeout_s,
+                self._ssl,
+                s.max_response_bytes,
+            )
             self._pools[origin] = pool
         target = parts.path or "/"
         return pool, f"{target}?{parts.query}" if parts.query else target
@@ -165,6 +200,8 @@ class TargetClient:
         deadline_s: float | None = None,
         extra_headers: Mapping[str, str] | None = None,
     ) -> RequestRecord:
+        if self._stopping is not None:
+            raise asyncio.CancelledError(f"golive is stopping ({self._stopping}): not sent")
         request_id = self.next_request_id(label)
         url = self.url(path)
         pool, target = self._pool(url)
@@ -179,17 +216,27 @@ class TargetClient:
         scheduled = scheduled_ns if scheduled_ns is not None else sent_ns
         ex = Exchange()
         failure: Failure | None = None
-        deadline = asyncio.timeout(deadline_s)
+        limit = deadline_s if deadline_s is not None else self.settings.request_deadline_s
+        deadline = asyncio.timeout(limit)
         try:
             async with deadline:
+                self._live[deadline] = None
                 await pool.exchange(raw, ex)
             if ex.status is not None and not 200 <= ex.status < 300:
                 failure = Failure(FailureKind.HTTP_STATUS, f"HTTP {ex.status} {ex.reason}".rstrip())
         except TimeoutError:
-            failure = Failure(
-                FailureKind.TIMEOUT,
-                f"client deadline of {deadline_s:g} s passed; gave up and closed the "
-                f"connection after {len(ex.chunks)} chunk(s)",
+            aborted = self._live.get(deadline)
+            failure = (
+                Failure(
+                    FailureKind.CANCELLED,
+                    f"stopped by golive ({aborted}) after {len(ex.chunks)} chunk(s)",
+                )
+                if aborted is not None
+                else Failure(
+                    FailureKind.TIMEOUT,
+                    f"client deadline of {limit:g} s passed; gave up and closed the "
+                    f"connection after {len(ex.chunks)} chunk(s)",
+                )
             )
         except asyncio.CancelledError:
             raise
@@ -201,7 +248,11 @@ class TargetClient:
             failure = Failure(FailureKind.DISCONNECTED, f"connection closed mid-answer: {exc}")
         except Broken as exc:
             failure = Failure(FailureKind.TRANSPORT, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._live.pop(deadline, None)
         end_ns = time.perf_counter_ns()
+        if path == CHAT_PATH:
+            self.chat_requests += 1
         return RequestRecord(
             request_id=request_id,
             label=label,
@@ -222,6 +273,7 @@ class TargetClient:
             headers={k: ex.headers[k] for k in _KEPT_HEADERS if k in ex.headers} or None,
             chunks=tuple(ex.chunks),
             failure=failure,
+            sent_headers=headers,
         )
 
     def _timeout_text(self) -> str:

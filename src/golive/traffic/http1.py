@@ -42,6 +42,10 @@ class BadResponse(Broken):
     pass
 
 
+class TooLarge(Broken):
+    pass
+
+
 @dataclass(slots=True)
 class Exchange:
     """What one request/answer left: status line, headers, raw body chunks and stamps.
@@ -56,6 +60,7 @@ class Exchange:
     headers_ns: int | None = None
     chunks: list[bytes] = field(default_factory=list)
     chunk_ns: list[int] = field(default_factory=list)
+    received: int = 0  # bytes read off the socket for this answer, headers included
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +78,9 @@ class Origin:
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; serves one exchange at a time."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, max_bytes: int) -> None:
         self._loop = loop
+        self._max_bytes = max_bytes
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._parser = httptools.HttpResponseParser(self)
@@ -97,6 +103,10 @@ class _Connection(asyncio.Protocol):
         self.last_read_ns = now
         if self._done is None or self._done.done():
             self._fail(BadResponse("the server sent bytes with no request outstanding"))
+            return
+        self._exchange.received += len(data)
+        if self._exchange.received > self._max_bytes:
+            self._fail(TooLarge(f"the answer passed {self._max_bytes:,} bytes; golive cut it"))
             return
         try:
             self._parser.feed_data(data)
@@ -194,8 +204,10 @@ class Pool:
         connect_timeout_s: float,
         read_timeout_s: float,
         ssl_context: ssl.SSLContext | None = None,
+        max_bytes: int = 256 << 20,
     ) -> None:
         self.origin = origin
+        self.max_bytes = max_bytes
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_ns = int(read_timeout_s * 1e9)
         self._slots = asyncio.Semaphore(limit)
@@ -230,7 +242,7 @@ class Pool:
         try:
             async with asyncio.timeout(self.connect_timeout_s):
                 _, protocol = await loop.create_connection(
-                    lambda: _Connection(loop),
+                    lambda: _Connection(loop, self.max_bytes),
                     o.host,
                     o.port,
                     ssl=self._ssl,

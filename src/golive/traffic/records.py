@@ -12,9 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from golive.bundle import REDACTED
 from golive.traffic.sse import StreamResult, decode_events, reassemble
 
 NS_PER_MS = 1_000_000
+_CREDENTIAL_WORDS = ("auth", "key", "token", "cookie", "secret", "password", "signature")
+
+
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """Headers as saved in the bundle: any credential-bearing header's value replaced."""
+    return {
+        name: REDACTED if any(w in name.lower() for w in _CREDENTIAL_WORDS) else value
+        for name, value in headers.items()
+    }
 
 
 class FailureKind(enum.StrEnum):
@@ -65,6 +75,7 @@ class RequestRecord:
     headers: Mapping[str, str] | None = None
     chunks: tuple[bytes, ...] = ()
     failure: Failure | None = None
+    sent_headers: Mapping[str, str] | None = None  # as sent; redacted when saved
 
     @property
     def ok(self) -> bool:
@@ -117,6 +128,9 @@ class ParsedResponse:
             "url": record.url,
             "started_at": record.started_at,
             "stream": record.stream,
+            "request_headers": None
+            if record.sent_headers is None
+            else redact_headers(record.sent_headers),
             "request": record.body,
             "http_status": record.status,
             "server_request_id": self.server_request_id,

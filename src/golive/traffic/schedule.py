@@ -1,8 +1,12 @@
 """Load schedules: fixed concurrency (closed loop) and fixed rate (Poisson or constant arrivals).
 
-Every schedule is bounded twice: by a duration and by a request cap, and stops by itself at
-whichever comes first. Requests still in flight when the duration ends are given
-`drain_s` to finish, then cancelled; a cancelled request leaves no record.
+Every schedule is bounded three ways and stops by itself: a duration, a request cap and a
+concurrency cap (workers, or `max_in_flight` for arrivals). The watchdog holds the wall
+clock: requests still in flight when the duration ends get `drain_s` to finish; then, when
+the caller gave `abort`, they are ended through it and still return their records
+(`cancelled`), so every request sent is recorded; whatever has not returned one second
+later is cancelled outright (counted in `cancelled`). A phase of N seconds therefore ends
+by N + drain_s + 1 s even when the target hangs.
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ MakeBody = Callable[[int], Mapping[str, Any]]
 """The workload: request number -> request body."""
 
 OnRecord = Callable[[RequestRecord], None]
+
+Abort = Callable[[str], object]
+"""Ends the requests in flight at once, each returning its record (`abort_in_flight`)."""
+
+ABORT_GRACE_S = 1.0
 
 SPIN_NS = 1_100_000
 """Fixed-rate arrivals wake this long before they are due and yield to the loop until then:
@@ -58,8 +67,9 @@ class Schedule:
 class LoadResult:
     records: tuple[RequestRecord, ...]
     wall_s: float
-    stopped_by: Literal["duration", "request_cap"]
-    cancelled: int
+    stopped_by: Literal["duration", "request_cap", "watchdog", "stop"]
+    cancelled: int  # tasks cancelled without a record (no `abort`, or it did not help)
+    peak_in_flight: int = 0
 
 
 def poisson_offsets_ns(rate_per_s: float, count: int, seed: int) -> list[int]:
@@ -93,6 +103,7 @@ async def run_schedule(
     label: str,
     on_record: OnRecord | None = None,
     stop: asyncio.Event | None = None,
+    abort: Abort | None = None,
 ) -> LoadResult:
     """Drive `send` with bodies from `make_body` under `schedule`; return every record.
 
@@ -101,6 +112,16 @@ async def run_schedule(
     start_ns = time.perf_counter_ns()
     deadline_ns = start_ns + int(schedule.duration_s * 1e9)
     issued = 0
+    in_flight = peak = 0
+
+    async def counted(body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            return await send(body, label, scheduled_ns)
+        finally:
+            in_flight -= 1
 
     def keep(record: RequestRecord) -> None:
         records.append(record)
@@ -117,18 +138,26 @@ async def run_schedule(
         return issued - 1
 
     if schedule.mode == "concurrency":
-        workers = [_worker(take, send, make_body, label, keep) for _ in range(schedule.concurrency)]
+        workers = [
+            _worker(take, counted, make_body, label, keep) for _ in range(schedule.concurrency)
+        ]
         tasks = [asyncio.ensure_future(w) for w in workers]
     else:
         tasks = [
-            asyncio.ensure_future(_arrivals(schedule, start_ns, take, send, make_body, label, keep))
+            asyncio.ensure_future(
+                _arrivals(schedule, start_ns, take, counted, make_body, label, keep)
+            )
         ]
-    cancelled = await _bounded_wait(tasks, deadline_ns, schedule.drain_s)
+    overran, cancelled = await _bounded_wait(tasks, deadline_ns, schedule, abort)
     wall_s = (time.perf_counter_ns() - start_ns) / 1e9
-    stopped_by: Literal["duration", "request_cap"] = (
-        "request_cap" if issued >= schedule.max_requests else "duration"
-    )
-    return LoadResult(tuple(records), wall_s, stopped_by, cancelled)
+    stopped_by: Literal["duration", "request_cap", "watchdog", "stop"] = "duration"
+    if overran:
+        stopped_by = "watchdog"
+    elif issued >= schedule.max_requests:
+        stopped_by = "request_cap"
+    elif stop is not None and stop.is_set():
+        stopped_by = "stop"
+    return LoadResult(tuple(records), wall_s, stopped_by, cancelled, peak)
 
 
 async def _worker(
@@ -180,11 +209,23 @@ async def _arrivals(
 
 
 async def _bounded_wait(
-    tasks: Sequence[asyncio.Future[None]], deadline_ns: int, drain_s: float
-) -> int:
-    """Wait for the tasks until the deadline plus the drain time; cancel what is left."""
-    remaining = max(0.0, (deadline_ns - time.perf_counter_ns()) / 1e9) + drain_s
+    tasks: Sequence[asyncio.Future[None]],
+    deadline_ns: int,
+    schedule: Schedule,
+    abort: Abort | None,
+) -> tuple[bool, int]:
+    """The watchdog: wait for the tasks until the deadline plus the drain time; then end the
+    requests in flight through `abort` (their records come back), and cancel whatever is
+    still running a second later. Returns (overran, tasks cancelled)."""
+    remaining = max(0.0, (deadline_ns - time.perf_counter_ns()) / 1e9) + schedule.drain_s
     _, pending = await asyncio.wait(tasks, timeout=remaining)
+    overran = bool(pending)
+    if pending and abort is not None:
+        abort(
+            f"watchdog: the phase's {schedule.duration_s:g} s plus {schedule.drain_s:g} s "
+            "drain had passed"
+        )
+        _, pending = await asyncio.wait(pending, timeout=ABORT_GRACE_S)
     for task in pending:
         task.cancel()
     if pending:
@@ -192,4 +233,4 @@ async def _bounded_wait(
     for task in tasks:
         if task.done() and not task.cancelled() and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
-    return len(pending)
+    return overran, len(pending)

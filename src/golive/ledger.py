@@ -1,0 +1,74 @@
+"""sent == recorded: every chat request the clients sent has its line under `requests/`.
+
+The clients count what they sent; the bundle is read back after the programme. A gap means
+evidence was lost (a caller that did not save, a crash between send and save), and an
+unreadable line means a record was damaged: either makes the evidence incomplete.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from golive.results import CheckClass, CheckResult, Status
+from golive.traffic.client import CHAT_PATH
+
+CHECK_ID = "golive.ledger"
+
+
+def count_records(root: Path) -> tuple[int, list[str], tuple[str, ...]]:
+    """Chat request records under `requests/`, the lines that are not JSON, the files."""
+    recorded = 0
+    unreadable: list[str] = []
+    files = sorted((root / "requests").glob("*.jsonl"))
+    for path in files:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    unreadable.append(f"requests/{path.name}:{number}")
+                    continue
+                if (
+                    isinstance(obj, dict)
+                    and obj.get("method") == "POST"
+                    and str(obj.get("url", "")).endswith(CHAT_PATH)
+                ):
+                    recorded += 1
+    return recorded, unreadable, tuple(f"requests/{path.name}" for path in files)
+
+
+def ledger_check(root: Path, sent: int) -> CheckResult:
+    recorded, unreadable, files = count_records(root)
+    measurements: dict[str, int | str] = {"sent": sent, "recorded": recorded}
+    if unreadable:
+        measurements["unreadable_lines"] = len(unreadable)
+        return CheckResult(
+            CHECK_ID,
+            CheckClass.INTEGRITY,
+            True,
+            Status.ERROR,
+            f"{len(unreadable)} request record line(s) are not JSON (first: {unreadable[0]})",
+            measurements,
+            files,
+        )
+    if recorded != sent:
+        return CheckResult(
+            CHECK_ID,
+            CheckClass.INTEGRITY,
+            True,
+            Status.ERROR,
+            f"golive sent {sent} chat request(s) but the bundle records {recorded}: "
+            "evidence was lost",
+            measurements,
+            files,
+        )
+    return CheckResult(
+        CHECK_ID,
+        CheckClass.INTEGRITY,
+        False,
+        Status.PASS,
+        f"every chat request sent has its record ({sent} sent, {recorded} recorded)",
+        measurements,
+        ("requests/",),
+    )

@@ -1,0 +1,178 @@
+"""golive itself under stress: a hung target cannot stretch a phase past its caps; SIGINT or
+SIGTERM stops the load within a second and seals a partial `hold` bundle; SIGKILL leaves
+every record written so far readable. The target is the fake, whose load requests (those
+with tools) hang until their client lets go."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golive.bundle import verify
+from golive.checks.capacity import CapacityInputs
+from golive.checks.capacity_phases import WATCHDOG, run_capacity
+from golive.checks.context import CheckContext
+from golive.config import load_config
+from golive.results import CheckResult
+from golive.run import judge
+from tests.fakes.vllm import FakeState, fake_vllm
+
+# Short load windows on a target that never answers a load request.
+PHASE_S = 2.0
+DRAIN_S = 0.5
+GRACE_S = 1.0 + 0.5  # the watchdog's abort grace, plus scheduling slack
+CAPACITY = {
+    "capacity.concurrency": 3,
+    "capacity.step_duration_s": PHASE_S,
+    "capacity.duration_s": PHASE_S,
+    "capacity.drain_s": DRAIN_S,
+    "capacity.max_context": 256,
+    "target.read_timeout_s": 120,  # only the watchdog can end the hung requests
+}
+
+
+def _records(root: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for path in sorted((root / "requests").glob("*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+
+
+async def test_a_hung_target_cannot_stretch_a_phase(tmp_path: Path) -> None:
+    """Each load window of N s ends by N + drain + grace; the hung requests are ended by
+    the watchdog and recorded; concurrency never passed its cap."""
+    state = FakeState(fault="hang_tools")
+    out = tmp_path / "b"
+    async with fake_vllm(state) as url:
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            return await run_capacity(ctx, CapacityInputs())
+
+        config = load_config(None, {"target.url": url, **CAPACITY})
+        verdict = await judge(config, out, "capacity", programme)
+    windows = [json.loads(line) for line in (out / WATCHDOG).read_text().splitlines()]
+    # the ramp stops at its first failing step; the sustained phase still runs, at the cap
+    assert [(w["phase"], w["concurrency_cap"]) for w in windows] == [
+        ("concurrency", 1),
+        ("sustained", 3),
+    ]
+    for window in windows:
+        assert window["stopped_by"] == "watchdog"
+        assert window["wall_s"] <= PHASE_S + DRAIN_S + GRACE_S, window
+        assert window["peak_in_flight"] == window["concurrency_cap"]
+        assert window["cancelled_without_record"] == 0
+    assert state.peak_hanging <= 3
+    load = [r for r in _records(out) if r["request"] and r["request"].get("tools")]
+    assert len(load) == 1 + 3  # one hung request per worker and window
+    assert all(r["failure"]["kind"] == "cancelled" for r in load)
+    assert all("watchdog" in r["failure"]["message"] for r in load)
+    checks = {c["id"]: c for c in verdict.data["checks"]}
+    assert checks["capacity.concurrency"]["status"] != "pass"
+    assert checks["golive.ledger"]["status"] == "pass"
+    assert checks["golive.ledger"]["measurements"]["sent"] == state.chats
+    assert verify(out).ok
+
+
+async def _start_capacity(url: str, out: Path) -> asyncio.subprocess.Process:
+    """`golive capacity` in a child process, with load windows far longer than the test."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "golive",
+        "capacity",
+        "--target",
+        url,
+        "--out",
+        str(out),
+        "--concurrency",
+        "4",
+        "--step-duration",
+        "120",
+        "--duration",
+        "120",
+        "--max-context",
+        "256",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def _wait_for(predicate: Any, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+async def test_signal_stops_the_load_within_a_second_and_seals_a_hold(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    state = FakeState(fault="hang_tools")
+    out = tmp_path / "b"
+    async with fake_vllm(state) as url:
+        proc = await _start_capacity(url, out)
+        try:
+            await _wait_for(lambda: state.hanging >= 1, 60)  # the ramp's first window
+            proc.send_signal(sig)
+            sent = time.monotonic()
+            await _wait_for(lambda: state.hanging == 0, 5)
+            stopped_s = time.monotonic() - sent
+            _, stderr = await asyncio.wait_for(proc.communicate(), 30)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    assert stopped_s < 1.0, f"load still open {stopped_s:.2f} s after {sig.name}"
+    assert proc.returncode == 11, stderr.decode()
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["outcome"] == "hold"
+    assert verdict["rules_fired"][0]["rule"] == "interrupted"
+    assert verdict["interrupted"]["signal"] == sig.name
+    checks = {c["id"]: c for c in verdict["checks"]}
+    assert checks["golive.interrupted"]["measurements"]["aborted_in_flight"] >= 1
+    assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
+    assert checks["golive.ledger"]["measurements"]["sent"] == state.chats
+    cancelled = [r for r in _records(out) if (r["failure"] or {}).get("kind") == "cancelled"]
+    assert len(cancelled) >= 1
+    assert all(sig.name in r["failure"]["message"] for r in cancelled)
+    assert verify(out).ok
+    assert (out / "report.html").exists()
+
+
+async def test_sigkill_leaves_every_written_record_readable(tmp_path: Path) -> None:
+    state = FakeState(fault="hang_tools")
+    out = tmp_path / "b"
+    async with fake_vllm(state) as url:
+        proc = await _start_capacity(url, out)
+        try:
+            await _wait_for(lambda: state.hanging >= 1, 60)
+        finally:
+            os.kill(proc.pid, signal.SIGKILL)
+            await asyncio.wait_for(proc.wait(), 10)
+        await _wait_for(lambda: state.hanging == 0, 5)
+    assert not (out / "manifest-sha256.txt").exists()
+    records = _records(out)  # every line is whole JSON
+    assert len(records) >= 7  # /v1/models, /tokenize, the long-input steps, the c1 window
+    assert (out / "memory/capacity.csv").read_text().count("\n") >= 2
+    verifier = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "golive",
+        "verify",
+        str(out),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, stderr = await verifier.communicate()
+    assert verifier.returncode != 0
+    assert "never sealed" in stderr.decode()
