@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import shlex
@@ -35,13 +36,14 @@ from golive.cli_bundle import BUNDLE_COMMANDS, bundle_command
 from golive.config import GoliveConfig, load_config
 from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
+from golive.evidence.ray_env import RaySource, require_ray
 from golive.evidence.startup_log import parse_startup_log
 from golive.gpu_curve import record_gpu_curve
 from golive.programme import RunPlan, run_programme
 from golive.progress import RichProgress
 from golive.report.junit import write_junit
 from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
-from golive.run import Verdict, judge, watch_bundle
+from golive.run import Verdict, client_settings, judge, watch_bundle
 from golive.target.server import RunningTarget, launch, stop_target
 from golive.traffic.workload import read_sample
 from golive.watch import WatchSettings
@@ -135,6 +137,14 @@ async def _env(args: argparse.Namespace) -> int:
     evidence = load_evidence(
         args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
     )
+    if args.ray is not None:
+        require_ray()
+        if args.expect_nodes is not None and args.expect_nodes < 1:
+            raise ConfigError("--expect-nodes must be at least 1")
+        source = RaySource(args.ray, args.expect_nodes, args.ray_timeout, args.ray_container)
+        evidence = dataclasses.replace(evidence, ray=source)
+    elif args.expect_nodes is not None:
+        raise ConfigError("--expect-nodes counts the nodes of a Ray cluster: give --ray ADDRESS")
     config = load_config(args.config, _target_overrides(args))
     verdict = await judge(
         config,
@@ -201,15 +211,28 @@ async def _run_capacity(
     launched: RunningTarget | None,
     load_span: tuple[float, float] | None = None,
 ) -> int:
-    with RichProgress(err) as progress:
-        inputs = _capacity_inputs(args, config, log_text, progress, launched, load_span)
+    clients = None
+    if args.ray is not None:
+        require_ray()
+        from golive.traffic.ray_load import RayLoad
 
-        async def programme(ctx: CheckContext) -> list[CheckResult]:
-            if log_text is not None:
-                ctx.bundle.write_text("environment/startup.log", log_text)
-            return await run_capacity(ctx, inputs)
+        clients = await asyncio.to_thread(RayLoad, args.ray, client_settings(config))
+        _progress(f"ray: load from {len(clients.actors)} client(s): {', '.join(clients.names)}")
+    try:
+        with RichProgress(err) as progress:
+            inputs = _capacity_inputs(args, config, log_text, progress, launched, load_span)
+            inputs = dataclasses.replace(inputs, clients=clients)
 
-        verdict = await judge(config, out, "capacity", programme)
+            async def programme(ctx: CheckContext) -> list[CheckResult]:
+                if log_text is not None:
+                    ctx.bundle.write_text("environment/startup.log", log_text)
+                return await run_capacity(ctx, inputs)
+
+            remote = () if clients is None else (clients,)
+            verdict = await judge(config, out, "capacity", programme, remote=remote)
+    finally:
+        if clients is not None:
+            clients.close()
     return _finish(verdict, args)
 
 

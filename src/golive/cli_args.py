@@ -148,6 +148,22 @@ def _add_env(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="collect: sample this node's GPU memory (NVML, 5 Hz) into -o as CSV",
     )
     env.add_argument("--duration", type=float, default=600.0, help="collect --gpu-curve: seconds")
+    env.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="collect every node's facts through this Ray cluster's Jobs API (http://HEAD:8265)",
+    )
+    env.add_argument(
+        "--expect-nodes", type=int, metavar="N", help="--ray: the cluster must have N alive nodes"
+    )
+    env.add_argument(
+        "--ray-timeout", type=float, default=120.0, help="--ray: seconds for the nodes to report"
+    )
+    env.add_argument(
+        "--ray-container",
+        action="store_true",
+        help="--ray: also collect container facts (the Ray workers run in the serving image)",
+    )
 
 
 def _add_capacity(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -157,6 +173,12 @@ def _add_capacity(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _target_options(capacity)
     _capacity_options(capacity)
     capacity.add_argument("--log", type=Path, help="startup log, for the model-load phase")
+    capacity.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="drive the load windows from one client actor per node of this Ray cluster "
+        "(as ray.init takes it: HEAD:6379, ray://HEAD:10001, auto)",
+    )
     capacity.add_argument(
         "--launch",
         metavar="CMD",

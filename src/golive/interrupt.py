@@ -11,6 +11,7 @@ to that moment (each line is appended and flushed whole) and no manifest.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import signal
 import time
 from collections.abc import Awaitable, Sequence
@@ -35,6 +36,14 @@ class Interruption:
     aborted_in_flight: int
     stopped_in_s: float  # from the signal until the programme had ended
 
+    def to_json(self) -> dict[str, Any]:
+        """verdict.json `interrupted`."""
+        return {
+            "signal": self.signal,
+            "at": dt.datetime.fromtimestamp(self.at, dt.UTC).isoformat(),
+            "stopped_in_s": round(self.stopped_in_s, 3),
+        }
+
     def check(self) -> CheckResult:
         return CheckResult(
             CHECK_ID,
@@ -56,12 +65,16 @@ class Guard:
     """Runs one programme with SIGINT/SIGTERM turned into an orderly, recorded stop."""
 
     def __init__(self, clients: Sequence[Stoppable]) -> None:
-        self._clients = clients
+        self._clients = list(clients)
         self._signal: str | None = None
         self._at = 0.0
         self._t0 = 0
         self._aborted = 0
         self.interruption: Interruption | None = None
+
+    def watch(self, client: Stoppable) -> None:
+        """Also stop this client on a signal."""
+        self._clients.append(client)
 
     async def run(self, coro: Awaitable[T]) -> T | None:
         """The programme's result, or None when a signal stopped it (see `interruption`)."""

@@ -14,7 +14,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -58,11 +58,13 @@ async def judge(
     programme: Programme,
     attach: Mapping[str, Path] | None = None,
     require_target: bool = True,
+    remote: Sequence[RemoteClients] = (),
 ) -> Verdict:
     """Run `programme` against the configured target and write a sealed bundle.
 
     `attach` maps bundle paths to local files copied in before sealing (e.g. the local
-    target's server log as `environment/startup.log`).
+    target's server log as `environment/startup.log`). `remote`: clients on other machines
+    (--ray) that the ledger counts and a signal stops.
     """
     if config.target.url is None and require_target:
         raise ConfigError("no target: give --target URL (or target.url in the config file)")
@@ -78,20 +80,22 @@ async def judge(
     )
     bundle.write_text("config/profile.yaml", profile_text(config.profile))
     clients: list[TargetClient] = []
-    guard = Guard(clients)
+    guard = Guard(remote)
     try:
         async with contextlib.AsyncExitStack() as stack:
             target: Target = NoTarget()
             engine: Target | None = None
             if config.target.url is not None:
-                client = await stack.enter_async_context(TargetClient(_settings(config)))
+                client = await stack.enter_async_context(TargetClient(client_settings(config)))
                 clients.append(client)
+                guard.watch(client)
                 target = client
             if config.target.engine_url is not None:
                 behind = await stack.enter_async_context(
-                    TargetClient(_settings(config, config.target.engine_url))
+                    TargetClient(client_settings(config, config.target.engine_url))
                 )
                 clients.append(behind)
+                guard.watch(behind)
                 engine = behind
             done = await guard.run(programme(CheckContext(target, bundle, config, profile, engine)))
             checks = done if done is not None else []
@@ -107,34 +111,40 @@ async def judge(
         ]
     if guard.interruption is not None:
         checks.append(guard.interruption.check())
-    if clients:
-        checks.append(ledger_check(bundle.root, sum(c.chat_requests for c in clients)))
+    if clients or remote:
+        sent = sum(c.chat_requests for c in [*clients, *remote])
+        checks.append(ledger_check(bundle.root, sent))
     for rel, source in (attach or {}).items():
         bundle.write_text(rel, source.read_text(encoding="utf-8", errors="replace"))
     checks = apply_policy(policy.policy, checks)
     decision = decide(checks)
     data = verdict_json(config, profile.name, command, started, checks, decision)
     data["policy"] = policy.to_json()
-    found = identity(bundle.root)
-    data["rollback_target"] = {
-        "image": found["image"],
-        "image_digest": found["image_digest"],
-        "launch_config_digest": found["launch_config_digest"],
-        "becomes_rollback_artifact": "when signed go-live or observe-with-limits",
-    }
+    data["rollback_target"] = rollback_target(bundle.root)
     if guard.interruption is not None:
-        data["interrupted"] = {
-            "signal": guard.interruption.signal,
-            "at": dt.datetime.fromtimestamp(guard.interruption.at, dt.UTC).isoformat(),
-            "stopped_in_s": round(guard.interruption.stopped_in_s, 3),
-        }
+        data["interrupted"] = guard.interruption.to_json()
+    write_verdict(bundle, data)
+    bundle.seal(key)
+    return Verdict(decision.outcome, out, data)
+
+
+def write_verdict(bundle: Bundle, data: Mapping[str, Any]) -> None:
+    """verdict.json, report.md, the sign-off sheet and report.html."""
     bundle.write_json("verdict.json", data)
     chain = bundle.path("environment/chain.json")
     chain_data = json.loads(chain.read_text()) if chain.exists() else None
     bundle.write_text("report.md", render_markdown(data, chain_data))
     write_signoff(bundle, data, None)
-    bundle.seal(key)
-    return Verdict(decision.outcome, out, data)
+
+
+def rollback_target(root: Path) -> dict[str, Any]:
+    found = identity(root)
+    return {
+        "image": found["image"],
+        "image_digest": found["image_digest"],
+        "launch_config_digest": found["launch_config_digest"],
+        "becomes_rollback_artifact": "when signed go-live or observe-with-limits",
+    }
 
 
 def write_signoff(bundle: Bundle, data: Mapping[str, Any], signature: Any) -> None:
@@ -146,7 +156,16 @@ def write_signoff(bundle: Bundle, data: Mapping[str, Any], signature: Any) -> No
     bundle.write_text("report.html", render_html(bundle.root, data))
 
 
-def _settings(config: GoliveConfig, url: str | None = None) -> ClientSettings:
+class RemoteClients(Protocol):
+    """Clients on other machines (`traffic/ray_load.RayLoad`)."""
+
+    @property
+    def chat_requests(self) -> int: ...
+
+    def stop(self, reason: str) -> int: ...
+
+
+def client_settings(config: GoliveConfig, url: str | None = None) -> ClientSettings:
     base = url or config.target.url
     assert base is not None
     return ClientSettings(
@@ -271,7 +290,7 @@ async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings)
         "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
     )
     try:
-        async with TargetClient(_settings(config)) as client:
+        async with TargetClient(client_settings(config)) as client:
             ctx = CheckContext(client, bundle, config, profile)
             return await run_watch(ctx, settings)
     finally:

@@ -311,3 +311,18 @@ async def test_saved_requests_redact_credential_headers(monkeypatch: pytest.Monk
     assert saved["X-Api-Key"] == "***REDACTED***"
     assert saved["X-Trace"] == "a"
     assert saved["X-Request-Id"] == record.request_id
+
+
+def test_the_engine_runs_on_uvloop() -> None:
+    """Ray's async actors run on uvloop, whose transports are not asyncio.Transport."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main() -> RequestRecord:
+        async with scripted(paced_stream) as (url, _):
+            return await _chat(url)
+
+    record = uvloop.run(main())
+    assert record.ok
+    stream = parse(record).stream
+    assert stream is not None
+    assert stream.done

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +27,7 @@ from golive.metrics import parse_metrics
 from golive.results import CheckClass, CheckResult, Status
 from golive.sampling import Curve, Probe
 from golive.traffic.records import FailureKind, RequestRecord
+from golive.traffic.schedule import LoadResult, MakeBody, Schedule
 
 _CONTEXT_ERROR = (
     "maximum context length",
@@ -53,6 +54,21 @@ class Quiet:
         return None
 
 
+class LoadClients(Protocol):
+    """Load windows driven from other machines (`traffic/ray_load.RayLoad`)."""
+
+    windows: list[Any]  # per client and window: requests, sent, scheduling lag
+
+    async def run(
+        self,
+        schedule: Schedule,
+        make_body: MakeBody,
+        label: str,
+        on_record: Callable[[RequestRecord], None],
+        key: str,
+    ) -> LoadResult: ...
+
+
 @dataclass(frozen=True, slots=True)
 class CapacityInputs:
     """What only the caller knows: the local PID, the startup facts, a user sample."""
@@ -64,6 +80,7 @@ class CapacityInputs:
     gpu_curves: tuple[Path, ...] = ()  # CSVs written by `env collect --gpu-curve` on nodes
     load_span: tuple[float, float] | None = None  # wall clock of a launch golive made
     progress: PhaseProgress = field(default_factory=Quiet)
+    clients: LoadClients | None = None  # spread the load windows over these (--ray)
 
 
 def cap_result(
@@ -142,6 +159,11 @@ class Run:
         ):
             await self.check_alive(f"{record.failure.kind.value}: {record.failure.message}", body)
         return record
+
+    def received(self, record: RequestRecord) -> None:
+        """A record sent by another machine's client (--ray): saved as it arrives."""
+        self.ctx.save(record, f"capacity-{self.phase}")
+        self.inputs.progress.record(record.ok)
 
     async def check_alive(self, reason: str, body: Mapping[str, Any] | None = None) -> bool:
         if self.dead.is_set():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from golive.checks.capacity import (
@@ -41,6 +42,7 @@ _CONTEXT_ERROR = ("maximum context length", "max_model_len", "context length", "
 _TEMPLATE_OVERHEAD = 32  # chat-template tokens around one user message
 FRACTIONS = (0.125, 0.25, 0.5, 0.75, 1.0)
 WATCHDOG = "metrics/capacity-watchdog.jsonl"  # each load window's caps and how it ended
+CLIENTS = "metrics/capacity-clients.jsonl"  # --ray: each client's share of each window
 
 
 async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckResult]:
@@ -211,14 +213,29 @@ async def _step(
         concurrency=concurrency,
         drain_s=drain_s(run.ctx.config.capacity.drain_s, duration_s),
     )
-    loaded = await run_schedule(
-        schedule,
-        run.send,
-        lambda n: make(offset + n),
-        f"c{concurrency}",
-        stop=run.dead,
-        abort=run.ctx.target.abort_in_flight,
-    )
+    clients = run.inputs.clients
+    if clients is None:
+        loaded = await run_schedule(
+            schedule,
+            run.send,
+            lambda n: make(offset + n),
+            f"c{concurrency}",
+            stop=run.dead,
+            abort=run.ctx.target.abort_in_flight,
+        )
+    else:
+        seen = len(clients.windows)
+        loaded = await clients.run(
+            schedule,
+            lambda n: make(offset + n),
+            f"c{concurrency}",
+            run.received,
+            f"{run.phase}-c{concurrency}",
+        )
+        for window in clients.windows[seen:]:
+            run.ctx.bundle.append_jsonl(
+                CLIENTS, {"phase": run.phase, "concurrency": concurrency, **asdict(window)}
+            )
     run.ctx.bundle.append_jsonl(
         WATCHDOG,
         {

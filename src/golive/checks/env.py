@@ -7,6 +7,7 @@ that names the file); inside the programme every input is first saved whole into
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from golive.evidence.chain_hw import (
 )
 from golive.evidence.facts import ContainerInfo, HostInfo, read_facts
 from golive.evidence.nvidia import parse_nvidia_smi_xml
+from golive.evidence.ray_env import RAW as RAY_RAW
+from golive.evidence.ray_env import RaySource, collect_cluster, node_results
 from golive.evidence.startup_log import parse_startup_log
 from golive.evidence.startup_rules import (
     check_kv_cache,
@@ -58,6 +61,7 @@ class EnvEvidence:
     host_raw: tuple[tuple[str, str], ...] = ()  # (node, nvidia-smi XML) as given
     container: ContainerInfo | None = None
     image: str | None = None
+    ray: RaySource | None = None  # collect every node's facts from this Ray cluster too
 
 
 def _read_text(path: Path, flag: str) -> str:
@@ -126,15 +130,29 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
         startup = parse_startup_log(evidence.log_text)
     for node, xml in evidence.host_raw:
         bundle.write_text(f"environment/nvidia-smi-{node}.xml", xml)
+    hosts, container, node_checks = list(evidence.hosts), evidence.container, []
+    if evidence.ray is not None:
+        cluster, problem = None, None
+        try:
+            cluster = await asyncio.to_thread(collect_cluster, evidence.ray)
+        except EvidenceError as exc:
+            problem = str(exc)
+        if cluster is not None:
+            bundle.write_json(RAY_RAW, cluster.raw)
+            hosts += [n.host for n in cluster.nodes if n.host is not None and n.error is None]
+            for member in cluster.nodes:
+                if member.container is not None:
+                    rel = f"environment/container-{member.name}.json"
+                    bundle.write_text(rel, member.container.model_dump_json(indent=2))
+                    container = container or member.container
+        node_checks = node_results(evidence.ray, cluster, problem)
     host_paths = []
-    for host in evidence.hosts:
+    for host in hosts:
         rel = f"environment/host-{host.node}.json"
         bundle.write_text(rel, host.model_dump_json(indent=2))
         host_paths.append((host, rel))
-    if evidence.container is not None:
-        bundle.write_text(
-            "environment/container.json", evidence.container.model_dump_json(indent=2)
-        )
+    if container is not None:
+        bundle.write_text("environment/container.json", container.model_dump_json(indent=2))
     live_version, live_len, cache_info = await _live_facts(ctx)
     inputs = ChainInputs(
         profile=ctx.profile,
@@ -142,7 +160,7 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
         live_max_model_len=live_len,
         image=_image_source(ctx, evidence),
         startup=startup,
-        container=evidence.container,
+        container=container,
         hosts=tuple(host_paths),
         declared_parallel=ctx.config.environment.parallel,
         custom_build=ctx.config.environment.custom_build,
@@ -150,7 +168,7 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
     )
     results = [rule(inputs) for rule in RULES]
     bundle.write_json("environment/chain.json", chain_report(inputs, results))
-    return results
+    return [*results, *node_checks]
 
 
 def _image_source(ctx: CheckContext, evidence: EnvEvidence) -> Source | None:

@@ -18,6 +18,7 @@ import collections
 import ssl
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 import httptools
 
@@ -95,8 +96,8 @@ class _Connection(asyncio.Protocol):
 
     # -- asyncio.Protocol --------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports (Ray's actors run on uvloop) do not subclass asyncio.Transport
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         now = time.perf_counter_ns()

@@ -1,0 +1,202 @@
+"""Evidence from every node of a Ray cluster, through the cluster's Jobs API.
+
+`golive env --ray http://HEAD:8265` submits `scripts/ray_nodes.py` as a Ray job, with golive
+shipped as a runtime-env module: the job runs `golive env collect --host` (and `--container`
+when asked) once on every alive node and prints one result line, read back from the job's
+logs. Submitting a job, rather than connecting as a driver, means golive need not match
+the cluster's exact Ray and Python versions. Ray itself is optional (`golive[ray]`) and is
+imported only here, only when `--ray` is given.
+
+Judging is pure (`node_results`): a node that failed to report is `no_data` for that node;
+a cluster with fewer alive nodes than `--expect-nodes` fails `environment.node_count`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+import golive
+from golive.errors import ConfigError, EvidenceError
+from golive.evidence.facts import ContainerInfo, HostInfo
+from golive.results import CheckClass, CheckResult, Status
+
+MARKER = "GOLIVE-RAY-NODES"
+SETUP_S = 300.0  # runtime-env setup and job start, on top of the collection timeout
+RAW = "environment/ray-nodes.json"
+
+
+@dataclass(frozen=True, slots=True)
+class RaySource:
+    address: str
+    expect_nodes: int | None = None
+    timeout_s: float = 120.0
+    container: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    name: str
+    node_id: str
+    host: HostInfo | None
+    container: ContainerInfo | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterReport:
+    address: str
+    job_id: str
+    alive_nodes: int
+    nodes: tuple[NodeReport, ...]
+    raw: dict[str, Any]
+
+
+def require_ray() -> None:
+    """A usage error naming the extra, before any bundle is written."""
+    try:
+        import ray.job_submission  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            f"--ray needs Ray's job client ({exc}): pip install 'golive[ray]'"
+        ) from exc
+
+
+def collect_cluster(source: RaySource) -> ClusterReport:
+    """Submit the collector job and wait for its result (blocking; run in a thread)."""
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    try:
+        client = JobSubmissionClient(source.address)
+    except Exception as exc:
+        raise EvidenceError(
+            f"--ray {source.address}: the Jobs API does not answer ({exc}); give the "
+            "dashboard address, as `ray job submit --address` takes it (http://HEAD:8265)"
+        ) from exc
+    scripts = resources.files("golive.evidence") / "scripts"
+    package = Path(golive.__file__).parent
+    entrypoint = f"python ray_nodes.py --timeout {source.timeout_s:g}"
+    if source.container:
+        entrypoint += " --container"
+    job_id = client.submit_job(
+        entrypoint=entrypoint,
+        runtime_env={
+            "working_dir": str(scripts),
+            "py_modules": [str(package)],
+            "excludes": ["__pycache__", "*.pyc"],
+        },
+        metadata={"submitted_by": "golive env --ray"},
+    )
+    deadline = time.monotonic() + source.timeout_s + SETUP_S
+    status = client.get_job_status(job_id)
+    while not status.is_terminal():
+        if time.monotonic() > deadline:
+            client.stop_job(job_id)
+            raise EvidenceError(f"--ray: collector job {job_id} did not finish; stopped it")
+        time.sleep(0.5)
+        status = client.get_job_status(job_id)
+    logs = client.get_job_logs(job_id)
+    line = next((ln for ln in reversed(logs.splitlines()) if ln.startswith(MARKER)), None)
+    if status != JobStatus.SUCCEEDED or line is None:
+        tail = "\n".join(logs.splitlines()[-8:])
+        raise EvidenceError(f"--ray: collector job {job_id} ended {status.value}:\n{tail}")
+    raw = json.loads(line.removeprefix(MARKER))
+    return ClusterReport(source.address, job_id, int(raw["alive_nodes"]), _nodes(raw), raw)
+
+
+def _nodes(raw: dict[str, Any]) -> tuple[NodeReport, ...]:
+    reports = raw.get("nodes") or []
+    counts = Counter(_base(entry) for entry in reports)
+    nodes = []
+    for entry in sorted(reports, key=lambda e: (_base(e), e["node_id"])):
+        base = _base(entry)  # hostnames name the nodes; Ray's node id only tells twins apart
+        name = base if counts[base] == 1 else f"{base}-{entry['node_id'][:8]}"
+        host = container = None
+        error = entry.get("error")
+        try:
+            if entry.get("host") is not None:
+                host = HostInfo.model_validate({**entry["host"], "node": name})
+            if entry.get("container") is not None:
+                container = ContainerInfo.model_validate(entry["container"])
+        except ValidationError as exc:
+            error = f"its report does not validate: {exc.errors()[0]['msg']}"
+        nodes.append(NodeReport(name, entry["node_id"], host, container, error))
+    return tuple(nodes)
+
+
+def _base(entry: dict[str, Any]) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", entry.get("hostname") or "") or "node"
+
+
+def node_results(
+    source: RaySource, cluster: ClusterReport | None, problem: str | None
+) -> list[CheckResult]:
+    """environment.node_count, and environment.node.<name> for every node that did not report."""
+    evidence = (RAW,) if cluster is not None else ()
+    if cluster is None:
+        return [
+            CheckResult(
+                "environment.node_count",
+                CheckClass.ENVIRONMENT,
+                True,
+                Status.NO_DATA,
+                f"no node evidence from the Ray cluster: {problem}",
+                {"expected_nodes": source.expect_nodes},
+            )
+        ]
+    reported = [n for n in cluster.nodes if n.host is not None and n.error is None]
+    measurements: dict[str, Any] = {
+        "alive_nodes": cluster.alive_nodes,
+        "reported_nodes": len(reported),
+        "expected_nodes": source.expect_nodes,
+    }
+    results = []
+    if source.expect_nodes is not None and cluster.alive_nodes < source.expect_nodes:
+        results.append(
+            CheckResult(
+                "environment.node_count",
+                CheckClass.ENVIRONMENT,
+                True,
+                Status.FAIL,
+                f"the Ray cluster has {cluster.alive_nodes} alive node(s), but "
+                f"{source.expect_nodes} were declared (--expect-nodes)",
+                measurements,
+                evidence,
+            )
+        )
+    else:
+        results.append(
+            CheckResult(
+                "environment.node_count",
+                CheckClass.ENVIRONMENT,
+                True,
+                Status.PASS,
+                f"{cluster.alive_nodes} alive node(s) in the Ray cluster, {len(reported)} "
+                "reported their facts"
+                + ("" if source.expect_nodes is None else f" ({source.expect_nodes} declared)"),
+                measurements,
+                evidence,
+            )
+        )
+    for node in cluster.nodes:
+        if node.host is None or node.error is not None:
+            results.append(
+                CheckResult(
+                    f"environment.node.{node.name}",
+                    CheckClass.ENVIRONMENT,
+                    True,
+                    Status.NO_DATA,
+                    f"node {node.name} (Ray node {node.node_id[:12]}) did not report: {node.error}",
+                    {},
+                    evidence,
+                )
+            )
+    return results
