@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,gpu,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,gpu,ray,k8s]'
 	touch $(STAMP)
 
 # The engine venv and converted models live in ~/.cache/golive/target (or

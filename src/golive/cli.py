@@ -36,6 +36,7 @@ from golive.cli_bundle import BUNDLE_COMMANDS, bundle_command
 from golive.config import GoliveConfig, load_config
 from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
+from golive.evidence.k8s_env import K8sSource, require_kubernetes
 from golive.evidence.ray_env import RaySource, require_ray
 from golive.evidence.startup_log import parse_startup_log
 from golive.gpu_curve import record_gpu_curve
@@ -145,6 +146,12 @@ async def _env(args: argparse.Namespace) -> int:
         evidence = dataclasses.replace(evidence, ray=source)
     elif args.expect_nodes is not None:
         raise ConfigError("--expect-nodes counts the nodes of a Ray cluster: give --ray ADDRESS")
+    if args.k8s_namespace is not None:
+        if not args.selector:
+            raise ConfigError("--k8s-namespace needs --selector (the engine pods' labels)")
+        require_kubernetes()
+        k8s = K8sSource(args.k8s_namespace, args.selector, args.k8s_container, args.kubeconfig)
+        evidence = dataclasses.replace(evidence, k8s=k8s)
     config = load_config(args.config, _target_overrides(args))
     verdict = await judge(
         config,

@@ -159,6 +159,10 @@ def _add_env(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     env.add_argument(
         "--ray-timeout", type=float, default=120.0, help="--ray: seconds for the nodes to report"
     )
+    env.add_argument("--k8s-namespace", metavar="NS", help="read the engine pods in NS")
+    env.add_argument("--selector", help="--k8s-namespace: the engine pods' label selector")
+    env.add_argument("--k8s-container", help="the engine container (default: each pod's first)")
+    env.add_argument("--kubeconfig", type=Path, help="default: in-cluster, then $KUBECONFIG")
     env.add_argument(
         "--ray-container",
         action="store_true",

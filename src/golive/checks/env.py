@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from golive.evidence.chain_hw import (
     check_host_driver,
 )
 from golive.evidence.facts import ContainerInfo, HostInfo, read_facts
+from golive.evidence.k8s_env import K8sSource, k8s_results, node_hosts, read_cluster
 from golive.evidence.nvidia import parse_nvidia_smi_xml
 from golive.evidence.ray_env import RAW as RAY_RAW
 from golive.evidence.ray_env import RaySource, collect_cluster, node_results
@@ -35,7 +36,7 @@ from golive.evidence.startup_rules import (
     check_prefix_caching_flag,
     check_startup_log,
 )
-from golive.results import CheckResult
+from golive.results import CheckClass, CheckResult, Status
 
 RULES: tuple[Callable[[ChainInputs], CheckResult], ...] = (
     check_image,
@@ -62,6 +63,7 @@ class EnvEvidence:
     container: ContainerInfo | None = None
     image: str | None = None
     ray: RaySource | None = None  # collect every node's facts from this Ray cluster too
+    k8s: K8sSource | None = None  # read the engine pods and their nodes through Kubernetes
 
 
 def _read_text(path: Path, flag: str) -> str:
@@ -125,6 +127,9 @@ def env_programme(evidence: EnvEvidence) -> Callable[[CheckContext], Any]:
 async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]:
     bundle = ctx.bundle
     startup = None
+    k8s_checks: list[CheckResult] = []
+    if evidence.k8s is not None:
+        evidence, k8s_checks = await _from_k8s(ctx, evidence, evidence.k8s)
     if evidence.log_text is not None:
         bundle.write_text("environment/startup.log", evidence.log_text)
         startup = parse_startup_log(evidence.log_text)
@@ -168,7 +173,35 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
     )
     results = [rule(inputs) for rule in RULES]
     bundle.write_json("environment/chain.json", chain_report(inputs, results))
-    return [*results, *node_checks]
+    return [*results, *node_checks, *k8s_checks]
+
+
+async def _from_k8s(
+    ctx: CheckContext, evidence: EnvEvidence, source: K8sSource
+) -> tuple[EnvEvidence, list[CheckResult]]:
+    """The pods' facts into the bundle; their nodes' labels as hosts; a pod's log as the
+    startup log when none was given."""
+    try:
+        report = await asyncio.to_thread(read_cluster, source)
+    except EvidenceError as exc:
+        return evidence, [
+            CheckResult(
+                "environment.k8s_images",
+                CheckClass.ENVIRONMENT,
+                True,
+                Status.NO_DATA,
+                f"no pod evidence from Kubernetes: {exc}",
+            )
+        ]
+    pods = [{k: v for k, v in asdict(p).items() if k != "log"} for p in report.pods]
+    ctx.bundle.write_json("environment/k8s-pods.json", {"pods": pods, "nodes": report.node_labels})
+    for pod in report.pods:
+        if pod.log is not None:
+            ctx.bundle.write_text(f"environment/pod-{pod.name}.log", pod.log)
+    log = evidence.log_text or next((p.log for p in report.pods if p.log), None)
+    hosts = (*evidence.hosts, *node_hosts(report))
+    checks = k8s_results(report, evidence.image)
+    return replace(evidence, log_text=log, hosts=hosts), checks
 
 
 def _image_source(ctx: CheckContext, evidence: EnvEvidence) -> Source | None:

