@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -29,25 +29,29 @@ from golive.checks.cache import CacheSettings, run_cache
 from golive.checks.capacity import CapacityInputs
 from golive.checks.capacity_phases import run_capacity
 from golive.checks.context import CheckContext
-from golive.checks.env import env_programme, load_evidence
+from golive.checks.env import EnvEvidence, env_programme, load_evidence
 from golive.checks.smoke import run_smoke
-from golive.cli_args import build_parser
+from golive.cli_args import agent_overrides, build_parser, capacity_overrides, target_overrides
 from golive.cli_bundle import BUNDLE_COMMANDS, bundle_command
+from golive.cli_ray import judge_options, ray_clients
 from golive.config import GoliveConfig, load_config
 from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.k8s_env import K8sSource, require_kubernetes
 from golive.evidence.ray_env import RaySource, require_ray
-from golive.evidence.startup_log import parse_startup_log
+from golive.evidence.startup_log import StartupFacts, parse_startup_log
 from golive.gpu_curve import record_gpu_curve
 from golive.programme import RunPlan, run_programme
 from golive.progress import RichProgress
 from golive.report.junit import write_junit
 from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
-from golive.run import Verdict, client_settings, judge, watch_bundle
+from golive.run import Verdict, judge, watch_bundle
 from golive.target.server import RunningTarget, launch, stop_target
 from golive.traffic.workload import read_sample
 from golive.watch import WatchSettings
+
+if TYPE_CHECKING:
+    from golive.traffic.ray_load import RayLoad
 
 err = Console(stderr=True)
 _STYLE = {
@@ -85,7 +89,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command in BUNDLE_COMMANDS:
         return bundle_command(args, err)
     if args.command == "smoke":
-        config = load_config(args.config, _target_overrides(args))
+        config = load_config(args.config, target_overrides(args))
         verdict = await judge(config, args.out or _default_out("golive"), "smoke", run_smoke)
         return _finish(verdict, args)
     if args.command == "env":
@@ -152,7 +156,7 @@ async def _env(args: argparse.Namespace) -> int:
         require_kubernetes()
         k8s = K8sSource(args.k8s_namespace, args.selector, args.k8s_container, args.kubeconfig)
         evidence = dataclasses.replace(evidence, k8s=k8s)
-    config = load_config(args.config, _target_overrides(args))
+    config = load_config(args.config, target_overrides(args))
     verdict = await judge(
         config,
         args.out or _default_out("golive-env"),
@@ -163,29 +167,8 @@ async def _env(args: argparse.Namespace) -> int:
     return _finish(verdict, args)
 
 
-def _capacity_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "capacity.concurrency": args.concurrency,
-        "capacity.max_context": args.max_context,
-        "capacity.duration_s": args.duration,
-        "capacity.step_duration_s": args.step_duration,
-    }
-
-
-def _agent_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "agent.repeat": args.repeat,
-        "agent.schemas_file": None if args.schemas is None else str(args.schemas),
-        "agent.cases": args.case,
-        "agent.temperature": args.temperature,
-        "agent.concurrency": getattr(args, "concurrency", None)
-        if args.command == "agent"
-        else None,
-    }
-
-
 async def _capacity(args: argparse.Namespace) -> int:
-    overrides = {**_target_overrides(args), **_capacity_overrides(args)}
+    overrides = {**target_overrides(args), **capacity_overrides(args)}
     config = load_config(args.config, overrides)
     out = args.out or _default_out("golive-capacity")
     if args.launch is None:
@@ -218,14 +201,7 @@ async def _run_capacity(
     launched: RunningTarget | None,
     load_span: tuple[float, float] | None = None,
 ) -> int:
-    clients = None
-    if args.ray is not None:
-        require_ray()
-        from golive.traffic.ray_load import RayLoad
-
-        clients = await asyncio.to_thread(RayLoad, args.ray, client_settings(config))
-        _progress(f"ray: load from {len(clients.actors)} client(s): {', '.join(clients.names)}")
-    try:
+    async with ray_clients(args.ray, config, _progress) as clients:
         with RichProgress(err) as progress:
             inputs = _capacity_inputs(args, config, log_text, progress, launched, load_span)
             inputs = dataclasses.replace(inputs, clients=clients)
@@ -237,14 +213,11 @@ async def _run_capacity(
 
             remote = () if clients is None else (clients,)
             verdict = await judge(config, out, "capacity", programme, remote=remote)
-    finally:
-        if clients is not None:
-            clients.close()
     return _finish(verdict, args)
 
 
 async def _cache(args: argparse.Namespace) -> int:
-    config = load_config(args.config, _target_overrides(args))
+    config = load_config(args.config, target_overrides(args))
     log_text = None if args.log is None else _read(args.log, "--log")
     settings = CacheSettings(
         prefix_tokens=args.prefix_tokens,
@@ -263,15 +236,17 @@ async def _cache(args: argparse.Namespace) -> int:
 
 
 async def _agent(args: argparse.Namespace) -> int:
-    config = load_config(args.config, {**_target_overrides(args), **_agent_overrides(args)})
+    config = load_config(args.config, {**target_overrides(args), **agent_overrides(args)})
     cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
-    with RichProgress(err) as progress:
-        settings = agent_settings(config.agent, cases, progress)
+    out = args.out or _default_out("golive-agent")
+    async with ray_clients(args.ray, config, _progress) as clients:
+        with RichProgress(err) as progress:
+            settings = agent_settings(config.agent, cases, progress)
 
-        async def programme(ctx: CheckContext) -> list[CheckResult]:
-            return await run_agent(ctx, settings)
+            async def programme(ctx: CheckContext) -> list[CheckResult]:
+                return await run_agent(ctx, settings)
 
-        verdict = await judge(config, args.out or _default_out("golive-agent"), "agent", programme)
+            verdict = await judge(config, out, "agent", programme, **judge_options(clients))
     return _finish(verdict, args)
 
 
@@ -299,9 +274,9 @@ def _capacity_inputs(
 
 async def _run(args: argparse.Namespace) -> int:
     overrides = {
-        **_target_overrides(args),
-        **_capacity_overrides(args),
-        **_agent_overrides(args),
+        **target_overrides(args),
+        **capacity_overrides(args),
+        **agent_overrides(args),
     }
     config = load_config(args.config, overrides)
     evidence = load_evidence(
@@ -309,10 +284,25 @@ async def _run(args: argparse.Namespace) -> int:
     )
     cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
     startup = None if evidence.log_text is None else parse_startup_log(evidence.log_text)
+    out = args.out or _default_out("golive-run")
+    async with ray_clients(args.ray, config, _progress) as clients:
+        return await _run_plan(args, config, evidence, cases, startup, out, clients)
+
+
+async def _run_plan(
+    args: argparse.Namespace,
+    config: GoliveConfig,
+    evidence: EnvEvidence,
+    cases: Any,
+    startup: StartupFacts | None,
+    out: Path,
+    clients: RayLoad | None,
+) -> int:
     with RichProgress(err) as progress:
+        capacity = _capacity_inputs(args, config, evidence.log_text, progress)
         plan = RunPlan(
             evidence=evidence,
-            capacity=_capacity_inputs(args, config, evidence.log_text, progress),
+            capacity=dataclasses.replace(capacity, clients=clients),
             cache=CacheSettings(
                 prefix_tokens=args.prefix_tokens,
                 warm_repeats=max(1, args.warm_repeats),
@@ -325,12 +315,12 @@ async def _run(args: argparse.Namespace) -> int:
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_programme(ctx, plan)
 
-        verdict = await judge(config, args.out or _default_out("golive-run"), "run", programme)
+        verdict = await judge(config, out, "run", programme, **judge_options(clients))
     return _finish(verdict, args)
 
 
 async def _watch(args: argparse.Namespace) -> int:
-    overrides = {**_target_overrides(args), "target.read_timeout_s": args.probe_deadline}
+    overrides = {**target_overrides(args), "target.read_timeout_s": args.probe_deadline}
     config = load_config(args.config, overrides)
     out = args.out or _default_out("golive-watch")
     with RichProgress(err) as progress:
@@ -364,19 +354,6 @@ def _read(path: Path, flag: str) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise ConfigError(f"{flag} {path}: cannot be read ({exc.strerror})") from exc
-
-
-def _target_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "target.url": args.target,
-        "target.metrics_url": args.metrics_url,
-        "target.api_key_env": args.api_key_env,
-        "target.model": args.model,
-        "target.engine_url": args.engine_url,
-        "profile": args.profile,
-        "policy": None if args.policy is None else str(args.policy),
-        "sign_key": None if args.sign_key is None else str(args.sign_key),
-    }
 
 
 def _default_out(prefix: str) -> Path:

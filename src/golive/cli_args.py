@@ -1,9 +1,11 @@
-"""The command line's shape: every command and option (parsing only; cli.py acts)."""
+"""The command line's shape: every command and option, and the config keys the flags set
+(parsing only; cli.py acts)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from golive import __version__
 from golive.config import PROFILES
@@ -95,6 +97,15 @@ def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, help="Agent sampling temperature (0.6)")
 
 
+def _ray_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="send the traffic from one client actor per node of this (load) Ray cluster, "
+        "as ray.init takes it: HEAD:6379, ray://HEAD:10001, auto",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="golive", description="Decide whether a vLLM deployment may go live, and prove it."
@@ -108,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_env(sub)
     _add_capacity(sub)
     _add_cache_and_agent(sub)
+    _add_after(sub)
     check = sub.add_parser("verify", help="check a bundle against its manifest")
     check.add_argument("bundle", type=Path)
     check.add_argument(
@@ -177,12 +189,7 @@ def _add_capacity(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _target_options(capacity)
     _capacity_options(capacity)
     capacity.add_argument("--log", type=Path, help="startup log, for the model-load phase")
-    capacity.add_argument(
-        "--ray",
-        metavar="ADDRESS",
-        help="drive the load windows from one client actor per node of this Ray cluster "
-        "(as ray.init takes it: HEAD:6379, ray://HEAD:10001, auto)",
-    )
+    _ray_option(capacity)
     capacity.add_argument(
         "--launch",
         metavar="CMD",
@@ -204,6 +211,7 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
     _target_options(agent)
     _agent_options(agent)
     agent.add_argument("--concurrency", type=int, help="requests in flight (default 4)")
+    _ray_option(agent)
     run = sub.add_parser(
         "run",
         help="the whole programme: chain (rebuild stops), request classes, pressure phases, "
@@ -214,6 +222,11 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
     _capacity_options(run)
     _cache_options(run)
     _agent_options(run)
+    _ray_option(run)
+
+
+def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that work after a run: signoff, watch, report, rollback, guardrails."""
     sign = sub.add_parser(
         "signoff", help="record the reviewer's signature over an intact bundle and re-seal it"
     )
@@ -267,3 +280,38 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     decide.add_argument("bundle", type=Path)
     decide.add_argument("--json", action="store_true", help="print the re-derived decision")
+
+
+# -- what the flags set in the config: dotted keys; None leaves the config file's value --
+def target_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "target.url": args.target,
+        "target.metrics_url": args.metrics_url,
+        "target.api_key_env": args.api_key_env,
+        "target.model": args.model,
+        "target.engine_url": args.engine_url,
+        "profile": args.profile,
+        "policy": None if args.policy is None else str(args.policy),
+        "sign_key": None if args.sign_key is None else str(args.sign_key),
+    }
+
+
+def capacity_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "capacity.concurrency": args.concurrency,
+        "capacity.max_context": args.max_context,
+        "capacity.duration_s": args.duration,
+        "capacity.step_duration_s": args.step_duration,
+    }
+
+
+def agent_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "agent.repeat": args.repeat,
+        "agent.schemas_file": None if args.schemas is None else str(args.schemas),
+        "agent.cases": args.case,
+        "agent.temperature": args.temperature,
+        "agent.concurrency": getattr(args, "concurrency", None)
+        if args.command == "agent"
+        else None,
+    }

@@ -59,12 +59,14 @@ async def judge(
     attach: Mapping[str, Path] | None = None,
     require_target: bool = True,
     remote: Sequence[RemoteClients] = (),
+    route: Callable[[TargetClient], Target] | None = None,
 ) -> Verdict:
     """Run `programme` against the configured target and write a sealed bundle.
 
     `attach` maps bundle paths to local files copied in before sealing (e.g. the local
     target's server log as `environment/startup.log`). `remote`: clients on other machines
-    (--ray) that the ledger counts and a signal stops.
+    (--ray) that the ledger counts and a signal stops; `route` puts them behind the target
+    the checks use.
     """
     if config.target.url is None and require_target:
         raise ConfigError("no target: give --target URL (or target.url in the config file)")
@@ -89,7 +91,7 @@ async def judge(
                 client = await stack.enter_async_context(TargetClient(client_settings(config)))
                 clients.append(client)
                 guard.watch(client)
-                target = client
+                target = client if route is None else route(client)
             if config.target.engine_url is not None:
                 behind = await stack.enter_async_context(
                     TargetClient(client_settings(config, config.target.engine_url))

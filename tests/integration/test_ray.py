@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from golive.checks.agent import agent_settings, run_agent
+from golive.checks.agent_select import cases_for
 from golive.checks.capacity import CapacityInputs
 from golive.checks.capacity_phases import CLIENTS, run_capacity
 from golive.checks.context import CheckContext
@@ -211,6 +213,45 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
     checks = {c["id"]: c for c in verdict.data["checks"]}
     assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
     assert checks["capacity.sustained"]["status"] == "pass", checks["capacity.sustained"]
+
+
+async def test_agent_requests_leave_from_the_three_clients(
+    cluster: LoopbackCluster, real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """`agent --ray`: each chat request goes out from the actors in turn and comes back
+    for the contract checks; the ledger counts what the actors' clients sent."""
+    out = tmp_path / "b"
+    config = load_config(
+        None,
+        {
+            "target.url": real_target.url,
+            "agent.repeat": 2,
+            "agent.temperature": 0.0,
+            "agent.concurrency": 3,
+            "agent.cases": ["one_arg.required"],
+        },
+    )
+    settings = agent_settings(config.agent, cases_for(config.agent))
+    load = await asyncio.to_thread(RayLoad, cluster.cluster.address, client_settings(config))
+    try:
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            return await run_agent(ctx, settings)
+
+        verdict = await judge(config, out, "agent", programme, remote=(load,), route=load.target)
+    finally:
+        load.close()
+    checks = {c["id"]: c for c in verdict.data["checks"]}
+    assert checks["agent.one_arg.required"]["status"] == "pass", checks["agent.one_arg.required"]
+    assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
+    lines = [
+        json.loads(line)
+        for path in (out / "requests").glob("agent.*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    tags = {line["request_id"].split("-")[1] for line in lines}  # each client's own run tag
+    assert len(lines) >= 4
+    assert len(tags) == 3
 
 
 async def test_a_node_removed_mid_collection_is_no_data(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import socket
 import statistics
 import time
@@ -44,6 +45,23 @@ class LoadClient:
         self.settings = settings
         self.client: TargetClient | None = None
         self.stopped: asyncio.Event | None = None
+        self.single: TargetClient | None = None  # for one-at-a-time requests (`chat`)
+
+    async def chat(
+        self,
+        body: Mapping[str, Any],
+        label: str,
+        deadline_s: float | None,
+        headers: Mapping[str, str] | None,
+    ) -> RequestRecord:
+        """One request from this client machine (the Agent suite, smoke, cache)."""
+        if self.single is None:
+            self.single = await TargetClient(self.settings).__aenter__()
+        return await self.single.chat(body, label, None, deadline_s, headers)
+
+    def sent(self) -> int:
+        """Chat requests this client's one-at-a-time connection pool has sent."""
+        return 0 if self.single is None else self.single.chat_requests
 
     async def run(self, schedule: Schedule, make_body: MakeBody, label: str) -> AsyncIterator[Any]:
         records: asyncio.Queue[RequestRecord] = asyncio.Queue()
@@ -87,7 +105,8 @@ class LoadClient:
     async def stop(self, reason: str) -> int:
         if self.stopped is not None:
             self.stopped.set()
-        return 0 if self.client is None else self.client.abort_in_flight(reason)
+        aborted = 0 if self.single is None else self.single.abort_in_flight(reason)
+        return aborted + (0 if self.client is None else self.client.abort_in_flight(reason))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -137,7 +156,13 @@ class RayLoad:
     @property
     def chat_requests(self) -> int:
         """Chat requests the actors' clients reported sending (for the ledger)."""
-        return sum(self._sent.values())
+        singles = ray.get([actor.sent.remote() for actor in self.actors], timeout=30)
+        return sum(self._sent.values()) + sum(int(n) for n in singles)
+
+    def target(self, local: TargetClient) -> RemoteTarget:
+        """A `Target` whose chat requests leave from the client actors in turn; GETs (health,
+        metrics, models) and other POSTs stay on `local`."""
+        return RemoteTarget(local, self)
 
     def stop(self, reason: str) -> int:
         for actor in self.actors:
@@ -201,6 +226,41 @@ class RayLoad:
         for actor in self.actors:
             ray.kill(actor)
         ray.shutdown()
+
+
+class RemoteTarget:
+    """The checks' `Target` seam, with chat requests sent from the client actors in turn."""
+
+    def __init__(self, local: TargetClient, load: RayLoad) -> None:
+        self.local = local
+        self.load = load
+        self._turn = itertools.count()
+
+    def url(self, path: str) -> str:
+        return self.local.url(path)
+
+    def abort_in_flight(self, reason: str) -> int:
+        for actor in self.load.actors:
+            actor.stop.remote(reason)
+        return self.local.abort_in_flight(reason)
+
+    async def get(self, path: str, label: str) -> RequestRecord:
+        return await self.local.get(path, label)
+
+    async def post(self, path: str, body: Mapping[str, Any], label: str) -> RequestRecord:
+        return await self.local.post(path, body, label)
+
+    async def chat(
+        self,
+        body: Mapping[str, Any],
+        label: str,
+        scheduled_ns: int | None = None,
+        deadline_s: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> RequestRecord:
+        actor = self.load.actors[next(self._turn) % len(self.load.actors)]
+        record: RequestRecord = await actor.chat.remote(body, label, deadline_s, headers)
+        return record
 
 
 def split(total: int, parts: int) -> list[int]:
