@@ -34,7 +34,7 @@ from tests.scenario import SMALL_REQUESTS
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils", reason="needs golive[ray]")
-from golive.traffic.ray_load import RayLoad  # noqa: E402 - needs Ray
+from golive.traffic.ray_load import RayLoad, split  # noqa: E402 - needs Ray
 
 DATA = Path(__file__).parent.parent / "data"
 XML = (DATA / "gpu-h200-x1/nvidia-smi-q.xml").read_text()
@@ -149,11 +149,14 @@ def _checks(verdict: Verdict) -> dict[str, dict[str, Any]]:
 async def test_every_node_reports_and_a_mixed_driver_is_rebuild(
     cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
-    verdict = await _env(cluster.address, tmp_path / "b", expect_nodes=3, timeout_s=60)
+    verdict = await _env(
+        cluster.address, tmp_path / "b", expect_nodes=3, timeout_s=60, container=True
+    )
     checks = _checks(verdict)
     names = [cluster.node_name(n) for n in ("head", "worker-1", "worker-2")]
     for name in names:
         assert (tmp_path / f"b/environment/host-{name}.json").exists()
+        assert (tmp_path / f"b/environment/container-{name}.json").exists()  # --ray-container
     assert checks["environment.node_count"]["status"] == "pass"
     assert checks["environment.node_count"]["measurements"]["reported_nodes"] == 3
     driver = checks["environment.host_driver"]
@@ -273,3 +276,11 @@ async def test_a_node_removed_mid_collection_is_no_data(
     assert gone["status"] == "no_data"
     assert "did not report" in gone["summary"]
     assert verdict.data["outcome"] != "go-live"
+
+
+@pytest.mark.parametrize(
+    ("total", "parts", "shares"),
+    [(4, 3, [2, 1, 1]), (1, 3, [1]), (3, 3, [1, 1, 1]), (400, 3, [134, 133, 133])],
+)
+def test_a_window_splits_evenly_over_the_clients(total: int, parts: int, shares: list[int]) -> None:
+    assert split(total, parts) == shares

@@ -180,15 +180,24 @@ class RayLoad:
         """One load window split across the actors; records are handed to `on_record` as
         they arrive. `key` tells this window's counts apart from the earlier ones'."""
         started = time.perf_counter_ns()
-        shares = split(schedule.concurrency, len(self.actors))
-        caps = split(schedule.max_requests, len(shares))
+        count = len(self.actors)
+        if schedule.mode == "concurrency":
+            count = min(count, schedule.concurrency)
+        count = min(count, schedule.max_requests)
+        shares = split(schedule.concurrency, count) if schedule.mode == "concurrency" else []
+        caps = split(schedule.max_requests, count)
         records: list[RequestRecord] = []
         done: dict[str, dict[str, Any]] = {}
 
         async def one(i: int) -> None:
-            name, count = self.names[i], len(shares)
+            name = self.names[i]
             share = dataclasses.replace(
-                schedule, concurrency=shares[i], max_requests=caps[i], seed=schedule.seed + i
+                schedule,
+                concurrency=shares[i] if shares else schedule.concurrency,
+                max_requests=caps[i],
+                seed=schedule.seed + i,
+                rate_per_s=schedule.rate_per_s / count,  # used by rate schedules only
+                max_in_flight=max(1, schedule.max_in_flight // count),
             )
             stream = (
                 self.actors[i]
@@ -206,9 +215,9 @@ class RayLoad:
                 else:
                     done[name] = payload
             records.extend(mine)
-            self.windows.append(_window(name, shares[i], mine, done.get(name), sent))
+            self.windows.append(_window(name, share.concurrency, mine, done.get(name), sent))
 
-        await asyncio.gather(*(one(i) for i in range(len(shares))))
+        await asyncio.gather(*(one(i) for i in range(count)))
         wall = (time.perf_counter_ns() - started) / 1e9
         stops = {d["stopped_by"] for d in done.values()}
         stopped_by = next(
