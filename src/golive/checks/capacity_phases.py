@@ -234,7 +234,7 @@ async def _step(
         )
         for window in clients.windows[seen:]:
             run.ctx.bundle.append_jsonl(
-                CLIENTS, {"phase": run.phase, "concurrency": concurrency, **asdict(window)}
+                CLIENTS, {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)}
             )
     run.ctx.bundle.append_jsonl(
         WATCHDOG,

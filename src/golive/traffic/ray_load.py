@@ -114,7 +114,7 @@ class ClientWindow:
     """How one client's share of a window went (per-client scheduling accuracy)."""
 
     client: str
-    concurrency: int
+    share: int  # this client's concurrency in the window
     requests: int
     sent: int
     lag_p50_ms: float | None
@@ -293,7 +293,7 @@ def _window(
     lags = sorted((r.timings.sent_ns - r.timings.scheduled_ns) / 1e6 for r in records)
     return ClientWindow(
         client=name,
-        concurrency=concurrency,
+        share=concurrency,
         requests=len(records),
         sent=sent,
         lag_p50_ms=round(statistics.median(lags), 3) if lags else None,
