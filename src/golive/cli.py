@@ -46,6 +46,7 @@ from golive.progress import RichProgress
 from golive.report.junit import write_junit
 from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
 from golive.run import Verdict, judge, watch_bundle
+from golive.scope import PROGRAMME
 from golive.target.server import RunningTarget, launch, stop_target
 from golive.traffic.workload import read_sample
 from golive.watch import WatchSettings
@@ -90,7 +91,9 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return bundle_command(args, err)
     if args.command == "smoke":
         config = load_config(args.config, target_overrides(args))
-        verdict = await judge(config, args.out or _default_out("golive"), "smoke", run_smoke)
+        verdict = await judge(
+            config, args.out or _default_out("golive"), "smoke", run_smoke, ("smoke",)
+        )
         return _finish(verdict, args)
     if args.command == "env":
         return await _env(args)
@@ -162,6 +165,7 @@ async def _env(args: argparse.Namespace) -> int:
         args.out or _default_out("golive-env"),
         "env",
         env_programme(evidence),
+        ("env",),
         require_target=False,
     )
     return _finish(verdict, args)
@@ -212,7 +216,9 @@ async def _run_capacity(
                 return await run_capacity(ctx, inputs)
 
             remote = () if clients is None else (clients,)
-            verdict = await judge(config, out, "capacity", programme, remote=remote)
+            verdict = await judge(
+                config, out, "capacity", programme, ("capacity",), remote=remote
+            )
     return _finish(verdict, args)
 
 
@@ -231,7 +237,9 @@ async def _cache(args: argparse.Namespace) -> int:
             ctx.bundle.write_text("environment/startup.log", log_text)
         return await run_cache(ctx, settings)
 
-    verdict = await judge(config, args.out or _default_out("golive-cache"), "cache", programme)
+    verdict = await judge(
+        config, args.out or _default_out("golive-cache"), "cache", programme, ("cache",)
+    )
     return _finish(verdict, args)
 
 
@@ -246,7 +254,9 @@ async def _agent(args: argparse.Namespace) -> int:
             async def programme(ctx: CheckContext) -> list[CheckResult]:
                 return await run_agent(ctx, settings)
 
-            verdict = await judge(config, out, "agent", programme, **judge_options(clients))
+            verdict = await judge(
+                config, out, "agent", programme, ("agent",), **judge_options(clients)
+            )
     return _finish(verdict, args)
 
 
@@ -315,7 +325,9 @@ async def _run_plan(
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_programme(ctx, plan)
 
-        verdict = await judge(config, out, "run", programme, **judge_options(clients))
+        verdict = await judge(
+            config, out, "run", programme, PROGRAMME, **judge_options(clients)
+        )
     return _finish(verdict, args)
 
 
@@ -374,6 +386,15 @@ def _finish(verdict: Verdict, args: argparse.Namespace) -> int:
 
 
 def _print_table(data: dict[str, Any]) -> None:
+    missing = data.get("sections_missing") or []
+    if missing:
+        Console().print(
+            f"golive {data['command']}: {data['outcome']} (sections: "
+            f"{', '.join(data.get('scope') or [])}); still missing before a go-live decision: "
+            f"{', '.join(missing)}",
+            soft_wrap=True,
+            highlight=False,
+        )
     table = Table(title=f"golive {data['command']}: {data['outcome']}", title_justify="left")
     table.add_column("check")
     table.add_column("status")

@@ -1,18 +1,24 @@
 """The decision: a pure function from check results to one outcome and the rules behind it.
 
-Fail-closed: a critical check that could not measure (`no_data`, `error`) never passes.
-Every rule that fires is kept; the worst outcome wins
-(rebuild > expand-capacity > hold > observe-with-limits > go-live).
+Fail-closed: `go-live` needs the whole programme with every check `pass` (or skipped because
+the config says the class is not used). A critical check that could not measure (`no_data`,
+`error`, an unexplained `skipped`) is `hold`; a non-critical one, or any `warn` the policy
+does not waive by name, is at best observe-with-limits. A section bundle that finds nothing
+wrong is `section-passed`, never `go-live`. Every rule that fires is kept; the worst outcome
+wins (rebuild > expand-capacity > hold > observe-with-limits > section-passed > go-live).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from golive.results import CheckClass, CheckResult, Decision, Outcome, RuleFired, Status
+from golive.scope import PROGRAMME, Scope, missing_parts, sections_missing, skipped_by_config
 
 Rule = Callable[[Sequence[CheckResult]], RuleFired | None]
+# Classifications that a capacity or Agent rule already judges (with limits named).
+_CLASSIFIED = ("expand-capacity", "limit-traffic", "adjust-configuration", "limit-feature")
 
 # Where a failed critical check points, by the checklist layer it belongs to.
 _FAILURE_OUTCOME = {
@@ -27,8 +33,15 @@ def nothing_measured(checks: Sequence[CheckResult]) -> RuleFired | None:
     return RuleFired("nothing-measured", Outcome.HOLD, "no check produced a result", ())
 
 
+def _unmeasured(check: CheckResult) -> bool:
+    """No evidence: could not measure, crashed, or skipped for a reason that is not config."""
+    if check.status is Status.SKIPPED:
+        return not skipped_by_config(check)
+    return check.status in (Status.NO_DATA, Status.ERROR)
+
+
 def missing_evidence(checks: Sequence[CheckResult]) -> RuleFired | None:
-    missing = [c.id for c in checks if c.critical and c.status in (Status.NO_DATA, Status.ERROR)]
+    missing = [c.id for c in checks if c.critical and _unmeasured(c)]
     if not missing:
         return None
     return RuleFired(
@@ -71,11 +84,28 @@ def _classification(check: CheckResult) -> str | None:
     return str(value) if value is not None else None
 
 
+def _environment_proven(checks: Sequence[CheckResult]) -> bool:
+    """Every critical chain/startup check present and passed: a failure under load is then
+    the capacity's, not an unknown environment's."""
+    chain = [c for c in checks if c.check_class in _FAILURE_OUTCOME and c.critical]
+    return bool(chain) and all(c.status is Status.PASS for c in chain)
+
+
 def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
-    """OOM, queue collapse, stalls or restarts after reasonable limits."""
+    """OOM, queue collapse, stalls or restarts after reasonable limits, on a proven chain."""
     hit = [c.id for c in checks if _classification(c) == "expand-capacity"]
     if not hit:
         return None
+    if not _environment_proven(checks):
+        return RuleFired(
+            "capacity-unattributed",
+            Outcome.HOLD,
+            "the engine failed under load, but the environment is not proven (its critical "
+            "chain and startup checks did not all pass here), so the failure cannot be put on "
+            "capacity: provide the version chain (--log, --host-info, --container-info, "
+            "--image) and run again before concluding expand-capacity",
+            tuple(hit),
+        )
     return RuleFired(
         "capacity-exhausted",
         Outcome.EXPAND_CAPACITY,
@@ -171,6 +201,72 @@ def critical_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
     )
 
 
+def non_critical_defect(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """A non-critical check that failed or has no evidence: never a silent pass."""
+    hit = [
+        c.id
+        for c in checks
+        if not c.critical
+        and (c.status is Status.FAIL or _unmeasured(c))
+        and _classification(c) not in _CLASSIFIED
+    ]
+    if not hit:
+        return None
+    return RuleFired(
+        "non-critical-unproven",
+        Outcome.OBSERVE_WITH_LIMITS,
+        "non-critical checks failed or have no evidence: go live only with these named as "
+        "known gaps, each with an owner (actions), or provide the evidence",
+        tuple(hit),
+    )
+
+
+def warned(checks: Sequence[CheckResult], waived: Collection[str] = ()) -> RuleFired | None:
+    """A warn is not a pass: each is a watch item with an owner, unless waived by name."""
+    hit = [
+        c.id
+        for c in checks
+        if c.status is Status.WARN and _classification(c) not in _CLASSIFIED and c.id not in waived
+    ]
+    if not hit:
+        return None
+    return RuleFired(
+        "warnings-observed",
+        Outcome.OBSERVE_WITH_LIMITS,
+        "checks passed with warnings: each is watched with an owner, deadline and rollback "
+        "action (actions), or waived by name in the policy",
+        tuple(hit),
+    )
+
+
+def programme_incomplete(checks: Sequence[CheckResult], scope: Scope) -> RuleFired | None:
+    if scope != PROGRAMME or not checks:
+        return None
+    missing = missing_parts(checks)
+    if not missing:
+        return None
+    return RuleFired(
+        "programme-incomplete",
+        Outcome.HOLD,
+        f"the programme is missing {'; '.join(missing)}: a go-live decision needs every part",
+        (),
+    )
+
+
+def section_only(checks: Sequence[CheckResult], scope: Scope) -> RuleFired | None:
+    missing = sections_missing(scope)
+    if not missing or not checks:
+        return None
+    ran = ", ".join(scope) if scope else "none"
+    return RuleFired(
+        "section-only",
+        Outcome.SECTION_PASSED,
+        f"sections run: {ran}; still missing before a go-live decision: {', '.join(missing)} "
+        "(golive run, or golive decide --combine over section bundles)",
+        (),
+    )
+
+
 RULES: tuple[Rule, ...] = (
     nothing_measured,
     interrupted,
@@ -181,10 +277,25 @@ RULES: tuple[Rule, ...] = (
     agent_feature_limited,
     agent_protocol_failed,
     critical_failed,
+    non_critical_defect,
 )
 
 
-def decide(checks: Sequence[CheckResult], rules: Sequence[Rule] = RULES) -> Decision:
-    fired = tuple(r for rule in rules if (r := rule(checks)) is not None)
+def decide(
+    checks: Sequence[CheckResult], scope: Scope = PROGRAMME, waived: Collection[str] = ()
+) -> Decision:
+    """`scope`: PROGRAMME or the sections that ran; `waived`: warn check ids the policy
+    waives by name (only warns can be waived)."""
+    waived_warns = tuple(c.id for c in checks if c.status is Status.WARN and c.id in waived)
+    fired = [r for rule in RULES if (r := rule(checks)) is not None]
+    fired += [
+        r
+        for r in (
+            warned(checks, waived_warns),
+            programme_incomplete(checks, scope),
+            section_only(checks, scope),
+        )
+        if r is not None
+    ]
     outcome = max((r.outcome for r in fired), key=lambda o: o.severity, default=Outcome.GO_LIVE)
-    return Decision(outcome, fired)
+    return Decision(outcome, tuple(fired), waived_warns)

@@ -26,6 +26,7 @@ from golive.evidence.startup_log import parse_startup_log
 from golive.programme import RunPlan, run_programme
 from golive.results import CheckResult
 from golive.run import Verdict, judge
+from golive.scope import PROGRAMME
 from golive.target.install import Progress, ensure_target
 from golive.target.server import ServeOptions, running_target
 
@@ -80,6 +81,6 @@ async def run_demo(
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_programme(ctx, plan)
 
-        verdict = await judge(config, out, "demo", programme)
+        verdict = await judge(config, out, "demo", programme, PROGRAMME)
     progress("target stopped")
     return verdict

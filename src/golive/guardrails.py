@@ -17,7 +17,7 @@ import yaml
 
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
-from golive.registry import ACCEPTED
+from golive.registry import ACCEPTED, programme_scope
 
 TTFT_BUDGET = 0.01  # 99% of requests under the accepted TTFT
 # Google SRE multi-window burn rates: (long window, short window, burn rate, severity)
@@ -231,6 +231,7 @@ def read_accepted(bundle: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             f"{bundle} was not accepted (outcome {verdict.get('outcome')}): only "
             f"{' or '.join(ACCEPTED)} bundles define an envelope to keep"
         )
+    programme_scope(verdict, bundle, "an accepted envelope")
     steps = [
         json.loads(line) for line in _lines(bundle / "metrics/capacity-steps.jsonl") if line.strip()
     ]

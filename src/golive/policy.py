@@ -3,7 +3,9 @@ into verdict.json, and `golive decide BUNDLE` re-applies the saved copy, so a ve
 re-derived offline and shown to come from the policy it names.
 
 Thresholds live in the config (its digest is in verdict.json too); the policy only changes
-what a check's result weighs: `critical` maps check-id patterns (fnmatch) to true/false.
+what a check's result weighs: `critical` maps check-id patterns (fnmatch) to true/false, and
+`waive` names warn checks (exact ids) that do not hold back go-live, each with a reason and
+an owner, recorded in verdict.json `waivers` and shown in the report.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ DEFAULT = "policy-default.yaml"
 POLICY_FILE = "config/policy.yaml"  # where a bundle keeps the policy it was judged by
 
 
+class Waiver(StrictModel):
+    reason: str = Field(min_length=1, description="why this warn does not block go-live")
+    owner: str = Field(min_length=1, description="who answers for it")
+
+
 class Policy(StrictModel):
     name: str = Field(min_length=1)
     version: int = Field(ge=1)
@@ -34,6 +41,16 @@ class Policy(StrictModel):
     critical: dict[str, bool] = Field(
         default_factory=dict, description="check-id pattern (fnmatch) -> critical"
     )
+    waive: dict[str, Waiver] = Field(
+        default_factory=dict, description="warn check id (exact) -> reason and owner"
+    )
+
+    def waivers(self, waived: Sequence[str]) -> list[dict[str, str]]:
+        """verdict.json `waivers`: the warns this policy waived, with reason and owner."""
+        return [
+            {"check": check, "reason": self.waive[check].reason, "owner": self.waive[check].owner}
+            for check in waived
+        ]
 
 
 @dataclass(frozen=True, slots=True)

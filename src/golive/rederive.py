@@ -12,6 +12,7 @@ from golive.decide import decide
 from golive.errors import ConfigError
 from golive.policy import POLICY_FILE, apply_policy, parse_policy
 from golive.results import CheckResult, Decision, Outcome
+from golive.scope import scope_from_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,7 @@ def rederive(root: Path) -> Rederived:
         data = json.loads(verdict_path.read_text(encoding="utf-8"))
         sealed = Outcome(data["outcome"])
         checks = [CheckResult.from_json(c) for c in data["checks"]]
+        scope = scope_from_json(data.get("scope"))
     except OSError as exc:
         raise ConfigError(
             f"{verdict_path}: cannot be read ({exc.strerror}); is it a bundle?"
@@ -51,6 +53,7 @@ def rederive(root: Path) -> Rederived:
         ]
         problems.append(f"the bundle does not match its manifest ({'; '.join(changed)})")
     policy_path = root / POLICY_FILE
+    waive: dict[str, object] = {}
     if policy_path.is_file():
         policy = parse_policy(policy_path.read_text(encoding="utf-8"), str(policy_path))
         recorded = (data.get("policy") or {}).get("sha256")
@@ -59,7 +62,8 @@ def rederive(root: Path) -> Rederived:
                 f"{POLICY_FILE} has digest {policy.sha256}, verdict.json names {recorded}"
             )
         checks = apply_policy(policy.policy, checks)
-    decision = decide(checks)
+        waive = dict(policy.policy.waive)
+    decision = decide(checks, scope, waive)
     if decision.outcome is not sealed:
         problems.append(
             f"re-derived outcome {decision.outcome.value} differs from the sealed {sealed.value}"

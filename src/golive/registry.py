@@ -15,6 +15,17 @@ from golive.errors import ConfigError
 from golive.evidence.startup_log import parse_startup_log
 
 ACCEPTED = ("go-live", "observe-with-limits")
+
+
+def programme_scope(verdict: dict[str, Any], where: Path, use: str) -> None:
+    """Only a bundle of the whole programme can be accepted, signed or watched as such."""
+    scope = verdict.get("scope")
+    if scope != "programme":
+        ran = ", ".join(scope) if isinstance(scope, list) else "unknown (written before scope)"
+        raise ConfigError(
+            f"{where} holds sections only ({ran}), not the whole programme: {use} needs a "
+            "programme bundle from golive run, or golive decide --combine over section bundles"
+        )
 _SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 
 
@@ -94,6 +105,7 @@ def register(root: Path, signature: dict[str, Any], registry: Path) -> Path | No
     """Add a signed, accepted bundle to the registry; other outcomes are not artifacts."""
     if signature["outcome"] not in ACCEPTED:
         return None
+    programme_scope(_json(root / "verdict.json") or {}, root, "the rollback registry")
     entry = artifact(root, signature)
     try:
         registry.mkdir(parents=True, exist_ok=True)

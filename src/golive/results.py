@@ -35,6 +35,7 @@ class Outcome(enum.StrEnum):
     """The checklist's outcomes, in increasing severity."""
 
     GO_LIVE = "go-live"
+    SECTION_PASSED = "section-passed"  # part of the programme ran and found nothing wrong
     OBSERVE_WITH_LIMITS = "observe-with-limits"
     HOLD = "hold"
     EXPAND_CAPACITY = "expand-capacity"
@@ -53,6 +54,7 @@ class Outcome(enum.StrEnum):
 
 _EXIT_CODES: Mapping[Outcome, int] = {
     Outcome.GO_LIVE: 0,
+    Outcome.SECTION_PASSED: 0,
     Outcome.OBSERVE_WITH_LIMITS: 10,
     Outcome.HOLD: 11,
     Outcome.EXPAND_CAPACITY: 12,
@@ -125,3 +127,4 @@ class Decision:
 
     outcome: Outcome
     rules_fired: tuple[RuleFired, ...]
+    waived: tuple[str, ...] = ()  # warns the policy waived by name (verdict.json `waivers`)

@@ -27,10 +27,11 @@ from golive.errors import ConfigError
 from golive.interrupt import Guard
 from golive.ledger import ledger_check
 from golive.policy import POLICY_FILE, apply_policy, load_policy
-from golive.registry import identity, register, registry_dir
+from golive.registry import ACCEPTED, identity, programme_scope, register, registry_dir
 from golive.report.html import render_html
 from golive.report.markdown import render_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
+from golive.scope import PROGRAMME, Scope, scope_json, sections_missing, skipped_by_config
 from golive.signing import load_private_key
 from golive.signoff import build_signoff, bundle_files, render_signoff
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
@@ -56,6 +57,7 @@ async def judge(
     out: Path,
     command: str,
     programme: Programme,
+    scope: Scope,
     attach: Mapping[str, Path] | None = None,
     require_target: bool = True,
     remote: Sequence[RemoteClients] = (),
@@ -66,7 +68,7 @@ async def judge(
     `attach` maps bundle paths to local files copied in before sealing (e.g. the local
     target's server log as `environment/startup.log`). `remote`: clients on other machines
     (--ray) that the ledger counts and a signal stops; `route` puts them behind the target
-    the checks use.
+    the checks use. `scope`: PROGRAMME, or the sections a section command runs.
     """
     if config.target.url is None and require_target:
         raise ConfigError("no target: give --target URL (or target.url in the config file)")
@@ -119,8 +121,9 @@ async def judge(
     for rel, source in (attach or {}).items():
         bundle.write_text(rel, source.read_text(encoding="utf-8", errors="replace"))
     checks = apply_policy(policy.policy, checks)
-    decision = decide(checks)
-    data = verdict_json(config, profile.name, command, started, checks, decision)
+    decision = decide(checks, scope, policy.policy.waive)
+    data = verdict_json(config, profile.name, command, started, checks, decision, scope)
+    data["waivers"] = policy.policy.waivers(decision.waived)
     data["policy"] = policy.to_json()
     data["rollback_target"] = rollback_target(bundle.root)
     if guard.interruption is not None:
@@ -206,12 +209,22 @@ def verdict_json(
     started: str,
     checks: Sequence[CheckResult],
     decision: Decision,
+    scope: Scope = PROGRAMME,
 ) -> dict[str, Any]:
-    """verdict.json as DESIGN.md §1 defines it."""
-    failed = [c for c in checks if c.status in (Status.FAIL, Status.ERROR, Status.NO_DATA)]
+    """verdict.json as DESIGN.md §1 defines it. `actions`: every item that is not a pass
+    (failed, unmeasured, warned and not waived), each with owner, deadline and rollback."""
+    open_items = [
+        c
+        for c in checks
+        if c.status in (Status.FAIL, Status.ERROR, Status.NO_DATA)
+        or (c.status is Status.WARN and c.id not in decision.waived)
+        or (c.status is Status.SKIPPED and not skipped_by_config(c))
+    ]
     return {
         "outcome": decision.outcome.value,
         "exit_code": decision.outcome.exit_code,
+        "scope": scope_json(scope),
+        "sections_missing": sections_missing(scope),
         "profile": profile,
         "target": config.target.url,
         "command": command,
@@ -225,7 +238,13 @@ def verdict_json(
         "checks": [c.to_json() for c in checks],
         "rules_fired": [r.to_json() for r in decision.rules_fired],
         "limits": limits(checks),
-        "actions": [action_for(c.id, config.signoff.actions) for c in failed],
+        "skipped_by_config": [
+            {"check": c.id, "reason": c.summary} for c in checks if skipped_by_config(c)
+        ],
+        "actions": [
+            {**action_for(c.id, config.signoff.actions), "status": c.status.value}
+            for c in open_items
+        ],
         "rollback_target": None,
     }
 
@@ -257,15 +276,7 @@ def sign_bundle(
     verdict_outcome = Outcome(data["outcome"])
     if not reviewer.strip():
         raise ConfigError("--reviewer must name a person")
-    if (
-        outcome is Outcome.GO_LIVE
-        and verdict_outcome is not Outcome.GO_LIVE
-        and not (override_reason and override_reason.strip())
-    ):
-        raise ConfigError(
-            f"the verdict is {verdict_outcome.value}: signing go-live over it needs "
-            "--override-reason TEXT, recorded with the signature"
-        )
+    check_signable(root, data, outcome, override_reason)
     manifest = (root / MANIFEST).read_bytes()
     signature = {
         "reviewer": reviewer.strip(),
@@ -280,6 +291,36 @@ def sign_bundle(
     bundle.seal(key)
     registered = register(root, signature, registry_dir(registry))
     return {**signature, "registered": None if registered is None else str(registered)}
+
+
+def check_signable(
+    root: Path, data: Mapping[str, Any], outcome: Outcome, override_reason: str | None
+) -> None:
+    """What a signature may claim: an accepted outcome only over the whole programme with
+    every open item owned; an outcome better than the verdict's only with a reason."""
+    verdict_outcome = Outcome(data["outcome"])
+    if outcome is Outcome.SECTION_PASSED:
+        raise ConfigError("section-passed is not a decision to sign: sign a programme bundle")
+    if outcome.value in ACCEPTED:
+        programme_scope(dict(data), root, f"signing {outcome.value}")
+        unowned = [
+            a["check"]
+            for a in data.get("actions") or []
+            if UNASSIGNED in (a.get("owner"), a.get("deadline"), a.get("rollback"))
+        ]
+        if unowned:
+            raise ConfigError(
+                f"signing {outcome.value} needs an owner, deadline and rollback action for "
+                f"every limit, warning and gap; unassigned: {', '.join(unowned)} (set "
+                "signoff.actions in the config and run again)"
+            )
+    if outcome.severity < verdict_outcome.severity and not (
+        override_reason and override_reason.strip()
+    ):
+        raise ConfigError(
+            f"the verdict is {verdict_outcome.value}: signing the better outcome "
+            f"{outcome.value} over it needs --override-reason TEXT, recorded with the signature"
+        )
 
 
 async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings) -> dict[str, Any]:

@@ -111,7 +111,7 @@ async def _gateway_run(
     async def programme(ctx: CheckContext) -> list[CheckResult]:
         return await run_agent(ctx, settings)
 
-    verdict = await judge(config, out, "agent", programme)
+    verdict = await judge(config, out, "agent", programme, ("agent",))
     assert verdict.outcome is Outcome.HOLD
     return {c["id"]: CheckResult.from_json(c) for c in verdict.data["checks"]}
 

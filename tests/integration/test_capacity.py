@@ -43,7 +43,7 @@ async def _capacity(target: RunningTarget, out: Path, **settings: Any) -> Verdic
     async def programme(ctx: CheckContext) -> list[CheckResult]:
         return await run_capacity(ctx, inputs)
 
-    return await judge(config, out, "capacity", programme)
+    return await judge(config, out, "capacity", programme, ("capacity",))
 
 
 def _checks(verdict: Verdict) -> dict[str, Any]:

@@ -50,7 +50,7 @@ async def test_frozen_engine_is_recorded_and_the_run_stays_in_its_caps(
     async def programme(ctx: CheckContext) -> list[CheckResult]:
         return await run_capacity(ctx, CapacityInputs(target_pid=real_target.pid))
 
-    run = asyncio.create_task(judge(config, out, "capacity", programme))
+    run = asyncio.create_task(judge(config, out, "capacity", programme, ("capacity",)))
     marker = out / "metrics/capacity-c1-before.prom"
     for _ in range(900):
         if marker.exists() or run.done():

@@ -58,7 +58,7 @@ async def test_a_hung_target_cannot_stretch_a_phase(tmp_path: Path) -> None:
             return await run_capacity(ctx, CapacityInputs())
 
         config = load_config(None, {"target.url": url, **CAPACITY})
-        verdict = await judge(config, out, "capacity", programme)
+        verdict = await judge(config, out, "capacity", programme, ("capacity",))
     windows = [json.loads(line) for line in (out / WATCHDOG).read_text().splitlines()]
     # the ramp stops at its first failing step; the sustained phase still runs, at the cap
     assert [(w["phase"], w["concurrency_cap"]) for w in windows] == [

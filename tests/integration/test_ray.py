@@ -139,7 +139,7 @@ async def _env(address: str, out: Path, **ray: Any) -> Verdict:
     async def programme(ctx: CheckContext) -> list[CheckResult]:
         return await run_env(ctx, evidence)
 
-    return await judge(load_config(None, {}), out, "env", programme, require_target=False)
+    return await judge(load_config(None, {}), out, "env", programme, ("env",), require_target=False)
 
 
 def _checks(verdict: Verdict) -> dict[str, dict[str, Any]]:
@@ -196,7 +196,7 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_capacity(ctx, inputs)
 
-        verdict = await judge(config, out, "capacity", programme, remote=(load,))
+        verdict = await judge(config, out, "capacity", programme, ("capacity",), remote=(load,))
     finally:
         load.close()
     assert len(load.actors) == 3
@@ -247,7 +247,7 @@ async def test_agent_requests_leave_from_the_three_clients(
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_agent(ctx, settings)
 
-        verdict = await judge(config, out, "agent", programme, remote=(load,), route=load.target)
+        verdict = await judge(config, out, "agent", programme, ("agent",), remote=(load,), route=load.target)
     finally:
         load.close()
     checks = {c["id"]: c for c in verdict.data["checks"]}

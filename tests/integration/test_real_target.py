@@ -46,7 +46,7 @@ async def test_smoke_on_real_vllm_is_go_live_and_sealed(
 ) -> None:
     """Every smoke check passes on the real engine, with real numbers, in a sealed bundle."""
     out = tmp_path / "bundle"
-    verdict = await judge(_config(real_target), out, "smoke", run_smoke)
+    verdict = await judge(_config(real_target), out, "smoke", run_smoke, ("smoke",))
     checks = _checks(verdict.data)
     assert verdict.outcome is Outcome.GO_LIVE, checks
     assert checks["smoke.version"]["measurements"]["vllm_version"] == "0.32.0"
@@ -73,7 +73,7 @@ async def test_smoke_on_real_vllm_is_go_live_and_sealed(
 async def test_editing_any_file_breaks_verify(real_target: RunningTarget, tmp_path: Path) -> None:
     """One changed byte in any file of a real bundle makes verify fail and name the file."""
     out = tmp_path / "bundle"
-    await judge(_config(real_target), out, "smoke", run_smoke)
+    await judge(_config(real_target), out, "smoke", run_smoke, ("smoke",))
     files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "manifest-sha256.txt")
     assert len(files) >= 6
     for path in files:
@@ -88,7 +88,7 @@ async def test_editing_any_file_breaks_verify(real_target: RunningTarget, tmp_pa
 async def test_wrong_model_on_real_vllm_holds(real_target: RunningTarget, tmp_path: Path) -> None:
     """Asking the real server for a model it does not serve is a named failure → hold."""
     config = _config(real_target, **{"target.model": "kimi-k3"})
-    verdict = await judge(config, tmp_path / "b", "smoke", run_smoke)
+    verdict = await judge(config, tmp_path / "b", "smoke", run_smoke, ("smoke",))
     assert verdict.outcome is Outcome.HOLD
     summary = str(_checks(verdict.data)["smoke.models"]["summary"])
     assert "'kimi-k3' is not served" in summary
@@ -98,7 +98,7 @@ async def test_wrong_model_on_real_vllm_holds(real_target: RunningTarget, tmp_pa
 async def test_metrics_url_that_is_not_metrics(real_target: RunningTarget, tmp_path: Path) -> None:
     """A metrics URL that answers JSON (here /v1/models) gives no_data, never a pass."""
     config = _config(real_target, **{"target.metrics_url": f"{real_target.url}/v1/models"})
-    verdict = await judge(config, tmp_path / "b", "smoke", run_smoke)
+    verdict = await judge(config, tmp_path / "b", "smoke", run_smoke, ("smoke",))
     metrics = _checks(verdict.data)["smoke.metrics"]
     assert metrics["status"] == "no_data"
     assert verdict.outcome is Outcome.HOLD

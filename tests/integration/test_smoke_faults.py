@@ -20,7 +20,7 @@ from tests.fakes.vllm import MODEL, FakeState, fake_vllm
 
 async def _smoke(url: str, out: Path, **overrides: object) -> Verdict:
     settings = {"target.url": url, "smoke.classes": False, **overrides}
-    return await judge(load_config(None, settings), out, "smoke", run_smoke)
+    return await judge(load_config(None, settings), out, "smoke", run_smoke, ("smoke",))
 
 
 def _status(verdict: Verdict) -> dict[str, str]:

@@ -164,16 +164,24 @@ def _cap(cid: str, classification: str, **m: int) -> CheckResult:
 
 
 def test_decision_maps_the_three_actions_and_collects_limits() -> None:
+    chain = [
+        CheckResult("environment.vllm_version", CheckClass.ENVIRONMENT, True, Status.PASS, "v"),
+        CheckResult("startup.log", CheckClass.STARTUP, True, Status.PASS, "log"),
+    ]
     limited = [
         _cap("capacity.concurrency", "limit-traffic", limit_max_concurrency=1),
         _cap("capacity.long_input", "adjust-configuration", limit_max_context=256),
     ]
-    decision = decide(limited)
+    decision = decide(limited, ("capacity",))
     assert decision.outcome is Outcome.OBSERVE_WITH_LIMITS
     assert limits(limited) == {"max_concurrency": 1, "max_context": 256}
-    exhausted = decide([*limited, _cap("capacity.sustained", "expand-capacity")])
+    exhausted = decide([*chain, *limited, _cap("capacity.sustained", "expand-capacity")], ("env", "capacity"))
     assert exhausted.outcome is Outcome.EXPAND_CAPACITY
-    assert [r.rule for r in exhausted.rules_fired] == ["capacity-exhausted", "capacity-limited"]
+    assert [r.rule for r in exhausted.rules_fired] == [
+        "capacity-exhausted",
+        "capacity-limited",
+        "section-only",
+    ]
 
 
 def test_a_held_back_queue_is_a_ceiling() -> None:

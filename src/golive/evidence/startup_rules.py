@@ -96,6 +96,16 @@ def check_parsers(inputs: ChainInputs) -> CheckResult:
     facts = inputs.startup
     if facts is None:
         return _startup("startup.parsers", critical, Status.NO_DATA, _NO_LOG)
+    if facts.args_line is None:  # the log does not say: not evidence of a wrong parser
+        return _startup(
+            "startup.parsers",
+            critical,
+            Status.NO_DATA,
+            "the startup log has no `non-default args:` line, so the parsers it started with "
+            "are unknown: give the first complete engine-initialization log (--log)",
+            {},
+            [inputs.startup_path],
+        )
     where = (
         [f"{inputs.startup_path}#L{facts.args_line}"] if facts.args_line else [inputs.startup_path]
     )
@@ -210,6 +220,16 @@ def check_parallel(inputs: ChainInputs) -> CheckResult:
     critical = declared is not None
     if facts is None:
         return _startup("startup.parallel", critical, Status.NO_DATA, _NO_LOG)
+    if facts.args_line is None and facts.engine_line is None:
+        return _startup(
+            "startup.parallel",
+            critical,
+            Status.NO_DATA,
+            "the startup log has neither the `non-default args:` nor the engine-config line, "
+            "so the parallel layout is unknown: give the first complete initialization log",
+            {},
+            [inputs.startup_path],
+        )
     actual = facts.parallel()
     where = [f"{inputs.startup_path}#L{facts.engine_line or facts.args_line}"]
     measurements: dict[str, float | int | str | bool | None] = dict(actual)
