@@ -216,9 +216,7 @@ async def _run_capacity(
                 return await run_capacity(ctx, inputs)
 
             remote = () if clients is None else (clients,)
-            verdict = await judge(
-                config, out, "capacity", programme, ("capacity",), remote=remote
-            )
+            verdict = await judge(config, out, "capacity", programme, ("capacity",), remote=remote)
     return _finish(verdict, args)
 
 
@@ -325,9 +323,7 @@ async def _run_plan(
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_programme(ctx, plan)
 
-        verdict = await judge(
-            config, out, "run", programme, PROGRAMME, **judge_options(clients)
-        )
+        verdict = await judge(config, out, "run", programme, PROGRAMME, **judge_options(clients))
     return _finish(verdict, args)
 
 

@@ -26,6 +26,8 @@ def programme_scope(verdict: dict[str, Any], where: Path, use: str) -> None:
             f"{where} holds sections only ({ran}), not the whole programme: {use} needs a "
             "programme bundle from golive run, or golive decide --combine over section bundles"
         )
+
+
 _SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 
 

@@ -247,7 +247,9 @@ async def test_agent_requests_leave_from_the_three_clients(
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_agent(ctx, settings)
 
-        verdict = await judge(config, out, "agent", programme, ("agent",), remote=(load,), route=load.target)
+        verdict = await judge(
+            config, out, "agent", programme, ("agent",), remote=(load,), route=load.target
+        )
     finally:
         load.close()
     checks = {c["id"]: c for c in verdict.data["checks"]}

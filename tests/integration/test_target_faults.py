@@ -29,7 +29,9 @@ CAPS = {
 
 
 async def _smoke(url: str, out: Path) -> Verdict:
-    return await judge(load_config(None, {"target.url": url, **CAPS}), out, "smoke", run_smoke, ("smoke",))
+    return await judge(
+        load_config(None, {"target.url": url, **CAPS}), out, "smoke", run_smoke, ("smoke",)
+    )
 
 
 def _checks(verdict: Verdict) -> dict[str, dict[str, Any]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from golive.checks.capacity_rules import (
@@ -55,8 +57,25 @@ def _step(
             Action.LIMIT_TRAFFIC,
             1,
         ),
-        ([_step(1), _step(2, died=True)], Action.EXPAND_CAPACITY, 1),
-        ([], Action.EXPAND_CAPACITY, None),
+        # death after a stable step: the envelope is that step (observe-with-limits there)
+        ([_step(1), _step(2, died=True)], Action.LIMIT_TRAFFIC, 1),
+        ([_step(1, died=True)], Action.EXPAND_CAPACITY, None),
+        # nothing ran: no measurement, never a capacity verdict
+        ([], Action.NO_DATA, None),
+        # a server without vLLM gauges (a non-vLLM /metrics): stability was not measured
+        (
+            [dataclasses.replace(_step(1), max_running=None, max_waiting=None, queue_mean_s=None)],
+            Action.NO_DATA,
+            None,
+        ),
+        # HTTP 4xx is the server's configuration, never exhausted capacity
+        (
+            [_step(1), dataclasses.replace(_step(2, errors=4), refused=4, refused_detail="x")],
+            Action.SERVER_REFUSED,
+            None,
+        ),
+        # preemptions mean the KV cache ran out at that step
+        ([_step(1), dataclasses.replace(_step(2), preemptions=3)], Action.LIMIT_TRAFFIC, 1),
     ],
 )
 def test_concurrency_ramp(steps: list[StepStats], action: Action, ceiling: int | None) -> None:
@@ -76,12 +95,29 @@ def test_small_queue_times_are_noise() -> None:
     [
         (
             [
+                LongStep(256, LongOutcome.ACCEPTED),
                 LongStep(512, LongOutcome.ACCEPTED),
-                LongStep(4096, LongOutcome.ACCEPTED),
-                LongStep(4160, LongOutcome.REJECTED),
+                LongStep(576, LongOutcome.REJECTED),
             ],
             Action.STABLE,
-            4096,
+            512,
+        ),
+        # above max_model_len and served: the reported limit is not the real one
+        (
+            [LongStep(512, LongOutcome.ACCEPTED), LongStep(576, LongOutcome.ACCEPTED, "", 571)],
+            Action.INCONSISTENT,
+            576,
+        ),
+        # ... but not when the server counted fewer tokens than golive estimated
+        (
+            [LongStep(512, LongOutcome.ACCEPTED), LongStep(576, LongOutcome.ACCEPTED, "", 498)],
+            Action.STABLE,
+            576,
+        ),
+        (
+            [LongStep(128, LongOutcome.ACCEPTED), LongStep(256, LongOutcome.REFUSED, "HTTP 422")],
+            Action.SERVER_REFUSED,
+            128,
         ),
         # max_model_len 512 below the intended 1024: rejections inside the envelope.
         (
@@ -112,11 +148,36 @@ def test_small_queue_times_are_noise() -> None:
 def test_long_input(steps: list[LongStep], action: Action, largest: int) -> None:
     result = classify_long_input(
         steps,
-        max_context=1024 if action is Action.ADJUST_CONFIGURATION else 4096,
+        max_context=1024 if action is Action.ADJUST_CONFIGURATION else 512,
         max_model_len=512,
     )
     assert result.action is action
     assert result.max_context == largest
+
+
+def test_no_long_input_step_is_no_data() -> None:
+    assert classify_long_input([], 1024, 512).action is Action.NO_DATA
+
+
+@pytest.mark.parametrize(
+    ("total", "errors", "refused", "preemptions", "action"),
+    [
+        (2, 0, 0, 0, Action.NO_DATA),  # two completions cannot show a trend
+        (0, 0, 0, None, Action.NO_DATA),  # nothing came back
+        (40, 3, 3, 0, Action.SERVER_REFUSED),  # 4xx: configuration, not capacity
+        (40, 3, 0, 0, Action.EXPAND_CAPACITY),  # 5xx/transport failures under load
+        (40, 0, 0, 5, Action.LIMIT_TRAFFIC),  # preemptions: the KV cache runs out
+        (40, 0, 0, 0, Action.STABLE),
+    ],
+)
+def test_sustained_judges_only_what_it_measured(
+    total: int, errors: int, refused: int, preemptions: float | None, action: Action
+) -> None:
+    flat = trend([(float(t), 2.0 + (0.01 if t % 2 else -0.01)) for t in range(20)])
+    result = classify_sustained(
+        flat, [1.0, 1.0], errors, total, False, 4, refused=refused, preemptions=preemptions
+    )
+    assert result.action is action
 
 
 def test_trend_finds_a_rising_line_and_its_interval() -> None:
@@ -175,7 +236,9 @@ def test_decision_maps_the_three_actions_and_collects_limits() -> None:
     decision = decide(limited, ("capacity",))
     assert decision.outcome is Outcome.OBSERVE_WITH_LIMITS
     assert limits(limited) == {"max_concurrency": 1, "max_context": 256}
-    exhausted = decide([*chain, *limited, _cap("capacity.sustained", "expand-capacity")], ("env", "capacity"))
+    exhausted = decide(
+        [*chain, *limited, _cap("capacity.sustained", "expand-capacity")], ("env", "capacity")
+    )
     assert exhausted.outcome is Outcome.EXPAND_CAPACITY
     assert [r.rule for r in exhausted.rules_fired] == [
         "capacity-exhausted",

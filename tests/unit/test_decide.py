@@ -49,9 +49,6 @@ def programme(*changed: CheckResult, drop: tuple[str, ...] = ()) -> list[CheckRe
     return list(by_id.values())
 
 
-EXPAND = {"classification": "expand-capacity"}
-
-
 @pytest.mark.parametrize(
     ("checks", "scope", "outcome", "rules"),
     [
@@ -146,7 +143,14 @@ EXPAND = {"classification": "expand-capacity"}
             id="startup-oom",
         ),
         pytest.param(  # sustained OOM after controlled limits, on a proven chain
-            programme(_c("capacity.sustained", Status.FAIL, cls=CAPACITY, **EXPAND)),
+            programme(
+                _c(
+                    "capacity.sustained",
+                    Status.FAIL,
+                    cls=CAPACITY,
+                    classification="expand-capacity",
+                )
+            ),
             PROGRAMME,
             Outcome.EXPAND_CAPACITY,
             ["capacity-exhausted"],
@@ -154,7 +158,12 @@ EXPAND = {"classification": "expand-capacity"}
         ),
         pytest.param(  # engine death + missing chain evidence: hold, not expand
             programme(
-                _c("capacity.sustained", Status.FAIL, cls=CAPACITY, **EXPAND),
+                _c(
+                    "capacity.sustained",
+                    Status.FAIL,
+                    cls=CAPACITY,
+                    classification="expand-capacity",
+                ),
                 _c("environment.host_driver", Status.NO_DATA, cls=ENV),
             ),
             PROGRAMME,
@@ -163,7 +172,7 @@ EXPAND = {"classification": "expand-capacity"}
             id="death-on-unproven-chain",
         ),
         pytest.param(  # a capacity section alone has no chain: never expand-capacity
-            [_c("capacity.sustained", Status.FAIL, cls=CAPACITY, **EXPAND)],
+            [_c("capacity.sustained", Status.FAIL, cls=CAPACITY, classification="expand-capacity")],
             ("capacity",),
             Outcome.HOLD,
             ["capacity-unattributed", "section-only"],

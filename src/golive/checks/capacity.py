@@ -107,6 +107,9 @@ _ACTION_STATUS = {
     Action.ADJUST_CONFIGURATION: Status.WARN,
     Action.LIMIT_TRAFFIC: Status.WARN,
     Action.EXPAND_CAPACITY: Status.FAIL,
+    Action.NO_DATA: Status.NO_DATA,
+    Action.SERVER_REFUSED: Status.FAIL,
+    Action.INCONSISTENT: Status.FAIL,
 }
 
 

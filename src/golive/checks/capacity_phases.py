@@ -19,6 +19,7 @@ from golive.checks.capacity import (
 )
 from golive.checks.capacity_rules import (
     Action,
+    Classification,
     LongOutcome,
     LongStep,
     StabilityPolicy,
@@ -138,7 +139,7 @@ async def long_input(run: Run) -> CheckResult:
             outcome = LongOutcome.DIED
         usage = parsed.usage or {}
         prompt_tokens[context] = usage.get("prompt_tokens")
-        steps.append(LongStep(context, outcome, detail))
+        steps.append(LongStep(context, outcome, detail, prompt_tokens[context]))
         if outcome is LongOutcome.DIED:
             break
     recovered = run.dead.is_set() is False and await run.check_alive("health after long inputs")
@@ -169,6 +170,8 @@ def _long_outcome(parsed: ParsedResponse) -> tuple[LongOutcome, str]:
     message = error_message(parsed.json_body) or (record.failure.message if record.failure else "")
     if record.status == 400 and any(k in message.lower() for k in _CONTEXT_ERROR):
         return LongOutcome.REJECTED, message[:200]
+    if record.status is not None and 400 <= record.status < 500:
+        return LongOutcome.REFUSED, f"HTTP {record.status}: {message}"[:200]
     return LongOutcome.FAILED, (message or "; ".join(parsed.problems))[:200]
 
 
@@ -261,7 +264,8 @@ async def _step(
         hist = delta.histogram("request_queue_time_seconds")
         queue_mean = hist.mean if hist is not None else None
         preemptions = delta.counter("num_preemptions")
-    e2e = [p.e2e_ms or 0.0 for p in ok]
+    e2e = [p.e2e_ms for p in ok if p.e2e_ms is not None]
+    refused = [p for p in parsed if p.record.status is not None and 400 <= p.record.status < 500]
     stats = StepStats(
         concurrency=concurrency,
         completed=len(ok),
@@ -271,11 +275,13 @@ async def _step(
         e2e_p95_s=_s(percentile(e2e, 95)),
         ttft_p95_s=_s(percentile([p.ttft_ms for p in ok if p.ttft_ms is not None], 95)),
         queue_mean_s=queue_mean,
-        max_waiting=max((r.get("num_requests_waiting") or 0 for r in window), default=None),
-        max_running=max((r.get("num_requests_running") or 0 for r in window), default=None),
+        max_waiting=_max([r.get("num_requests_waiting") for r in window]),
+        max_running=_max([r.get("num_requests_running") for r in window]),
         preemptions=preemptions,
         engine_died=run.dead.is_set(),
         mean_waiting=_mean([r.get("num_requests_waiting") for r in window]),
+        refused=len(refused),
+        refused_detail=_refusal(refused[0]) if refused else "",
     )
     return stats, parsed
 
@@ -283,6 +289,19 @@ async def _step(
 def drain_s(configured: float | None, duration_s: float) -> float:
     """How long requests in flight may finish after a phase's time is up."""
     return configured if configured is not None else min(120.0, duration_s * 3)
+
+
+def _refusal(parsed: ParsedResponse) -> str:
+    """The server's own words for a 4xx answer (quoted in the finding)."""
+    record = parsed.record
+    message = error_message(parsed.json_body) or (record.failure.message if record.failure else "")
+    return f"HTTP {record.status}: {message}"[:200]
+
+
+def _max(values: Sequence[Any]) -> float | None:
+    """The largest gauge reading; None when the gauge was never read (never 0)."""
+    present = [float(v) for v in values if v is not None]
+    return max(present) if present else None
 
 
 def _mean(values: Sequence[Any]) -> float | None:
@@ -363,8 +382,23 @@ async def sustained(run: Run) -> CheckResult:
     latency = trend(done)
     windows = _window_throughput(sorted(t for t, _ in done), config.duration_s)
     result = classify_sustained(
-        latency, windows, stats.errors, len(parsed), stats.engine_died, level
+        latency,
+        windows,
+        stats.errors,
+        len(parsed),
+        stats.engine_died,
+        level,
+        refused=stats.refused,
+        refused_detail=stats.refused_detail,
+        preemptions=stats.preemptions,
     )
+    if result.action is Action.STABLE and not stats.engine_measured:
+        result = Classification(
+            Action.NO_DATA,
+            "the engine's queue gauges and queue-time histogram could not be read under "
+            "sustained load, so queue growth cannot be ruled out (is --metrics-url a vLLM "
+            "/metrics?)",
+        )
     measurements: dict[str, Any] = {
         "concurrency": level,
         "duration_s": config.duration_s,
@@ -378,6 +412,7 @@ async def sustained(run: Run) -> CheckResult:
         "latency_slope_ci_high": None if latency is None else round(latency.high, 6),
         "latency_growth": None if latency is None else round(latency.relative_growth, 4),
         "preemptions": stats.preemptions,
+        "refused_4xx": stats.refused,
         "window_rps": ", ".join(f"{w:.2f}" for w in windows),
     }
     evidence = ["requests/capacity-sustained.jsonl", "memory/capacity.csv"]

@@ -15,6 +15,12 @@ class Action(enum.StrEnum):
     ADJUST_CONFIGURATION = "adjust-configuration"  # stable; context/concurrency above envelope
     LIMIT_TRAFFIC = "limit-traffic"  # stable only under a lower, measured ceiling
     EXPAND_CAPACITY = "expand-capacity"  # OOM, collapse, stalls or restarts despite limits
+    NO_DATA = "no-data"  # the phase could not measure what it judges
+    SERVER_REFUSED = "server-refused"  # HTTP 4xx: the server's configuration, not its capacity
+    INCONSISTENT = "inconsistent-limits"  # accepted what its own limits say it must refuse
+
+
+MIN_SUSTAINED_COMPLETIONS = 3  # a latency trend needs at least three points
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +59,13 @@ class StepStats:
     preemptions: float | None
     engine_died: bool = False
     mean_waiting: float | None = None  # the engine's waiting gauge, averaged over the step
+    refused: int = 0  # errors that were HTTP 4xx (counted in `errors` too)
+    refused_detail: str = ""  # the server's message for the first of them
+
+    @property
+    def engine_measured(self) -> bool:
+        """Whether the engine's own queue gauges or histogram were read during the step."""
+        return self.max_running is not None or self.queue_mean_s is not None
 
     @property
     def throughput_rps(self) -> float:
@@ -69,6 +82,7 @@ class StabilityPolicy:
     min_throughput_gain: float = 1.2  # doubling concurrency must buy at least this much more
     max_latency_growth: float = 1.5  # ... or latency may grow at most this much
     max_mean_waiting: float = 0.5  # requests held in the engine's waiting queue, on average
+    max_preemptions: float = 0.0  # the engine preempted running requests (KV cache exhausted)
 
 
 def saturated(previous: StepStats, step: StepStats, policy: StabilityPolicy) -> str | None:
@@ -94,6 +108,11 @@ def step_stable(step: StepStats, policy: StabilityPolicy) -> tuple[bool, str]:
         return False, f"no request finished at concurrency {step.concurrency}"
     if step.errors / total > policy.max_error_rate:
         return False, f"{step.errors}/{total} requests failed at concurrency {step.concurrency}"
+    if step.preemptions is not None and step.preemptions > policy.max_preemptions:
+        return False, (
+            f"the engine preempted {step.preemptions:g} running request(s) at concurrency "
+            f"{step.concurrency}: its KV cache ran out"
+        )
     if (
         step.concurrency > 1
         and step.mean_waiting is not None
@@ -119,18 +138,40 @@ def step_stable(step: StepStats, policy: StabilityPolicy) -> tuple[bool, str]:
 def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) -> Classification:
     """Walk the ramp: the ceiling is the last stable step before the first unstable one."""
     if not steps:
-        return Classification(Action.EXPAND_CAPACITY, "no concurrency step ran")
+        return Classification(Action.NO_DATA, "no concurrency step ran")
+    refused = next((s for s in steps if s.refused), None)
+    if refused is not None:
+        return Classification(
+            Action.SERVER_REFUSED,
+            f"the server refused {refused.refused} request(s) with HTTP 4xx at concurrency "
+            f"{refused.concurrency} ({refused.refused_detail!r}): the workload uses something "
+            "the server is not configured for; fix the request or enable it (not capacity)",
+        )
     ceiling: int | None = None
     previous: StepStats | None = None
     for step in steps:
         stable, reason = step_stable(step, policy)
+        if stable and not step.engine_measured and not step.engine_died:
+            return Classification(
+                Action.NO_DATA,
+                f"the engine's queue gauges (num_requests_running/waiting) and queue-time "
+                f"histogram could not be read at concurrency {step.concurrency}: stability "
+                "cannot be judged without them (is --metrics-url a vLLM /metrics?)",
+                ceiling,
+            )
         knee = saturated(previous, step, policy) if stable and previous is not None else None
         if stable and knee is None:
             ceiling, previous = step.concurrency, step
             continue
         reason = knee or reason
-        if step.engine_died or ceiling is None:
+        if ceiling is None:
             return Classification(Action.EXPAND_CAPACITY, reason, ceiling)
+        if step.engine_died:  # a lower step was stable: that is the envelope
+            return Classification(
+                Action.LIMIT_TRAFFIC,
+                f"{reason} after concurrency {ceiling} was stable; stable up to {ceiling}",
+                ceiling,
+            )
         return Classification(
             Action.LIMIT_TRAFFIC, f"{reason}; stable up to concurrency {ceiling}", ceiling
         )
@@ -140,6 +181,7 @@ def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) ->
 class LongOutcome(enum.StrEnum):
     ACCEPTED = "accepted"
     REJECTED = "rejected"  # HTTP 400 with a context-length message: the scheduler refused it
+    REFUSED = "refused"  # another HTTP 4xx: a request the server is not configured for
     FAILED = "failed"  # any other error
     DIED = "died"  # the engine stopped answering
 
@@ -149,6 +191,7 @@ class LongStep:
     context_tokens: int
     outcome: LongOutcome
     detail: str = ""
+    prompt_tokens: int | None = None  # what the server counted, where it said
 
 
 def classify_long_input(
@@ -157,6 +200,36 @@ def classify_long_input(
     """Long inputs up to `max_context` must be served; above the server's limit, refused."""
     accepted = [s.context_tokens for s in steps if s.outcome is LongOutcome.ACCEPTED]
     largest = max(accepted) if accepted else None
+    if not steps:
+        return Classification(Action.NO_DATA, "no long-input step ran")
+    refused = [s for s in steps if s.outcome is LongOutcome.REFUSED]
+    if refused:
+        return Classification(
+            Action.SERVER_REFUSED,
+            f"the server refused the {refused[0].context_tokens}-token input with HTTP 4xx "
+            f"({refused[0].detail!r}): a configuration finding, not capacity",
+            max_context=largest,
+        )
+    over = [
+        s
+        for s in steps
+        if max_model_len is not None
+        and s.outcome is LongOutcome.ACCEPTED
+        and (s.prompt_tokens if s.prompt_tokens is not None else s.context_tokens) > max_model_len
+    ]
+    if over:
+        counted = (
+            f"{over[0].prompt_tokens} prompt tokens by its own count"
+            if over[0].prompt_tokens is not None
+            else f"about {over[0].context_tokens} tokens (the server reported no usage)"
+        )
+        return Classification(
+            Action.INCONSISTENT,
+            f"the server accepted an input of {counted}, above its max_model_len "
+            f"{max_model_len}: it truncates silently or serves another max_model_len than it "
+            "reports; the context envelope cannot be trusted",
+            max_context=largest,
+        )
     died = [s for s in steps if s.outcome is LongOutcome.DIED]
     if died:
         return Classification(
@@ -255,6 +328,10 @@ def classify_sustained(
     engine_died: bool,
     concurrency: int,
     max_growth: float = 0.2,
+    refused: int = 0,
+    refused_detail: str = "",
+    preemptions: float | None = None,
+    max_preemptions: float = 0.0,
 ) -> Classification:
     """Latency rising while throughput stays flat means pressure is accumulating."""
     if engine_died:
@@ -262,12 +339,29 @@ def classify_sustained(
             Action.EXPAND_CAPACITY,
             f"the engine terminated under sustained load at concurrency {concurrency}",
         )
-    if total == 0:
-        return Classification(Action.EXPAND_CAPACITY, "no request completed under sustained load")
+    if refused:
+        return Classification(
+            Action.SERVER_REFUSED,
+            f"the server refused {refused}/{total} requests with HTTP 4xx ({refused_detail!r}): "
+            "a configuration finding, not capacity",
+        )
     if errors:
         return Classification(
             Action.EXPAND_CAPACITY,
             f"{errors}/{total} requests failed under sustained load at concurrency {concurrency}",
+        )
+    if total - errors < MIN_SUSTAINED_COMPLETIONS:
+        return Classification(
+            Action.NO_DATA,
+            f"only {total - errors} request(s) completed under sustained load: too few to "
+            f"judge a trend (at least {MIN_SUSTAINED_COMPLETIONS}); run longer (--duration)",
+        )
+    if preemptions is not None and preemptions > max_preemptions:
+        return Classification(
+            Action.LIMIT_TRAFFIC,
+            f"the engine preempted {preemptions:g} running request(s) under sustained load at "
+            f"concurrency {concurrency}: its KV cache runs out",
+            ceiling=max(1, concurrency // 2),
         )
     if latency is not None and latency.low > 0 and latency.relative_growth > max_growth:
         flat = _flat(window_throughput)
