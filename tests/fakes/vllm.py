@@ -70,6 +70,8 @@ def build_app(state: FakeState) -> web.Application:
     async def version(_: web.Request) -> web.Response:
         if state.fault == "not_vllm":
             return web.Response(status=404, text="<html>Not Found</html>", content_type="text/html")
+        if state.fault == "odd_version":  # a proxy that answers /version with its own word
+            return web.json_response({"version": "ok"})
         return web.json_response({"version": "0.32.0"})
 
     async def models(_: web.Request) -> web.Response:

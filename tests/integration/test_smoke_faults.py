@@ -31,13 +31,26 @@ def _summary(verdict: Verdict, check_id: str) -> str:
     return next(str(c["summary"]) for c in verdict.data["checks"] if c["id"] == check_id)
 
 
-async def test_healthy_fake_is_go_live(tmp_path: Path) -> None:
-    """The control case: a well-behaved server passes every smoke check."""
+async def test_healthy_fake_is_section_passed_never_go_live(tmp_path: Path) -> None:
+    """The control case: a well-behaved server passes every smoke check — and that is a
+    section, not a decision ("A running process or one successful request is not enough")."""
     async with fake_vllm(FakeState()) as url:
         verdict = await _smoke(url, tmp_path / "b")
-    assert verdict.outcome is Outcome.GO_LIVE, verdict.data["checks"]
+    assert verdict.outcome is Outcome.SECTION_PASSED, verdict.data["checks"]
+    assert verdict.outcome.exit_code == 0
     assert set(_status(verdict).values()) == {"pass"}
+    assert verdict.data["scope"] == ["smoke"]
+    assert verdict.data["sections_missing"] == ["env", "capacity", "cache", "agent"]
+    assert [r["rule"] for r in verdict.data["rules_fired"]] == ["section-only"]
     assert verify(tmp_path / "b").ok
+
+
+async def test_a_version_that_is_not_a_version_fails(tmp_path: Path) -> None:
+    async with fake_vllm(FakeState(fault="odd_version")) as url:
+        verdict = await _smoke(url, tmp_path / "b")
+    assert _status(verdict)["smoke.version"] == "fail"
+    assert "not a package version" in _summary(verdict, "smoke.version")
+    assert verdict.outcome is Outcome.HOLD
 
 
 async def test_unreachable_target_is_error_and_hold(tmp_path: Path) -> None:

@@ -36,8 +36,9 @@ DIGEST = "sha256:" + "ab" * 32
 def _host(name: str = "x2", driver: str | None = None, cuda: str | None = None) -> HostInfo:
     host = read_facts(DATA / f"gpu-h200-{name}/host-nvml.json", HostInfo)
     update: dict[str, object] = {"node": f"node-{name}"}
-    if driver:
+    if driver:  # a host on another driver: its kernel module and NVML both say so
         update["driver_version"] = driver
+        update["proc_driver_version"] = driver
     if cuda:
         update["cuda_driver_version"] = cuda
     return host.model_copy(update=update)
@@ -115,13 +116,25 @@ def test_a_newer_driver_is_fine() -> None:
         ("0.27.1.dev93+g8e2a469", Status.FAIL, "custom/dev build"),
         ("0.26.0", Status.FAIL, "older than the profile's minimum 0.27.1"),
         ("0.27.1", Status.PASS, "minimum 0.27.1"),
-        ("0.32.0", Status.PASS, "agreed by 1 source"),
+        ("0.32.0", Status.PASS, "agreed by 2 source(s)"),
     ],
 )
 def test_vllm_version_rules_under_kimi(version: str, status: Status, phrase: str) -> None:
-    result = check_vllm_version(_inputs(live_version=Source(version, "requests/env.jsonl")))
+    result = check_vllm_version(
+        _inputs(
+            live_version=Source(version, "requests/env.jsonl"),
+            container=_container(vllm_version=version),
+        )
+    )
     assert result.status is status
     assert phrase in result.summary
+
+
+def test_one_source_of_the_vllm_version_is_a_warning() -> None:
+    """One layer alone cannot show the layers agree: warn, never pass."""
+    result = check_vllm_version(_inputs(live_version=Source("0.32.0", "requests/env.jsonl")))
+    assert result.status is Status.WARN
+    assert "one source only" in result.summary
 
 
 def test_custom_build_under_generic_needs_its_build_record() -> None:
@@ -299,3 +312,25 @@ def test_a_container_where_torch_does_not_import_is_unknown_not_a_cpu_build() ->
     assert "libcudart" in cuda.summary
     assert check_driver_runtime(inputs).status is Status.NO_DATA
     assert decide([cuda], ("env",)).outcome is Outcome.HOLD
+
+
+def test_image_digest_must_be_the_one_the_container_runs() -> None:
+    """The image named for the record and the image the container runs must be one image."""
+    named = f"vllm/vllm-openai:kimi-k3@{DIGEST}"
+    running = _container(image_digests=("vllm/vllm-openai@sha256:" + "cd" * 32,))
+    result = check_image(_inputs(image=Source(named, "--image"), container=running))
+    assert result.status is Status.FAIL
+    assert "another image" in result.summary
+    same = _container(image_digests=(f"vllm/vllm-openai@{DIGEST}",))
+    assert check_image(_inputs(image=Source(named, "--image"), container=same)).status is (
+        Status.PASS
+    )
+
+
+def test_kernel_module_and_nvml_must_report_one_driver() -> None:
+    """A driver upgraded without a reboot: /proc says one version, NVML another."""
+    host = _host("x1").model_copy(update={"proc_driver_version": "575.57.08"})
+    result = check_host_driver(_inputs(hosts=_hosts(host)))
+    assert result.status is Status.FAIL
+    assert "kernel module 575.57.08, NVML 580.159.04" in result.summary
+    assert decide([result], ("env",)).outcome is Outcome.REBUILD

@@ -14,8 +14,15 @@ from typing import Any
 
 import jsonschema
 
+from golive.checks.classes_rules import (
+    answer_text,
+    gateway_difference,
+    judge_multimodal,
+    judge_shared_prompt,
+)
+from golive.checks.classes_rules import smoke_result as _r
 from golive.checks.context import CheckContext, transport_problem
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CheckResult, Status
 from golive.scope import NOT_USED
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
 from golive.traffic.schedule import Schedule, run_schedule
@@ -28,23 +35,10 @@ from golive.traffic.workload import (
 )
 
 FILE = "smoke-classes"
-EVIDENCE = (f"requests/{FILE}.jsonl",)
 _PNG_1PX = (  # one red pixel
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQ"
     + "DwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 )
-
-
-def _r(
-    check_id: str,
-    status: Status,
-    summary: str,
-    measurements: Mapping[str, Any] | None = None,
-    critical: bool = True,
-) -> CheckResult:
-    return CheckResult(
-        check_id, CheckClass.SMOKE, critical, status, summary, dict(measurements or {}), EVIDENCE
-    )
 
 
 async def send(
@@ -56,42 +50,6 @@ async def send(
         return via_target, None
     via_engine = ctx.save(await ctx.engine.chat(body, f"{label}@engine"), FILE)
     return via_target, via_engine
-
-
-def gateway_difference(target: ParsedResponse, engine: ParsedResponse | None) -> str | None:
-    """What the gateway changed, or None. Compares protocol, not sampled wording."""
-    if engine is None:
-        return None
-    if target.record.status != engine.record.status:
-        return (
-            f"HTTP {target.record.status} through the gateway, "
-            f"{engine.record.status} from the engine"
-        )
-    a, b = _shape(target), _shape(engine)
-    for key in ("finish_reason", "tool_names", "tool_arguments", "has_content"):
-        if a[key] != b[key]:
-            return f"{key} differs: gateway {a[key]!r}, engine {b[key]!r}"
-    return None
-
-
-def _shape(parsed: ParsedResponse) -> dict[str, Any]:
-    body = parsed.completion or {}
-    choice = (body.get("choices") or [{}])[0]
-    message = choice.get("message") or {}
-    calls = message.get("tool_calls") or []
-    return {
-        "finish_reason": choice.get("finish_reason"),
-        "tool_names": [c.get("function", {}).get("name") for c in calls],
-        "tool_arguments": [_json_or_text(c.get("function", {}).get("arguments")) for c in calls],
-        "has_content": bool((message.get("content") or "").strip()),
-    }
-
-
-def _json_or_text(value: Any) -> Any:
-    try:
-        return json.loads(value) if isinstance(value, str) else value
-    except json.JSONDecodeError:
-        return value
 
 
 def _failed(check_id: str, parsed: ParsedResponse, what: str) -> CheckResult | None:
@@ -188,7 +146,11 @@ async def multimodal(ctx: CheckContext, model: str) -> CheckResult:
         return failure
     if diff := gateway_difference(parsed, engine):
         return _r("smoke.multimodal", Status.FAIL, f"the gateway altered the answer: {diff}")
-    return _r("smoke.multimodal", Status.PASS, "an image request was answered")
+    text_only = {**body, "messages": [{"role": "user", "content": "What colour is this pixel?"}]}
+    twin, _ = await send(ctx, text_only, "multimodal-text-twin")
+    if failure := _failed("smoke.multimodal", twin, "the same request without the image"):
+        return failure
+    return judge_multimodal(parsed, twin)
 
 
 async def tools_structured(ctx: CheckContext, model: str) -> CheckResult:
@@ -270,6 +232,8 @@ async def shared_prompt(ctx: CheckContext, model: str) -> CheckResult:
     """Several requests with one system prompt; the cached-token counts are recorded."""
     system = "You are the release assistant. " + filler(300, 4242)
     cached: list[int | None] = []
+    prompts: list[int | None] = []
+    answers: list[str] = []
     for n in range(ctx.config.smoke.shared_prompt_repeats):
         body = {
             "model": model,
@@ -287,13 +251,9 @@ async def shared_prompt(ctx: CheckContext, model: str) -> CheckResult:
             return _r("smoke.shared_prompt", Status.FAIL, f"the gateway altered the answer: {diff}")
         details = (parsed.usage or {}).get("prompt_tokens_details") or {}
         cached.append(details.get("cached_tokens"))
-    return _r(
-        "smoke.shared_prompt",
-        Status.PASS,
-        f"{len(cached)} requests with one system prompt served; cached tokens per request: "
-        f"{cached} (`golive cache` judges reuse)",
-        {f"cached_tokens_{i}": c for i, c in enumerate(cached)},
-    )
+        prompts.append((parsed.usage or {}).get("prompt_tokens"))
+        answers.append(answer_text(parsed))
+    return judge_shared_prompt(prompts, cached, answers)
 
 
 async def _load(

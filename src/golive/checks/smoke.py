@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from golive.checks.context import CheckContext, Scrape, scrape, transport_problem
 from golive.metrics import MetricsDelta
 from golive.results import CheckClass, CheckResult, Status
@@ -78,6 +80,16 @@ async def check_version(ctx: CheckContext) -> CheckResult:
             "smoke.version",
             Status.FAIL,
             f"/version did not return vLLM's {{'version': ...}}: {parsed.record.raw_text[:120]!r}",
+        )
+    try:
+        Version(version)
+    except InvalidVersion:
+        return _result(
+            "smoke.version",
+            Status.FAIL,
+            f"/version says {version[:80]!r}, which is not a package version (vLLM reports e.g. "
+            "'0.32.0' or '0.11.1rc2.dev12+gabc'): the server is not vLLM, or hides its build",
+            {"vllm_version": version[:80]},
         )
     return _result(
         "smoke.version", Status.PASS, f"vLLM reports version {version}", {"vllm_version": version}
@@ -221,6 +233,15 @@ def check_metrics(ctx: CheckContext, before: Scrape, after: Scrape, served: int)
     }
     ctx.bundle.write_json("metrics/smoke-delta.json", measurements)
     evidence = (*evidence, "metrics/smoke-delta.json")
+    if served == 0:
+        return _result(
+            "smoke.metrics",
+            Status.NO_DATA,
+            "no request was served before the second scrape, so the counters account for "
+            "nothing: the request classes before this check must succeed first",
+            measurements,
+            evidence,
+        )
     if successes is None:
         return _result(
             "smoke.metrics",

@@ -103,6 +103,19 @@ def check_image(inputs: ChainInputs) -> CheckResult:
                 measurements,
                 where,
             )
+    container_digests = inputs.container.image_digests if inputs.container else ()
+    running = sorted({d.split("@", 1)[1] for d in container_digests if "@" in d})
+    if digest is not None and running and digest not in running:
+        return env_result(
+            "environment.image",
+            True,
+            Status.FAIL,
+            f"image {inputs.image.value} names digest {digest}, but the serving container runs "
+            f"{', '.join(running)} ({inputs.container_path}): the evidence describes another "
+            "image than the one deployed",
+            {**measurements, "container_digests": ", ".join(running)},
+            [*where, inputs.container_path],
+        )
     if digest is None and inputs.profile.chain.image_digest_required:
         return env_result(
             "environment.image",
@@ -210,6 +223,18 @@ def check_vllm_version(inputs: ChainInputs) -> CheckResult:
             where,
         )
     floor = "" if minimum is None else f" (minimum {minimum})"
+    measurements["sources"] = len(sources)
+    if len(sources) < 2:
+        return env_result(
+            "environment.vllm_version",
+            True,
+            Status.WARN,
+            f"vLLM {version}{floor} from one source only ({sources[0].where}): nothing "
+            "corroborates it; give a second one (--target for the live /version, --log, "
+            "--container-info)",
+            measurements,
+            where,
+        )
     return env_result(
         "environment.vllm_version",
         True,

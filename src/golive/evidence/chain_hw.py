@@ -110,6 +110,22 @@ def check_host_driver(inputs: ChainInputs) -> CheckResult:
             measurements,
             where,
         )
+    split = [
+        f"{host.node}: kernel module {host.proc_driver_version}, NVML {host.driver_version}"
+        for host, _ in inputs.hosts
+        if host.proc_driver_version and host.proc_driver_version != host.driver_version
+    ]
+    if split:
+        return env_result(
+            "environment.host_driver",
+            True,
+            Status.FAIL,
+            "the loaded kernel module and the user-space driver disagree ("
+            + "; ".join(split)
+            + "): a driver change without a reboot is not one coherent driver",
+            measurements,
+            where,
+        )
     branches = {node: driver_major(version) for node, version in drivers.items()}
     if len(set(branches.values())) > 1:
         mix = ", ".join(f"{node}: R{branch}" for node, branch in sorted(branches.items()))

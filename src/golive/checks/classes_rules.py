@@ -1,0 +1,149 @@
+"""Pure judgements of the request classes: what a gateway changed, whether an image
+reached the model, whether a shared system prompt arrived unchanged. Table-tested."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from golive.results import CheckClass, CheckResult, Status
+from golive.traffic.records import ParsedResponse
+
+EVIDENCE = ("requests/smoke-classes.jsonl",)
+
+
+def smoke_result(
+    check_id: str,
+    status: Status,
+    summary: str,
+    measurements: Mapping[str, Any] | None = None,
+    critical: bool = True,
+) -> CheckResult:
+    return CheckResult(
+        check_id, CheckClass.SMOKE, critical, status, summary, dict(measurements or {}), EVIDENCE
+    )
+
+
+def gateway_difference(target: ParsedResponse, engine: ParsedResponse | None) -> str | None:
+    """What the gateway changed, or None. Compares protocol, not sampled wording."""
+    if engine is None:
+        return None
+    if target.record.status != engine.record.status:
+        return (
+            f"HTTP {target.record.status} through the gateway, "
+            f"{engine.record.status} from the engine"
+        )
+    a, b = _shape(target), _shape(engine)
+    for key in ("finish_reason", "tool_names", "tool_arguments", "has_content"):
+        if a[key] != b[key]:
+            return f"{key} differs: gateway {a[key]!r}, engine {b[key]!r}"
+    return None
+
+
+def _shape(parsed: ParsedResponse) -> dict[str, Any]:
+    body = parsed.completion or {}
+    choice = (body.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    calls = message.get("tool_calls") or []
+    return {
+        "finish_reason": choice.get("finish_reason"),
+        "tool_names": [c.get("function", {}).get("name") for c in calls],
+        "tool_arguments": [_json_or_text(c.get("function", {}).get("arguments")) for c in calls],
+        "has_content": bool((message.get("content") or "").strip()),
+    }
+
+
+def _json_or_text(value: Any) -> Any:
+    try:
+        return json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        return value
+
+
+def judge_multimodal(image: ParsedResponse, text_only: ParsedResponse) -> CheckResult:
+    """A 200 is not enough: the image must reach the model (it adds prompt tokens) and the
+    answer must say something."""
+    with_image = (image.usage or {}).get("prompt_tokens")
+    without = (text_only.usage or {}).get("prompt_tokens")
+    measurements = {"prompt_tokens_with_image": with_image, "prompt_tokens_text_only": without}
+    if not isinstance(with_image, int) or not isinstance(without, int):
+        return smoke_result(
+            "smoke.multimodal",
+            Status.NO_DATA,
+            "the answers carry no usage.prompt_tokens, so whether the image reached the model "
+            "cannot be told",
+            measurements,
+        )
+    if with_image <= without:
+        return smoke_result(
+            "smoke.multimodal",
+            Status.FAIL,
+            f"the image added no prompt tokens ({with_image} with it, {without} without): it "
+            "did not reach the model (dropped by a gateway, or the model is text-only)",
+            measurements,
+        )
+    if not answer_text(image):
+        return smoke_result(
+            "smoke.multimodal", Status.FAIL, "the image request got an empty answer"
+        )
+    return smoke_result(
+        "smoke.multimodal",
+        Status.PASS,
+        f"an image request was answered; the image added {with_image - without} prompt tokens",
+        measurements,
+    )
+
+
+def answer_text(parsed: ParsedResponse) -> str:
+    """The answer's content, stripped ("" when there is none)."""
+    choice = ((parsed.completion or {}).get("choices") or [{}])[0]
+    return str((choice.get("message") or {}).get("content") or "").strip()
+
+
+# The user messages differ only in a ticket number: a few tokens at most.
+SHARED_PROMPT_SPREAD = 8
+
+
+def judge_shared_prompt(
+    prompts: Sequence[int | None], cached: Sequence[int | None], answers: Sequence[str]
+) -> CheckResult:
+    """Repeats of one system prompt must each be answered and reach the model as the same
+    prompt (their prompt-token counts differ only by the user line)."""
+    measurements: dict[str, Any] = {f"cached_tokens_{i}": c for i, c in enumerate(cached)}
+    measurements.update({f"prompt_tokens_{i}": p for i, p in enumerate(prompts)})
+    empty = [i for i, a in enumerate(answers) if not a]
+    if empty:
+        return smoke_result(
+            "smoke.shared_prompt",
+            Status.FAIL,
+            f"repeat(s) {empty} of the shared system prompt got an empty answer",
+            measurements,
+        )
+    counted = [p for p in prompts if isinstance(p, int)]
+    if len(counted) < len(prompts) or not counted:
+        return smoke_result(
+            "smoke.shared_prompt",
+            Status.NO_DATA,
+            "the answers carry no usage.prompt_tokens: whether the shared prompt arrived "
+            "unchanged cannot be told",
+            measurements,
+        )
+    spread = max(counted) - min(counted)
+    if spread > SHARED_PROMPT_SPREAD:
+        return smoke_result(
+            "smoke.shared_prompt",
+            Status.FAIL,
+            f"one system prompt arrived as {min(counted)} to {max(counted)} prompt tokens: it "
+            "was not sent identically (a gateway or template rewrites it), so it cannot be "
+            "shared or cached",
+            measurements,
+        )
+    return smoke_result(
+        "smoke.shared_prompt",
+        Status.PASS,
+        f"{len(counted)} requests with one system prompt answered, {min(counted)}-"
+        f"{max(counted)} prompt tokens each; cached tokens per request: {list(cached)} "
+        "(`golive cache` judges reuse)",
+        measurements,
+    )
