@@ -388,7 +388,23 @@ def test_retry_case_that_never_timed_out_proves_nothing(bundle: Bundle) -> None:
     }
     result = case_result(bundle, CASES["retry"], [_run("plain", 0)], 2, facts)
     assert result.status is Status.NO_DATA
-    assert decide([result]).outcome is Outcome.HOLD
+    assert decide([result], ("agent",)).outcome is Outcome.HOLD
+
+
+def test_retry_without_the_engine_counters_is_no_data(bundle: Bundle) -> None:
+    """The client saw no duplicate, but only the engine's counters can show a hidden one."""
+    facts = {
+        "attempts_sent": 5,
+        "timeouts_exercised": 2,
+        "client_deadline_s": 3.0,
+        "engine_admitted": None,
+    }
+    result = case_result(bundle, CASES["retry"], [_run("plain", 0)], 2, facts)
+    assert result.status is Status.NO_DATA
+    assert "could not be read" in result.summary
+    facts["engine_admitted"] = 5
+    counted = case_result(bundle, CASES["retry"], [_run("plain", 0)], 2, facts)
+    assert counted.status is Status.PASS
 
 
 def test_parity_mismatch_follows_the_twin_that_a_gateway_broke() -> None:

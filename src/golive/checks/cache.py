@@ -13,20 +13,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from golive.checks.cache_retention import retention_result
 from golive.checks.cache_rules import (
+    CACHE_FILE,
     CacheStep,
     control_invalidated,
     judge_reuse,
     rank_test,
 )
+from golive.checks.cache_rules import (
+    cache_result as _r,
+)
 from golive.checks.capacity import served_model
 from golive.checks.context import CheckContext, scrape, tokens_per_word
 from golive.evidence.startup_log import StartupFacts
 from golive.metrics import MetricsDelta, Snapshot
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CheckResult, Status
 from golive.traffic.workload import WorkloadShape, filler, tool_schemas
 
-FILE = "cache"
+FILE = CACHE_FILE
 CONTROLS = ("system_prompt", "whitespace", "tool_schema", "tool_order", "serialization")
 
 
@@ -36,25 +41,6 @@ class CacheSettings:
     warm_repeats: int = 5
     cold_samples: int = 3
     startup: StartupFacts | None = None
-
-
-def _r(
-    check_id: str,
-    critical: bool,
-    status: Status,
-    summary: str,
-    measurements: Mapping[str, Any] | None = None,
-    evidence: tuple[str, ...] = (),
-) -> CheckResult:
-    return CheckResult(
-        check_id,
-        CheckClass.CACHE,
-        critical,
-        status,
-        summary,
-        dict(measurements or {}),
-        evidence or (f"requests/{FILE}.jsonl", "metrics/cache-steps.jsonl"),
-    )
 
 
 class CacheProtocol:
@@ -174,7 +160,7 @@ async def run_cache(ctx: CheckContext, settings: CacheSettings) -> list[CheckRes
     return [
         _reuse_result(steps, shared_tokens, block, enabled, how),
         _controls_result(steps, block or 16, protocol.controls),
-        _retention_result(labels, settings.startup, block, prompt),
+        retention_result(labels, settings.startup, block, prompt),
     ]
 
 
@@ -333,36 +319,3 @@ def _controls_result(
     if kept:
         summary += " — changes that kept the prefix are invisible to the cache manager here"
     return _r("cache.controls", False, status, summary, found)
-
-
-def _retention_result(
-    labels: Mapping[str, str], startup: StartupFacts | None, block: int | None, prompt_tokens: int
-) -> CheckResult:
-    mode = labels.get("mamba_cache_mode") or (startup.mamba_cache_mode if startup else None)
-    interval = labels.get("prefix_cache_retention_interval")
-    if startup is not None and startup.arg("prefix_cache_retention_interval") is not None:
-        interval = str(startup.arg("prefix_cache_retention_interval"))
-    hybrid = mode not in (None, "none", "None")
-    boundaries = (
-        "hybrid cache: reuse relies on prompt-end checkpoints and interval checkpoints "
-        f"(retention interval {interval})"
-        if hybrid
-        else f"full-attention cache: reuse is block-granular ({block}-token blocks); "
-        "no prompt-end checkpoint needed"
-    )
-    measurements = {
-        "mamba_cache_mode": mode,
-        "retention_interval": interval,
-        "block_size": block,
-        "enable_prefix_caching": labels.get("enable_prefix_caching"),
-        "prompt_tokens": prompt_tokens,
-    }
-    if not labels and startup is None:
-        return _r(
-            "cache.retention",
-            False,
-            Status.NO_DATA,
-            "retention policy unknown (no cache_config_info, no log)",
-            measurements,
-        )
-    return _r("cache.retention", False, Status.PASS, boundaries, measurements)

@@ -4,8 +4,11 @@ controls, a rank test on TTFT and the diagnosis when reuse is not proven."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from golive.results import CheckClass, CheckResult, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,3 +156,25 @@ def judge_reuse(
 def control_invalidated(control: CacheStep, warm_reused: int, block: int) -> bool:
     """A control change invalidated (part of) the prefix when it reused a block less."""
     return (control.cached_tokens or 0) <= warm_reused - block
+
+
+CACHE_FILE = "cache"  # requests/cache.jsonl
+
+
+def cache_result(
+    check_id: str,
+    critical: bool,
+    status: Status,
+    summary: str,
+    measurements: Mapping[str, Any] | None = None,
+    evidence: tuple[str, ...] = (),
+) -> CheckResult:
+    return CheckResult(
+        check_id,
+        CheckClass.CACHE,
+        critical,
+        status,
+        summary,
+        dict(measurements or {}),
+        evidence or (f"requests/{CACHE_FILE}.jsonl", "metrics/cache-steps.jsonl"),
+    )

@@ -1,0 +1,79 @@
+"""What the prefix cache keeps (retention): granularity for a full-attention cache, the
+retention interval for a hybrid (recurrent + attention) one. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from golive.checks.cache_rules import cache_result as _r
+from golive.evidence.startup_log import StartupFacts
+from golive.results import CheckResult, Status
+
+
+def retention_result(
+    labels: Mapping[str, str], startup: StartupFacts | None, block: int | None, prompt_tokens: int
+) -> CheckResult:
+    mode = labels.get("mamba_cache_mode") or (startup.mamba_cache_mode if startup else None)
+    interval = labels.get("prefix_cache_retention_interval")
+    if startup is not None and startup.arg("prefix_cache_retention_interval") is not None:
+        interval = str(startup.arg("prefix_cache_retention_interval"))
+    hybrid = mode not in (None, "none", "None")
+    boundaries = (
+        "hybrid cache: reuse relies on prompt-end checkpoints and interval checkpoints "
+        f"(retention interval {interval})"
+        if hybrid
+        else f"full-attention cache: reuse is block-granular ({block}-token blocks); "
+        "no prompt-end checkpoint needed"
+    )
+    measurements = {
+        "mamba_cache_mode": mode,
+        "retention_interval": interval,
+        "block_size": block,
+        "enable_prefix_caching": labels.get("enable_prefix_caching"),
+        "prompt_tokens": prompt_tokens,
+    }
+    if not labels and startup is None:
+        return _r(
+            "cache.retention",
+            False,
+            Status.NO_DATA,
+            "retention policy unknown (no cache_config_info, no log)",
+            measurements,
+        )
+    return judge_retention(measurements, hybrid, boundaries)
+
+
+def judge_retention(measurements: Mapping[str, Any], hybrid: bool, boundaries: str) -> CheckResult:
+    """What the cache keeps must be known: on, with its granularity (blocks) or, for a
+    hybrid cache, a documented retention interval."""
+    enabled = measurements.get("enable_prefix_caching")
+    if enabled is not None and str(enabled) != "True":
+        return _r(
+            "cache.retention",
+            False,
+            Status.FAIL,
+            "prefix caching is off in the engine config: no prefix is retained at all",
+            measurements,
+        )
+    if hybrid and measurements.get("retention_interval") in (None, "None", "0"):
+        return _r(
+            "cache.retention",
+            False,
+            Status.WARN,
+            f"hybrid cache (mamba cache mode {measurements.get('mamba_cache_mode')}) with no "
+            "retention interval: recurrent state is kept only at prompt ends, so a shared "
+            "prefix is reused only where a checkpoint falls; document the retention policy "
+            "(--prefix-cache-retention-interval)",
+            measurements,
+        )
+    if not hybrid and measurements.get("block_size") is None:
+        return _r(
+            "cache.retention",
+            False,
+            Status.NO_DATA,
+            "the cache's block size is unknown (no cache_config_info block_size): its reuse "
+            "granularity cannot be stated",
+            measurements,
+        )
+    return _r("cache.retention", False, Status.PASS, boundaries, measurements)
