@@ -12,15 +12,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-TICKED, FAILED, MISSING = "ticked", "failed", "missing"
+from golive.scope import NOT_USED
+
+TICKED, FAILED, MISSING, WATCHED = "ticked", "failed", "missing", "watched"
 _BAD = ("fail", "error")
-_ABSENT = ("no_data", "skipped")
 
 
 @dataclass(frozen=True, slots=True)
 class Item:
     text: str
-    checks: tuple[str, ...] = ()  # check-id patterns that must be present and pass
+    # check ids that must be present and pass; patterns (with *) match optional checks,
+    # which must pass where present
+    checks: tuple[str, ...] = ()
     files: tuple[str, ...] = ()  # bundle path patterns that must exist
 
 
@@ -144,24 +147,44 @@ def build_signoff(
     }
 
 
+def _passed(check: Mapping[str, Any]) -> bool:
+    """pass, or skipped because the config says the class is not used."""
+    if check["status"] == "pass":
+        return True
+    return (
+        check["status"] == "skipped"
+        and (check.get("measurements") or {}).get("skip_reason") == NOT_USED
+    )
+
+
 def _item_state(
     item: Item, checks: Sequence[Mapping[str, Any]], files: Sequence[str]
 ) -> tuple[str, str, list[str]]:
+    """Ticked only when every check the item names is present and passed, and its files
+    are saved: one measured check never ticks an item for the others."""
     found = _matching(checks, item.checks)
     paths = sorted({e for c in found for e in c.get("evidence") or []})
     paths += [f for f in _files(files, item.files) if f not in paths]
+    present = {c["id"] for c in found}
+    absent = [p for p in item.checks if "*" not in p and p not in present]
     bad = [c["id"] for c in found if c["status"] in _BAD]
-    measured = [c for c in found if c["status"] not in _ABSENT]
     if bad:
         return FAILED, f"failed: {', '.join(bad)}", paths
-    if not measured:
-        return MISSING, "no evidence in this bundle (" + ", ".join(item.checks) + ")", paths
-    absent = [p for p in item.files if not _files(files, (p,))]
-    if absent:
-        return MISSING, f"the saved files are missing ({', '.join(absent)})", paths
-    warned = [c["id"] for c in measured if c["status"] == "warn"]
-    why = "passed: " + ", ".join(c["id"] for c in measured)
-    return TICKED, why + (f" (with warnings: {', '.join(warned)})" if warned else ""), paths
+    unmeasured = [c["id"] for c in found if c["status"] in ("no_data", "skipped")]
+    unmeasured = [i for i in unmeasured if not _passed(next(c for c in found if c["id"] == i))]
+    if absent or unmeasured or not found:
+        gaps = [
+            *(f"{a} (not in this bundle)" for a in absent),
+            *(f"{u} (no data)" for u in unmeasured),
+        ]
+        return MISSING, "no evidence: " + ", ".join(gaps or list(item.checks)), paths
+    warned = [c["id"] for c in found if c["status"] == "warn"]
+    if warned:
+        return WATCHED, f"passed with warnings, watched with an owner: {', '.join(warned)}", paths
+    files_absent = [p for p in item.files if not _files(files, (p,))]
+    if files_absent:
+        return MISSING, f"the saved files are missing ({', '.join(files_absent)})", paths
+    return TICKED, "passed: " + ", ".join(c["id"] for c in found), paths
 
 
 def _actions_state(actions: Sequence[Mapping[str, Any]]) -> tuple[str, str, list[str]]:
@@ -183,7 +206,7 @@ def _actions_state(actions: Sequence[Mapping[str, Any]]) -> tuple[str, str, list
 
 def render_signoff(record: Mapping[str, Any]) -> str:
     """signoff.md: the checklist as a reviewer reads it."""
-    mark = {TICKED: "[x]", FAILED: "[ ] FAILED", MISSING: "[ ] missing"}
+    mark = {TICKED: "[x]", FAILED: "[ ] FAILED", MISSING: "[ ] missing", WATCHED: "[ ] WATCHED"}
     lines = [f"# Go-live sign-off — verdict **{record['outcome']}**", "", "## Checklist", ""]
     for item in record["items"]:
         evidence = ", ".join(f"`{p}`" for p in item["evidence"][:6])

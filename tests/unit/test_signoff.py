@@ -38,8 +38,9 @@ def test_items_follow_their_checks_and_files() -> None:
     assert states[4] == "failed"
     assert states[8] == "missing"  # the long-input check passed but no memory curve was saved
     assert states[11] == "missing"  # no_data never ticks
-    assert states[13] == "ticked"
-    assert "with warnings: agent.structured" in record["items"][12]["why"]
+    # one passed check never ticks an item for the others it names
+    assert states[13] == "missing"
+    assert "agent.one_arg.named (not in this bundle)" in record["items"][12]["why"]
     assert states[16] == "ticked"  # the one failed item has an owner
     assert states[17] == "missing"
     package = {p["item"]: p for p in record["evidence_package"]}
@@ -82,3 +83,30 @@ def test_unassigned_failures_and_signature() -> None:
     reviewer = record["evidence_package"][-1]
     assert reviewer["present"]
     assert "Signed **hold** by Ana" in render_signoff(record)
+
+
+def test_an_item_needs_every_check_it_names() -> None:
+    """Item 5 with startup.log passed and environment.driver_runtime at no_data: not ticked."""
+    verdict = {
+        "outcome": "hold",
+        "checks": [
+            _check("environment.driver_runtime", "no_data"),
+            _check("startup.log", "pass", "environment/startup.log"),
+        ],
+        "actions": [],
+    }
+    record = build_signoff(verdict, ["environment/startup.log"])
+    assert _states(record)[5] == "missing"
+    assert "environment.driver_runtime (no data)" in record["items"][4]["why"]
+
+
+def test_a_warned_item_is_watched_not_ticked() -> None:
+    names = ("agent.one_arg.required", "agent.one_arg.named", "agent.structured")
+    checks = [_check(n, "pass") for n in names]
+    checks += [_check("agent.multi_turn", "warn"), _check("agent.nested.required", "pass")]
+    record = build_signoff({"outcome": "observe-with-limits", "checks": checks}, [])
+    assert _states(record)[13] == "watched"
+    assert "agent.multi_turn" in record["items"][12]["why"]
+    assert "- [ ] WATCHED 13." in render_signoff(record)
+    checks[3] = _check("agent.multi_turn", "pass")
+    assert _states(build_signoff({"outcome": "go-live", "checks": checks}, []))[13] == "ticked"
