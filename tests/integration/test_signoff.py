@@ -13,8 +13,12 @@ from typing import Any
 import pytest
 
 from golive.bundle import verify
+from golive.checks.context import CheckContext
 from golive.cli import main
-from golive.results import EXIT_USAGE, Outcome
+from golive.config import load_config
+from golive.results import EXIT_USAGE, CheckClass, CheckResult, Outcome, Status
+from golive.run import Verdict, judge
+from golive.scope import CAPACITY_PHASES, PROGRAMME
 from tests.fakes.vllm import FakeState, fake_vllm
 
 
@@ -39,12 +43,18 @@ def _json(path: Path) -> Any:
     return json.loads(path.read_text())
 
 
-async def test_healthy_bundle_signs_and_decides(tmp_path: Path, capsys: Any) -> None:
+async def test_a_section_bundle_decides_but_is_never_signed_as_accepted(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """A healthy smoke section is `section-passed` (exit 0); signing it go-live or
+    observe-with-limits is refused and nothing enters the rollback registry."""
     out = tmp_path / "b"
     junit = tmp_path / "junit.xml"
     code = await _smoke(out, None, "--junit", str(junit))
     assert code == 0
     verdict = _json(out / "verdict.json")
+    assert verdict["outcome"] == "section-passed"
+    assert verdict["scope"] == ["smoke"]
     assert verdict["policy"]["name"] == "golive-default"
     assert verdict["policy"]["sha256"].startswith("sha256:")
     # JUnit: every check a testcase, none failed
@@ -55,7 +65,9 @@ async def test_healthy_bundle_signs_and_decides(tmp_path: Path, capsys: Any) -> 
     assert await _cli("decide", str(out)) == 0
     assert await _cli("report", str(out), "-o", str(tmp_path / "r")) == 0
     assert "golive smoke: <span" in (tmp_path / "r/report.html").read_text()
-    assert (tmp_path / "r/report.md").read_text().startswith("# golive verdict: **go-live**")
+    report = (tmp_path / "r/report.md").read_text()
+    assert report.startswith("# golive verdict: **section-passed**")
+    assert "still missing before a go-live decision: env, capacity, cache, agent" in report
     # sign-off record: 17 items, the smoke bundle cannot tick capacity items
     record = _json(out / "signoff.json")
     assert len(record["items"]) == 17
@@ -66,19 +78,53 @@ async def test_healthy_bundle_signs_and_decides(tmp_path: Path, capsys: Any) -> 
     assert len(record["evidence_package"]) == 9
     capsys.readouterr()
     registry = tmp_path / "registry"
-    assert (
-        await _cli(
-            "signoff",
-            str(out),
-            "--reviewer",
-            "Ana Ops",
-            "--outcome",
-            "go-live",
-            "--registry",
-            str(registry),
-        )
-        == 0
-    )
+    for outcome in ("go-live", "observe-with-limits"):
+        argv = ["signoff", str(out), "--reviewer", "Ana", "--outcome", outcome]
+        assert await _cli(*argv, "--registry", str(registry)) == EXIT_USAGE
+        assert "holds sections only (smoke)" in capsys.readouterr().err
+    assert not registry.exists()
+    assert verify(out).ok  # a refused signature leaves the bundle as sealed
+
+
+async def _programme(
+    out: Path, checks: list[CheckResult], settings: dict[str, Any] | None = None
+) -> Verdict:
+    """A sealed programme bundle from given results: the sign-off is offline logic over a
+    bundle, so its rules are tested on bundles whose verdict is known in advance."""
+
+    async def programme(ctx: CheckContext) -> list[CheckResult]:
+        return list(checks)
+
+    config = load_config(None, settings or {})
+    return await judge(config, out, "run", programme, PROGRAMME, require_target=False)
+
+
+def _passed(check_id: str, cls: CheckClass) -> CheckResult:
+    return CheckResult(check_id, cls, True, Status.PASS, f"{check_id} passed")
+
+
+PROGRAMME_PASSED = [
+    _passed("environment.vllm_version", CheckClass.ENVIRONMENT),
+    _passed("startup.log", CheckClass.STARTUP),
+    _passed("smoke.health", CheckClass.SMOKE),
+    *(_passed(p, CheckClass.CAPACITY) for p in CAPACITY_PHASES),
+    _passed("cache.prefix_reuse", CheckClass.CACHE),
+    _passed("agent.one_arg.required", CheckClass.AGENT),
+]
+
+
+async def test_a_programme_bundle_signs_go_live_and_becomes_the_rollback_artifact(
+    tmp_path: Path, capsys: Any
+) -> None:
+    out = tmp_path / "b"
+    verdict = await _programme(out, PROGRAMME_PASSED)
+    assert verdict.outcome is Outcome.GO_LIVE
+    assert verdict.data["scope"] == "programme"
+    assert await _cli("decide", str(out)) == 0
+    capsys.readouterr()
+    registry = tmp_path / "registry"
+    argv = ["signoff", str(out), "--reviewer", "Ana Ops", "--outcome", "go-live"]
+    assert await _cli(*argv, "--registry", str(registry)) == 0
     printed = capsys.readouterr().out
     assert "signed go-live by Ana Ops" in printed
     assert "registered as a rollback artifact" in printed
@@ -97,6 +143,63 @@ async def test_healthy_bundle_signs_and_decides(tmp_path: Path, capsys: Any) -> 
     assert await _cli("signoff", str(out), "--reviewer", "Bo", "--outcome", "hold") == EXIT_USAGE
 
 
+async def test_observe_with_limits_signs_only_with_every_warn_owned(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """A warn is a watch item: unowned, it blocks signing; owned in the config, it signs."""
+    warned = CheckResult("smoke.text", CheckClass.SMOKE, True, Status.WARN, "slow first token")
+    unowned = await _programme(tmp_path / "u", [*PROGRAMME_PASSED, warned])
+    assert unowned.outcome is Outcome.OBSERVE_WITH_LIMITS
+    assert unowned.data["actions"] == [
+        {
+            "check": "smoke.text",
+            "owner": "unassigned",
+            "deadline": "unassigned",
+            "rollback": "unassigned",
+            "status": "warn",
+        }
+    ]
+    capsys.readouterr()
+    argv = ["--reviewer", "Ana", "--outcome", "observe-with-limits", "--registry"]
+    assert await _cli("signoff", str(tmp_path / "u"), *argv, str(tmp_path / "r")) == EXIT_USAGE
+    assert "unassigned: smoke.text" in capsys.readouterr().err
+    owner = {"match": "smoke.*", "owner": "sre", "deadline": "2026-12-15", "rollback": "v0.31"}
+    owned = await _programme(
+        tmp_path / "o", [*PROGRAMME_PASSED, warned], {"signoff.actions": [owner]}
+    )
+    assert await _cli("signoff", str(tmp_path / "o"), *argv, str(tmp_path / "r")) == 0
+    # signing go-live over observe-with-limits is an override and needs its reason
+    better = ["--reviewer", "Ana", "--outcome", "go-live"]
+    again = await _programme(
+        tmp_path / "g", [*PROGRAMME_PASSED, warned], {"signoff.actions": [owner]}
+    )
+    assert again.outcome is Outcome.OBSERVE_WITH_LIMITS
+    assert await _cli("signoff", str(tmp_path / "g"), *better) == EXIT_USAGE
+    assert owned.outcome is Outcome.OBSERVE_WITH_LIMITS
+
+
+async def test_a_policy_waiver_is_named_in_the_verdict(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "name: waive-slow-ttft\nversion: 1\nwaive:\n  smoke.text:\n"
+        "    reason: first-token latency is agreed with the product owner\n"
+        "    owner: Ana Ops\n"
+    )
+    warned = CheckResult("smoke.text", CheckClass.SMOKE, True, Status.WARN, "slow first token")
+    verdict = await _programme(tmp_path / "b", [*PROGRAMME_PASSED, warned], {"policy": str(policy)})
+    assert verdict.outcome is Outcome.GO_LIVE
+    assert verdict.data["waivers"] == [
+        {
+            "check": "smoke.text",
+            "reason": "first-token latency is agreed with the product owner",
+            "owner": "Ana Ops",
+        }
+    ]
+    assert verdict.data["actions"] == []
+    assert "waived" in (tmp_path / "b/report.md").read_text()
+    assert await _cli("decide", str(tmp_path / "b")) == 0
+
+
 async def test_failing_bundle_needs_an_override_to_sign_go_live(tmp_path: Path) -> None:
     out = tmp_path / "b"
     junit = tmp_path / "junit.xml"
@@ -107,23 +210,22 @@ async def test_failing_bundle_needs_an_override_to_sign_go_live(tmp_path: Path) 
     assert action["owner"] == "sre-oncall"
     failures = ET.parse(junit).getroot().findall(".//failure")
     assert any("smoke.metrics" in (f.text or "") or f.get("message") for f in failures)
-    assert (
-        await _cli("signoff", str(out), "--reviewer", "Ana", "--outcome", "go-live") == EXIT_USAGE
+    override = ["--override-reason", "metrics exporter fixed out of band; see INC-42"]
+    # a section bundle is never accepted, with or without a reason
+    argv = ["signoff", str(out), "--reviewer", "Ana", "--outcome", "go-live"]
+    assert await _cli(*argv, *override) == EXIT_USAGE
+    # a programme bundle that holds: go-live only with a recorded reason
+    failed = CheckResult("smoke.metrics", CheckClass.SMOKE, True, Status.FAIL, "stale counters")
+    owner = {"match": "smoke.*", "owner": "sre", "deadline": "2026-12-15", "rollback": "v0.31"}
+    held = await _programme(
+        tmp_path / "p", [*PROGRAMME_PASSED, failed], {"signoff.actions": [owner]}
     )
-    assert (
-        await _cli(
-            "signoff",
-            str(out),
-            "--reviewer",
-            "Ana",
-            "--outcome",
-            "go-live",
-            "--override-reason",
-            "metrics exporter fixed out of band; see INC-42",
-        )
-        == 0
-    )
-    signature = _json(out / "signoff.json")["signature"]
+    assert held.outcome is Outcome.HOLD
+    argv = ["signoff", str(tmp_path / "p"), "--reviewer", "Ana", "--outcome", "go-live"]
+    registry = ["--registry", str(tmp_path / "registry")]
+    assert await _cli(*argv, *registry) == EXIT_USAGE
+    assert await _cli(*argv, *registry, *override) == 0
+    signature = _json(tmp_path / "p/signoff.json")["signature"]
     assert signature["verdict_outcome"] == "hold"
     assert "INC-42" in signature["override_reason"]
 
@@ -139,7 +241,7 @@ async def test_decide_notices_a_tampered_verdict(tmp_path: Path, capsys: Any) ->
     capsys.readouterr()
     assert await _cli("decide", str(out), "--json") == 1
     result = json.loads(capsys.readouterr().out)
-    assert result["outcome"] == "go-live"
+    assert result["outcome"] == "section-passed"  # a smoke bundle never re-derives go-live
     assert result["sealed"] == "hold"
     assert any("manifest" in p for p in result["problems"])
     assert await _cli("signoff", str(out), "--reviewer", "Ana", "--outcome", "hold") == EXIT_USAGE
@@ -151,7 +253,9 @@ async def test_policy_file_changes_weight_and_is_recorded(tmp_path: Path) -> Non
     out = tmp_path / "b"
     code = await _smoke(out, "stale_metrics", "--policy", str(policy))
     verdict = _json(out / "verdict.json")
-    assert code == 0, verdict["rules_fired"]
+    # a non-critical failure is not a silent pass: observe-with-limits, naming it
+    assert code == Outcome.OBSERVE_WITH_LIMITS.exit_code, verdict["rules_fired"]
+    assert verdict["rules_fired"][0]["checks"] == ["smoke.metrics"]
     assert verdict["policy"]["name"] == "lenient-metrics"
     assert verdict["policy"]["version"] == 3
     assert (out / "config/policy.yaml").read_text() == policy.read_text()

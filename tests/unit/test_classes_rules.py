@@ -18,7 +18,11 @@ def _answer(content: str, prompt_tokens: int | None) -> ParsedResponse:
         "id": "chatcmpl-1",
         "object": "chat.completion",
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
         ],
     }
     if prompt_tokens is not None:

@@ -12,11 +12,12 @@ from typing import Any
 
 import jinja2
 
-from golive.report.markdown import chain_rows
+from golive.report.markdown import chain_rows, scope_line
 from golive.report.plots import bar_chart, interval_chart, line_chart
 
 _OUTCOME_COLOUR = {
     "go-live": "#1a7f37",
+    "section-passed": "#0969da",
     "observe-with-limits": "#9a6700",
     "hold": "#cf222e",
     "expand-capacity": "#bc4c00",
@@ -41,6 +42,7 @@ def render_html(root: Path, verdict: Mapping[str, Any]) -> str:
         cache_svgs=cache_charts(root / "metrics/cache-steps.jsonl"),
         agent_svg=agent_chart(verdict),
         signoff=signoff if isinstance(signoff, dict) else None,
+        scope=scope_line(verdict),
     )
 
 

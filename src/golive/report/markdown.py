@@ -24,19 +24,30 @@ def render_markdown(verdict: Mapping[str, Any], chain: Mapping[str, Any] | None 
         f"- command: `{verdict.get('command')}`",
         f"- started: {verdict.get('started_at')}  finished: {verdict.get('finished_at')}",
         f"- golive {verdict.get('golive_version')}",
+        f"- scope: {scope_line(verdict)}",
         "",
         "## Why",
         "",
     ]
     rules = verdict.get("rules_fired") or []
     if not rules:
-        lines.append("No decision rule fired: every check passed with saved evidence.")
+        lines.append(
+            "No decision rule fired: the whole programme ran and every check passed with "
+            "saved evidence."
+        )
     for rule in rules:
         lines.append(
             f"- **{rule['outcome']}** ({rule['rule']}): {rule['reason']} — checks: "
             + ", ".join(f"`{c}`" for c in rule["checks"])
         )
     lines += _limits(verdict.get("limits") or {})
+    for waiver in verdict.get("waivers") or []:
+        lines.append(
+            f"- warn `{waiver['check']}` waived by the policy: {waiver['reason']} "
+            f"(owner {waiver['owner']})"
+        )
+    for skipped in verdict.get("skipped_by_config") or []:
+        lines.append(f"- `{skipped['check']}` skipped by the config: {skipped['reason']}")
     lines += [
         "",
         "## Checks",
@@ -59,14 +70,25 @@ def render_markdown(verdict: Mapping[str, Any], chain: Mapping[str, Any] | None 
             "",
             "## Actions",
             "",
-            "| check | owner | deadline | rollback |",
-            "| --- | --- | --- | --- |",
+            "| check | status | owner | deadline | rollback |",
+            "| --- | --- | --- | --- | --- |",
         ]
         lines += [
-            f"| `{a['check']}` | {a['owner']} | {a['deadline']} | {a['rollback']} |"
+            f"| `{a['check']}` | {a.get('status', '')} | {a['owner']} | {a['deadline']} | "
+            f"{a['rollback']} |"
             for a in actions
         ]
     return "\n".join(lines) + "\n"
+
+
+def scope_line(verdict: Mapping[str, Any]) -> str:
+    """What the bundle covers, in words (verdict.json `scope`)."""
+    scope = verdict.get("scope")
+    if scope == "programme":
+        return "the whole programme (a go-live decision)"
+    ran = ", ".join(scope) if isinstance(scope, list) else "not recorded"
+    missing = ", ".join(verdict.get("sections_missing") or [])
+    return f"sections {ran} only; still missing before a go-live decision: {missing}"
 
 
 def chain_rows(chain: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
