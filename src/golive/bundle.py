@@ -168,3 +168,22 @@ def _hash_tree(root: Path) -> dict[str, str]:
                 sha.update(block)
         digests[rel] = sha.hexdigest()
     return digests
+
+
+PARTS = "parts"  # a combined bundle (golive decide --combine) keeps each section bundle here
+
+
+def locate(root: Path, rel: str) -> Path:
+    """`root/rel`, or in a combined bundle the first part that holds it."""
+    direct = root / rel
+    if direct.exists():
+        return direct
+    for part in sorted((root / PARTS).glob("*")):
+        if (part / rel).exists():
+            return part / rel
+    return direct
+
+
+def locate_all(root: Path, pattern: str) -> list[Path]:
+    """Files matching `pattern` in the bundle and, in a combined bundle, in its parts."""
+    return sorted([*root.glob(pattern), *root.glob(f"{PARTS}/*/{pattern}")])

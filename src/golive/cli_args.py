@@ -278,7 +278,23 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     decide = sub.add_parser(
         "decide", help="re-derive the verdict offline from a sealed bundle; must agree"
     )
-    decide.add_argument("bundle", type=Path)
+    decide.add_argument("bundle", type=Path, nargs="?", help="re-derive this sealed bundle")
+    decide.add_argument(
+        "--combine",
+        type=Path,
+        nargs="+",
+        metavar="BUNDLE",
+        help="one programme decision from sealed section bundles of one deployment",
+    )
+    decide.add_argument("--out", type=Path, help="the combined bundle (with --combine)")
+    decide.add_argument(
+        "--max-age-days",
+        type=float,
+        default=7.0,
+        help="refuse parts that finished longer ago than this (with --combine; default 7)",
+    )
+    decide.add_argument("--config", type=Path, help="sign-off owners for the combined decision")
+    decide.add_argument("--policy", type=Path, help="decision policy for the combined decision")
     decide.add_argument("--json", action="store_true", help="print the re-derived decision")
 
 

@@ -12,12 +12,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from golive.bundle import verify
+from golive.config import load_config
 from golive.errors import ConfigError
 from golive.guardrails import write_guardrails
 from golive.rederive import rederive
 from golive.registry import accepted, registry_dir
 from golive.report.html import render_html
-from golive.report.markdown import render_markdown
+from golive.report.markdown import render_markdown, scope_line
 from golive.results import Outcome
 from golive.run import sign_bundle
 from golive.signing import load_public_key
@@ -58,6 +59,10 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
 
 
 def _decide(args: argparse.Namespace, err: Console) -> int:
+    if args.combine:
+        return _combine(args, err)
+    if args.bundle is None:
+        raise ConfigError("decide needs a BUNDLE to re-derive, or --combine B1 B2 ... --out DIR")
     result = rederive(args.bundle)
     derived = result.decision
     if args.json:
@@ -80,6 +85,28 @@ def _decide(args: argparse.Namespace, err: Console) -> int:
     for problem in result.problems:
         err.print(f"[red]disagrees:[/red] {escape(problem)}", highlight=False, soft_wrap=True)
     return 0 if result.agrees else 1
+
+
+def _combine(args: argparse.Namespace, err: Console) -> int:
+    from golive.combine import combine
+
+    if args.bundle is not None:
+        raise ConfigError("give the bundles after --combine, not before it")
+    if args.out is None:
+        raise ConfigError("decide --combine needs --out DIR for the combined bundle")
+    overrides = {} if args.policy is None else {"policy": str(args.policy)}
+    verdict = combine(
+        args.combine, args.out, load_config(args.config, overrides), args.max_age_days
+    )
+    data = verdict.data
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(f"combined {len(data['parts'])} bundles: {data['outcome']} ({scope_line(data)})")
+        for rule in data["rules_fired"]:
+            print(f"  {rule['outcome']} ({rule['rule']}): {', '.join(rule['checks'])}")
+    err.print(f"bundle: {args.out}", highlight=False, soft_wrap=True)
+    return verdict.outcome.exit_code
 
 
 def _verify(bundle: Path, key_file: Path | None) -> int:

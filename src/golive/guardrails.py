@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from golive.bundle import locate, locate_all
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
 from golive.registry import ACCEPTED, programme_scope
@@ -233,7 +234,9 @@ def read_accepted(bundle: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         )
     programme_scope(verdict, bundle, "an accepted envelope")
     steps = [
-        json.loads(line) for line in _lines(bundle / "metrics/capacity-steps.jsonl") if line.strip()
+        json.loads(line)
+        for line in _lines(locate(bundle, "metrics/capacity-steps.jsonl"))
+        if line.strip()
     ]
     return verdict, steps
 
@@ -241,7 +244,7 @@ def read_accepted(bundle: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def write_guardrails(bundle: Path, out: Path, ttft_slo_s: float | None = None) -> list[str]:
     """Read an accepted bundle, write the rules file; returns the rules left out."""
     verdict, steps = read_accepted(bundle)
-    scrapes = sorted((bundle / "metrics").glob("*.prom"), key=lambda p: p.stat().st_mtime)
+    scrapes = sorted(locate_all(bundle, "metrics/*.prom"), key=lambda p: p.stat().st_mtime)
     snapshot = None
     for path in reversed(scrapes):
         try:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from golive.bundle import locate
 from golive.errors import ConfigError
 from golive.evidence.startup_log import parse_startup_log
 
@@ -41,12 +42,13 @@ def registry_dir(given: Path | None = None) -> Path:
 def identity(root: Path) -> dict[str, Any]:
     """Image, launch command, runtime variables and parsers, from the bundle's evidence; the
     launch-config digest covers the command, the non-default args and the variables."""
-    container = _json(root / "environment/container.json") or {}
-    chain = _json(root / "environment/chain.json") or {}
-    log = root / "environment/startup.log"
+    container = _json(locate(root, "environment/container.json")) or {}
+    chain = _json(locate(root, "environment/chain.json")) or {}
+    log = locate(root, "environment/startup.log")
     facts = parse_startup_log(log.read_text(errors="replace")) if log.is_file() else None
     args = dict(facts.non_default_args) if facts else {}
     launch = list(container.get("serve_command") or [])
+    launch_known = bool(launch or args)
     runtime = {
         k: v
         for k, v in (container.get("environment") or {}).items()
@@ -73,7 +75,10 @@ def identity(root: Path) -> dict[str, Any]:
             )
         },
         "parsers": {k: args.get(k) for k in ("tool_call_parser", "reasoning_parser")},
-        "launch_config_digest": "sha256:" + hashlib.sha256(blob).hexdigest(),
+        # None when neither the container's serve command nor the startup args are known
+        "launch_config_digest": "sha256:" + hashlib.sha256(blob).hexdigest()
+        if launch_known
+        else None,
     }
 
 

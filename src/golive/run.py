@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import yaml
 
 from golive import __version__
-from golive.bundle import MANIFEST, Bundle, verify
+from golive.bundle import MANIFEST, Bundle, locate, verify
 from golive.checks.context import CheckContext, NoTarget, Target
 from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.decide import decide, limits
@@ -136,7 +136,7 @@ async def judge(
 def write_verdict(bundle: Bundle, data: Mapping[str, Any]) -> None:
     """verdict.json, report.md, the sign-off sheet and report.html."""
     bundle.write_json("verdict.json", data)
-    chain = bundle.path("environment/chain.json")
+    chain = locate(bundle.root, "environment/chain.json")
     chain_data = json.loads(chain.read_text()) if chain.exists() else None
     bundle.write_text("report.md", render_markdown(data, chain_data))
     write_signoff(bundle, data, None)

@@ -97,7 +97,18 @@ def _matching(checks: Sequence[Mapping[str, Any]], patterns: Sequence[str]) -> l
 
 
 def _files(files: Sequence[str], patterns: Sequence[str]) -> list[str]:
-    return sorted(f for f in files if any(fnmatch.fnmatchcase(f, p) for p in patterns))
+    """Files matching a pattern, in the bundle or (combined bundles) inside one of its parts."""
+    return sorted(
+        f
+        for f in files
+        if any(fnmatch.fnmatchcase(_in_part(f), p) or fnmatch.fnmatchcase(f, p) for p in patterns)
+    )
+
+
+def _in_part(path: str) -> str:
+    """`parts/<name>/rest` -> `rest`; other paths unchanged."""
+    head, _, rest = path.partition("/")
+    return rest.partition("/")[2] if head == "parts" and rest.count("/") else path
 
 
 def build_signoff(

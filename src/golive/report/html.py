@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 
+from golive.bundle import locate
 from golive.report.markdown import chain_rows, scope_line
 from golive.report.plots import bar_chart, interval_chart, line_chart
 
@@ -31,15 +32,15 @@ _ENV = jinja2.Environment(
 
 
 def render_html(root: Path, verdict: Mapping[str, Any]) -> str:
-    chain = _json(root / "environment/chain.json")
+    chain = _json(locate(root, "environment/chain.json"))
     signoff = _json(root / "signoff.json")
     return _ENV.get_template("report.html.j2").render(
         v=verdict,
         colour=_OUTCOME_COLOUR.get(str(verdict.get("outcome")), "#555"),
         chain_rows=chain_rows(chain) if isinstance(chain, dict) else [],
-        memory_svgs=memory_charts(root / "memory/capacity.csv"),
-        latency_svgs=latency_charts(root / "metrics/capacity-steps.jsonl"),
-        cache_svgs=cache_charts(root / "metrics/cache-steps.jsonl"),
+        memory_svgs=memory_charts(locate(root, "memory/capacity.csv")),
+        latency_svgs=latency_charts(locate(root, "metrics/capacity-steps.jsonl")),
+        cache_svgs=cache_charts(locate(root, "metrics/cache-steps.jsonl")),
         agent_svg=agent_chart(verdict),
         signoff=signoff if isinstance(signoff, dict) else None,
         scope=scope_line(verdict),
