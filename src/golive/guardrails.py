@@ -57,7 +57,11 @@ def envelope(
     inside = [s for s in steps if not ceiling or (s.get("concurrency") or 0) <= ceiling]
     waiting = [w for s in inside if (w := _num(s.get("max_waiting"))) is not None]
     ttfts = [t for s in inside if (t := _num(s.get("ttft_p95_s"))) is not None]
-    warm, cold = _num(reuse.get("warm_cached_tokens_min")), _num(reuse.get("cold_prompt_tokens"))
+    # the API's cached_tokens where reported, else the engine's own reuse count
+    warm = _num(reuse.get("warm_cached_tokens_min"))
+    if warm is None:
+        warm = _num(reuse.get("warm_engine_reused_min"))
+    cold = _num(reuse.get("cold_prompt_tokens"))
     return Envelope(
         max_concurrency=int(ceiling) if isinstance(ceiling, (int, float)) else None,
         max_waiting=max(waiting) if waiting else None,

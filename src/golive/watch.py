@@ -27,13 +27,20 @@ from golive.checks.agent_cases import shipped_cases
 from golive.checks.agent_response import Contract, response_findings
 from golive.checks.cache import CacheProtocol
 from golive.checks.capacity import PhaseProgress, Quiet, served_model
-from golive.checks.context import CheckContext, tokens_per_word
+from golive.checks.context import CheckContext, scrape, tokens_per_word
 from golive.errors import BadResponse, ConfigError
 from golive.guardrails import Envelope, envelope, read_accepted
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
 from golive.registry import registry_dir, rollback_target
 from golive.sampling import nvml_probe
-from golive.watch_rules import Observation, Thresholds, Trigger, classify_log, evaluate
+from golive.watch_rules import (
+    Observation,
+    Thresholds,
+    Trigger,
+    classify_log,
+    evaluate,
+    probe_reuse_ratio,
+)
 
 RECORDS = "watch/records.jsonl"
 T = TypeVar("T")
@@ -122,6 +129,7 @@ class Watcher:
         self.tool_case = next(c for c in shipped_cases() if c.name == "one_arg.required")
         self.cache: CacheProtocol | None = None
         self.cache_warm = False
+        self.cache_probes = 0
         self.health_probe: Background[tuple[bool, str, int]] = Background()
         self.last_health: tuple[bool, str, int] | None = None
         self.tool: Background[tuple[bool, str]] = Background()
@@ -303,11 +311,23 @@ class Watcher:
         if not self.cache_warm:
             await self.ctx.target.chat(body, "watch-cache-warmup")
             self.cache_warm = True
+        self.cache_probes += 1
+        window = f"watch-cache-{self.cache_probes:04d}"
+        before = await scrape(self.ctx, f"{window}-before")
         parsed = self.ctx.save(await self.ctx.target.chat(body, "watch-cache"), "watch-probes")
+        after = await scrape(self.ctx, f"{window}-after")
         usage = parsed.usage or {}
-        prompt = usage.get("prompt_tokens")
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        return None if not prompt else round(cached / prompt, 3)
+        hits = None
+        if before.snapshot is not None and after.snapshot is not None:
+            delta = MetricsDelta(before.snapshot, after.snapshot)
+            hits = delta.counter("prompt_tokens_cached")
+            if hits is None:
+                hits = delta.counter("prefix_cache_hits")
+        return probe_reuse_ratio(
+            usage.get("prompt_tokens"),
+            (usage.get("prompt_tokens_details") or {}).get("cached_tokens"),
+            hits,
+        )
 
     async def fire(self, trigger: Trigger, index: int) -> None:
         now = time.monotonic()

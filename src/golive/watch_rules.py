@@ -159,3 +159,19 @@ def _outside(o: Observation, th: Thresholds) -> bool:
         return False
     over_cap = th.max_concurrency is not None and o.running + o.waiting > th.max_concurrency
     return o.waiting > th.max_waiting or over_cap
+
+
+def probe_reuse_ratio(
+    prompt_tokens: int | None, api_cached: int | None, engine_hits: float | None
+) -> float | None:
+    """The cache probe's reused share of its prompt: the API's cached_tokens where the
+    server reports them, else the engine's hit counter around the probe (which also counts
+    concurrent traffic, so it can only over-state reuse: a low value is a real regression).
+    None when neither was measured, never 0."""
+    if not prompt_tokens:
+        return None
+    if api_cached is not None:
+        return round(api_cached / prompt_tokens, 3)
+    if engine_hits is not None:
+        return round(min(1.0, engine_hits / prompt_tokens), 3)
+    return None

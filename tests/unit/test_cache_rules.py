@@ -51,8 +51,22 @@ def test_measured_cold_and_warm_windows_are_accepted() -> None:
     assert (cold.queries, cold.hits) == (1541.0, 0.0)
     verdict = judge_reuse(cold, [warm], shared_tokens=1521, block_size=128, caching_enabled=True)
     assert verdict.accepted, verdict.diagnosis
-    assert "matched by the engine's hit counter" in verdict.diagnosis
+    assert "by the engine's own counters" in verdict.diagnosis
+    assert "corroborated by the API's cached_tokens 1408-1408" in verdict.diagnosis
     assert not verdict.shared_server
+
+
+def test_reuse_is_proven_without_the_api_field() -> None:
+    """vLLM's default (no --enable-prompt-tokens-details): usage has no cached_tokens, and a
+    server that reuses its cache perfectly is still accepted on the engine's counters."""
+    cold = _step("c", None, 0)
+    warm = [_step("w", None, 1408), _step("w2", None, 1408)]
+    verdict = judge_reuse(cold, warm, 1521, 128, True)
+    assert verdict.accepted, verdict.diagnosis
+    assert "the API reports no cached_tokens" in verdict.diagnosis
+    off = judge_reuse(cold, [_step("w", None, 0)], 1521, 128, None)
+    assert not off.accepted
+    assert "no reliable reuse" in off.diagnosis
 
 
 @pytest.mark.parametrize(
@@ -71,6 +85,8 @@ def test_measured_cold_and_warm_windows_are_accepted() -> None:
         (_step("c", 1408, 1408), [_step("w", 1408, 1408)], 1521, True, "no cold evidence"),
         # The API says 1408 were reused but the counters never moved: not this engine's metrics.
         (_step("c", 0, 0), [_step("w", 1408, 0)], 1521, True, "a router?"),
+        # no counters at all: the API field alone is not the engine's evidence
+        (_step("c", 0, None), [_step("w", 1408, None)], 1521, True, "counters"),
     ],
 )
 def test_cache_not_accepted_diagnoses(

@@ -78,3 +78,15 @@ def test_log_lines_are_classified() -> None:
     assert len(oom) == 1
     assert len(comm) == 2
     assert len(restarts) == 1
+
+
+def test_probe_reuse_is_never_zero_when_unmeasured() -> None:
+    """Without --enable-prompt-tokens-details the API has no cached_tokens: the engine's
+    counter decides, and with neither the probe says nothing (not a 0 that fires rollback)."""
+    from golive.watch_rules import probe_reuse_ratio
+
+    assert probe_reuse_ratio(1000, 800, None) == 0.8
+    assert probe_reuse_ratio(1000, None, 768.0) == 0.768
+    assert probe_reuse_ratio(1000, None, 5000.0) == 1.0  # concurrent traffic: capped
+    assert probe_reuse_ratio(1000, None, None) is None
+    assert probe_reuse_ratio(None, 800, 800.0) is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,8 +252,11 @@ def _reuse_result(
         "cold_cached_tokens": cold.cached_tokens,
         "cold_d_queries": cold.queries,
         "cold_d_hits": cold.hits,
-        "warm_cached_tokens_min": min((w.cached_tokens or 0 for w in warm), default=None),
-        "warm_cached_tokens_max": max((w.cached_tokens or 0 for w in warm), default=None),
+        # the API's usage field: None where the server does not report it (never 0)
+        "warm_cached_tokens_min": _least(w.cached_tokens for w in warm),
+        "warm_cached_tokens_max": _most(w.cached_tokens for w in warm),
+        "warm_engine_reused_min": _least(w.engine_reused for w in warm),
+        "warm_engine_reused_max": _most(w.engine_reused for w in warm),
         "warm_d_hits_total": sum(w.hits or 0 for w in warm),
         "warm_d_prompt_tokens_cached_total": sum(w.cached_counter or 0 for w in warm),
         "ttft_cold_median_s": None if test is None else round(test.cold_median, 4),
@@ -290,11 +293,21 @@ def _reuse_result(
     return _r("cache.prefix_reuse", True, Status.PASS, f"{verdict.diagnosis}{timing}", measurements)
 
 
+def _least(values: Iterable[float | int | None]) -> float | int | None:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def _most(values: Iterable[float | int | None]) -> float | int | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
 def _controls_result(
     steps: Mapping[str, CacheStep], block: int, controls: tuple[str, ...]
 ) -> CheckResult:
-    warm = [s.cached_tokens or 0 for n, s in steps.items() if n.startswith("warm-")]
-    reference = max(warm, default=0)
+    warm = [s.reused for n, s in steps.items() if n.startswith("warm-")]
+    reference = max(warm, default=0.0)
     if reference < block:
         return _r(
             "cache.controls",
@@ -302,16 +315,17 @@ def _controls_result(
             Status.NO_DATA,
             "no warm reuse to compare the controls against, so they say nothing here",
         )
-    found = {}
+    found: dict[str, float | int | None] = {}
     kept = []
     for control in controls:
         step = steps[f"control:{control}"]
+        found[f"{control}_reused_tokens"] = step.reused
         found[f"{control}_cached_tokens"] = step.cached_tokens
         if not control_invalidated(step, reference, block):
             kept.append(control)
     parts = [
-        f"{c}: {'kept' if c in kept else 'invalidated'} ({steps[f'control:{c}'].cached_tokens} of "
-        f"{reference} reused)"
+        f"{c}: {'kept' if c in kept else 'invalidated'} ({steps[f'control:{c}'].reused:g} of "
+        f"{reference:g} reused)"
         for c in controls
     ]
     status = Status.PASS if not kept else Status.WARN

@@ -24,6 +24,19 @@ class CacheStep:
     cached_counter: float | None  # Δ prompt_tokens_cached (or by_source local_cache_hit)
     ok: bool = True
 
+    @property
+    def engine_reused(self) -> float | None:
+        """Prompt tokens the engine served from its cache for this request, by its own
+        counters (cached prompt tokens where exposed, else prefix-cache hits, in tokens)."""
+        return self.cached_counter if self.cached_counter is not None else self.hits
+
+    @property
+    def reused(self) -> float:
+        """The engine's count where it has one, else the API's usage field, else 0."""
+        if self.engine_reused is not None:
+            return self.engine_reused
+        return float(self.cached_tokens or 0)
+
 
 @dataclass(frozen=True, slots=True)
 class RankTest:
@@ -93,7 +106,10 @@ def judge_reuse(
     block_size: int | None,
     caching_enabled: bool | None,
 ) -> CacheVerdict:
-    """Cold pays the whole prefix; warm repeats reuse it and the counters agree with us."""
+    """Cold pays the whole prefix; warm repeats reuse it. The engine's own counters
+    (`prefix_cache_hits`, `prompt_tokens_cached`, in tokens, as deltas around each isolated
+    request) are the measure; `usage.prompt_tokens_details.cached_tokens` corroborates where
+    the server reports it (vLLM leaves `--enable-prompt-tokens-details` off by default)."""
     block = block_size or 16
     if caching_enabled is False:
         return CacheVerdict(
@@ -107,55 +123,74 @@ def judge_reuse(
         )
     if not cold.ok or not warm or not all(w.ok for w in warm):
         return CacheVerdict(False, "requests failed, so reuse could not be measured")
-    if (cold.cached_tokens or 0) >= block or (cold.hits or 0) >= block:
+    if cold.engine_reused is None or any(w.engine_reused is None for w in warm):
         return CacheVerdict(
             False,
-            f"no cold evidence: the salted first request already hit {cold.cached_tokens} cached "
+            "the engine's prefix-cache counters (prefix_cache_hits, prompt_tokens_cached) are "
+            "missing from its metrics, so reuse cannot be measured; check the metrics scrape",
+        )
+    api = cold.cached_tokens is not None and all(w.cached_tokens is not None for w in warm)
+    if cold.reused >= block or (api and (cold.cached_tokens or 0) >= block):
+        return CacheVerdict(
+            False,
+            f"no cold evidence: the salted first request already reused {cold.reused:g} cached "
             "tokens; the protocol's prefix was not new to the server",
         )
-    reused = [w.cached_tokens or 0 for w in warm]
+    engine = [w.reused for w in warm]
     expected = max(block, (shared_tokens // block) * block - block)
-    if min(reused) < expected:
-        hits = sum(w.hits or 0 for w in warm)
-        if hits > 0 and sum(reused) == 0:
+    told = [int(w.cached_tokens or 0) for w in warm] if api else None
+    if min(engine) < expected:
+        if told is not None and min(told) >= expected:
             return CacheVerdict(
                 False,
-                f"hits counted ({hits:g}) but no cached prompt tokens reached the requests: the "
-                "test or the request shape is not what the cache manager expects",
+                f"the API reports {told} cached tokens but the engine's counters moved only "
+                f"{[f'{e:g}' for e in engine]}: the metrics may belong to another engine "
+                "(a router?)",
             )
         return CacheVerdict(
             False,
-            f"flag present, no reliable reuse: warm requests reused {reused} tokens of a "
-            f"{shared_tokens}-token shared prefix (expected at least {expected})",
+            f"flag present, no reliable reuse: by the engine's counters warm requests reused "
+            f"{[f'{e:g}' for e in engine]} tokens of a {shared_tokens}-token shared prefix "
+            f"(expected at least {expected})",
         )
-    counted = [w.hits for w in warm]
-    shared = False
-    if any(h is None for h in counted):
-        return CacheVerdict(
-            False, "the engine's hit counter is missing, so reuse cannot be confirmed"
-        )
-    mismatch = [
-        (r, h) for r, h in zip(reused, counted, strict=True) if h is not None and h < r - block
-    ]
-    if mismatch:
+    if told is not None and sum(told) == 0:
         return CacheVerdict(
             False,
-            f"the engine's hit counter does not account for the reuse the API reports {mismatch}: "
-            "the metrics may belong to another engine (a router?)",
+            f"hits counted ({sum(engine):g}) but no cached prompt tokens reached the requests: "
+            "the test or the request shape is not what the cache manager expects",
         )
-    if any(h is not None and h > r + 2 * block for r, h in zip(reused, counted, strict=True)):
-        shared = True
+    mismatch = (
+        []
+        if told is None
+        else [(t, e) for t, e in zip(told, engine, strict=True) if abs(t - e) > block]
+    )
+    prompt = max((w.prompt_tokens or 0) for w in warm)
+    shared_server = any(e > prompt + block for e in engine) or any(
+        e > t + 2 * block for t, e in mismatch
+    )
+    if mismatch and not shared_server:
+        return CacheVerdict(
+            False,
+            f"the engine's counters do not agree with the reuse the API reports (API, engine: "
+            f"{mismatch}): the metrics may belong to another engine (a router?)",
+        )
+    source = (
+        f"corroborated by the API's cached_tokens {min(told)}-{max(told)}"
+        if told is not None
+        else "the API reports no cached_tokens (--enable-prompt-tokens-details is off)"
+    )
     return CacheVerdict(
         True,
-        f"cold paid the whole prefix; {len(warm)} warm repeats reused {min(reused)}-{max(reused)} "
-        f"of {shared_tokens} shared tokens, matched by the engine's hit counter",
-        shared,
+        f"cold paid the whole prefix; {len(warm)} warm repeats reused {min(engine):g}-"
+        f"{max(engine):g} of {shared_tokens} shared tokens by the engine's own counters, "
+        f"{source}",
+        shared_server,
     )
 
 
-def control_invalidated(control: CacheStep, warm_reused: int, block: int) -> bool:
+def control_invalidated(control: CacheStep, warm_reused: float, block: int) -> bool:
     """A control change invalidated (part of) the prefix when it reused a block less."""
-    return (control.cached_tokens or 0) <= warm_reused - block
+    return control.reused <= warm_reused - block
 
 
 CACHE_FILE = "cache"  # requests/cache.jsonl

@@ -27,6 +27,9 @@ class ServeOptions:
 
     port: int | None = None
     prefix_caching: bool = True
+    # usage.prompt_tokens_details.cached_tokens: vLLM leaves it off by default, like a
+    # production server; the cache proof then reads the engine's own counters
+    prompt_tokens_details: bool = False
     tool_parser: str | None = "hermes"
     max_num_seqs: int | None = None
     max_model_len: int = 4096
@@ -85,10 +88,11 @@ def serve_argv(paths: TargetPaths, options: ServeOptions, port: int) -> list[str
         "--max-model-len",
         str(options.max_model_len),
         "--enforce-eager",
-        "--enable-prompt-tokens-details",
         "--enable-server-load-tracking",
         "--enable-prefix-caching" if options.prefix_caching else "--no-enable-prefix-caching",
     ]
+    if options.prompt_tokens_details:  # off by default in vLLM and in the Kimi K3 recipe
+        argv.append("--enable-prompt-tokens-details")
     if options.tool_parser:
         argv += ["--enable-auto-tool-choice", "--tool-call-parser", options.tool_parser]
     if options.max_num_seqs is not None:
