@@ -56,7 +56,9 @@ async def test_default_envelope_is_stable(real_target: RunningTarget, tmp_path: 
         real_target, tmp_path / "b", **{"capacity.concurrency": 2, "capacity.max_context": 512}
     )
     checks = _checks(verdict)
-    assert verdict.outcome is Outcome.GO_LIVE, [(c["id"], c["summary"]) for c in checks.values()]
+    assert verdict.outcome is Outcome.SECTION_PASSED, [
+        (c["id"], c["summary"]) for c in checks.values()
+    ]
     long_input = checks["capacity.long_input"]["measurements"]
     assert long_input["step_512"] == "accepted"
     assert long_input["step_4160"] == "rejected"  # above max_model_len: refused, not crashed
@@ -136,8 +138,10 @@ async def test_golive_run_on_a_one_sequence_server_is_observe_with_limits(
 async def test_engine_killed_in_phase_3_is_a_recorded_termination(
     tight_target: RunningTarget, tmp_path: Path
 ) -> None:
-    """SIGKILL the engine during concurrent traffic: expand-capacity, with the memory curve
-    before the death and the shapes of the requests in flight. (Runs last: it kills the server.)"""
+    """SIGKILL the engine during concurrent traffic: classified expand-capacity, with the memory
+    curve before the death and the shapes of the requests in flight. A capacity section has
+    no version chain, so the outcome is hold ("missing environment evidence plus an engine
+    death is hold, not expand"). (Runs last: it kills the server.)"""
     out = tmp_path / "b"
     run = asyncio.create_task(
         _capacity(
@@ -162,7 +166,8 @@ async def test_engine_killed_in_phase_3_is_a_recorded_termination(
         os.kill(pid, signal.SIGKILL)
     verdict = await asyncio.wait_for(run, 300)
     checks = _checks(verdict)
-    assert verdict.outcome is Outcome.EXPAND_CAPACITY
+    assert verdict.outcome is Outcome.HOLD
+    assert [r["rule"] for r in verdict.data["rules_fired"]][0] == "capacity-unattributed"
     assert checks["capacity.concurrency"]["measurements"]["classification"] == "expand-capacity"
     assert "not run" in checks["capacity.sustained"]["summary"]
     assert checks["golive.ledger"]["status"] == "pass"  # every request sent is recorded
