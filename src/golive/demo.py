@@ -47,6 +47,29 @@ DEMO_SETTINGS = {
     "agent.repeat": 1,
     "agent.temperature": 0.0,
     "agent.concurrency": 8,
+    # Who answers for what the demo leaves open: a CPU box has no GPU host evidence and the
+    # bundled model writes auto tool calls into content. A real deployment's config names
+    # its own people; an open item with no owner blocks signing.
+    "signoff.actions": [
+        {
+            "match": "environment.*",
+            "owner": "platform (demo operator)",
+            "deadline": "before a GPU deployment",
+            "rollback": "none needed: the demo target is local and never deployed",
+        },
+        {
+            "match": "agent.*",
+            "owner": "agent platform (demo operator)",
+            "deadline": "before enabling the feature",
+            "rollback": "keep the named feature disabled at the gateway",
+        },
+        {
+            "match": "*",
+            "owner": "SRE (demo operator)",
+            "deadline": "before production traffic",
+            "rollback": "stay on the previously accepted artifact",
+        },
+    ],
 }
 
 

@@ -37,10 +37,24 @@ def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) 
     assert run.returncode == 10, run.stderr[-3000:]
     rules = {r["rule"] for r in verdict["rules_fired"]}
     assert "agent-feature-limited" in rules
+    assert verdict["scope"] == "programme"
+    # every limit, warning and gap has an owner from the demo's sign-off config
+    assert verdict["actions"]
+    assert all(a["owner"] != "unassigned" for a in verdict["actions"]), verdict["actions"]
     # Concurrency 4 on a 2-core CPU engine sits at the throughput knee (one CI run measured
     # a 1.18x gain from 2 to 4 against the 1.2x threshold; others passed): when the ramp
     # finds the knee, the verdict also caps concurrency, and must say where.
-    assert rules <= {"agent-feature-limited", "capacity-limited"}
+    # The CPU machine has no GPU host: those gaps are named (non-critical-unproven), and a
+    # warn (e.g. a slow start in the log) is watched, never passed over.
+    assert rules <= {
+        "agent-feature-limited",
+        "capacity-limited",
+        "non-critical-unproven",
+        "warnings-observed",
+    }
+    assert "environment.host_driver" in next(
+        r["checks"] for r in verdict["rules_fired"] if r["rule"] == "non-critical-unproven"
+    )
     if "capacity-limited" in rules:
         assert 1 <= verdict["limits"]["max_concurrency"] < 4
     assert any("tool_choice=auto" in f for f in verdict["limits"]["disable_features"])

@@ -141,3 +141,38 @@ def test_retention_must_be_known_not_assumed(
     from golive.checks.cache_retention import judge_retention
 
     assert judge_retention(measurements, hybrid, "boundaries").status is status
+
+
+def test_a_real_gpu_engine_without_the_api_field_is_accepted_on_its_counters() -> None:
+    """vLLM 0.24 on two H200s with production-default flags: no cached_tokens in usage, the
+    engine reused 1008 of ~1026 prompt tokens on every warm request (16-token blocks). The
+    old judgement held it ("no cached prompt tokens reached the requests"); the engine's own
+    counters prove the reuse."""
+    import json
+
+    rows = [
+        json.loads(line)
+        for line in (DATA.parent / "vllm-gpu-0.24-h200x2/cache-steps.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    steps = {
+        r["step"]: CacheStep(
+            r["step"],
+            r["prompt_tokens"],
+            r["cached_tokens"],
+            r["ttft_s"],
+            r["d_queries"],
+            r["d_hits"],
+            r["d_prompt_tokens_cached"],
+            r["ok"],
+        )
+        for r in rows
+    }
+    warm = [s for name, s in steps.items() if name.startswith("warm-")]
+    verdict = judge_reuse(steps["cold-0"], warm, 1002, 16, True)
+    assert verdict.accepted, verdict.diagnosis
+    assert "the API reports no cached_tokens" in verdict.diagnosis
+    # the system-prompt and whitespace controls invalidated the prefix; tool changes kept a part
+    assert control_invalidated(steps["control:system_prompt"], 1008, 16)
+    assert control_invalidated(steps["control:tool_order"], 1008, 16)
