@@ -189,7 +189,7 @@ def critical_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
         and c.status is Status.FAIL
         and c.check_class not in _FAILURE_OUTCOME
         and c.check_class is not CheckClass.AGENT
-        and _classification(c) is None
+        and _classification(c) not in _CLASSIFIED
     ]
     if not failed:
         return None

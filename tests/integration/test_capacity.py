@@ -167,7 +167,7 @@ async def test_engine_killed_in_phase_3_is_a_recorded_termination(
     verdict = await asyncio.wait_for(run, 300)
     checks = _checks(verdict)
     assert verdict.outcome is Outcome.HOLD
-    assert [r["rule"] for r in verdict.data["rules_fired"]][0] == "capacity-unattributed"
+    assert verdict.data["rules_fired"][0]["rule"] == "capacity-unattributed"
     assert checks["capacity.concurrency"]["measurements"]["classification"] == "expand-capacity"
     assert "not run" in checks["capacity.sustained"]["summary"]
     assert checks["golive.ledger"]["status"] == "pass"  # every request sent is recorded
