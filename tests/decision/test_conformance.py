@@ -77,6 +77,11 @@ def scenario(outcome: str, rule: str | None, *cites: str) -> Callable[[Build], B
     return register
 
 
+async def changed(tmp: Path, check_id: str, **changes: Any) -> Verdict:
+    """The demo with every check passed but one, changed as given."""
+    return await sealed(tmp / "b", mutate(proven(demo_checks()), check_id, **changes))
+
+
 def _gpu_env(tmp: Path, *extra: str, host: Path = HOST, container: Path = CONTAINER) -> Verdict:
     argv = ["--profile", PROFILE, "--host-info", str(host), "--container-info", str(container)]
     if "--log" not in extra:
@@ -275,31 +280,27 @@ async def demo_with_every_check_passed(tmp: Path) -> Verdict:
 async def one_non_critical_gap(tmp: Path) -> Verdict:
     """ "Go live: The container, vLLM build, CUDA runtime, host driver, memory behavior, prefix
     caching, and Agent interface all pass with saved evidence." — host driver unmeasured."""
-    checks = mutate(proven(demo_checks()), "environment.host_driver", status=Status.NO_DATA)
-    return await sealed(tmp / "b", checks)
+    return await changed(tmp, "environment.host_driver", status=Status.NO_DATA)
 
 
 @scenario("hold", "critical-failure", "smoke.text_stream")
 async def streamed_text_fails(tmp: Path) -> Verdict:
     """ "A running process or one successful request is not enough." """
-    checks = mutate(proven(demo_checks()), "smoke.text_stream", status=Status.FAIL)
-    return await sealed(tmp / "b", checks)
+    return await changed(tmp, "smoke.text_stream", status=Status.FAIL)
 
 
 @scenario("hold", "critical-failure", "cache.prefix_reuse")
 async def cache_not_accepted(tmp: Path) -> Verdict:
     """ "Prefix cache flag present but no measured reuse: fix the cache test or runtime before
     approval." """
-    checks = mutate(proven(demo_checks()), "cache.prefix_reuse", status=Status.FAIL)
-    return await sealed(tmp / "b", checks)
+    return await changed(tmp, "cache.prefix_reuse", status=Status.FAIL)
 
 
 @scenario("hold", "missing-evidence", "cache.prefix_reuse")
 async def cache_unmeasured(tmp: Path) -> Verdict:
     """ "This means a visible launch flag is only the first check. It does not prove that
     production prompts are being reused." """
-    checks = mutate(proven(demo_checks()), "cache.prefix_reuse", status=Status.NO_DATA)
-    return await sealed(tmp / "b", checks)
+    return await changed(tmp, "cache.prefix_reuse", status=Status.NO_DATA)
 
 
 def _death(concurrency: int) -> CheckResult:
@@ -437,8 +438,7 @@ async def input_above_max_model_len_accepted(tmp: Path) -> Verdict:
 @scenario("hold", "agent-protocol-failure", "agent.one_arg.required")
 async def required_tool_call_fails_repeatedly(tmp: Path) -> Verdict:
     """ "Repeated protocol or parser failure on a critical path: do not go live." """
-    checks = mutate(proven(demo_checks()), "agent.one_arg.required", status=Status.FAIL)
-    return await sealed(tmp / "b", checks)
+    return await changed(tmp, "agent.one_arg.required", status=Status.FAIL)
 
 
 @scenario("observe-with-limits", "warnings-observed", "agent.one_arg.required")
@@ -482,14 +482,13 @@ async def warn_with_an_owner(tmp: Path) -> Verdict:
 async def startup_log_fails(tmp: Path) -> Verdict:
     """ "Check for CUDA initialization errors, NCCL failures, missing kernels, unsupported
     architecture messages, and fallback paths." """
-    return await sealed(tmp / "b", mutate(proven(demo_checks()), "startup.log", status=Status.FAIL))
+    return await changed(tmp, "startup.log", status=Status.FAIL)
 
 
 @scenario("rebuild", "environment-mismatch", "environment.vllm_version")
 async def layers_disagree_on_the_version(tmp: Path) -> Verdict:
     """ "Version or image mismatch: rebuild." """
-    checks = mutate(proven(demo_checks()), "environment.vllm_version", status=Status.FAIL)
-    return await sealed(tmp / "b", checks)
+    return await changed(tmp, "environment.vllm_version", status=Status.FAIL)
 
 
 @scenario("go-live", None)
@@ -548,20 +547,8 @@ async def h200_run_with_random_weights(tmp: Path) -> Verdict:
 
 
 def _gpu_cache_check() -> CheckResult:
-    rows = [line for line in (GPU / "cache-steps.jsonl").read_text().splitlines() if line]
-    steps = {}
-    for raw in rows:
-        r = json.loads(raw)
-        steps[r["step"]] = CacheStep(
-            r["step"],
-            r["prompt_tokens"],
-            r["cached_tokens"],
-            r["ttft_s"],
-            r["d_queries"],
-            r["d_hits"],
-            r["d_prompt_tokens_cached"],
-            r["ok"],
-        )
+    rows = (GPU / "cache-steps.jsonl").read_text().splitlines()
+    steps = {(step := CacheStep.from_json(json.loads(r))).name: step for r in rows if r}
     return _reuse_result(steps, 1002, 16, True, "measured with /tokenize")
 
 

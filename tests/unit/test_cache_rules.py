@@ -150,25 +150,9 @@ def test_a_real_gpu_engine_without_the_api_field_is_accepted_on_its_counters() -
     counters prove the reuse."""
     import json
 
-    rows = [
-        json.loads(line)
-        for line in (DATA.parent / "vllm-gpu-0.24-h200x2/cache-steps.jsonl")
-        .read_text()
-        .splitlines()
-    ]
-    steps = {
-        r["step"]: CacheStep(
-            r["step"],
-            r["prompt_tokens"],
-            r["cached_tokens"],
-            r["ttft_s"],
-            r["d_queries"],
-            r["d_hits"],
-            r["d_prompt_tokens_cached"],
-            r["ok"],
-        )
-        for r in rows
-    }
+    lines = (DATA.parent / "vllm-gpu-0.24-h200x2/cache-steps.jsonl").read_text().splitlines()
+    rows = [CacheStep.from_json(json.loads(line)) for line in lines]
+    steps = {s.name: s for s in rows}
     warm = [s for name, s in steps.items() if name.startswith("warm-")]
     verdict = judge_reuse(steps["cold-0"], warm, 1002, 16, True)
     assert verdict.accepted, verdict.diagnosis

@@ -187,19 +187,7 @@ async def _step(
         cached_counter=cached_counter,
         ok=parsed.record.ok and not parsed.problems,
     )
-    ctx.bundle.append_jsonl(
-        "metrics/cache-steps.jsonl",
-        {
-            "step": name,
-            "prompt_tokens": step.prompt_tokens,
-            "cached_tokens": step.cached_tokens,
-            "ttft_s": step.ttft_s,
-            "d_queries": step.queries,
-            "d_hits": step.hits,
-            "d_prompt_tokens_cached": step.cached_counter,
-            "ok": step.ok,
-        },
-    )
+    ctx.bundle.append_jsonl("metrics/cache-steps.jsonl", step.to_json())
     return step, after.snapshot or before
 
 

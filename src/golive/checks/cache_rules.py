@@ -24,6 +24,33 @@ class CacheStep:
     cached_counter: float | None  # Δ prompt_tokens_cached (or by_source local_cache_hit)
     ok: bool = True
 
+    def to_json(self) -> dict[str, Any]:
+        """One line of `metrics/cache-steps.jsonl`."""
+        return {
+            "step": self.name,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "ttft_s": self.ttft_s,
+            "d_queries": self.queries,
+            "d_hits": self.hits,
+            "d_prompt_tokens_cached": self.cached_counter,
+            "ok": self.ok,
+        }
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> CacheStep:
+        """Read back a line of `metrics/cache-steps.jsonl` (for re-judging a bundle)."""
+        return cls(
+            str(row["step"]),
+            row.get("prompt_tokens"),
+            row.get("cached_tokens"),
+            row.get("ttft_s"),
+            row.get("d_queries"),
+            row.get("d_hits"),
+            row.get("d_prompt_tokens_cached"),
+            bool(row.get("ok", True)),
+        )
+
     @property
     def engine_reused(self) -> float | None:
         """Prompt tokens the engine served from its cache for this request, by its own

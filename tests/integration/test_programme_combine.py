@@ -1,0 +1,60 @@
+"""The two ways to a programme decision agree on the real CPU vLLM: `golive run`, and the
+five section commands sealed separately then `golive decide --combine`d."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from golive.cli import main
+from golive.target.server import RunningTarget
+from tests.scenario import SMALL_RUN, golive_run, rules
+
+CACHE = ["--prefix-tokens", "320", "--warm-repeats", "2", "--cold-samples", "1"]
+
+
+async def _section(target: RunningTarget, out: Path, command: str, *extra: str) -> dict[str, Any]:
+    config = out.parent / "run-config.yaml"
+    config.write_text(SMALL_RUN)
+    argv = [command, "--target", target.url, "--out", str(out), "--config", str(config), *extra]
+    code = await asyncio.to_thread(main, [*argv, "--json"])
+    verdict: dict[str, Any] = json.loads((out / "verdict.json").read_text())
+    assert code == verdict["exit_code"]
+    assert verdict["scope"] == [command]
+    assert verdict["outcome"] != "go-live"  # a section never decides
+    return verdict
+
+
+async def test_sections_combined_decide_as_run_does(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    code, run = await golive_run(real_target, tmp_path / "run")
+    assert run["scope"] == "programme"
+    log = ["--log", str(real_target.log_path)]
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    await _section(real_target, parts / "env", "env", *log)
+    smoke = await _section(real_target, parts / "smoke", "smoke")
+    assert smoke["outcome"] == "section-passed", smoke["rules_fired"]
+    await _section(real_target, parts / "capacity", "capacity", *log)
+    cache = await _section(real_target, parts / "cache", "cache", *CACHE)
+    assert cache["outcome"] == "section-passed", cache["rules_fired"]
+    await _section(real_target, parts / "agent", "agent")
+    out = tmp_path / "combined"
+    argv = [
+        "decide",
+        "--combine",
+        *(str(parts / s) for s in ("env", "smoke", "capacity", "cache", "agent")),
+    ]
+    combined_code = await asyncio.to_thread(main, [*argv, "--out", str(out)])
+    combined = json.loads((out / "verdict.json").read_text())
+    assert combined["scope"] == "programme"
+    assert combined_code == code, (combined["rules_fired"], run["rules_fired"])
+    assert combined["outcome"] == run["outcome"]
+    # The ramp's knee at concurrency 4 on two cores can fall either side of its threshold
+    # from one run to the next; every other rule must be the same.
+    noisy = {"capacity-limited"}
+    assert set(rules(combined)) - noisy == set(rules(run)) - noisy
+    assert await asyncio.to_thread(main, ["decide", str(out)]) == 0
