@@ -26,7 +26,7 @@ from golive.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.metrics import parse_metrics
 from golive.results import CheckClass, CheckResult, Status
 from golive.sampling import Curve, Probe
-from golive.traffic.records import FailureKind, RequestRecord
+from golive.traffic.records import FailureKind, ParsedResponse, RequestRecord, error_message
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule
 
 _CONTEXT_ERROR = (
@@ -345,3 +345,25 @@ def merge_curves(
         evidence,
         critical=False,
     )
+
+
+def refusal(parsed: ParsedResponse) -> str:
+    """The server's own words for a 4xx answer (quoted in the finding)."""
+    record = parsed.record
+    message = error_message(parsed.json_body) or (record.failure.message if record.failure else "")
+    return f"HTTP {record.status}: {message}"[:200]
+
+
+def gauge_max(values: Sequence[Any]) -> float | None:
+    """The largest gauge reading; None when the gauge was never read (never 0)."""
+    present = [float(v) for v in values if v is not None]
+    return max(present) if present else None
+
+
+def gauge_mean(values: Sequence[Any]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def seconds(ms: float | None) -> float | None:
+    return None if ms is None else ms / 1000

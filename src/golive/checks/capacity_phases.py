@@ -13,8 +13,12 @@ from golive.checks.capacity import (
     cap_result,
     classified,
     engine_probe,
+    gauge_max,
+    gauge_mean,
     merge_curves,
     model_load,
+    refusal,
+    seconds,
     served_model,
 )
 from golive.checks.capacity_rules import (
@@ -271,17 +275,17 @@ async def _step(
         completed=len(ok),
         errors=len(parsed) - len(ok),
         wall_s=loaded.wall_s,
-        e2e_p50_s=_s(percentile(e2e, 50)),
-        e2e_p95_s=_s(percentile(e2e, 95)),
-        ttft_p95_s=_s(percentile([p.ttft_ms for p in ok if p.ttft_ms is not None], 95)),
+        e2e_p50_s=seconds(percentile(e2e, 50)),
+        e2e_p95_s=seconds(percentile(e2e, 95)),
+        ttft_p95_s=seconds(percentile([p.ttft_ms for p in ok if p.ttft_ms is not None], 95)),
         queue_mean_s=queue_mean,
-        max_waiting=_max([r.get("num_requests_waiting") for r in window]),
-        max_running=_max([r.get("num_requests_running") for r in window]),
+        max_waiting=gauge_max([r.get("num_requests_waiting") for r in window]),
+        max_running=gauge_max([r.get("num_requests_running") for r in window]),
         preemptions=preemptions,
         engine_died=run.dead.is_set(),
-        mean_waiting=_mean([r.get("num_requests_waiting") for r in window]),
+        mean_waiting=gauge_mean([r.get("num_requests_waiting") for r in window]),
         refused=len(refused),
-        refused_detail=_refusal(refused[0]) if refused else "",
+        refused_detail=refusal(refused[0]) if refused else "",
     )
     return stats, parsed
 
@@ -289,28 +293,6 @@ async def _step(
 def drain_s(configured: float | None, duration_s: float) -> float:
     """How long requests in flight may finish after a phase's time is up."""
     return configured if configured is not None else min(120.0, duration_s * 3)
-
-
-def _refusal(parsed: ParsedResponse) -> str:
-    """The server's own words for a 4xx answer (quoted in the finding)."""
-    record = parsed.record
-    message = error_message(parsed.json_body) or (record.failure.message if record.failure else "")
-    return f"HTTP {record.status}: {message}"[:200]
-
-
-def _max(values: Sequence[Any]) -> float | None:
-    """The largest gauge reading; None when the gauge was never read (never 0)."""
-    present = [float(v) for v in values if v is not None]
-    return max(present) if present else None
-
-
-def _mean(values: Sequence[Any]) -> float | None:
-    present = [float(v) for v in values if v is not None]
-    return sum(present) / len(present) if present else None
-
-
-def _s(ms: float | None) -> float | None:
-    return None if ms is None else ms / 1000
 
 
 async def concurrency_ramp(run: Run) -> CheckResult:
@@ -328,7 +310,7 @@ async def concurrency_ramp(run: Run) -> CheckResult:
         )
         offset += len(answered)
         steps.append(stats)
-        run.ctx.bundle.append_jsonl("metrics/capacity-steps.jsonl", stats_json(stats))
+        run.ctx.bundle.append_jsonl("metrics/capacity-steps.jsonl", stats.to_json())
         if classify_concurrency([*stable_so_far, stats], policy).ceiling != stats.concurrency:
             break  # the ceiling is known; more load past it proves nothing
         stable_so_far.append(stats)
@@ -348,25 +330,6 @@ async def concurrency_ramp(run: Run) -> CheckResult:
     if run.dead.is_set():
         evidence.append("memory/termination.json")
     return classified("capacity.concurrency", result, measurements, evidence)
-
-
-def stats_json(stats: StepStats) -> dict[str, Any]:
-    return {
-        "concurrency": stats.concurrency,
-        "completed": stats.completed,
-        "errors": stats.errors,
-        "wall_s": stats.wall_s,
-        "throughput_rps": stats.throughput_rps,
-        "e2e_p50_s": stats.e2e_p50_s,
-        "e2e_p95_s": stats.e2e_p95_s,
-        "ttft_p95_s": stats.ttft_p95_s,
-        "queue_mean_s": stats.queue_mean_s,
-        "max_waiting": stats.max_waiting,
-        "max_running": stats.max_running,
-        "preemptions": stats.preemptions,
-        "engine_died": stats.engine_died,
-        "mean_waiting": stats.mean_waiting,
-    }
 
 
 async def sustained(run: Run) -> CheckResult:

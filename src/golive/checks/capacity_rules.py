@@ -4,6 +4,7 @@ actions (adjust configuration, limit traffic, expand capacity). Table-tested, no
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Sequence
@@ -61,6 +62,10 @@ class StepStats:
     mean_waiting: float | None = None  # the engine's waiting gauge, averaged over the step
     refused: int = 0  # errors that were HTTP 4xx (counted in `errors` too)
     refused_detail: str = ""  # the server's message for the first of them
+
+    def to_json(self) -> dict[str, object]:
+        """One line of `metrics/capacity-steps.jsonl`."""
+        return {**dataclasses.asdict(self), "throughput_rps": self.throughput_rps}
 
     @property
     def engine_measured(self) -> bool:
