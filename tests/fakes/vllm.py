@@ -121,6 +121,18 @@ def build_app(state: FakeState) -> web.Application:
                 },
                 status=500,
             )
+        if state.fault == "no_structured" and body.get("response_format"):
+            return web.json_response(  # a server launched without structured outputs
+                {
+                    "error": {
+                        "message": "response_format json_schema is not supported by this server",
+                        "type": "BadRequestError",
+                        "param": "response_format",
+                        "code": 400,
+                    }
+                },
+                status=400,
+            )
         if state.fault == "hang" or (state.fault == "hang_tools" and body.get("tools")):
             await _hold(state)
         state.prompt_tokens += 7

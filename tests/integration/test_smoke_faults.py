@@ -90,6 +90,18 @@ async def test_metrics_that_do_not_count_our_traffic(tmp_path: Path) -> None:
     assert "does not describe the engine" in _summary(verdict, "smoke.metrics")
 
 
+async def test_a_4xx_is_a_configuration_finding_naming_the_field(tmp_path: Path) -> None:
+    """Failures are classified before they are judged: a 400 for a request field the server
+    does not enable names the field and quotes the server; it is configuration, not load."""
+    async with fake_vllm(FakeState(fault="no_structured")) as url:
+        verdict = await _smoke(url, tmp_path / "b", **{"smoke.classes": True})
+    summary = _summary(verdict, "smoke.tools_structured")
+    assert _status(verdict)["smoke.tools_structured"] == "fail"
+    assert "refused it as configured (HTTP 400, field 'response_format')" in summary
+    assert "json_schema is not supported by this server" in summary
+    assert verdict.outcome is Outcome.HOLD
+
+
 async def test_wrong_model_name(tmp_path: Path) -> None:
     """A model the server does not serve is named, with what is served, and nothing is sent."""
     async with fake_vllm(FakeState()) as url:

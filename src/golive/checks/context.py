@@ -124,6 +124,16 @@ def transport_problem(parsed: ParsedResponse, what: str) -> tuple[Status, str] |
         return Status.FAIL, f"{what}: HTTP {record.status}, then {failure.message}"
     if not record.ok:
         detail = error_message(parsed.json_body) or record.raw_text[:200] or "empty body"
+        if record.status is not None and 400 <= record.status < 500:
+            body = parsed.json_body if isinstance(parsed.json_body, dict) else {}
+            error = body.get("error") if isinstance(body.get("error"), dict) else body
+            param = error.get("param") if isinstance(error, dict) else None
+            field = f", field {param!r}" if param else ""
+            return Status.FAIL, (
+                f"{what}: the server refused it as configured (HTTP {record.status}{field}): "
+                f"{detail} — a configuration finding: enable it on the server or adapt the "
+                "request"
+            )
         return Status.FAIL, f"{what}: HTTP {record.status}: {detail}"
     return None
 
