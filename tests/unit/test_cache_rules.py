@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -148,8 +149,6 @@ def test_a_real_gpu_engine_without_the_api_field_is_accepted_on_its_counters() -
     engine reused 1008 of ~1026 prompt tokens on every warm request (16-token blocks). The
     old judgement held it ("no cached prompt tokens reached the requests"); the engine's own
     counters prove the reuse."""
-    import json
-
     lines = (DATA.parent / "vllm-gpu-0.24-h200x2/cache-steps.jsonl").read_text().splitlines()
     rows = [CacheStep.from_json(json.loads(line)) for line in lines]
     steps = {s.name: s for s in rows}
@@ -160,3 +159,19 @@ def test_a_real_gpu_engine_without_the_api_field_is_accepted_on_its_counters() -
     # the system-prompt and whitespace controls invalidated the prefix; tool changes kept a part
     assert control_invalidated(steps["control:system_prompt"], 1008, 16)
     assert control_invalidated(steps["control:tool_order"], 1008, 16)
+
+
+def test_kimi_linear_hybrid_cache_reuse_is_accepted_on_its_counters() -> None:
+    """K3's own cache type (KDA + MLA, 480-token hybrid blocks, mamba mode align) on two
+    H200s, no API field: 3,840 of 3,875 prompt tokens reused per warm request by the engine's
+    counters. It was a false hold; it is accepted."""
+    lines = (
+        (DATA.parent / "vllm-gpu-0.24-kimi-linear-mini-h200x2/cache-steps.jsonl")
+        .read_text()
+        .splitlines()
+    )
+    steps = {s.name: s for s in (CacheStep.from_json(json.loads(x)) for x in lines if x)}
+    warm = [s for name, s in steps.items() if name.startswith("warm-")]
+    verdict = judge_reuse(steps["cold-0"], warm, 3850, 480, True)
+    assert verdict.accepted, verdict.diagnosis
+    assert "reused 3840-3840 of 3850" in verdict.diagnosis

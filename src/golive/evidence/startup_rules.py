@@ -7,6 +7,7 @@ reached an application-level test: `rebuild` (environment or topology), not traf
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 
 from golive.evidence.chain import ChainInputs, env_result
@@ -34,6 +35,9 @@ def _quote(signature: Signature) -> str:
     return f'{explain(signature)}: "{text}" (line {signature.line})'
 
 
+_KERNEL = re.compile(r"during inference: (\w+)")
+
+
 def check_startup_log(inputs: ChainInputs) -> CheckResult:
     facts, path = inputs.startup, inputs.startup_path
     if facts is None:
@@ -47,7 +51,14 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
         "weights_load_s": facts.weights_load_s,
         "model_load_gib": facts.model_load_gib,
         "init_engine_s": facts.init_engine_s,
+        "compile_s": facts.compile_s,
+        "cuda_graph_gib": facts.cuda_graph_gib,
+        "available_kv_gib": facts.available_kv_gib,
+        "info_signatures": sum(1 for s in facts.signatures if s.severity is Severity.INFO),
     }
+    jit = sorted({m.group(1) for s in warnings if (m := _KERNEL.search(s.text))})
+    if jit:
+        measurements["jit_kernels"] = ", ".join(jit)
     if fatal:
         found = "; ".join(_quote(s) for s in fatal[:5])
         kinds = sorted({s.kind for s in fatal})
