@@ -106,7 +106,15 @@ class CapacityConfig(StrictModel):
     )
     duration_s: float = Field(60.0, gt=0, description="sustained phase length")
     step_duration_s: float = Field(20.0, gt=0, description="length of each ramp step")
-    step_max_requests: int = Field(400, ge=1)
+    step_max_requests: int | None = Field(
+        None,
+        ge=1,
+        description="hard request cap of every load window; default: sized from the rate a "
+        "calibration window measured (x3), so a fast engine is never cut short",
+    )
+    calibration_s: float = Field(
+        5.0, gt=0, description="the concurrency-1 window that measures the request rate"
+    )
     drain_s: float | None = Field(
         None,
         ge=0,

@@ -20,11 +20,13 @@ from golive.checks.cache import _reuse_result
 from golive.checks.cache_rules import CacheStep
 from golive.checks.capacity import classified
 from golive.checks.capacity_rules import (
-    LongOutcome,
-    LongStep,
     StabilityPolicy,
     StepStats,
     classify_concurrency,
+)
+from golive.checks.capacity_windows import (
+    LongOutcome,
+    LongStep,
     classify_long_input,
     classify_sustained,
     trend,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from golive.bundle import verify
 from golive.checks.capacity import CapacityInputs
-from golive.checks.capacity_phases import WATCHDOG, run_capacity
+from golive.checks.capacity_load import WATCHDOG
+from golive.checks.capacity_phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
 from golive.results import CheckResult

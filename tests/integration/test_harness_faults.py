@@ -18,7 +18,8 @@ import pytest
 
 from golive.bundle import verify
 from golive.checks.capacity import CapacityInputs
-from golive.checks.capacity_phases import WATCHDOG, run_capacity
+from golive.checks.capacity_load import WATCHDOG
+from golive.checks.capacity_phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
 from golive.results import CheckResult
@@ -32,6 +33,7 @@ GRACE_S = 1.0 + 0.5  # the watchdog's abort grace, plus scheduling slack
 CAPACITY = {
     "capacity.concurrency": 3,
     "capacity.step_duration_s": PHASE_S,
+    "capacity.calibration_s": PHASE_S,
     "capacity.duration_s": PHASE_S,
     "capacity.drain_s": DRAIN_S,
     "capacity.max_context": 256,
@@ -60,8 +62,10 @@ async def test_a_hung_target_cannot_stretch_a_phase(tmp_path: Path) -> None:
         config = load_config(None, {"target.url": url, **CAPACITY})
         verdict = await judge(config, out, "capacity", programme, ("capacity",))
     windows = [json.loads(line) for line in (out / WATCHDOG).read_text().splitlines()]
-    # the ramp stops at its first failing step; the sustained phase still runs, at the cap
+    # the calibration window, then the ramp stops at its first failing step; the sustained
+    # phase still runs, at the cap
     assert [(w["phase"], w["concurrency_cap"]) for w in windows] == [
+        ("concurrency", 1),
         ("concurrency", 1),
         ("sustained", 3),
     ]
@@ -72,7 +76,7 @@ async def test_a_hung_target_cannot_stretch_a_phase(tmp_path: Path) -> None:
         assert window["cancelled_without_record"] == 0
     assert state.peak_hanging <= 3
     load = [r for r in _records(out) if r["request"] and r["request"].get("tools")]
-    assert len(load) == 1 + 3  # one hung request per worker and window
+    assert len(load) == 1 + 1 + 3  # one hung request per worker and window
     assert all(r["failure"]["kind"] == "cancelled" for r in load)
     assert all("watchdog" in r["failure"]["message"] for r in load)
     checks = {c["id"]: c for c in verdict.data["checks"]}

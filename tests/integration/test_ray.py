@@ -20,7 +20,8 @@ import pytest
 from golive.checks.agent import agent_settings, run_agent
 from golive.checks.agent_select import cases_for
 from golive.checks.capacity import CapacityInputs
-from golive.checks.capacity_phases import CLIENTS, run_capacity
+from golive.checks.capacity_load import CLIENTS
+from golive.checks.capacity_phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.checks.env import EnvEvidence, run_env
 from golive.config import load_config

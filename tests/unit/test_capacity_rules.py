@@ -8,14 +8,18 @@ import pytest
 
 from golive.checks.capacity_rules import (
     Action,
-    LongOutcome,
-    LongStep,
     StabilityPolicy,
     StepStats,
     classify_concurrency,
+    percentile,
+    request_cap,
+    window_coverage,
+)
+from golive.checks.capacity_windows import (
+    LongOutcome,
+    LongStep,
     classify_long_input,
     classify_sustained,
-    percentile,
     trend,
 )
 from golive.decide import decide, limits
@@ -282,3 +286,59 @@ def test_a_held_back_queue_is_a_ceiling() -> None:
         mean_waiting=0.1,
     )
     assert classify_concurrency([_step(1), busy], POLICY).action is Action.STABLE
+
+
+@pytest.mark.parametrize(
+    ("duration", "wall", "stopped_by", "peak", "concurrency", "covered"),
+    [
+        (20.0, 20.4, "duration", 4, 4, True),
+        # vLLM 0.24 on two H200s: the sustained cap (64 x 60 = 3,840) was reached after ~25 s
+        # of 60 (window_rps 153, 155.5, 75.5, 0, 0, 0) and the rest of the phase sent nothing.
+        (60.0, 25.1, "request_cap", 64, 64, False),
+        (20.0, 19.0, "request_cap", 8, 8, True),  # the cap met the end of the window
+        (20.0, 20.0, "duration", 12, 64, False),  # the client never held the concurrency
+        (20.0, 20.0, "duration", 1, 1, True),
+    ],
+)
+def test_a_window_must_carry_the_load_it_was_asked_to(
+    duration: float, wall: float, stopped_by: str, peak: int, concurrency: int, covered: bool
+) -> None:
+    reason = window_coverage(duration, wall, stopped_by, 3840, peak, concurrency)
+    assert (reason is None) is covered
+
+
+def test_an_uncovered_window_is_no_data_never_a_limit() -> None:
+    """The H200 sustained window judged as 'latency rose 23%', limit-traffic at 32: the
+    data never supported that envelope. Not covered: no_data, not judged."""
+    rising = trend([(float(t), 0.2 + 0.0035 * t) for t in range(25)])
+    reason = window_coverage(60.0, 25.1, "request_cap", 3840, 64, 64)
+    result = classify_sustained(
+        rising, [153, 155.5, 75.5, 0, 0, 0], 0, 3840, False, 64, coverage=reason
+    )
+    assert result.action is Action.NO_DATA
+    assert "3840" in result.reason
+    cut = dataclasses.replace(_step(2), coverage="at most 1 of 2 requests were in flight")
+    assert classify_concurrency([_step(1), cut], POLICY).action is Action.NO_DATA
+
+
+def test_request_caps_follow_the_measured_rate() -> None:
+    """150 requests/s measured at concurrency 1 on the GPU: a 60 s window at 64 may send
+    150 x 64 x 60 x 3; on the CPU (0.4/s) the same window is capped at a few hundred."""
+    assert request_cap(150.0, 64, 60.0, 3.0) == 1_728_064
+    assert request_cap(0.4, 4, 15.0, 3.0) == 76
+
+
+def test_a_step_between_the_last_accepted_and_the_first_refused() -> None:
+    """The limit is not a coarse ladder rung: 6,144 accepted and 8,192 refused inside an
+    8,192 envelope asks one more step at 7,168."""
+    from golive.checks.capacity_phases import between
+
+    steps = [
+        LongStep(4096, LongOutcome.ACCEPTED),
+        LongStep(6144, LongOutcome.ACCEPTED),
+        LongStep(8192, LongOutcome.REJECTED),
+        LongStep(8256, LongOutcome.REJECTED),
+    ]
+    assert between(steps, 8192) == 7168
+    assert between(steps[:2], 8192) is None  # nothing refused inside the envelope
+    assert between([*steps[:2], LongStep(6200, LongOutcome.REJECTED)], 8192) is None

@@ -143,6 +143,8 @@ class Run:
         self.death: str | None = None
         self.memory: Curve | None = None
         self.concurrency_ceiling: int | None = None
+        self.rate_per_slot = 0.0  # requests/s per concurrency slot, from the calibration window
+        self.step_rps: dict[int, float] = {}  # measured throughput by ramp concurrency
         self.timeline: list[Any] = []
         self._n = 0
 

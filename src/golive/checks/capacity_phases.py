@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from golive.checks.capacity import (
@@ -13,41 +12,42 @@ from golive.checks.capacity import (
     cap_result,
     classified,
     engine_probe,
-    gauge_max,
-    gauge_mean,
     merge_curves,
     model_load,
-    refusal,
-    seconds,
     served_model,
+)
+from golive.checks.capacity_load import (
+    CALIBRATION_CAP,
+    calibrate,
+    load_window,
+    ramp,
+    window_cap,
 )
 from golive.checks.capacity_rules import (
     Action,
     Classification,
-    LongOutcome,
-    LongStep,
     StabilityPolicy,
     StepStats,
     classify_concurrency,
+    request_cap,
+)
+from golive.checks.capacity_windows import (
+    LongOutcome,
+    LongStep,
     classify_long_input,
     classify_sustained,
-    percentile,
     trend,
 )
-from golive.checks.context import CheckContext, scrape, tokens_per_word
+from golive.checks.context import CheckContext, chat_tokens, tokens_per_word
 from golive.gpu_curve import PhaseSpan
-from golive.metrics import MetricsDelta
 from golive.results import CheckResult, Status
 from golive.sampling import Probe, host_probe, nvml_probe, sampling
 from golive.traffic.records import ParsedResponse, error_message, parse
-from golive.traffic.schedule import Schedule, run_schedule
-from golive.traffic.workload import AgentWorkload, WorkloadShape, filler
+from golive.traffic.workload import filler
 
 _CONTEXT_ERROR = ("maximum context length", "max_model_len", "context length", "too long")
 _TEMPLATE_OVERHEAD = 32  # chat-template tokens around one user message
 FRACTIONS = (0.125, 0.25, 0.5, 0.75, 1.0)
-WATCHDOG = "metrics/capacity-watchdog.jsonl"  # each load window's caps and how it ended
-CLIENTS = "metrics/capacity-clients.jsonl"  # --ray: each client's share of each window
 
 
 async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckResult]:
@@ -106,46 +106,80 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     return results
 
 
-def _long_body(run: Run, context: int, ratio: float, n: int) -> dict[str, Any]:
-    max_tokens = run.ctx.config.capacity.long_max_tokens
-    words = max(1, int((context - max_tokens - _TEMPLATE_OVERHEAD) / ratio))
+def _long_body(run: Run, words: int, n: int) -> dict[str, Any]:
     return {
         "model": run.model,
         "messages": [
             {"role": "user", "content": f"Summarise in one line:\n{filler(words, 50_000 + n)}"}
         ],
-        "max_tokens": max_tokens,
+        "max_tokens": run.ctx.config.capacity.long_max_tokens,
         "temperature": 0,
         "stream": True,
         "stream_options": {"include_usage": True},
     }
 
 
+async def sized_body(run: Run, context: int, ratio: float, n: int) -> dict[str, Any]:
+    """A request of `context` tokens in all: prompt + max_tokens. The prompt is sized with
+    the server's own chat tokenizer where it has one, so the top step of the ladder fits
+    max_model_len exactly instead of overshooting it by the estimate's error."""
+    want = context - run.ctx.config.capacity.long_max_tokens
+    words = max(1, int((want - _TEMPLATE_OVERHEAD) / ratio))
+    body = _long_body(run, words, n)
+    counted = await chat_tokens(run.ctx, run.model, body["messages"])
+    if counted and counted != want:  # one correction from the server's count
+        body = _long_body(run, max(1, int(words * want / counted)), n)
+    return body
+
+
+async def _long_step(run: Run, context: int, ratio: float, n: int) -> LongStep:
+    body = await sized_body(run, context, ratio, n)
+    parsed = parse(await run.send(body, f"long-{context}", time.perf_counter_ns()))
+    outcome, detail = _long_outcome(parsed)
+    if outcome is LongOutcome.FAILED and not await run.check_alive(detail):
+        outcome = LongOutcome.DIED
+    return LongStep(context, outcome, detail, (parsed.usage or {}).get("prompt_tokens"))
+
+
+def between(steps: list[LongStep], max_context: int) -> int | None:
+    """A step between the largest accepted input and the first one refused inside the
+    envelope, so a limit is not a coarse ladder rung (None: no gap worth a step)."""
+    refused = sorted(
+        s.context_tokens
+        for s in steps
+        if s.outcome is LongOutcome.REJECTED and s.context_tokens <= max_context
+    )
+    if not refused:
+        return None
+    below = [
+        s.context_tokens
+        for s in steps
+        if s.outcome is LongOutcome.ACCEPTED and s.context_tokens < refused[0]
+    ]
+    if not below or refused[0] - max(below) < 128:
+        return None
+    return (max(below) + refused[0]) // 2
+
+
 async def long_input(run: Run) -> CheckResult:
-    """Phase 2: fixed samples at increasing context, and one just above max_model_len."""
+    """Phase 2: fixed samples at increasing context up to the intended maximum (prompt plus
+    generation), one just above max_model_len (must be refused), and one between the last
+    accepted and the first refused step."""
     config = run.ctx.config.capacity
     max_context = config.max_context or run.max_model_len or 4096
     ratio, how = await tokens_per_word(run.ctx, run.model)
-    contexts = [int(max_context * f) for f in FRACTIONS]
+    contexts = sorted({int(max_context * f) for f in FRACTIONS})
     if run.max_model_len is not None:
         contexts.append(run.max_model_len + 64)
-    run.inputs.progress.phase("long input", float(len(contexts)))
+    run.inputs.progress.phase("long input", float(len(contexts) + 1))
     steps: list[LongStep] = []
-    prompt_tokens: dict[int, int | None] = {}
     for n, context in enumerate(sorted(set(contexts))):
-        parsed = parse(
-            await run.send(
-                _long_body(run, context, ratio, n), f"long-{context}", time.perf_counter_ns()
-            )
-        )
-        outcome, detail = _long_outcome(parsed)
-        if outcome is LongOutcome.FAILED and not await run.check_alive(detail):
-            outcome = LongOutcome.DIED
-        usage = parsed.usage or {}
-        prompt_tokens[context] = usage.get("prompt_tokens")
-        steps.append(LongStep(context, outcome, detail, prompt_tokens[context]))
-        if outcome is LongOutcome.DIED:
+        steps.append(await _long_step(run, context, ratio, n))
+        if steps[-1].outcome is LongOutcome.DIED:
             break
+    mid = None if run.dead.is_set() else between(steps, max_context)
+    if mid is not None:
+        steps.append(await _long_step(run, mid, ratio, len(steps)))
     recovered = run.dead.is_set() is False and await run.check_alive("health after long inputs")
     result = classify_long_input(steps, max_context, run.max_model_len)
     measurements: dict[str, Any] = {
@@ -157,7 +191,11 @@ async def long_input(run: Run) -> CheckResult:
         "sampling": "temperature=0",
         "recovered_after_rejections": recovered,
         **{f"step_{s.context_tokens}": s.outcome.value for s in steps},
-        **{f"prompt_tokens_{k}": v for k, v in prompt_tokens.items() if v is not None},
+        **{
+            f"prompt_tokens_{s.context_tokens}": s.prompt_tokens
+            for s in steps
+            if s.prompt_tokens is not None
+        },
     }
     return classified(
         "capacity.long_input",
@@ -179,122 +217,6 @@ def _long_outcome(parsed: ParsedResponse) -> tuple[LongOutcome, str]:
     return LongOutcome.FAILED, (message or "; ".join(parsed.problems))[:200]
 
 
-def ramp(top: int) -> list[int]:
-    """1, 2, 4, ... up to and including `top`."""
-    steps, c = [], 1
-    while c < top:
-        steps.append(c)
-        c *= 2
-    return [*steps, top]
-
-
-def workload(run: Run) -> Callable[[int], dict[str, Any]]:
-    if run.inputs.sample:
-        sample = run.inputs.sample
-        return lambda n: {**sample[n % len(sample)], "model": run.model}
-    c = run.ctx.config.capacity
-    shape = WorkloadShape(
-        system_prompt_words=c.system_prompt_words,
-        tools=c.tools,
-        turns=c.turns,
-        long_share=c.long_share,
-        long_prompt_words=c.long_prompt_words,
-        structured_share=c.structured_share,
-        max_tokens=c.max_tokens,
-    )
-    return AgentWorkload(shape, run.model).body
-
-
-async def _step(
-    run: Run, concurrency: int, duration_s: float, cap: int, offset: int
-) -> tuple[StepStats, list[ParsedResponse]]:
-    """One fixed-concurrency window, with the engine's counters read before and after."""
-    run.concurrency = concurrency
-    before = await scrape(run.ctx, f"capacity-c{concurrency}-before")
-    make = workload(run)
-    first_row = len(run.memory.rows) if run.memory else 0
-    schedule = Schedule(
-        "concurrency",
-        duration_s=duration_s,
-        max_requests=cap,
-        concurrency=concurrency,
-        drain_s=drain_s(run.ctx.config.capacity.drain_s, duration_s),
-    )
-    clients = run.inputs.clients
-    if clients is None:
-        loaded = await run_schedule(
-            schedule,
-            run.send,
-            lambda n: make(offset + n),
-            f"c{concurrency}",
-            stop=run.dead,
-            abort=run.ctx.target.abort_in_flight,
-        )
-    else:
-        seen = len(clients.windows)
-        loaded = await clients.run(
-            schedule,
-            lambda n: make(offset + n),
-            f"c{concurrency}",
-            run.received,
-            f"{run.phase}-c{concurrency}",
-        )
-        for window in clients.windows[seen:]:
-            run.ctx.bundle.append_jsonl(
-                CLIENTS, {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)}
-            )
-    run.ctx.bundle.append_jsonl(
-        WATCHDOG,
-        {
-            "phase": run.phase,
-            "concurrency_cap": concurrency,
-            "request_cap": cap,
-            "duration_s": duration_s,
-            "drain_s": schedule.drain_s,
-            "wall_s": round(loaded.wall_s, 3),
-            "stopped_by": loaded.stopped_by,
-            "peak_in_flight": loaded.peak_in_flight,
-            "requests": len(loaded.records),
-            "cancelled_without_record": loaded.cancelled,
-        },
-    )
-    after = await scrape(run.ctx, f"capacity-c{concurrency}-after")
-    window = run.memory.rows[first_row:] if run.memory else []
-    parsed = [parse(r) for r in loaded.records]
-    ok = [p for p in parsed if p.record.ok and not p.problems]
-    queue_mean = preemptions = None
-    if before.snapshot is not None and after.snapshot is not None:
-        delta = MetricsDelta(before.snapshot, after.snapshot)
-        hist = delta.histogram("request_queue_time_seconds")
-        queue_mean = hist.mean if hist is not None else None
-        preemptions = delta.counter("num_preemptions")
-    e2e = [p.e2e_ms for p in ok if p.e2e_ms is not None]
-    refused = [p for p in parsed if p.record.status is not None and 400 <= p.record.status < 500]
-    stats = StepStats(
-        concurrency=concurrency,
-        completed=len(ok),
-        errors=len(parsed) - len(ok),
-        wall_s=loaded.wall_s,
-        e2e_p50_s=seconds(percentile(e2e, 50)),
-        e2e_p95_s=seconds(percentile(e2e, 95)),
-        ttft_p95_s=seconds(percentile([p.ttft_ms for p in ok if p.ttft_ms is not None], 95)),
-        queue_mean_s=queue_mean,
-        max_waiting=gauge_max([r.get("num_requests_waiting") for r in window]),
-        max_running=gauge_max([r.get("num_requests_running") for r in window]),
-        preemptions=preemptions,
-        engine_died=run.dead.is_set(),
-        mean_waiting=gauge_mean([r.get("num_requests_waiting") for r in window]),
-        refused=len(refused),
-        refused_detail=refusal(refused[0]) if refused else "",
-    )
-    return stats, parsed
-
-
-def drain_s(configured: float | None, duration_s: float) -> float:
-    """How long requests in flight may finish after a phase's time is up."""
-    return configured if configured is not None else min(120.0, duration_s * 3)
-
-
 async def concurrency_ramp(run: Run) -> CheckResult:
     """Phase 3: the production-shaped sample on a concurrency ramp up to --concurrency."""
     config = run.ctx.config.capacity
@@ -303,14 +225,20 @@ async def concurrency_ramp(run: Run) -> CheckResult:
     offset = 0
     stable_so_far: list[StepStats] = []
     levels = ramp(config.concurrency)
-    run.inputs.progress.phase("concurrent agent traffic", config.step_duration_s * len(levels))
+    run.inputs.progress.phase(
+        "concurrent agent traffic", config.calibration_s + config.step_duration_s * len(levels)
+    )
+    run.rate_per_slot = await calibrate(run)
+    offset = CALIBRATION_CAP
     for level in levels:
-        stats, answered = await _step(
-            run, level, config.step_duration_s, config.step_max_requests, offset
-        )
+        cap = window_cap(run, level, config.step_duration_s, run.rate_per_slot)
+        stats, answered = await load_window(run, level, config.step_duration_s, cap, offset)
         offset += len(answered)
         steps.append(stats)
-        run.ctx.bundle.append_jsonl("metrics/capacity-steps.jsonl", stats.to_json())
+        run.step_rps[level] = stats.throughput_rps
+        run.ctx.bundle.append_jsonl(
+            "metrics/capacity-steps.jsonl", {**stats.to_json(), "request_cap": cap}
+        )
         if classify_concurrency([*stable_so_far, stats], policy).ceiling != stats.concurrency:
             break  # the ceiling is known; more load past it proves nothing
         stable_so_far.append(stats)
@@ -337,8 +265,15 @@ async def sustained(run: Run) -> CheckResult:
     config = run.ctx.config.capacity
     level = min(config.concurrency, run.concurrency_ceiling or config.concurrency)
     run.inputs.progress.phase("sustained", config.duration_s)
-    cap = max(config.step_max_requests, int(config.duration_s * level))
-    stats, parsed = await _step(run, level, config.duration_s, cap, 1_000_000)
+    if not run.rate_per_slot:
+        run.rate_per_slot = await calibrate(run)
+    measured = run.step_rps.get(level)
+    cap = (
+        window_cap(run, level, config.duration_s, run.rate_per_slot)
+        if not measured or config.step_max_requests
+        else request_cap(measured / level, level, config.duration_s, 3.0)
+    )
+    stats, parsed = await load_window(run, level, config.duration_s, cap, 1_000_000)
     ok = [p for p in parsed if p.record.ok and not p.problems]
     t0 = min((p.record.timings.sent_ns for p in parsed), default=0)
     done = [(((p.record.timings.end_ns or t0) - t0) / 1e9, (p.e2e_ms or 0) / 1000) for p in ok]
@@ -354,6 +289,7 @@ async def sustained(run: Run) -> CheckResult:
         refused=stats.refused,
         refused_detail=stats.refused_detail,
         preemptions=stats.preemptions,
+        coverage=stats.coverage,
     )
     if result.action is Action.STABLE and not stats.engine_measured:
         result = Classification(
@@ -376,6 +312,7 @@ async def sustained(run: Run) -> CheckResult:
         "latency_growth": None if latency is None else round(latency.relative_growth, 4),
         "preemptions": stats.preemptions,
         "refused_4xx": stats.refused,
+        "request_cap": cap,
         "window_rps": ", ".join(f"{w:.2f}" for w in windows),
     }
     evidence = ["requests/capacity-sustained.jsonl", "memory/capacity.csv"]

@@ -138,6 +138,18 @@ def transport_problem(parsed: ParsedResponse, what: str) -> tuple[Status, str] |
     return None
 
 
+async def chat_tokens(ctx: CheckContext, model: str, messages: list[dict[str, Any]]) -> int | None:
+    """The prompt tokens of `messages` with the chat template, by the server's own
+    `/tokenize` (None where the server has none or refuses)."""
+    record = await ctx.target.post(
+        "/tokenize", {"model": model, "messages": messages}, "tokenize-chat"
+    )
+    body = parse(record).json_body
+    if record.ok and isinstance(body, dict) and isinstance(body.get("count"), int):
+        return int(body["count"])
+    return None
+
+
 async def tokens_per_word(ctx: CheckContext, model: str) -> tuple[float, str]:
     """Calibrate golive's filler text with the server's own tokenizer (`/tokenize`)."""
     words = 400

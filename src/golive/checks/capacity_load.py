@@ -1,0 +1,168 @@
+"""Load windows of the pressure phases: one fixed-concurrency window with the engine's
+counters read around it, the calibration window that measures the request rate, and request
+caps sized from that rate (never from an assumed speed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from golive.checks.capacity import Run, gauge_max, gauge_mean, refusal, seconds
+from golive.checks.capacity_rules import StepStats, percentile, request_cap, window_coverage
+from golive.checks.context import scrape
+from golive.metrics import MetricsDelta
+from golive.traffic.records import ParsedResponse, parse
+from golive.traffic.schedule import Schedule, run_schedule
+from golive.traffic.workload import AgentWorkload, WorkloadShape
+
+WATCHDOG = "metrics/capacity-watchdog.jsonl"  # each load window's caps and how it ended
+CLIENTS = "metrics/capacity-clients.jsonl"  # --ray: each client's share of each window
+
+
+def ramp(top: int) -> list[int]:
+    """1, 2, 4, ... up to and including `top`."""
+    steps, c = [], 1
+    while c < top:
+        steps.append(c)
+        c *= 2
+    return [*steps, top]
+
+
+def workload(run: Run) -> Callable[[int], dict[str, Any]]:
+    if run.inputs.sample:
+        sample = run.inputs.sample
+        return lambda n: {**sample[n % len(sample)], "model": run.model}
+    c = run.ctx.config.capacity
+    shape = WorkloadShape(
+        system_prompt_words=c.system_prompt_words,
+        tools=c.tools,
+        turns=c.turns,
+        long_share=c.long_share,
+        long_prompt_words=c.long_prompt_words,
+        structured_share=c.structured_share,
+        max_tokens=c.max_tokens,
+    )
+    return AgentWorkload(shape, run.model).body
+
+
+async def load_window(
+    run: Run, concurrency: int, duration_s: float, cap: int, offset: int, label: str = ""
+) -> tuple[StepStats, list[ParsedResponse]]:
+    """One fixed-concurrency window, with the engine's counters read before and after."""
+    run.concurrency = concurrency
+    label = label or f"c{concurrency}"
+    before = await scrape(run.ctx, f"capacity-{label}-before")
+    make = workload(run)
+    first_row = len(run.memory.rows) if run.memory else 0
+    schedule = Schedule(
+        "concurrency",
+        duration_s=duration_s,
+        max_requests=cap,
+        concurrency=concurrency,
+        drain_s=drain_s(run.ctx.config.capacity.drain_s, duration_s),
+    )
+    clients = run.inputs.clients
+    if clients is None:
+        loaded = await run_schedule(
+            schedule,
+            run.send,
+            lambda n: make(offset + n),
+            label,
+            stop=run.dead,
+            abort=run.ctx.target.abort_in_flight,
+        )
+    else:
+        seen = len(clients.windows)
+        loaded = await clients.run(
+            schedule,
+            lambda n: make(offset + n),
+            label,
+            run.received,
+            f"{run.phase}-{label}",
+        )
+        for window in clients.windows[seen:]:
+            run.ctx.bundle.append_jsonl(
+                CLIENTS, {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)}
+            )
+    run.ctx.bundle.append_jsonl(
+        WATCHDOG,
+        {
+            "phase": run.phase,
+            "concurrency_cap": concurrency,
+            "request_cap": cap,
+            "duration_s": duration_s,
+            "drain_s": schedule.drain_s,
+            "wall_s": round(loaded.wall_s, 3),
+            "stopped_by": loaded.stopped_by,
+            "peak_in_flight": loaded.peak_in_flight,
+            "requests": len(loaded.records),
+            "cancelled_without_record": loaded.cancelled,
+        },
+    )
+    after = await scrape(run.ctx, f"capacity-{label}-after")
+    window = run.memory.rows[first_row:] if run.memory else []
+    parsed = [parse(r) for r in loaded.records]
+    ok = [p for p in parsed if p.record.ok and not p.problems]
+    queue_mean = preemptions = None
+    if before.snapshot is not None and after.snapshot is not None:
+        delta = MetricsDelta(before.snapshot, after.snapshot)
+        hist = delta.histogram("request_queue_time_seconds")
+        queue_mean = hist.mean if hist is not None else None
+        preemptions = delta.counter("num_preemptions")
+    e2e = [p.e2e_ms for p in ok if p.e2e_ms is not None]
+    refused = [p for p in parsed if p.record.status is not None and 400 <= p.record.status < 500]
+    stats = StepStats(
+        concurrency=concurrency,
+        completed=len(ok),
+        errors=len(parsed) - len(ok),
+        wall_s=loaded.wall_s,
+        e2e_p50_s=seconds(percentile(e2e, 50)),
+        e2e_p95_s=seconds(percentile(e2e, 95)),
+        ttft_p95_s=seconds(percentile([p.ttft_ms for p in ok if p.ttft_ms is not None], 95)),
+        queue_mean_s=queue_mean,
+        max_waiting=gauge_max([r.get("num_requests_waiting") for r in window]),
+        max_running=gauge_max([r.get("num_requests_running") for r in window]),
+        preemptions=preemptions,
+        engine_died=run.dead.is_set(),
+        mean_waiting=gauge_mean([r.get("num_requests_waiting") for r in window]),
+        refused=len(refused),
+        refused_detail=refusal(refused[0]) if refused else "",
+        coverage=window_coverage(
+            duration_s,
+            loaded.wall_s,
+            loaded.stopped_by,
+            cap,
+            loaded.peak_in_flight,
+            concurrency,
+        ),
+    )
+    return stats, parsed
+
+
+CALIBRATION_CAP = 5000  # a runaway bound for the short calibration window only
+
+
+async def calibrate(run: Run) -> float:
+    """Requests per second per concurrency slot, measured at concurrency 1 for
+    `capacity.calibration_s`: every later window's request cap is sized from it."""
+    config = run.ctx.config.capacity
+    stats, answered = await load_window(
+        run, 1, config.calibration_s, config.step_max_requests or CALIBRATION_CAP, 0, "calibrate"
+    )
+    rate = max(len(answered), 1) / max(stats.wall_s, 1e-3)
+    run.ctx.bundle.write_json(
+        "metrics/capacity-calibration.json",
+        {"requests": len(answered), "wall_s": stats.wall_s, "rate_per_slot": rate},
+    )
+    return rate
+
+
+def window_cap(run: Run, concurrency: int, duration_s: float, rate: float) -> int:
+    configured = run.ctx.config.capacity.step_max_requests
+    return configured or request_cap(rate, concurrency, duration_s, 3.0)
+
+
+def drain_s(configured: float | None, duration_s: float) -> float:
+    """How long requests in flight may finish after a phase's time is up."""
+    return configured if configured is not None else min(120.0, duration_s * 3)
