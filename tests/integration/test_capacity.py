@@ -93,20 +93,20 @@ async def test_context_above_max_model_len_is_adjust_configuration(
     tight_target: RunningTarget, tmp_path: Path
 ) -> None:
     """Asked for 1024-token inputs on a 512-token server: adjust configuration, with the
-    largest accepted context as the limit. Steps are sized with the server's tokenizer, so
-    the 512-token step (prompt + generation) fits exactly, and a step between the last
-    accepted and the first refused one (640) sharpens the limit."""
+    largest accepted context as the limit. Steps are sized with the server's tokenizer and
+    the top one keeps off the server's own edge (496 of 512), so the limit is what the server
+    serves, and the step above max_model_len (576) is refused."""
     verdict = await _capacity(
         tight_target, tmp_path / "b", **{"capacity.concurrency": 1, "capacity.max_context": 1024}
     )
     long_input = _checks(verdict)["capacity.long_input"]["measurements"]
     assert long_input["classification"] == "adjust-configuration"
-    assert long_input["step_512"] == "accepted"
-    assert long_input["prompt_tokens_512"] <= 512 - 4
-    assert long_input["step_768"] == "rejected"
-    assert long_input["step_640"] == "rejected"
+    assert long_input["top_step"] == 496
+    assert long_input["step_496"] == "accepted"
+    assert long_input["prompt_tokens_496"] <= 496 - 4
+    assert long_input["step_576"] == "rejected"
     assert verdict.outcome is Outcome.OBSERVE_WITH_LIMITS
-    assert verdict.data["limits"]["max_context"] == 512
+    assert verdict.data["limits"]["max_context"] == 496
 
 
 async def test_one_sequence_server_has_a_ceiling_of_one(

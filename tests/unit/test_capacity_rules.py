@@ -342,3 +342,15 @@ def test_a_step_between_the_last_accepted_and_the_first_refused() -> None:
     assert between(steps, 8192) == 7168
     assert between(steps[:2], 8192) is None  # nothing refused inside the envelope
     assert between([*steps[:2], LongStep(6200, LongOutcome.REJECTED)], 8192) is None
+
+
+def test_the_top_step_stays_off_the_servers_edge() -> None:
+    """H200, max_model_len 8192 and an intended 8192: the top step is 8111, not a request
+    that sits exactly on the limit (refused there) and made a false 7,168-token envelope."""
+    from golive.checks.capacity_phases import top_step
+
+    assert top_step(8192, 8192) == 8111
+    assert top_step(4096, 8192) == 4096  # well inside the limit: as intended
+    assert top_step(16384, 8192) == 8111  # above the server: the refusal at 8256 says so
+    assert top_step(512, 512) == 496
+    assert top_step(8192, None) == 8192
