@@ -126,9 +126,12 @@ async def sized_body(run: Run, context: int, ratio: float, n: int) -> dict[str, 
     want = context - run.ctx.config.capacity.long_max_tokens
     words = max(1, int((want - _TEMPLATE_OVERHEAD) / ratio))
     body = _long_body(run, words, n)
-    counted = await chat_tokens(run.ctx, run.model, body["messages"])
-    if counted and counted != want:  # one correction from the server's count
-        body = _long_body(run, max(1, int(words * want / counted)), n)
+    for _ in range(3):  # corrections from the server's own count, never above the target
+        counted = await chat_tokens(run.ctx, run.model, body["messages"])
+        if not counted or want - 8 <= counted <= want:
+            break
+        words = max(1, int(words * want / counted) - (1 if counted > want else 0))
+        body = _long_body(run, words, n)
     return body
 
 
