@@ -187,3 +187,8 @@ def locate(root: Path, rel: str) -> Path:
 def locate_all(root: Path, pattern: str) -> list[Path]:
     """Files matching `pattern` in the bundle and, in a combined bundle, in its parts."""
     return sorted([*root.glob(pattern), *root.glob(f"{PARTS}/*/{pattern}")])
+
+
+def size_bytes(root: Path) -> int:
+    """What the bundle's files weigh on disk, in bytes (verdict.json `bundle_bytes`)."""
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())

@@ -112,6 +112,12 @@ class CapacityConfig(StrictModel):
         description="hard request cap of every load window; default: sized from the rate a "
         "calibration window measured (x3), so a fast engine is never cut short",
     )
+    max_latency_growth: float = Field(
+        0.2,
+        gt=0,
+        description="sustained phase: latency growth (fit over the run and last third vs "
+        "first third, both) that makes a significant drift a traffic limit",
+    )
     calibration_s: float = Field(
         5.0, gt=0, description="the concurrency-1 window that measures the request rate"
     )

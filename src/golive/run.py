@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import yaml
 
 from golive import __version__
-from golive.bundle import MANIFEST, Bundle, locate, verify
+from golive.bundle import MANIFEST, Bundle, locate, size_bytes, verify
 from golive.checks.context import CheckContext, NoTarget, Target
 from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.decide import decide, limits
@@ -128,6 +128,7 @@ async def judge(
     data["rollback_target"] = rollback_target(bundle.root)
     if guard.interruption is not None:
         data["interrupted"] = guard.interruption.to_json()
+    data["bundle_bytes"] = size_bytes(bundle.root)  # the evidence, before the reports
     write_verdict(bundle, data)
     bundle.seal(key)
     return Verdict(decision.outcome, out, data)

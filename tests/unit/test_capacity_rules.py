@@ -354,3 +354,45 @@ def test_the_top_step_stays_off_the_servers_edge() -> None:
     assert top_step(16384, 8192) == 8111  # above the server: the refusal at 8256 says so
     assert top_step(512, 512) == 496
     assert top_step(8192, None) == 8192
+
+
+def test_a_significant_drift_must_also_be_large() -> None:
+    """4,000 completions over 60 s with latency creeping 3%: the interval excludes zero, the
+    size does not matter: stable. 30% by the fit and by the thirds: a limit."""
+    from golive.checks.capacity_windows import thirds_growth
+
+    creep = [
+        (t * 0.015, 0.2 * (1 + 0.03 * t / 4000) + (0.001 if t % 2 else -0.001)) for t in range(4000)
+    ]
+    fitted = trend(creep)
+    assert fitted is not None
+    assert fitted.low > 0  # significant
+    small = classify_sustained(fitted, [66.0] * 6, 0, 4000, False, 16, thirds=thirds_growth(creep))
+    assert small.action is Action.STABLE
+    assert "limit 20%" in small.reason
+    rise = [(t * 0.015, 0.2 * (1 + 0.3 * t / 4000)) for t in range(4000)]
+    big = classify_sustained(
+        trend(rise), [66.0] * 6, 0, 4000, False, 16, thirds=thirds_growth(rise)
+    )
+    assert big.action is Action.LIMIT_TRAFFIC
+    assert "last third's median" in big.reason
+    # a steep fit driven by a short tail, while the typical request did not slow: stable
+    tail = [(float(t), 1.0) for t in range(90)] + [(90.0 + t, 4.0) for t in range(10)]
+    assert thirds_growth(tail) == 0.0
+    short = classify_sustained(trend(tail), [1.0] * 6, 0, 100, False, 4, thirds=0.0)
+    assert short.action is Action.STABLE
+
+
+def test_an_engine_holding_few_of_the_requests_names_the_api_server() -> None:
+    """The client held 64 in flight; the engine's running + waiting averaged 9: the requests
+    waited in vLLM's API server. The finding names it and its remedy."""
+    from golive.checks.capacity_rules import api_server_bound
+
+    bound = dataclasses.replace(_step(64, e2e=9.0), engine_held=9.0)
+    assert "API server bound" in (api_server_bound(bound) or "")
+    assert "--api-server-count" in (api_server_bound(bound) or "")
+    assert api_server_bound(dataclasses.replace(_step(64), engine_held=60.0)) is None
+    assert api_server_bound(_step(64)) is None  # not measured: no finding
+    knee = classify_concurrency([_step(32, e2e=4.0), bound], POLICY)
+    assert knee.action is Action.LIMIT_TRAFFIC
+    assert "API server bound" in knee.reason

@@ -128,6 +128,13 @@ async def load_window(
         mean_waiting=gauge_mean([r.get("num_requests_waiting") for r in window]),
         refused=len(refused),
         refused_detail=refusal(refused[0]) if refused else "",
+        engine_held=gauge_mean(
+            [
+                r["num_requests_running"] + (r.get("num_requests_waiting") or 0)
+                for r in window
+                if r.get("num_requests_running") is not None
+            ]
+        ),
         coverage=window_coverage(
             duration_s,
             loaded.wall_s,

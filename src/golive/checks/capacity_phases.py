@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from golive.checks.capacity_rules import (
     Classification,
     StabilityPolicy,
     StepStats,
+    api_server_bound,
     classify_concurrency,
     request_cap,
 )
@@ -36,6 +38,7 @@ from golive.checks.capacity_windows import (
     LongStep,
     classify_long_input,
     classify_sustained,
+    thirds_growth,
     trend,
 )
 from golive.checks.context import CheckContext, chat_tokens, tokens_per_word
@@ -265,6 +268,14 @@ async def concurrency_ramp(run: Run) -> CheckResult:
         measurements[f"c{s.concurrency}_e2e_p95_s"] = s.e2e_p95_s
         measurements[f"c{s.concurrency}_queue_mean_s"] = s.queue_mean_s
         measurements[f"c{s.concurrency}_max_waiting"] = s.max_waiting
+        measurements[f"c{s.concurrency}_engine_held"] = (
+            None if s.engine_held is None else round(s.engine_held, 2)
+        )
+    frontend = next((f for s in steps if (f := api_server_bound(s)) is not None), None)
+    if frontend is not None:
+        measurements["api_server_bound"] = frontend
+        if frontend not in result.reason:
+            result = dataclasses.replace(result, reason=f"{result.reason}; {frontend}")
     run.concurrency_ceiling = result.ceiling
     evidence = [
         "requests/capacity-concurrency.jsonl",
@@ -294,6 +305,7 @@ async def sustained(run: Run) -> CheckResult:
     t0 = min((p.record.timings.sent_ns for p in parsed), default=0)
     done = [(((p.record.timings.end_ns or t0) - t0) / 1e9, (p.e2e_ms or 0) / 1000) for p in ok]
     latency = trend(done)
+    thirds = thirds_growth(done)
     windows = _window_throughput(sorted(t for t, _ in done), config.duration_s)
     result = classify_sustained(
         latency,
@@ -306,6 +318,8 @@ async def sustained(run: Run) -> CheckResult:
         refused_detail=stats.refused_detail,
         preemptions=stats.preemptions,
         coverage=stats.coverage,
+        thirds=thirds,
+        max_growth=config.max_latency_growth,
     )
     if result.action is Action.STABLE and not stats.engine_measured:
         result = Classification(
@@ -326,6 +340,8 @@ async def sustained(run: Run) -> CheckResult:
         "latency_slope_ci_low": None if latency is None else round(latency.low, 6),
         "latency_slope_ci_high": None if latency is None else round(latency.high, 6),
         "latency_growth": None if latency is None else round(latency.relative_growth, 4),
+        "latency_growth_thirds": None if thirds is None else round(thirds, 4),
+        "max_latency_growth": config.max_latency_growth,
         "preemptions": stats.preemptions,
         "refused_4xx": stats.refused,
         "request_cap": cap,

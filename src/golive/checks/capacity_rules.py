@@ -60,6 +60,7 @@ class StepStats:
     refused: int = 0  # errors that were HTTP 4xx (counted in `errors` too)
     refused_detail: str = ""  # the server's message for the first of them
     coverage: str | None = None  # why the load did not cover the window (None: it did)
+    engine_held: float | None = None  # mean running + waiting requests the engine reported
 
     def to_json(self) -> dict[str, object]:
         """One line of `metrics/capacity-steps.jsonl`."""
@@ -173,6 +174,8 @@ def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) ->
             ceiling, previous = step.concurrency, step
             continue
         reason = knee or reason
+        if (frontend := api_server_bound(step)) is not None:
+            reason = f"{reason}; {frontend}"
         if ceiling is None:
             return Classification(Action.EXPAND_CAPACITY, reason, ceiling)
         if step.engine_died:  # a lower step was stable: that is the envelope
@@ -216,3 +219,21 @@ def request_cap(rate_per_slot: float, concurrency: int, duration_s: float, safet
     slot x slots x duration x a safety factor (throughput grows at most linearly with
     concurrency, so this over-estimates; the cap only stops a runaway)."""
     return math.ceil(rate_per_slot * concurrency * duration_s * safety) + concurrency
+
+
+FRONTEND_SHARE = 0.5  # the engine must hold at least this share of the requests in flight
+
+
+def api_server_bound(step: StepStats) -> str | None:
+    """The client held `concurrency` requests in flight but the engine saw far fewer: the
+    rest were in vLLM's API server (tokenising, detokenising, streaming). A known limit at
+    high request rates, with its own remedy; never a silent latency rise."""
+    if step.engine_held is None or step.concurrency < 4:
+        return None
+    if step.engine_held >= FRONTEND_SHARE * step.concurrency:
+        return None
+    return (
+        f"API server bound: at concurrency {step.concurrency} the engine held "
+        f"{step.engine_held:.1f} requests on average (running + waiting), so the others waited "
+        "in the API server, not the engine; add API server processes (--api-server-count)"
+    )

@@ -169,8 +169,13 @@ def classify_sustained(
     preemptions: float | None = None,
     max_preemptions: float = 0.0,
     coverage: str | None = None,
+    thirds: float | None = None,
 ) -> Classification:
-    """Latency rising while throughput stays flat means pressure is accumulating."""
+    """Latency rising while throughput stays flat means pressure is accumulating. A rise
+    must be significant (the fitted slope's 95% interval above zero) and important: by the
+    fit over the run (above `max_growth`) and by the last third's median against the first
+    third's (`thirds`, above 2/3 of it: those medians are two thirds of the run apart). With thousands of requests a tiny drift is significant; it is
+    not a limit."""
     if engine_died:
         return Classification(
             Action.EXPAND_CAPACITY,
@@ -202,20 +207,28 @@ def classify_sustained(
             f"concurrency {concurrency}: its KV cache runs out",
             ceiling=max(1, concurrency // 2),
         )
-    if latency is not None and latency.low > 0 and latency.relative_growth > max_growth:
+    halves = "" if thirds is None else f", last third's median {thirds:+.0%} on the first's"
+    if (
+        latency is not None
+        and latency.low > 0
+        and latency.relative_growth > max_growth
+        # the thirds' medians sit two thirds of the run apart: the same growth rate is 2/3
+        and (thirds is None or thirds > max_growth * 2 / 3)
+    ):
         flat = _flat(window_throughput)
         shape = "while throughput stayed flat" if flat else "and throughput moved too"
         return Classification(
             Action.LIMIT_TRAFFIC,
             f"latency rose {latency.relative_growth:.0%} over the run (slope "
-            f"{latency.slope:.4f} s/s, 95% CI {latency.low:.4f}..{latency.high:.4f}) {shape}",
+            f"{latency.slope:.4f} s/s, 95% CI {latency.low:.4f}..{latency.high:.4f}{halves}) "
+            f"{shape}",
             ceiling=max(1, concurrency // 2),
         )
     growth = (
         ""
         if latency is None
         else f" (latency trend {latency.relative_growth:+.0%}, "
-        f"CI {latency.low:.4f}..{latency.high:.4f} s/s)"
+        f"CI {latency.low:.4f}..{latency.high:.4f} s/s{halves}; limit {max_growth:.0%})"
     )
     return Classification(
         Action.STABLE, f"steady at concurrency {concurrency}{growth}", ceiling=concurrency
@@ -227,3 +240,15 @@ def _flat(values: Sequence[float], tolerance: float = 0.15) -> bool:
         return True
     mean = sum(values) / len(values)
     return mean > 0 and (max(values) - min(values)) / mean <= 2 * tolerance
+
+
+def thirds_growth(points: Sequence[tuple[float, float]]) -> float | None:
+    """The last third's median latency against the first third's, by completion time (None
+    with fewer than 6 points): the size of a drift, beside the fit's significance."""
+    if len(points) < 6:
+        return None
+    ordered = [y for _, y in sorted(points)]
+    third = len(ordered) // 3
+    first, last = sorted(ordered[:third]), sorted(ordered[-third:])
+    head, tail = first[len(first) // 2], last[len(last) // 2]
+    return tail / head - 1 if head > 0 else None
