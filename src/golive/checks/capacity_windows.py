@@ -174,8 +174,8 @@ def classify_sustained(
     """Latency rising while throughput stays flat means pressure is accumulating. A rise
     must be significant (the fitted slope's 95% interval above zero) and important: by the
     fit over the run (above `max_growth`) and by the last third's median against the first
-    third's (`thirds`, above 2/3 of it: those medians are two thirds of the run apart). With thousands of requests a tiny drift is significant; it is
-    not a limit."""
+    third's (`thirds`, above 2/3 of it: those medians are two thirds of the run apart).
+    With thousands of requests a tiny drift is significant; it is not a limit."""
     if engine_died:
         return Classification(
             Action.EXPAND_CAPACITY,
