@@ -31,13 +31,12 @@ from golive.registry import ACCEPTED, identity, programme_scope, register, regis
 from golive.report.html import render_html
 from golive.report.markdown import render_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
-from golive.scope import PROGRAMME, Scope, scope_json, sections_missing, skipped_by_config
+from golive.scope import Scope, scope_json, sections_missing, skipped_by_config
 from golive.signing import load_private_key
-from golive.signoff import build_signoff, bundle_files, render_signoff
+from golive.signoff import UNASSIGNED, build_signoff, bundle_files, render_signoff, unowned
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
 from golive.watch import WatchSettings, run_watch
 
-UNASSIGNED = "unassigned"
 Programme = Callable[[CheckContext], Awaitable[list[CheckResult]]]
 
 
@@ -210,7 +209,7 @@ def verdict_json(
     started: str,
     checks: Sequence[CheckResult],
     decision: Decision,
-    scope: Scope = PROGRAMME,
+    scope: Scope,
 ) -> dict[str, Any]:
     """verdict.json as DESIGN.md §1 defines it. `actions`: every item that is not a pass
     (failed, unmeasured, warned and not waived), each with owner, deadline and rollback."""
@@ -304,15 +303,11 @@ def check_signable(
         raise ConfigError("section-passed is not a decision to sign: sign a programme bundle")
     if outcome.value in ACCEPTED:
         programme_scope(dict(data), root, f"signing {outcome.value}")
-        unowned = [
-            a["check"]
-            for a in data.get("actions") or []
-            if UNASSIGNED in (a.get("owner"), a.get("deadline"), a.get("rollback"))
-        ]
-        if unowned:
+        open_items = unowned(data.get("actions") or [])
+        if open_items:
             raise ConfigError(
                 f"signing {outcome.value} needs an owner, deadline and rollback action for "
-                f"every limit, warning and gap; unassigned: {', '.join(unowned)} (set "
+                f"every limit, warning and gap; unassigned: {', '.join(open_items)} (set "
                 "signoff.actions in the config and run again)"
             )
     if outcome.severity < verdict_outcome.severity and not (

@@ -15,6 +15,7 @@ from typing import Any
 from golive.scope import NOT_USED
 
 TICKED, FAILED, MISSING, WATCHED = "ticked", "failed", "missing", "watched"
+UNASSIGNED = "unassigned"  # an open item whose owner the sign-off config does not name
 _BAD = ("fail", "error")
 
 
@@ -181,8 +182,9 @@ def _item_state(
     bad = [c["id"] for c in found if c["status"] in _BAD]
     if bad:
         return FAILED, f"failed: {', '.join(bad)}", paths
-    unmeasured = [c["id"] for c in found if c["status"] in ("no_data", "skipped")]
-    unmeasured = [i for i in unmeasured if not _passed(next(c for c in found if c["id"] == i))]
+    unmeasured = [
+        c["id"] for c in found if c["status"] in ("no_data", "skipped") and not _passed(c)
+    ]
     if absent or unmeasured or not found:
         gaps = [
             *(f"{a} (not in this bundle)" for a in absent),
@@ -198,12 +200,17 @@ def _item_state(
     return TICKED, "passed: " + ", ".join(c["id"] for c in found), paths
 
 
-def _actions_state(actions: Sequence[Mapping[str, Any]]) -> tuple[str, str, list[str]]:
-    open_items = [
+def unowned(actions: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The open items (verdict.json `actions`) without an owner, deadline or rollback."""
+    return [
         a["check"]
         for a in actions
-        if "unassigned" in (a.get("owner"), a.get("deadline"), a.get("rollback"))
+        if UNASSIGNED in (a.get("owner"), a.get("deadline"), a.get("rollback"))
     ]
+
+
+def _actions_state(actions: Sequence[Mapping[str, Any]]) -> tuple[str, str, list[str]]:
+    open_items = unowned(actions)
     if not actions:
         return TICKED, "no failed item", ["verdict.json"]
     if open_items:

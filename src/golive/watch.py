@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 from golive.checks.agent_cases import shipped_cases
 from golive.checks.agent_response import Contract, response_findings
 from golive.checks.cache import CacheProtocol
+from golive.checks.cache_rules import engine_reused_tokens
 from golive.checks.capacity import PhaseProgress, Quiet, served_model
 from golive.checks.context import CheckContext, scrape, tokens_per_word
 from golive.errors import BadResponse, ConfigError
@@ -316,18 +317,11 @@ class Watcher:
         before = await scrape(self.ctx, f"{window}-before")
         parsed = self.ctx.save(await self.ctx.target.chat(body, "watch-cache"), "watch-probes")
         after = await scrape(self.ctx, f"{window}-after")
-        usage = parsed.usage or {}
         hits = None
         if before.snapshot is not None and after.snapshot is not None:
-            delta = MetricsDelta(before.snapshot, after.snapshot)
-            hits = delta.counter("prompt_tokens_cached")
-            if hits is None:
-                hits = delta.counter("prefix_cache_hits")
-        return probe_reuse_ratio(
-            usage.get("prompt_tokens"),
-            (usage.get("prompt_tokens_details") or {}).get("cached_tokens"),
-            hits,
-        )
+            hits = engine_reused_tokens(MetricsDelta(before.snapshot, after.snapshot))
+        prompt = (parsed.usage or {}).get("prompt_tokens")
+        return probe_reuse_ratio(prompt, parsed.cached_tokens, hits)
 
     async def fire(self, trigger: Trigger, index: int) -> None:
         now = time.monotonic()

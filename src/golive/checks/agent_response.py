@@ -50,7 +50,7 @@ def response_findings(parsed: ParsedResponse, contract: Contract) -> list[Findin
         return [Finding(f"transport.{record.failure.kind.value}", record.failure.message)]
     if not record.ok:
         detail = error_message(parsed.json_body) or record.raw_text[:160] or "empty body"
-        if contract.expect is Expect.ANSWER_OR_REFUSE and 400 <= record.status < 500:
+        if contract.expect is Expect.ANSWER_OR_REFUSE and record.refused:
             if error_message(parsed.json_body):
                 return []  # refused clearly: a client sees the 4xx and its reason
             return [Finding("http.4xx_unexplained", f"HTTP {record.status} without an error body")]

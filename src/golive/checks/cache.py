@@ -17,6 +17,7 @@ from golive.checks.cache_retention import retention_result
 from golive.checks.cache_rules import (
     CACHE_FILE,
     CacheStep,
+    cached_prompt_tokens,
     control_invalidated,
     judge_reuse,
     rank_test,
@@ -169,22 +170,15 @@ async def _step(
 ) -> tuple[CacheStep, Snapshot]:
     parsed = ctx.save(await ctx.target.chat(body, f"cache-{name}"), FILE)
     after = await scrape(ctx, f"cache-{index:02d}-after-{name.replace(':', '-')}")
-    usage = parsed.usage or {}
-    details = usage.get("prompt_tokens_details") or {}
     delta = MetricsDelta(before, after.snapshot) if after.snapshot is not None else None
-    cached_counter = None
-    if delta is not None:
-        cached_counter = delta.counter("prompt_tokens_cached")
-        if cached_counter is None:
-            cached_counter = delta.counter("prompt_tokens_by_source", source="local_cache_hit")
     step = CacheStep(
         name=name,
-        prompt_tokens=usage.get("prompt_tokens"),
-        cached_tokens=details.get("cached_tokens"),
+        prompt_tokens=(parsed.usage or {}).get("prompt_tokens"),
+        cached_tokens=parsed.cached_tokens,
         ttft_s=None if parsed.ttft_ms is None else parsed.ttft_ms / 1000,
         queries=None if delta is None else delta.counter("prefix_cache_queries"),
         hits=None if delta is None else delta.counter("prefix_cache_hits"),
-        cached_counter=cached_counter,
+        cached_counter=None if delta is None else cached_prompt_tokens(delta),
         ok=parsed.record.ok and not parsed.problems,
     )
     ctx.bundle.append_jsonl("metrics/cache-steps.jsonl", step.to_json())

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golive.metrics import MetricsDelta
 from golive.results import CheckClass, CheckResult, Status
 
 
@@ -213,6 +214,24 @@ def judge_reuse(
         f"{source}",
         shared_server,
     )
+
+
+def cached_prompt_tokens(delta: MetricsDelta) -> float | None:
+    """Prompt tokens the engine served from its prefix cache in a metrics window:
+    `prompt_tokens_cached`, else `prompt_tokens_by_source{source="local_cache_hit"}` (None
+    where the engine exposes neither)."""
+    counted = delta.counter("prompt_tokens_cached")
+    if counted is None:
+        counted = delta.counter("prompt_tokens_by_source", source="local_cache_hit")
+    return counted
+
+
+def engine_reused_tokens(delta: MetricsDelta) -> float | None:
+    """The engine's own count of reused prompt tokens in a window: cached prompt tokens where
+    exposed, else prefix-cache hits (also in tokens); the order `CacheStep.engine_reused`
+    reads its saved fields in."""
+    counted = cached_prompt_tokens(delta)
+    return counted if counted is not None else delta.counter("prefix_cache_hits")
 
 
 def control_invalidated(control: CacheStep, warm_reused: float, block: int) -> bool:

@@ -111,7 +111,7 @@ async def load_window(
         queue_mean = hist.mean if hist is not None else None
         preemptions = delta.counter("num_preemptions")
     e2e = [p.e2e_ms for p in ok if p.e2e_ms is not None]
-    refused = [p for p in parsed if p.record.status is not None and 400 <= p.record.status < 500]
+    refused = [p for p in parsed if p.record.refused]
     stats = StepStats(
         concurrency=concurrency,
         completed=len(ok),

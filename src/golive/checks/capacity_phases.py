@@ -15,6 +15,7 @@ from golive.checks.capacity import (
     engine_probe,
     merge_curves,
     model_load,
+    refusal,
     served_model,
 )
 from golive.checks.capacity_load import (
@@ -31,7 +32,6 @@ from golive.checks.capacity_rules import (
     StepStats,
     api_server_bound,
     classify_concurrency,
-    request_cap,
 )
 from golive.checks.capacity_windows import (
     LongOutcome,
@@ -154,8 +154,7 @@ def top_step(max_context: int, max_model_len: int | None) -> int:
     max_model_len checks the refusal."""
     if max_model_len is None:
         return max_context
-    edge = max_model_len - max(16, max_model_len // 100)
-    return min(max_context, edge) if max_context >= edge else max_context
+    return min(max_context, max_model_len - max(16, max_model_len // 100))
 
 
 def between(steps: list[LongStep], max_context: int) -> int | None:
@@ -231,8 +230,8 @@ def _long_outcome(parsed: ParsedResponse) -> tuple[LongOutcome, str]:
     message = error_message(parsed.json_body) or (record.failure.message if record.failure else "")
     if record.status == 400 and any(k in message.lower() for k in _CONTEXT_ERROR):
         return LongOutcome.REJECTED, message[:200]
-    if record.status is not None and 400 <= record.status < 500:
-        return LongOutcome.REFUSED, f"HTTP {record.status}: {message}"[:200]
+    if record.refused:
+        return LongOutcome.REFUSED, refusal(parsed)
     return LongOutcome.FAILED, (message or "; ".join(parsed.problems))[:200]
 
 
@@ -241,7 +240,6 @@ async def concurrency_ramp(run: Run) -> CheckResult:
     config = run.ctx.config.capacity
     policy = StabilityPolicy(max_queue_s=config.max_queue_s, max_queue_share=config.max_queue_share)
     steps: list[StepStats] = []
-    offset = 0
     stable_so_far: list[StepStats] = []
     levels = ramp(config.concurrency)
     run.inputs.progress.phase(
@@ -294,12 +292,9 @@ async def sustained(run: Run) -> CheckResult:
     run.inputs.progress.phase("sustained", config.duration_s)
     if not run.rate_per_slot:
         run.rate_per_slot = await calibrate(run)
-    measured = run.step_rps.get(level)
-    cap = (
-        window_cap(run, level, config.duration_s, run.rate_per_slot)
-        if not measured or config.step_max_requests
-        else request_cap(measured / level, level, config.duration_s, 3.0)
-    )
+    measured = run.step_rps.get(level)  # the ramp's throughput at this level, where it ran
+    rate = measured / level if measured else run.rate_per_slot
+    cap = window_cap(run, level, config.duration_s, rate)
     stats, parsed = await load_window(run, level, config.duration_s, cap, 1_000_000)
     ok = [p for p in parsed if p.record.ok and not p.problems]
     t0 = min((p.record.timings.sent_ns for p in parsed), default=0)

@@ -249,8 +249,7 @@ async def shared_prompt(ctx: CheckContext, model: str) -> CheckResult:
             return failure
         if diff := gateway_difference(parsed, engine):
             return _r("smoke.shared_prompt", Status.FAIL, f"the gateway altered the answer: {diff}")
-        details = (parsed.usage or {}).get("prompt_tokens_details") or {}
-        cached.append(details.get("cached_tokens"))
+        cached.append(parsed.cached_tokens)
         prompts.append((parsed.usage or {}).get("prompt_tokens"))
         answers.append(answer_text(parsed))
     return judge_shared_prompt(prompts, cached, answers)

@@ -50,7 +50,7 @@ def _shape(parsed: ParsedResponse) -> dict[str, Any]:
         "finish_reason": choice.get("finish_reason"),
         "tool_names": [c.get("function", {}).get("name") for c in calls],
         "tool_arguments": [_json_or_text(c.get("function", {}).get("arguments")) for c in calls],
-        "has_content": bool((message.get("content") or "").strip()),
+        "has_content": bool(answer_text(parsed)),
     }
 
 

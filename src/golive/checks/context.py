@@ -11,7 +11,14 @@ from golive.config import GoliveConfig, Profile
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
 from golive.results import Status
-from golive.traffic.records import FailureKind, ParsedResponse, RequestRecord, error_message, parse
+from golive.traffic.records import (
+    FailureKind,
+    ParsedResponse,
+    RequestRecord,
+    error_message,
+    error_param,
+    parse,
+)
 from golive.traffic.workload import filler
 
 
@@ -124,10 +131,8 @@ def transport_problem(parsed: ParsedResponse, what: str) -> tuple[Status, str] |
         return Status.FAIL, f"{what}: HTTP {record.status}, then {failure.message}"
     if not record.ok:
         detail = error_message(parsed.json_body) or record.raw_text[:200] or "empty body"
-        if record.status is not None and 400 <= record.status < 500:
-            body = parsed.json_body if isinstance(parsed.json_body, dict) else {}
-            error = body.get("error") if isinstance(body.get("error"), dict) else body
-            param = error.get("param") if isinstance(error, dict) else None
+        if record.refused:
+            param = error_param(parsed.json_body)
             field = f", field {param!r}" if param else ""
             return Status.FAIL, (
                 f"{what}: the server refused it as configured (HTTP {record.status}{field}): "

@@ -82,6 +82,11 @@ class RequestRecord:
         return self.failure is None and self.status is not None and 200 <= self.status < 300
 
     @property
+    def refused(self) -> bool:
+        """HTTP 4xx: the server refused the request as it is configured (not its capacity)."""
+        return self.status is not None and 400 <= self.status < 500
+
+    @property
     def raw_text(self) -> str:
         return b"".join(self.chunks).decode("utf-8", errors="replace")
 
@@ -117,6 +122,13 @@ class ParsedResponse:
         body = self.completion
         usage = body.get("usage") if body else None
         return usage if isinstance(usage, dict) else None
+
+    @property
+    def cached_tokens(self) -> int | None:
+        """usage.prompt_tokens_details.cached_tokens; None where the server does not report it
+        (vLLM's default, without --enable-prompt-tokens-details)."""
+        details = (self.usage or {}).get("prompt_tokens_details") or {}
+        return details.get("cached_tokens") if isinstance(details, dict) else None
 
     def to_json(self) -> dict[str, Any]:
         """The JSONL line saved under `requests/` in the bundle."""
@@ -196,6 +208,15 @@ def parse(record: RequestRecord) -> ParsedResponse:
         first_token,
         tuple(problems),
     )
+
+
+def error_param(body: Any) -> str | None:
+    """The request field an OpenAI/vLLM error body blames (`{"error": {"param": ...}}`)."""
+    if not isinstance(body, dict):
+        return None
+    nested = body.get("error")
+    param = (nested if isinstance(nested, dict) else body).get("param")
+    return str(param) if param else None
 
 
 def error_message(body: Any) -> str | None:
