@@ -9,13 +9,15 @@ are scrubbed from everything written, as a last line of defence behind never sto
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import zstandard
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from golive.errors import BundleError
@@ -24,6 +26,8 @@ from golive.signing import SIGNATURE, SignatureCheck, check_signature, sign_mani
 MANIFEST = "manifest-sha256.txt"
 SUBDIRS = ("config", "environment", "requests", "metrics", "memory")
 REDACTED = "***REDACTED***"
+ZSTD = ".zst"  # a compressed record stream: `zstd -dc FILE` or golive.bundle.read_lines
+ZSTD_LEVEL = 9
 
 
 class Bundle:
@@ -89,6 +93,27 @@ class Bundle:
         except OSError as exc:
             raise BundleError(f"cannot write {target}: {exc}") from exc
         return target
+
+    def compress(self, rel: str) -> str:
+        """Move the finished stream `rel` into `rel.zst` (appended as a new frame if one is
+        already there) and return the path that now holds it. Written and flushed before the
+        plain file is removed, so a failure leaves the records in one of the two."""
+        handle = self._open.pop(rel, None)
+        if handle is not None:
+            handle.close()
+        plain, packed = self.path(rel), self.path(rel + ZSTD)
+        if not plain.exists():
+            return rel + ZSTD if packed.exists() else rel
+        try:
+            frame = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(plain.read_bytes())
+            with packed.open("ab") as out:
+                out.write(frame)
+                out.flush()
+                os.fsync(out.fileno())
+            plain.unlink()
+        except OSError as exc:
+            raise BundleError(f"cannot compress {plain} into {packed}: {exc}") from exc
+        return rel + ZSTD
 
     def close(self) -> None:
         for handle in self._open.values():
@@ -187,6 +212,29 @@ def locate(root: Path, rel: str) -> Path:
 def locate_all(root: Path, pattern: str) -> list[Path]:
     """Files matching `pattern` in the bundle and, in a combined bundle, in its parts."""
     return sorted([*root.glob(pattern), *root.glob(f"{PARTS}/*/{pattern}")])
+
+
+def read_lines(path: Path) -> Iterator[str]:
+    """The lines of a record stream, plain or zstd-compressed (every frame), as text."""
+    try:
+        if not path.name.endswith(ZSTD):
+            with path.open(encoding="utf-8", errors="replace") as text:
+                yield from text
+            return
+        with path.open("rb") as raw:
+            reader = zstandard.ZstdDecompressor().stream_reader(
+                raw, read_across_frames=True, closefd=False
+            )
+            with io.TextIOWrapper(reader, encoding="utf-8", errors="replace") as text:
+                yield from text
+    except (OSError, zstandard.ZstdError) as exc:
+        raise BundleError(f"cannot read {path}: {exc}") from exc
+
+
+def record_streams(root: Path, pattern: str = "*") -> list[Path]:
+    """`requests/<pattern>.jsonl` files, plain or compressed."""
+    folder = root / "requests"
+    return sorted([*folder.glob(f"{pattern}.jsonl"), *folder.glob(f"{pattern}.jsonl{ZSTD}")])
 
 
 def size_bytes(root: Path) -> int:

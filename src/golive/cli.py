@@ -177,7 +177,7 @@ async def _capacity(args: argparse.Namespace) -> int:
     out = args.out or _default_out("golive-capacity")
     if args.launch is None:
         log_text = None if args.log is None else _read(args.log, "--log")
-        return await _run_capacity(args, config, out, log_text, None)
+        return await _run_capacity(args, config, out, log_text, None, server_log=args.log)
     assert config.target.url is not None
     log_path = Path(tempfile.mkdtemp(prefix="golive-launch-")) / "server.log"
     started = time.time()
@@ -190,7 +190,13 @@ async def _capacity(args: argparse.Namespace) -> int:
     )
     try:
         return await _run_capacity(
-            args, config, out, log_path.read_text(errors="replace"), target, (started, time.time())
+            args,
+            config,
+            out,
+            log_path.read_text(errors="replace"),
+            target,
+            (started, time.time()),
+            log_path,
         )
     finally:
         await stop_target(target)
@@ -204,6 +210,7 @@ async def _run_capacity(
     log_text: str | None,
     launched: RunningTarget | None,
     load_span: tuple[float, float] | None = None,
+    server_log: Path | None = None,
 ) -> int:
     async with ray_clients(args.ray, config, _progress) as clients:
         with RichProgress(err) as progress:
@@ -216,7 +223,15 @@ async def _run_capacity(
                 return await run_capacity(ctx, inputs)
 
             remote = () if clients is None else (clients,)
-            verdict = await judge(config, out, "capacity", programme, ("capacity",), remote=remote)
+            verdict = await judge(
+                config,
+                out,
+                "capacity",
+                programme,
+                ("capacity",),
+                remote=remote,
+                server_log=server_log,
+            )
     return _finish(verdict, args)
 
 
@@ -235,9 +250,8 @@ async def _cache(args: argparse.Namespace) -> int:
             ctx.bundle.write_text("environment/startup.log", log_text)
         return await run_cache(ctx, settings)
 
-    verdict = await judge(
-        config, args.out or _default_out("golive-cache"), "cache", programme, ("cache",)
-    )
+    out = args.out or _default_out("golive-cache")
+    verdict = await judge(config, out, "cache", programme, ("cache",), server_log=args.log)
     return _finish(verdict, args)
 
 
@@ -323,7 +337,9 @@ async def _run_plan(
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_programme(ctx, plan)
 
-        verdict = await judge(config, out, "run", programme, PROGRAMME, **judge_options(clients))
+        verdict = await judge(
+            config, out, "run", programme, PROGRAMME, server_log=args.log, **judge_options(clients)
+        )
     return _finish(verdict, args)
 
 

@@ -31,7 +31,11 @@ def _target_options(parser: argparse.ArgumentParser, target_required: bool = Tru
 
 
 def _evidence_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log", type=Path, help="the vLLM startup log (first complete init log)")
+    parser.add_argument(
+        "--log",
+        type=Path,
+        help="the vLLM server log: its startup, and (read again at the end) errors while serving",
+    )
     parser.add_argument(
         "--nvidia-smi-xml",
         type=Path,
@@ -188,7 +192,7 @@ def _add_capacity(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     _target_options(capacity)
     _capacity_options(capacity)
-    capacity.add_argument("--log", type=Path, help="startup log, for the model-load phase")
+    capacity.add_argument("--log", type=Path, help="server log: model load; errors under load")
     _ray_option(capacity)
     capacity.add_argument(
         "--launch",
@@ -204,7 +208,7 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     _target_options(cache)
     _cache_options(cache)
-    cache.add_argument("--log", type=Path, help="startup log: block size, Mamba mode, retention")
+    cache.add_argument("--log", type=Path, help="server log: block size, Mamba mode, retention")
     agent = sub.add_parser(
         "agent", help="the Agent API contract: tool calls, schemas, streaming, retries, repeated"
     )

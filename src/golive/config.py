@@ -175,6 +175,18 @@ class SignoffConfig(StrictModel):
     )
 
 
+class RecordsConfig(StrictModel):
+    """What the bundle keeps of the capacity phases' requests (thousands a minute on a GPU):
+    every request's timings, status, ids and usage always; full bodies for every failure and
+    a sample of the rest. The other sections keep every body."""
+
+    full_body_first: int = Field(20, ge=0, description="first records of each phase kept whole")
+    full_body_share: float = Field(
+        0.02, ge=0, le=1, description="then one in 1/share kept whole (1 keeps every body)"
+    )
+    compress: bool = Field(True, description="zstd each phase's record stream when it ends")
+
+
 class GoliveConfig(StrictModel):
     profile: str = Field("generic", description="generic | kimi-k3 | path to a profile YAML")
     target: TargetConfig = TargetConfig()
@@ -183,6 +195,7 @@ class GoliveConfig(StrictModel):
     capacity: CapacityConfig = CapacityConfig()
     agent: AgentConfig = AgentConfig()
     signoff: SignoffConfig = SignoffConfig()
+    records: RecordsConfig = RecordsConfig()
     policy: str | None = Field(None, description="decision policy file (default: bundled)")
     sign_key: str | None = Field(
         None, description="Ed25519 private key (PEM): sign the bundle's manifest with it"

@@ -104,6 +104,6 @@ async def run_demo(
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_programme(ctx, plan)
 
-        verdict = await judge(config, out, "demo", programme, PROGRAMME)
+        verdict = await judge(config, out, "demo", programme, PROGRAMME, server_log=target.log_path)
     progress("target stopped")
     return verdict

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from golive.bundle import read_lines, record_streams
+from golive.errors import BundleError
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.client import CHAT_PATH
 
@@ -17,13 +19,14 @@ CHECK_ID = "golive.ledger"
 
 
 def count_records(root: Path) -> tuple[int, list[str], tuple[str, ...]]:
-    """Chat request records under `requests/`, the lines that are not JSON, the files."""
+    """Chat request records under `requests/` (plain or zstd), the lines that are not JSON, the
+    files."""
     recorded = 0
     unreadable: list[str] = []
-    files = sorted((root / "requests").glob("*.jsonl"))
+    files = record_streams(root)
     for path in files:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
+        try:
+            for number, line in enumerate(read_lines(path), start=1):
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError:
@@ -35,6 +38,8 @@ def count_records(root: Path) -> tuple[int, list[str], tuple[str, ...]]:
                     and str(obj.get("url", "")).endswith(CHAT_PATH)
                 ):
                     recorded += 1
+        except BundleError as exc:
+            unreadable.append(f"requests/{path.name} ({exc})")
     return recorded, unreadable, tuple(f"requests/{path.name}" for path in files)
 
 
@@ -48,7 +53,8 @@ def ledger_check(root: Path, sent: int) -> CheckResult:
             CheckClass.INTEGRITY,
             True,
             Status.ERROR,
-            f"{len(unreadable)} request record line(s) are not JSON (first: {unreadable[0]})",
+            f"{len(unreadable)} request record line(s) cannot be read as JSON "
+            f"(first: {unreadable[0]})",
             measurements,
             files,
         )

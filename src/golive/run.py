@@ -24,6 +24,7 @@ from golive.checks.context import CheckContext, NoTarget, Target
 from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.decide import decide, limits
 from golive.errors import ConfigError
+from golive.evidence.runtime_log import server_log_evidence
 from golive.interrupt import Guard
 from golive.ledger import ledger_check
 from golive.policy import POLICY_FILE, apply_policy, load_policy
@@ -57,17 +58,18 @@ async def judge(
     command: str,
     programme: Programme,
     scope: Scope,
-    attach: Mapping[str, Path] | None = None,
+    server_log: Path | None = None,
     require_target: bool = True,
     remote: Sequence[RemoteClients] = (),
     route: Callable[[TargetClient], Target] | None = None,
 ) -> Verdict:
     """Run `programme` against the configured target and write a sealed bundle.
 
-    `attach` maps bundle paths to local files copied in before sealing (e.g. the local
-    target's server log as `environment/startup.log`). `remote`: clients on other machines
-    (--ray) that the ledger counts and a signal stops; `route` puts them behind the target
-    the checks use. `scope`: PROGRAMME, or the sections a section command runs.
+    `server_log`: the server's log file (`--log`), read again when the programme ends: the
+    errors it logged are attributed to the checks whose requests were in flight. `remote`:
+    clients on other machines (--ray) that the ledger counts and a signal stops; `route` puts
+    them behind the target the checks use. `scope`: PROGRAMME, or the sections a section
+    command runs.
     """
     if config.target.url is None and require_target:
         raise ConfigError("no target: give --target URL (or target.url in the config file)")
@@ -117,8 +119,8 @@ async def judge(
     if clients or remote:
         sent = sum(c.chat_requests for c in [*clients, *remote])
         checks.append(ledger_check(bundle.root, sent))
-    for rel, source in (attach or {}).items():
-        bundle.write_text(rel, source.read_text(encoding="utf-8", errors="replace"))
+    if server_log is not None:
+        checks = server_log_evidence(bundle, server_log, checks)
     checks = apply_policy(policy.policy, checks)
     decision = decide(checks, scope, policy.policy.waive)
     data = verdict_json(config, profile.name, command, started, checks, decision, scope)

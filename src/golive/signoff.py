@@ -45,7 +45,7 @@ ITEMS: tuple[Item, ...] = (
     Item(
         "Long-input tests have saved memory curves and request parameters.",
         ("capacity.long_input",),
-        ("memory/*.csv", "requests/capacity*.jsonl"),
+        ("memory/*.csv", "requests/capacity*.jsonl*"),
     ),
     Item(
         "Concurrent Agent tests have documented queue and latency behavior.",

@@ -70,8 +70,16 @@ async def test_prefix_caching_on_is_accepted(real_target: RunningTarget, tmp_pat
     assert controls["system_prompt_reused_tokens"] == 0
     assert controls["whitespace_reused_tokens"] == 0
     assert "block-granular (128-token blocks)" in checks["cache.retention"]["summary"]
-    steps = (tmp_path / "b/metrics/cache-steps.jsonl").read_text().splitlines()
-    assert len(steps) == 1 + 3 + 5 + 1
+    steps = [
+        json.loads(x) for x in (tmp_path / "b/metrics/cache-steps.jsonl").read_text().splitlines()
+    ]
+    assert len(steps) == 1 + 1 + 3 + 5 + 1
+    # the warm-up came first, behind a prefix of its own: nothing of it was reused, and the
+    # cold request after it found nothing of the warm-up either
+    assert [s["step"] for s in steps[:2]] == ["warmup", "cold-0"]
+    assert steps[0]["d_hits"] == 0
+    assert m["warmup_ttft_s"] == steps[0]["ttft_s"]
+    assert abs(steps[0]["prompt_tokens"] - steps[1]["prompt_tokens"]) <= 8
     assert "cache.prefix_reuse" in (tmp_path / "b/report.md").read_text()
 
 

@@ -11,7 +11,7 @@ import os
 import signal
 from pathlib import Path
 
-from golive.bundle import verify
+from golive.bundle import read_lines, record_streams, verify
 from golive.checks.capacity import CapacityInputs
 from golive.checks.capacity_load import WATCHDOG
 from golive.checks.capacity_phases import run_capacity
@@ -71,9 +71,7 @@ async def test_frozen_engine_is_recorded_and_the_run_stays_in_its_caps(
     assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
     assert checks["capacity.concurrency"]["status"] != "pass"
     records = [
-        json.loads(line)
-        for path in (out / "requests").glob("capacity-*.jsonl")
-        for line in path.read_text().splitlines()
+        json.loads(line) for path in record_streams(out, "capacity-*") for line in read_lines(path)
     ]
     kinds = {(r["failure"] or {}).get("kind") for r in records}
     assert "timeout" in kinds, kinds

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import verify
+from golive.bundle import read_lines, record_streams, verify
 from golive.checks.capacity import CapacityInputs
 from golive.checks.capacity_load import WATCHDOG
 from golive.checks.capacity_phases import run_capacity
@@ -42,11 +42,7 @@ CAPACITY = {
 
 
 def _records(root: Path) -> list[dict[str, Any]]:
-    return [
-        json.loads(line)
-        for path in sorted((root / "requests").glob("*.jsonl"))
-        for line in path.read_text().splitlines()
-    ]
+    return [json.loads(line) for path in record_streams(root) for line in read_lines(path)]
 
 
 async def test_a_hung_target_cannot_stretch_a_phase(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from golive.bundle import read_lines, record_streams
 from golive.checks.agent import agent_settings, run_agent
 from golive.checks.agent_select import cases_for
 from golive.checks.capacity import CapacityInputs
@@ -216,7 +217,8 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
     records = [
         json.loads(line)
         for phase in ("concurrency", "sustained")
-        for line in (out / f"requests/capacity-{phase}.jsonl").read_text().splitlines()
+        for path in record_streams(out, f"capacity-{phase}")
+        for line in read_lines(path)
     ]
     assert len(records) == sum(w["sent"] for w in windows)
     assert {r["label"].split("@")[1] for r in records} == set(load.names)

@@ -12,6 +12,7 @@ import secrets
 import sys
 from pathlib import Path
 
+from golive.bundle import ZSTD, read_lines, record_streams
 from golive.target.server import RunningTarget
 from tests.scenario import SMALL_RUN
 
@@ -69,16 +70,17 @@ async def test_canary_key_is_in_no_bundle_file_log_or_report(
         f"{path.relative_to(tmp_path)} ({kind})"
         for path in searched
         for kind, needle in needles.items()
-        if needle in path.read_bytes()
+        if needle in _content(path)
     ]
     assert hits == [], hits
     assert len(searched) > 30
     # the requests carried the key (the server saw it), and the saved copies say so, redacted
-    lines = [
-        json.loads(line)
-        for path in (out / "requests").glob("*.jsonl")
-        for line in path.read_text().splitlines()
-    ]
+    lines = [json.loads(line) for path in record_streams(out) for line in read_lines(path)]
     headers = [line["request_headers"] for line in lines if line.get("request_headers")]
     assert headers
     assert all(h["Authorization"] == "***REDACTED***" for h in headers)
+
+
+def _content(path: Path) -> bytes:
+    """A file's bytes, a compressed record stream's decompressed."""
+    return "".join(read_lines(path)).encode() if path.name.endswith(ZSTD) else path.read_bytes()

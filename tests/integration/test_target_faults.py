@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import verify
+from golive.bundle import read_lines, record_streams, verify
 from golive.checks.smoke import run_smoke
 from golive.config import load_config
 from golive.run import Verdict, judge
@@ -39,11 +39,7 @@ def _checks(verdict: Verdict) -> dict[str, dict[str, Any]]:
 
 
 def _lines(root: Path) -> list[dict[str, Any]]:
-    return [
-        json.loads(line)
-        for path in sorted((root / "requests").glob("*.jsonl"))
-        for line in path.read_text().splitlines()
-    ]
+    return [json.loads(line) for path in record_streams(root) for line in read_lines(path)]
 
 
 @pytest.mark.parametrize(

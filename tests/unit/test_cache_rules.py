@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from golive.checks.cache import CacheProtocol, CacheSettings, cache_plan, warmup_note
 from golive.checks.cache_rules import CacheStep, control_invalidated, judge_reuse, rank_test
 from golive.metrics import MetricsDelta, parse_metrics
 from golive.results import Status
@@ -175,3 +177,37 @@ def test_kimi_linear_hybrid_cache_reuse_is_accepted_on_its_counters() -> None:
     verdict = judge_reuse(steps["cold-0"], warm, 3850, 480, True)
     assert verdict.accepted, verdict.diagnosis
     assert "reused 3840-3840 of 3850" in verdict.diagnosis
+
+
+def test_the_cold_request_comes_after_a_warm_up_of_the_same_shape_behind_another_prefix() -> None:
+    """Issue 17 §6: on the Kimi-Linear model the first request took 89.8 s to its first token
+    (KDA kernels autotuned on it), the later cold ones 0.07 s: a cold request that is also the
+    first one measures the compiler. A warm-up of the same shape goes first, behind a prefix
+    that shares not even its first block with the protocol's."""
+    protocol = CacheProtocol("m", 3900, 1.3, "salt-of-run")
+    plan = cache_plan(protocol, CacheSettings(warm_repeats=2, cold_samples=2))
+    names = [name for name, _ in plan]
+    assert names[:2] == ["warmup", "cold-0"]
+    assert "warmup" not in names[2:]
+    warmup, cold = plan[0][1], plan[1][1]
+    system = [body["messages"][0]["content"] for body in (warmup, cold)]
+    assert system[0][:16] != system[1][:16]  # the salt opens the prefix
+    assert abs(len(system[0]) - len(system[1])) <= 2
+    assert warmup["tools"] == cold["tools"]
+    assert warmup["messages"][1] == cold["messages"][1]
+
+
+def test_a_slow_warm_up_is_named_and_kept_out_of_the_comparison() -> None:
+    rows = (
+        (DATA.parent / "vllm-gpu-0.24-kimi-linear-mini-h200x2/cache-steps.jsonl")
+        .read_text()
+        .splitlines()
+    )
+    first = CacheStep.from_json(json.loads(rows[0]))  # the 89.8 s request, seen as a warm-up
+    warmup = dataclasses.replace(first, name="warmup")
+    note = warmup_note(warmup, cold_median_s=0.074)
+    assert "took 89.8 s to its first token" in note
+    assert "kept out of the cold/warm comparison" in note
+    quick = dataclasses.replace(warmup, ttft_s=0.09)
+    assert warmup_note(quick, cold_median_s=0.074) == ""
+    assert warmup_note(warmup, cold_median_s=None) == ""

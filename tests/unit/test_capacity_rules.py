@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from golive.checks.capacity_rules import (
     classify_concurrency,
     percentile,
     request_cap,
+    saturated,
     window_coverage,
 )
 from golive.checks.capacity_windows import (
@@ -393,6 +396,44 @@ def test_an_engine_holding_few_of_the_requests_names_the_api_server() -> None:
     assert "--api-server-count" in (api_server_bound(bound) or "")
     assert api_server_bound(dataclasses.replace(_step(64), engine_held=60.0)) is None
     assert api_server_bound(_step(64)) is None  # not measured: no finding
-    knee = classify_concurrency([_step(32, e2e=4.0), bound], POLICY)
+    # a knee measured on enough requests to tell a flat throughput from counting noise
+    many = [dataclasses.replace(s, completed=400) for s in (_step(32, e2e=4.0), bound)]
+    knee = classify_concurrency(many, POLICY)
     assert knee.action is Action.LIMIT_TRAFFIC
     assert "API server bound" in knee.reason
+
+
+def _calibrated_steps() -> dict[int, StepStats]:
+    """The ramp of the calibrated H200 run (vLLM 0.24, TP=2), as golive saved it."""
+    path = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x2-calibrated/capacity-steps.jsonl"
+    fields = {f.name for f in dataclasses.fields(StepStats)}
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return {
+        r["concurrency"]: StepStats(**{k: v for k, v in r.items() if k in fields}) for r in rows
+    }
+
+
+def test_a_gain_within_counting_noise_of_the_threshold_is_not_a_knee() -> None:
+    """On the H200 the ramp's 16 → 32 step gained 1.198x throughput over 1,505 and 1,816
+    requests while the engine's queue stayed empty: golive called it a knee at 1.2 and limited
+    traffic to 16, which the data does not support (a later run was stable to 32)."""
+    steps = _calibrated_steps()
+    assert saturated(steps[16], steps[32], POLICY) is None
+    result = classify_concurrency(list(steps.values()), POLICY)
+    assert result.action is Action.STABLE, result.reason
+    assert result.ceiling == 32
+
+
+def test_a_clear_knee_names_where_the_time_went() -> None:
+    steps = _calibrated_steps()
+    flat = dataclasses.replace(
+        steps[32], completed=1540, e2e_p50_s=(steps[16].e2e_p50_s or 0.0) * 2
+    )
+    reason = saturated(steps[16], flat, POLICY)
+    assert reason is not None
+    assert "1.02x (±0.04, 1505 and 1540 requests)" in reason
+    assert "the engine's waiting queue stayed empty" in reason
+    queued = dataclasses.replace(flat, max_waiting=12.0, queue_mean_s=0.21)
+    assert "queue in the engine (queue 0.21 s on average, up to 12 waiting)" in str(
+        saturated(steps[16], queued, POLICY)
+    )

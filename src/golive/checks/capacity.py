@@ -26,7 +26,13 @@ from golive.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.metrics import parse_metrics
 from golive.results import CheckClass, CheckResult, Status
 from golive.sampling import Curve, Probe
-from golive.traffic.records import FailureKind, ParsedResponse, RequestRecord, error_message
+from golive.traffic.records import (
+    BodySample,
+    FailureKind,
+    ParsedResponse,
+    RequestRecord,
+    error_message,
+)
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule
 
 _CONTEXT_ERROR = (
@@ -146,6 +152,8 @@ class Run:
         self.rate_per_slot = 0.0  # requests/s per concurrency slot, from the calibration window
         self.step_rps: dict[int, float] = {}  # measured throughput by ramp concurrency
         self.timeline: list[Any] = []
+        records = ctx.config.records
+        self.bodies = BodySample.of_share(records.full_body_first, records.full_body_share)
         self._n = 0
 
     async def send(self, body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
@@ -156,7 +164,7 @@ class Run:
             record = await self.ctx.target.chat(body, label, scheduled_ns)
         finally:
             self.in_flight.pop(key, None)
-        self.ctx.save(record, f"capacity-{self.phase}")
+        self.ctx.save(record, f"capacity-{self.phase}", self.bodies)
         self.inputs.progress.record(record.ok)
         if record.failure is not None and record.failure.kind in (
             FailureKind.CONNECT,
@@ -167,7 +175,7 @@ class Run:
 
     def received(self, record: RequestRecord) -> None:
         """A record sent by another machine's client (--ray): saved as it arrives."""
-        self.ctx.save(record, f"capacity-{self.phase}")
+        self.ctx.save(record, f"capacity-{self.phase}", self.bodies)
         self.inputs.progress.record(record.ok)
 
     async def check_alive(self, reason: str, body: Mapping[str, Any] | None = None) -> bool:

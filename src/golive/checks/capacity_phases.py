@@ -41,7 +41,7 @@ from golive.checks.capacity_windows import (
     thirds_growth,
     trend,
 )
-from golive.checks.context import CheckContext, chat_tokens, tokens_per_word
+from golive.checks.context import CheckContext, chat_tokens, packed, tokens_per_word
 from golive.gpu_curve import PhaseSpan
 from golive.results import CheckResult, Status
 from golive.sampling import Probe, host_probe, nvml_probe, sampling
@@ -98,8 +98,11 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
                 continue
             run.phase = name
             started = time.time()
-            results.append(await phase(run))
+            result = await phase(run)
             run.timeline.append(PhaseSpan(name, started, time.time()))
+            results.append(packed(ctx, result, f"requests/capacity-{name}.jsonl"))
+    if ctx.config.records.compress:
+        ctx.bundle.compress("requests/capacity-setup.jsonl")
     ctx.bundle.write_json(
         "metrics/capacity-phases.json",
         [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],

@@ -8,6 +8,7 @@ payloads are saved, and a difference is placed on the gateway.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,10 +22,10 @@ from golive.checks.classes_rules import (
     judge_shared_prompt,
 )
 from golive.checks.classes_rules import smoke_result as _r
-from golive.checks.context import CheckContext, transport_problem
+from golive.checks.context import CheckContext, packed, transport_problem
 from golive.results import CheckResult, Status
 from golive.scope import NOT_USED
-from golive.traffic.records import ParsedResponse, RequestRecord, parse
+from golive.traffic.records import BodySample, ParsedResponse, RequestRecord, parse
 from golive.traffic.schedule import Schedule, run_schedule
 from golive.traffic.workload import (
     STRUCTURED_SCHEMA,
@@ -35,6 +36,7 @@ from golive.traffic.workload import (
 )
 
 FILE = "smoke-classes"
+SUSTAINED_FILE = "smoke-sustained"
 _PNG_1PX = (  # one red pixel
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQ"
     + "DwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -256,14 +258,21 @@ async def shared_prompt(ctx: CheckContext, model: str) -> CheckResult:
 
 
 async def _load(
-    ctx: CheckContext, model: str, concurrency: int, duration_s: float, cap: int, label: str
+    ctx: CheckContext,
+    model: str,
+    concurrency: int,
+    duration_s: float,
+    cap: int,
+    label: str,
+    stream: str = FILE,
+    sample: BodySample | None = None,
 ) -> list[RequestRecord]:
     shape = WorkloadShape(system_prompt_words=120, tools=2, turns=2, long_share=0.0, max_tokens=12)
     workload = AgentWorkload(shape, model)
 
     async def send_one(body: Mapping[str, Any], lbl: str, scheduled_ns: int) -> RequestRecord:
         record = await ctx.target.chat(body, lbl, scheduled_ns)
-        ctx.save(record, FILE)
+        ctx.save(record, stream, sample)
         return record
 
     result = await run_schedule(
@@ -319,12 +328,24 @@ async def concurrent_sessions(ctx: CheckContext, model: str) -> CheckResult:
 
 
 async def short_sustained(ctx: CheckContext, model: str) -> CheckResult:
-    smoke = ctx.config.smoke
+    """Thousands of requests on a GPU: saved in a stream of their own, bodies sampled and the
+    stream compressed like the capacity phases' (`records` in the config)."""
+    smoke, kept = ctx.config.smoke, ctx.config.records
+    sample = BodySample.of_share(kept.full_body_first, kept.full_body_share)
     records = await _load(
-        ctx, model, smoke.sustained_concurrency, smoke.sustained_s, 10_000, "sustained"
+        ctx,
+        model,
+        smoke.sustained_concurrency,
+        smoke.sustained_s,
+        10_000,
+        "sustained",
+        SUSTAINED_FILE,
+        sample,
     )
-    return _load_result(
+    result = _load_result(
         "smoke.sustained",
         records,
         f"{smoke.sustained_s:g} s at concurrency {smoke.sustained_concurrency}",
     )
+    stream = f"requests/{SUSTAINED_FILE}.jsonl"
+    return packed(ctx, dataclasses.replace(result, evidence=(stream,)), stream)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -10,8 +11,9 @@ from golive.bundle import Bundle
 from golive.config import GoliveConfig, Profile
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
-from golive.results import Status
+from golive.results import CheckResult, Status
 from golive.traffic.records import (
+    BodySample,
     FailureKind,
     ParsedResponse,
     RequestRecord,
@@ -81,10 +83,14 @@ class CheckContext:
     def metrics_url(self) -> str:
         return self.config.target.metrics_url or self.target.url("/metrics")
 
-    def save(self, record: RequestRecord, stream_file: str) -> ParsedResponse:
-        """Parse a record and append it to `requests/<stream_file>.jsonl` in the bundle."""
+    def save(
+        self, record: RequestRecord, stream_file: str, sample: BodySample | None = None
+    ) -> ParsedResponse:
+        """Parse a record and append it to `requests/<stream_file>.jsonl` in the bundle; with
+        `sample`, only the records it keeps have their full bodies there."""
         parsed = parse(record)
-        self.bundle.append_jsonl(f"requests/{stream_file}.jsonl", parsed.to_json())
+        full = sample is None or sample.keep(stream_file, parsed)
+        self.bundle.append_jsonl(f"requests/{stream_file}.jsonl", parsed.to_json(full))
         return parsed
 
 
@@ -165,3 +171,13 @@ async def tokens_per_word(ctx: CheckContext, model: str) -> tuple[float, str]:
     if record.ok and isinstance(body, dict) and isinstance(body.get("count"), int):
         return body["count"] / (words + 1), "measured with /tokenize"
     return 1.4, "assumed (no /tokenize)"
+
+
+def packed(ctx: CheckContext, result: CheckResult, stream: str) -> CheckResult:
+    """With `records.compress`, a finished record stream zstd-compressed and the result's
+    evidence naming the file that now holds it."""
+    if not ctx.config.records.compress:
+        return result
+    now = ctx.bundle.compress(stream)
+    evidence = tuple(now if e == stream else e for e in result.evidence)
+    return dataclasses.replace(result, evidence=evidence)

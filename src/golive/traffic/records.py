@@ -7,9 +7,10 @@ Records are built on the hot path from raw bytes and `perf_counter_ns` stamps on
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from golive.bundle import REDACTED
@@ -130,8 +131,9 @@ class ParsedResponse:
         details = (self.usage or {}).get("prompt_tokens_details") or {}
         return details.get("cached_tokens") if isinstance(details, dict) else None
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSONL line saved under `requests/` in the bundle."""
+    def to_json(self, full: bool = True) -> dict[str, Any]:
+        """The JSONL line saved under `requests/` in the bundle. Not `full`: the timings,
+        status, ids, usage and failure stay; the bodies become their digest and size."""
         record, timings = self.record, self.record.timings
         line: dict[str, Any] = {
             "request_id": record.request_id,
@@ -162,9 +164,65 @@ class ParsedResponse:
             else {"kind": record.failure.kind.value, "message": record.failure.message},
             "problems": list(self.problems),
         }
-        if record.stream or self.json_body is None:
+        if not full:
+            line["body"] = "sampled-out"
+            line["request"] = body_digest(record.body)
+            line["response"] = answer_summary(line["response"])
+        elif record.stream or self.json_body is None:
             line["response_raw"] = record.raw_text
         return line
+
+
+def body_digest(body: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A request body kept as what identifies it: sha256 and size of its JSON, its shape."""
+    if body is None:
+        return None
+    raw = json.dumps(body, sort_keys=True, ensure_ascii=False).encode()
+    return {
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "bytes": len(raw),
+        "messages": len(body.get("messages") or ()),
+        "tools": len(body.get("tools") or ()),
+        "tool_choice": body.get("tool_choice")
+        if isinstance(body.get("tool_choice"), str)
+        else None,
+        "max_tokens": body.get("max_tokens"),
+        "response_format": (body.get("response_format") or {}).get("type"),
+    }
+
+
+def answer_summary(answer: Any) -> Any:
+    """An answer kept without its text: ids, usage and each choice's finish reason."""
+    if not isinstance(answer, dict):
+        return None
+    return {
+        "id": answer.get("id"),
+        "usage": answer.get("usage"),
+        "finish_reasons": [
+            c.get("finish_reason") for c in answer.get("choices") or () if isinstance(c, dict)
+        ],
+    }
+
+
+@dataclass(slots=True)
+class BodySample:
+    """Which records keep their full bodies: every failed or problematic one, the first
+    `first` of each stream, then one in `every` (`every` 1 keeps all, 0 none beyond those)."""
+
+    first: int
+    every: int
+    seen: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of_share(cls, first: int, share: float) -> BodySample:
+        return cls(first, 0 if share <= 0 else max(1, round(1 / share)))
+
+    def keep(self, stream: str, parsed: ParsedResponse) -> bool:
+        n = self.seen.get(stream, 0)
+        self.seen[stream] = n + 1
+        if not parsed.record.ok or parsed.problems or n < self.first:
+            return True
+        return self.every > 0 and (n - self.first) % self.every == 0
 
 
 def parse(record: RequestRecord) -> ParsedResponse:
