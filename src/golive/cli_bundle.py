@@ -18,7 +18,7 @@ from golive.guardrails import write_guardrails
 from golive.rederive import rederive
 from golive.registry import accepted, registry_dir
 from golive.report.html import render_html
-from golive.report.markdown import render_markdown, scope_line
+from golive.report.markdown import bundle_markdown, scope_line
 from golive.results import Outcome
 from golive.run import sign_bundle
 from golive.signing import load_public_key
@@ -170,11 +170,9 @@ def _report(args: argparse.Namespace) -> int:
         verdict = json.loads((root / "verdict.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{root}/verdict.json: not a readable golive bundle ({exc})") from exc
-    chain_path = root / "environment/chain.json"
-    chain = json.loads(chain_path.read_text()) if chain_path.is_file() else None
     out: Path = args.output or root.with_name(root.name + "-report")
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.html").write_text(render_html(root, verdict), encoding="utf-8")
-    (out / "report.md").write_text(render_markdown(verdict, chain), encoding="utf-8")
+    (out / "report.md").write_text(bundle_markdown(root, verdict), encoding="utf-8")
     print(f"wrote {out / 'report.html'} and {out / 'report.md'}")
     return 0

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import yaml
 
 from golive import __version__
-from golive.bundle import MANIFEST, Bundle, locate, size_bytes, verify
+from golive.bundle import MANIFEST, Bundle, size_bytes, verify
 from golive.checks.context import CheckContext, NoTarget, Target
 from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.decide import decide, limits
@@ -30,7 +30,7 @@ from golive.ledger import ledger_check
 from golive.policy import POLICY_FILE, apply_policy, load_policy
 from golive.registry import ACCEPTED, identity, programme_scope, register, registry_dir
 from golive.report.html import render_html
-from golive.report.markdown import render_markdown
+from golive.report.markdown import bundle_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
 from golive.scope import Scope, scope_json, sections_missing, skipped_by_config
 from golive.signing import load_private_key
@@ -138,9 +138,7 @@ async def judge(
 def write_verdict(bundle: Bundle, data: Mapping[str, Any]) -> None:
     """verdict.json, report.md, the sign-off sheet and report.html."""
     bundle.write_json("verdict.json", data)
-    chain = locate(bundle.root, "environment/chain.json")
-    chain_data = json.loads(chain.read_text()) if chain.exists() else None
-    bundle.write_text("report.md", render_markdown(data, chain_data))
+    bundle.write_text("report.md", bundle_markdown(bundle.root, data))
     write_signoff(bundle, data, None)
 
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+from golive.bundle import locate
+from golive.checks.capacity_load import WATCHDOG
 
 _MARK = {
     "pass": "PASS",
@@ -15,7 +20,24 @@ _MARK = {
 }
 
 
-def render_markdown(verdict: Mapping[str, Any], chain: Mapping[str, Any] | None = None) -> str:
+def bundle_markdown(root: Path, verdict: Mapping[str, Any]) -> str:
+    """report.md for the bundle at `root`: the verdict, its version chain and load windows."""
+    chain_path = locate(root, "environment/chain.json")
+    chain = json.loads(chain_path.read_text()) if chain_path.is_file() else None
+    watchdog = locate(root, WATCHDOG)
+    windows = (
+        [json.loads(x) for x in watchdog.read_text().splitlines() if x.strip()]
+        if watchdog.is_file()
+        else []
+    )
+    return render_markdown(verdict, chain, windows)
+
+
+def render_markdown(
+    verdict: Mapping[str, Any],
+    chain: Mapping[str, Any] | None = None,
+    windows: Sequence[Mapping[str, Any]] = (),
+) -> str:
     lines = [
         f"# golive verdict: **{verdict['outcome']}**",
         "",
@@ -64,6 +86,8 @@ def render_markdown(verdict: Mapping[str, Any], chain: Mapping[str, Any] | None 
         )
     if chain is not None:
         lines += ["", *_chain_section(chain)]
+    if windows:
+        lines += ["", *load_windows(windows)]
     actions = verdict.get("actions") or []
     if actions:
         lines += [
@@ -79,6 +103,37 @@ def render_markdown(verdict: Mapping[str, Any], chain: Mapping[str, Any] | None 
             for a in actions
         ]
     return "\n".join(lines) + "\n"
+
+
+def load_windows(windows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each capacity load window: what it was asked for and what it carried (a window cut
+    short is never judged; this table lets a reader see it)."""
+    short = [w for w in windows if w.get("stopped_by") != "duration"]
+    lines = [
+        "## Load windows",
+        "",
+        f"{len(windows) - len(short)} of {len(windows)} window(s) carried their load for the "
+        "whole duration"
+        + (
+            "; ended early: "
+            + ", ".join(
+                f"{w.get('phase')} c{w.get('concurrency_cap')} ({w.get('stopped_by')})"
+                for w in short
+            )
+            if short
+            else "."
+        ),
+        "",
+        "| phase | concurrency | asked s | ran s | ended by | requests / cap | peak in flight |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {w.get('phase')} | {w.get('concurrency_cap')} | {w.get('duration_s')} | "
+        f"{w.get('wall_s')} | {w.get('stopped_by')} | {w.get('requests')} / "
+        f"{w.get('request_cap')} | {w.get('peak_in_flight')} |"
+        for w in windows
+    ]
+    return lines
 
 
 def scope_line(verdict: Mapping[str, Any]) -> str:
