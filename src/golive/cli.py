@@ -1,6 +1,7 @@
 """The command line: parse, load config, one `asyncio.run`, map the outcome to an exit code.
 
-This is the only module that prints or exits. Exit codes: 0 go-live, 10
+With `cli_output` (what is shown) and `cli_bundle` (the offline bundle commands), the only
+place that prints or exits. Exit codes: 0 go-live, 10
 observe-with-limits, 11 hold, 12 expand-capacity, 13 rebuild, 2 usage or config error,
 3 golive could not do its job (bundle, local target); `verify`: 0 intact, 1 altered.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import datetime as dt
 import json
 import shlex
 import tempfile
@@ -19,9 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from golive.checks.agent import agent_settings, run_agent
 from golive.checks.agent_select import cases_for
@@ -33,6 +31,7 @@ from golive.checks.env import EnvEvidence, env_programme, load_evidence
 from golive.checks.smoke import run_smoke
 from golive.cli_args import agent_overrides, build_parser, capacity_overrides, target_overrides
 from golive.cli_bundle import BUNDLE_COMMANDS, bundle_command
+from golive.cli_output import default_out, err, finish, progress_line, read_input
 from golive.cli_ray import judge_options, ray_clients
 from golive.config import GoliveConfig, load_config
 from golive.errors import ConfigError, GoliveError
@@ -43,9 +42,8 @@ from golive.evidence.startup_log import StartupFacts, parse_startup_log
 from golive.gpu_curve import record_gpu_curve
 from golive.programme import RunPlan, run_programme
 from golive.progress import RichProgress
-from golive.report.junit import write_junit
 from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
-from golive.run import Verdict, judge, watch_bundle
+from golive.run import judge, watch_bundle
 from golive.scope import PROGRAMME
 from golive.target.server import RunningTarget, launch, stop_target
 from golive.traffic.workload import read_sample
@@ -53,21 +51,6 @@ from golive.watch import WatchSettings
 
 if TYPE_CHECKING:
     from golive.traffic.ray_load import RayLoad
-
-err = Console(stderr=True)
-_STYLE = {
-    "pass": "green",
-    "warn": "yellow",
-    "fail": "red",
-    "no_data": "magenta",
-    "error": "red",
-    "skipped": "dim",
-}
-
-
-def _progress(message: str) -> None:
-    """Progress lines on stderr, never wrapped (paths and PIDs stay greppable)."""
-    err.print(message, soft_wrap=True, highlight=False, markup=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -92,9 +75,9 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "smoke":
         config = load_config(args.config, target_overrides(args))
         verdict = await judge(
-            config, args.out or _default_out("golive"), "smoke", run_smoke, ("smoke",)
+            config, args.out or default_out("golive"), "smoke", run_smoke, ("smoke",)
         )
-        return _finish(verdict, args)
+        return finish(verdict, args)
     if args.command == "env":
         return await _env(args)
     if args.command == "capacity":
@@ -112,15 +95,17 @@ async def _dispatch(args: argparse.Namespace) -> int:
 
         with RichProgress(err) as phases:
             verdict = await run_demo(
-                args.model, args.out or _default_out("golive-demo"), _progress, phases
+                args.model, args.out or default_out("golive-demo"), progress_line, phases
             )
-        return _finish(verdict, args)
+        return finish(verdict, args)
     if args.command == "target":
         from golive.target.install import ensure_target
 
         for model in args.model or ["qwen", "smollm2"]:
-            paths = await ensure_target(model, _progress)
-            _progress(f"target ready: {paths.spec.name} at {paths.model_dir} (engine {paths.venv})")
+            paths = await ensure_target(model, progress_line)
+            progress_line(
+                f"target ready: {paths.spec.name} at {paths.model_dir} (engine {paths.venv})"
+            )
         return 0
     raise ConfigError(f"unknown command {args.command!r}")
 
@@ -129,7 +114,7 @@ async def _env(args: argparse.Namespace) -> int:
     if args.action == "collect":
         if args.gpu_curve and args.output is not None:
             rows = await record_gpu_curve(args.output, args.duration)
-            _progress(f"wrote {rows} samples to {args.output}")
+            progress_line(f"wrote {rows} samples to {args.output}")
             return 0
         if not (args.host or args.container) or args.output is None:
             raise ConfigError("env collect needs --host, --container or --gpu-curve, and -o FILE")
@@ -139,8 +124,8 @@ async def _env(args: argparse.Namespace) -> int:
             facts = await asyncio.to_thread(collect_container, args.python, args.image)
         args.output.write_text(facts.model_dump_json(indent=2) + "\n")
         for problem in facts.errors:
-            _progress(f"note: {problem}")
-        _progress(f"wrote {args.output}")
+            progress_line(f"note: {problem}")
+        progress_line(f"wrote {args.output}")
         return 0
     evidence = load_evidence(
         args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
@@ -162,21 +147,21 @@ async def _env(args: argparse.Namespace) -> int:
     config = load_config(args.config, target_overrides(args))
     verdict = await judge(
         config,
-        args.out or _default_out("golive-env"),
+        args.out or default_out("golive-env"),
         "env",
         env_programme(evidence),
         ("env",),
         require_target=False,
     )
-    return _finish(verdict, args)
+    return finish(verdict, args)
 
 
 async def _capacity(args: argparse.Namespace) -> int:
     overrides = {**target_overrides(args), **capacity_overrides(args)}
     config = load_config(args.config, overrides)
-    out = args.out or _default_out("golive-capacity")
+    out = args.out or default_out("golive-capacity")
     if args.launch is None:
-        log_text = None if args.log is None else _read(args.log, "--log")
+        log_text = None if args.log is None else read_input(args.log, "--log")
         return await _run_capacity(args, config, out, log_text, None, server_log=args.log)
     assert config.target.url is not None
     log_path = Path(tempfile.mkdtemp(prefix="golive-launch-")) / "server.log"
@@ -186,7 +171,7 @@ async def _capacity(args: argparse.Namespace) -> int:
         config.target.url,
         log_path,
         config.target.model or "",
-        progress=_progress,
+        progress=progress_line,
     )
     try:
         return await _run_capacity(
@@ -200,7 +185,7 @@ async def _capacity(args: argparse.Namespace) -> int:
         )
     finally:
         await stop_target(target)
-        _progress(f"stopped the launched server (pid {target.pid}); its log: {log_path}")
+        progress_line(f"stopped the launched server (pid {target.pid}); its log: {log_path}")
 
 
 async def _run_capacity(
@@ -212,7 +197,7 @@ async def _run_capacity(
     load_span: tuple[float, float] | None = None,
     server_log: Path | None = None,
 ) -> int:
-    async with ray_clients(args.ray, config, _progress) as clients:
+    async with ray_clients(args.ray, config, progress_line) as clients:
         with RichProgress(err) as progress:
             inputs = _capacity_inputs(args, config, log_text, progress, launched, load_span)
             inputs = dataclasses.replace(inputs, clients=clients)
@@ -232,12 +217,12 @@ async def _run_capacity(
                 remote=remote,
                 server_log=server_log,
             )
-    return _finish(verdict, args)
+    return finish(verdict, args)
 
 
 async def _cache(args: argparse.Namespace) -> int:
     config = load_config(args.config, target_overrides(args))
-    log_text = None if args.log is None else _read(args.log, "--log")
+    log_text = None if args.log is None else read_input(args.log, "--log")
     settings = CacheSettings(
         prefix_tokens=args.prefix_tokens,
         warm_repeats=max(1, args.warm_repeats),
@@ -250,16 +235,16 @@ async def _cache(args: argparse.Namespace) -> int:
             ctx.bundle.write_text("environment/startup.log", log_text)
         return await run_cache(ctx, settings)
 
-    out = args.out or _default_out("golive-cache")
+    out = args.out or default_out("golive-cache")
     verdict = await judge(config, out, "cache", programme, ("cache",), server_log=args.log)
-    return _finish(verdict, args)
+    return finish(verdict, args)
 
 
 async def _agent(args: argparse.Namespace) -> int:
     config = load_config(args.config, {**target_overrides(args), **agent_overrides(args)})
     cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
-    out = args.out or _default_out("golive-agent")
-    async with ray_clients(args.ray, config, _progress) as clients:
+    out = args.out or default_out("golive-agent")
+    async with ray_clients(args.ray, config, progress_line) as clients:
         with RichProgress(err) as progress:
             settings = agent_settings(config.agent, cases, progress)
 
@@ -269,7 +254,7 @@ async def _agent(args: argparse.Namespace) -> int:
             verdict = await judge(
                 config, out, "agent", programme, ("agent",), **judge_options(clients)
             )
-    return _finish(verdict, args)
+    return finish(verdict, args)
 
 
 def _capacity_inputs(
@@ -306,8 +291,8 @@ async def _run(args: argparse.Namespace) -> int:
     )
     cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
     startup = None if evidence.log_text is None else parse_startup_log(evidence.log_text)
-    out = args.out or _default_out("golive-run")
-    async with ray_clients(args.ray, config, _progress) as clients:
+    out = args.out or default_out("golive-run")
+    async with ray_clients(args.ray, config, progress_line) as clients:
         return await _run_plan(args, config, evidence, cases, startup, out, clients)
 
 
@@ -340,13 +325,13 @@ async def _run_plan(
         verdict = await judge(
             config, out, "run", programme, PROGRAMME, server_log=args.log, **judge_options(clients)
         )
-    return _finish(verdict, args)
+    return finish(verdict, args)
 
 
 async def _watch(args: argparse.Namespace) -> int:
     overrides = {**target_overrides(args), "target.read_timeout_s": args.probe_deadline}
     config = load_config(args.config, overrides)
-    out = args.out or _default_out("golive-watch")
+    out = args.out or default_out("golive-watch")
     with RichProgress(err) as progress:
         settings = WatchSettings(
             accepted=args.accepted,
@@ -371,49 +356,3 @@ async def _watch(args: argparse.Namespace) -> int:
         err.print(f"{kind} {trigger['rule']}: {escape(trigger['reason'])}", highlight=False)
     err.print(f"watch: {summary['intervals']} intervals; bundle: {out}")
     return 0 if summary["clean"] else 1
-
-
-def _read(path: Path, flag: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ConfigError(f"{flag} {path}: cannot be read ({exc.strerror})") from exc
-
-
-def _default_out(prefix: str) -> Path:
-    return Path(f"{prefix}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}")
-
-
-def _finish(verdict: Verdict, args: argparse.Namespace) -> int:
-    junit: Path | None = getattr(args, "junit", None)
-    if junit is not None:
-        write_junit(verdict.data, junit)
-        err.print(f"junit: {junit}")
-    if args.json:
-        print(json.dumps(verdict.data, indent=2))
-    else:
-        _print_table(verdict.data)
-    err.print(f"bundle: {verdict.bundle}")
-    return verdict.outcome.exit_code
-
-
-def _print_table(data: dict[str, Any]) -> None:
-    missing = data.get("sections_missing") or []
-    if missing:
-        Console().print(
-            f"golive {data['command']}: {data['outcome']} (sections: "
-            f"{', '.join(data.get('scope') or [])}); still missing before a go-live decision: "
-            f"{', '.join(missing)}",
-            soft_wrap=True,
-            highlight=False,
-        )
-    table = Table(title=f"golive {data['command']}: {data['outcome']}", title_justify="left")
-    table.add_column("check")
-    table.add_column("status")
-    table.add_column("summary", overflow="fold")
-    for check in data["checks"]:
-        style = _STYLE.get(check["status"], "")
-        table.add_row(check["id"], f"[{style}]{check['status']}[/{style}]", check["summary"])
-    Console().print(table)
-    for rule in data["rules_fired"]:
-        Console().print(f"{rule['outcome']}: {rule['reason']} ({', '.join(rule['checks'])})")

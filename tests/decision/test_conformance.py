@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from golive.checks.cache import _reuse_result
+from golive.checks.cache import reuse_result
 from golive.checks.cache_rules import CacheStep
 from golive.checks.capacity import classified
 from golive.checks.capacity_rules import (
@@ -562,7 +562,7 @@ async def h200_run_with_random_weights(tmp: Path) -> Verdict:
 def _gpu_cache_check() -> CheckResult:
     rows = (GPU / "cache-steps.jsonl").read_text().splitlines()
     steps = {(step := CacheStep.from_json(json.loads(r))).name: step for r in rows if r}
-    return _reuse_result(steps, 1002, 16, True, "measured with /tokenize")
+    return reuse_result(steps, 1002, 16, True, "measured with /tokenize")
 
 
 @scenario("go-live", None)

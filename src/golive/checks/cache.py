@@ -145,7 +145,7 @@ async def run_cache(ctx: CheckContext, settings: CacheSettings) -> list[CheckRes
     prompt = steps["cold-0"].prompt_tokens or target_tokens
     shared_tokens = max(0, prompt - 24)  # everything but the user turn is shared with warm
     return [
-        _reuse_result(steps, shared_tokens, block, enabled, how),
+        reuse_result(steps, shared_tokens, block, enabled, how),
         _controls_result(steps, block or 16, protocol.controls),
         retention_result(labels, settings.startup, block, prompt),
     ]
@@ -226,7 +226,7 @@ def _enabled(labels: Mapping[str, str], startup: StartupFacts | None) -> bool | 
     return startup.prefix_caching if startup is not None else None
 
 
-def _reuse_result(
+def reuse_result(
     steps: Mapping[str, CacheStep],
     shared: int,
     block: int | None,
