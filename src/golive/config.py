@@ -128,6 +128,12 @@ class CapacityConfig(StrictModel):
         "watchdog ends them (default: 3x the phase, at most 120 s)",
     )
     long_max_tokens: int = Field(8, ge=1, description="generation limit of long-input requests")
+    client_max_lag_ms: float = Field(
+        5.0, gt=0, description="golive's send/event-loop lag p99 beyond which a window is its own"
+    )
+    client_max_cpu_share: float = Field(
+        0.8, gt=0, description="golive's CPU per window (1.0 = a core) beyond which likewise"
+    )
     max_queue_s: float = Field(0.5, ge=0)
     max_queue_share: float = Field(0.25, ge=0)
     system_prompt_words: int = Field(450, ge=0)

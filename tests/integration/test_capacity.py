@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import signal
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,49 @@ async def test_default_envelope_is_stable(real_target: RunningTarget, tmp_path: 
     assert {"long_input", "concurrency", "sustained"} <= phases
     assert all(float(r["host_rss_mib"]) > 500 for r in rows if r["host_rss_mib"])
     assert any(r.get("kv_cache_usage_perc") for r in rows)
+    # every load window carries golive's own figures, and golive had headroom in each
+    headroom = checks["golive.client_headroom"]
+    assert headroom["status"] == "pass", headroom["summary"]
+    watchdog = (tmp_path / "b/metrics/capacity-watchdog.jsonl").read_text().splitlines()
+    windows = [json.loads(x) for x in watchdog]
+    assert all(w["client"]["ticks"] > 0 and w["client"]["requests"] > 0 for w in windows)
+    assert all(w["client"]["cpu_share"] is not None for w in windows)
+
+
+def _hog(stop: threading.Event) -> None:
+    while not stop.is_set():  # pure Python: holds golive's GIL between switch intervals
+        sum(range(1000))
+
+
+async def test_a_starved_client_is_not_judged_as_the_server(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """Busy threads in golive's own process take its CPU and its event loop: the windows are
+    golive's, not the engine's — golive.client_headroom fails, the ramp is no_data, and the
+    verdict is hold, never a capacity limit."""
+    stop = threading.Event()
+    hogs = [threading.Thread(target=_hog, args=(stop,), daemon=True) for _ in range(2)]
+    for hog in hogs:
+        hog.start()
+    try:
+        verdict = await _capacity(
+            real_target,
+            tmp_path / "b",
+            **{"capacity.concurrency": 2, "capacity.max_context": 256},
+        )
+    finally:
+        stop.set()
+        for hog in hogs:
+            hog.join()
+    checks = _checks(verdict)
+    headroom = checks["golive.client_headroom"]
+    assert headroom["status"] == "fail", headroom["summary"]
+    assert "limited by golive itself" in headroom["summary"]
+    ramp = checks["capacity.concurrency"]
+    assert ramp["status"] == "no_data", ramp["summary"]
+    assert "the client, not the server, was the bottleneck" in ramp["summary"]
+    assert verdict.outcome is Outcome.HOLD
+    assert "max_concurrency" not in verdict.data["limits"]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

@@ -214,6 +214,8 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
         assert len({w["client"] for w in shares}) == len(per_window)
     assert all(w["requests"] == w["sent"] > 0 for w in windows)
     assert all(w["lag_p99_ms"] is not None for w in windows)
+    # each client machine measured its own headroom (event loop, CPU) for golive.client_headroom
+    assert all(w["loop_lag_p99_ms"] is not None and w["cpu_share"] is not None for w in windows)
     records = [
         json.loads(line)
         for phase in ("concurrency", "sustained")
@@ -224,6 +226,7 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
     assert {r["label"].split("@")[1] for r in records} == set(load.names)
     checks = {c["id"]: c for c in verdict.data["checks"]}
     assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
+    assert checks["golive.client_headroom"]["status"] == "pass", checks["golive.client_headroom"]
     assert checks["capacity.sustained"]["status"] in ("pass", "warn"), checks["capacity.sustained"]
 
 

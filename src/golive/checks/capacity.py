@@ -152,6 +152,7 @@ class Run:
         self.rate_per_slot = 0.0  # requests/s per concurrency slot, from the calibration window
         self.step_rps: dict[int, float] = {}  # measured throughput by ramp concurrency
         self.timeline: list[Any] = []
+        self.windows: list[dict[str, Any]] = []  # each load window's watchdog row
         records = ctx.config.records
         self.bodies = BodySample.of_share(records.full_body_first, records.full_body_share)
         self._n = 0

@@ -12,6 +12,7 @@ from golive.checks.capacity import Run, gauge_max, gauge_mean, refusal, seconds
 from golive.checks.capacity_rules import StepStats, percentile, request_cap, window_coverage
 from golive.checks.context import scrape
 from golive.metrics import MetricsDelta
+from golive.traffic.headroom import ClientMonitor, HeadroomPolicy, bottleneck, worst
 from golive.traffic.records import ParsedResponse, parse
 from golive.traffic.schedule import Schedule, run_schedule
 from golive.traffic.workload import AgentWorkload, WorkloadShape
@@ -63,15 +64,17 @@ async def load_window(
         drain_s=drain_s(run.ctx.config.capacity.drain_s, duration_s),
     )
     clients = run.inputs.clients
+    monitor = ClientMonitor()
     if clients is None:
-        loaded = await run_schedule(
-            schedule,
-            run.send,
-            lambda n: make(offset + n),
-            label,
-            stop=run.dead,
-            abort=run.ctx.target.abort_in_flight,
-        )
+        async with monitor:
+            loaded = await run_schedule(
+                schedule,
+                run.send,
+                lambda n: make(offset + n),
+                label,
+                stop=run.dead,
+                abort=run.ctx.target.abort_in_flight,
+            )
     else:
         seen = len(clients.windows)
         loaded = await clients.run(
@@ -85,32 +88,41 @@ async def load_window(
             run.ctx.bundle.append_jsonl(
                 CLIENTS, {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)}
             )
-    run.ctx.bundle.append_jsonl(
-        WATCHDOG,
-        {
-            "phase": run.phase,
-            "concurrency_cap": concurrency,
-            "request_cap": cap,
-            "duration_s": duration_s,
-            "drain_s": schedule.drain_s,
-            "wall_s": round(loaded.wall_s, 3),
-            "stopped_by": loaded.stopped_by,
-            "peak_in_flight": loaded.peak_in_flight,
-            "requests": len(loaded.records),
-            "cancelled_without_record": loaded.cancelled,
-        },
-    )
-    after = await scrape(run.ctx, f"capacity-{label}-after")
-    window = run.memory.rows[first_row:] if run.memory else []
     parsed = [parse(r) for r in loaded.records]
     ok = [p for p in parsed if p.record.ok and not p.problems]
+    e2e = [p.e2e_ms for p in ok if p.e2e_ms is not None]
+    median = seconds(percentile(e2e, 50))
+    if clients is None:
+        client = monitor.figures(loaded.records)
+        short = bottleneck(client, headroom(run), median)
+    else:  # each client machine measured itself; the worst one speaks for the window
+        each = [w.figures() for w in clients.windows[seen:]]
+        client = worst(each)
+        short = next((why for f in each if (why := bottleneck(f, headroom(run), median))), None)
+    row = {
+        "phase": run.phase,
+        "concurrency_cap": concurrency,
+        "request_cap": cap,
+        "duration_s": duration_s,
+        "drain_s": schedule.drain_s,
+        "wall_s": round(loaded.wall_s, 3),
+        "stopped_by": loaded.stopped_by,
+        "peak_in_flight": loaded.peak_in_flight,
+        "requests": len(loaded.records),
+        "cancelled_without_record": loaded.cancelled,
+        "client": client.to_json(),
+        "client_bottleneck": short,
+    }
+    run.windows.append(row)
+    run.ctx.bundle.append_jsonl(WATCHDOG, row)
+    after = await scrape(run.ctx, f"capacity-{label}-after")
+    window = run.memory.rows[first_row:] if run.memory else []
     queue_mean = preemptions = None
     if before.snapshot is not None and after.snapshot is not None:
         delta = MetricsDelta(before.snapshot, after.snapshot)
         hist = delta.histogram("request_queue_time_seconds")
         queue_mean = hist.mean if hist is not None else None
         preemptions = delta.counter("num_preemptions")
-    e2e = [p.e2e_ms for p in ok if p.e2e_ms is not None]
     refused = [p for p in parsed if p.record.refused]
     stats = StepStats(
         concurrency=concurrency,
@@ -142,7 +154,8 @@ async def load_window(
             cap,
             loaded.peak_in_flight,
             concurrency,
-        ),
+        )
+        or short,
     )
     return stats, parsed
 
@@ -168,6 +181,11 @@ async def calibrate(run: Run) -> float:
 def window_cap(run: Run, concurrency: int, duration_s: float, rate: float) -> int:
     configured = run.ctx.config.capacity.step_max_requests
     return configured or request_cap(rate, concurrency, duration_s, 3.0)
+
+
+def headroom(run: Run) -> HeadroomPolicy:
+    config = run.ctx.config.capacity
+    return HeadroomPolicy(config.client_max_lag_ms, config.client_max_cpu_share)
 
 
 def drain_s(configured: float | None, duration_s: float) -> float:

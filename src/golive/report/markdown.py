@@ -124,16 +124,30 @@ def load_windows(windows: Sequence[Mapping[str, Any]]) -> list[str]:
             else "."
         ),
         "",
-        "| phase | concurrency | asked s | ran s | ended by | requests / cap | peak in flight |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| phase | concurrency | asked s | ran s | ended by | requests / cap | peak in flight "
+        "| golive send / loop lag p99 ms | golive CPU |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     lines += [
         f"| {w.get('phase')} | {w.get('concurrency_cap')} | {w.get('duration_s')} | "
         f"{w.get('wall_s')} | {w.get('stopped_by')} | {w.get('requests')} / "
-        f"{w.get('request_cap')} | {w.get('peak_in_flight')} |"
+        f"{w.get('request_cap')} | {w.get('peak_in_flight')} | {_client(w)} |"
         for w in windows
     ]
+    bottlenecked = [w["client_bottleneck"] for w in windows if w.get("client_bottleneck")]
+    if bottlenecked:
+        lines += ["", f"Not judged: {bottlenecked[0]}."]
     return lines
+
+
+def _client(window: Mapping[str, Any]) -> str:
+    figures = window.get("client")
+    if not isinstance(figures, Mapping):
+        return "n/a | n/a"
+    cpu = figures.get("cpu_share")
+    return f"{figures.get('send_lag_p99_ms')} / {figures.get('loop_lag_p99_ms')} | " + (
+        "n/a" if cpu is None else f"{cpu:.0%}"
+    )
 
 
 def scope_line(verdict: Mapping[str, Any]) -> str:

@@ -30,6 +30,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 import golive
 from golive.errors import ConfigError
 from golive.traffic.client import ClientSettings, TargetClient
+from golive.traffic.headroom import ClientFigures, ClientMonitor
 from golive.traffic.records import RequestRecord
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule, run_schedule
 
@@ -66,7 +67,8 @@ class LoadClient:
     async def run(self, schedule: Schedule, make_body: MakeBody, label: str) -> AsyncIterator[Any]:
         records: asyncio.Queue[RequestRecord] = asyncio.Queue()
         self.stopped = asyncio.Event()
-        async with TargetClient(self.settings) as client:
+        monitor = ClientMonitor()  # this client's own loop lag and CPU (golive.client_headroom)
+        async with TargetClient(self.settings) as client, monitor:
             self.client = client
             task = asyncio.ensure_future(
                 run_schedule(
@@ -88,16 +90,21 @@ class LoadClient:
                 if batch:
                     yield ("records", batch, client.chat_requests)
             result: LoadResult = task.result()
-            yield (
-                "done",
-                {
-                    "wall_s": result.wall_s,
-                    "stopped_by": result.stopped_by,
-                    "cancelled": result.cancelled,
-                    "peak_in_flight": result.peak_in_flight,
-                },
-                client.chat_requests,
-            )
+        figures = monitor.figures(())
+        yield (
+            "done",
+            {
+                "wall_s": result.wall_s,
+                "stopped_by": result.stopped_by,
+                "cancelled": result.cancelled,
+                "peak_in_flight": result.peak_in_flight,
+                "loop_lag_p99_ms": figures.loop_lag_p99_ms,
+                "loop_lag_max_ms": figures.loop_lag_max_ms,
+                "cpu_share": figures.cpu_share,
+                "ticks": figures.ticks,
+            },
+            client.chat_requests,
+        )
 
     def node(self) -> str:
         return socket.gethostname()
@@ -121,6 +128,23 @@ class ClientWindow:
     lag_p99_ms: float | None
     wall_s: float | None
     stopped_by: str | None
+    lag_max_ms: float | None = None
+    loop_lag_p99_ms: float | None = None  # the client's event loop (its own headroom)
+    loop_lag_max_ms: float | None = None
+    cpu_share: float | None = None  # the client process's CPU over the window (1.0 = a core)
+    ticks: int = 0
+
+    def figures(self) -> ClientFigures:
+        return ClientFigures(
+            self.lag_p50_ms,
+            self.lag_p99_ms,
+            self.lag_max_ms,
+            self.loop_lag_p99_ms,
+            self.loop_lag_max_ms,
+            self.cpu_share,
+            self.requests,
+            self.ticks,
+        )
 
 
 class RayLoad:
@@ -300,4 +324,9 @@ def _window(
         lag_p99_ms=round(lags[min(len(lags) - 1, int(len(lags) * 0.99))], 3) if lags else None,
         wall_s=None if done is None else round(done["wall_s"], 3),
         stopped_by=None if done is None else done["stopped_by"],
+        lag_max_ms=round(lags[-1], 3) if lags else None,
+        loop_lag_p99_ms=None if done is None else done.get("loop_lag_p99_ms"),
+        loop_lag_max_ms=None if done is None else done.get("loop_lag_max_ms"),
+        cpu_share=None if done is None else done.get("cpu_share"),
+        ticks=0 if done is None else int(done.get("ticks") or 0),
     )

@@ -1,0 +1,208 @@
+"""Proof that the client was not the bottleneck (issue 19 §4).
+
+Around every load window golive measures itself: the send lag of each request against its
+scheduled moment, the event loop's lag (a ticker that should wake every 10 ms), and the CPU
+share of its own process. A window where golive was short of CPU measured golive, not the
+server: it is not judged. The figures go into each window's watchdog row and into the check
+`golive.client_headroom`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from types import TracebackType
+from typing import Any
+
+from golive.results import CheckClass, CheckResult, Status
+from golive.traffic.records import NS_PER_MS, RequestRecord
+
+TICK_S = 0.01
+CHECK_ID = "golive.client_headroom"
+LATENCY_SHARE = 0.02  # a lag under 2% of the window's median latency cannot move a judgement
+
+
+@dataclass(frozen=True, slots=True)
+class ClientFigures:
+    """golive's own figures over one load window; None where nothing was measured."""
+
+    send_lag_p50_ms: float | None
+    send_lag_p99_ms: float | None
+    send_lag_max_ms: float | None
+    loop_lag_p99_ms: float | None
+    loop_lag_max_ms: float | None
+    cpu_share: float | None  # process CPU seconds per wall second (1.0 = one core)
+    requests: int
+    ticks: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class HeadroomPolicy:
+    max_lag_ms: float = 5.0
+    max_cpu_share: float = 0.8
+
+
+class ClientMonitor:
+    """`async with ClientMonitor() as monitor:` around a load window; then `figures(records)`."""
+
+    def __init__(self) -> None:
+        self.lags_ms: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+        self._cpu0 = self._wall0 = 0.0
+        self._cpu_s = self._wall_s = 0.0
+
+    async def __aenter__(self) -> ClientMonitor:
+        self._cpu0, self._wall0 = time.process_time(), time.perf_counter()
+        self._task = asyncio.ensure_future(self._tick())
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._cpu_s = time.process_time() - self._cpu0
+        self._wall_s = time.perf_counter() - self._wall0
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _tick(self) -> None:
+        while True:
+            start = time.perf_counter()
+            await asyncio.sleep(TICK_S)
+            self.lags_ms.append(max(0.0, (time.perf_counter() - start - TICK_S) * 1000))
+
+    def figures(self, records: Iterable[RequestRecord]) -> ClientFigures:
+        sends = sorted((r.timings.sent_ns - r.timings.scheduled_ns) / NS_PER_MS for r in records)
+        loop = sorted(self.lags_ms)
+        return ClientFigures(
+            send_lag_p50_ms=_rank(sends, 50),
+            send_lag_p99_ms=_rank(sends, 99),
+            send_lag_max_ms=sends[-1] if sends else None,
+            loop_lag_p99_ms=_rank(loop, 99),
+            loop_lag_max_ms=loop[-1] if loop else None,
+            cpu_share=self._cpu_s / self._wall_s if self._wall_s > 0 else None,
+            requests=len(sends),
+            ticks=len(loop),
+        )
+
+
+def worst(figures: Sequence[ClientFigures]) -> ClientFigures:
+    """Several clients' figures for one window as one row: the worst of each figure."""
+
+    def most(values: Iterable[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return max(present) if present else None
+
+    return ClientFigures(
+        most(f.send_lag_p50_ms for f in figures),
+        most(f.send_lag_p99_ms for f in figures),
+        most(f.send_lag_max_ms for f in figures),
+        most(f.loop_lag_p99_ms for f in figures),
+        most(f.loop_lag_max_ms for f in figures),
+        most(f.cpu_share for f in figures),
+        sum(f.requests for f in figures),
+        sum(f.ticks for f in figures),
+    )
+
+
+def _rank(ordered: Sequence[float], q: float) -> float | None:
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def lag_limit_ms(policy: HeadroomPolicy, e2e_p50_s: float | None) -> float:
+    """The lag a window tolerates: the policy's, or 2% of its median latency if larger (10 ms
+    of client lag cannot move a judgement of 4-second requests)."""
+    relative = (e2e_p50_s or 0.0) * 1000 * LATENCY_SHARE
+    return max(policy.max_lag_ms, relative)
+
+
+def bottleneck(
+    figures: ClientFigures, policy: HeadroomPolicy, e2e_p50_s: float | None
+) -> str | None:
+    """Why the client, not the server, limited this window (None: it had headroom)."""
+    if figures.cpu_share is not None and figures.cpu_share > policy.max_cpu_share:
+        return (
+            f"the client, not the server, was the bottleneck: golive used "
+            f"{figures.cpu_share:.0%} of a core (limit {policy.max_cpu_share:.0%}); add "
+            "workers or clients"
+        )
+    limit = lag_limit_ms(policy, e2e_p50_s)
+    for name, value in (
+        ("send lag", figures.send_lag_p99_ms),
+        ("event-loop lag", figures.loop_lag_p99_ms),
+    ):
+        if value is not None and value > limit:
+            return (
+                f"the client, not the server, was the bottleneck: its {name} p99 was "
+                f"{value:.1f} ms (limit {limit:.1f} ms); add workers or clients"
+            )
+    return None
+
+
+def headroom_check(windows: Sequence[Mapping[str, Any]]) -> CheckResult:
+    """`golive.client_headroom` from the windows' watchdog rows (each with `client` figures
+    and `client_bottleneck`)."""
+    measured = [w for w in windows if isinstance(w.get("client"), Mapping)]
+    evidence = ("metrics/capacity-watchdog.jsonl",)
+    if not measured:
+        return CheckResult(
+            CHECK_ID,
+            CheckClass.INTEGRITY,
+            True,
+            Status.NO_DATA,
+            "no load window measured golive's own send lag, loop lag and CPU",
+            {},
+            evidence,
+        )
+    worst = {
+        key: max(
+            (w["client"][key] for w in measured if w["client"].get(key) is not None), default=None
+        )
+        for key in ("send_lag_p99_ms", "loop_lag_p99_ms", "cpu_share")
+    }
+    short = [w for w in measured if w.get("client_bottleneck")]
+    measurements: dict[str, Any] = {"windows": len(measured), "bottlenecked": len(short), **worst}
+    if short:
+        first = short[0]
+        return CheckResult(
+            CHECK_ID,
+            CheckClass.INTEGRITY,
+            True,
+            Status.FAIL,
+            f"{len(short)} of {len(measured)} load window(s) were limited by golive itself "
+            f"(first: {first.get('phase')} at concurrency {first.get('concurrency_cap')}: "
+            f"{first['client_bottleneck']}); those windows are not judged",
+            measurements,
+            evidence,
+        )
+    return CheckResult(
+        CHECK_ID,
+        CheckClass.INTEGRITY,
+        True,
+        Status.PASS,
+        f"golive had headroom in every load window ({len(measured)}): send lag p99 at most "
+        f"{_ms(worst['send_lag_p99_ms'])}, event-loop lag p99 at most "
+        f"{_ms(worst['loop_lag_p99_ms'])}, CPU at most {_share(worst['cpu_share'])} of a core",
+        measurements,
+        evidence,
+    )
+
+
+def _ms(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.2f} ms"
+
+
+def _share(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
