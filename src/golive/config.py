@@ -128,6 +128,9 @@ class CapacityConfig(StrictModel):
         "watchdog ends them (default: 3x the phase, at most 120 s)",
     )
     long_max_tokens: int = Field(8, ge=1, description="generation limit of long-input requests")
+    stall_s: float = Field(
+        20.0, gt=0, description="no byte of any answer this long, requests in flight: a stall"
+    )
     client_max_lag_ms: float = Field(
         5.0, gt=0, description="golive's send/event-loop lag p99 beyond which a window is its own"
     )

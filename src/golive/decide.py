@@ -18,7 +18,13 @@ from golive.scope import PROGRAMME, Scope, missing_parts, sections_missing, skip
 
 Rule = Callable[[Sequence[CheckResult]], RuleFired | None]
 # Classifications that a capacity or Agent rule already judges (with limits named).
-_CLASSIFIED = ("expand-capacity", "limit-traffic", "adjust-configuration", "limit-feature")
+_CLASSIFIED = (
+    "expand-capacity",
+    "limit-traffic",
+    "adjust-configuration",
+    "limit-feature",
+    "engine-stalled",
+)
 
 # Where a failed critical check points, by the checklist layer it belongs to.
 _FAILURE_OUTCOME = {
@@ -89,6 +95,22 @@ def _environment_proven(checks: Sequence[CheckResult]) -> bool:
     the capacity's, not an unknown environment's."""
     chain = [c for c in checks if c.check_class in _FAILURE_OUTCOME and c.critical]
     return bool(chain) and all(c.status is Status.PASS for c in chain)
+
+
+def engine_stalled(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """No token with requests in flight (while /health may still say 200): a hung engine is a
+    software fault to fix, never a capacity limit or a reason to buy GPUs."""
+    hit = [c.id for c in checks if _classification(c) == "engine-stalled"]
+    if not hit:
+        return None
+    return RuleFired(
+        "engine-stalled",
+        Outcome.HOLD,
+        "the engine stopped producing tokens with requests in flight (engine stalled with "
+        "/health 200 unless the check says otherwise): a software fault, not capacity — "
+        "capture its stacks (py-spy dump) and fix or report it before going live",
+        tuple(hit),
+    )
 
 
 def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
@@ -272,6 +294,7 @@ RULES: tuple[Rule, ...] = (
     interrupted,
     missing_evidence,
     environment_failed,
+    engine_stalled,
     capacity_exhausted,
     capacity_limited,
     agent_feature_limited,

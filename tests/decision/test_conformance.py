@@ -395,6 +395,18 @@ async def http_4xx_under_load_is_configuration(tmp: Path) -> Verdict:
     return await _ramp(tmp, refused)
 
 
+@scenario("hold", "engine-stalled", "capacity.concurrency")
+async def engine_stalled_with_health_200(tmp: Path) -> Verdict:
+    """ "Expand or redesign capacity: The environment is compatible, but sustained load causes
+    OOM, queue growth, communication stalls, or unstable processes." — nothing came back for
+    25 s while /health said 200: a hung engine is a software fault to fix first, not a
+    reason to buy capacity."""
+    stalled = _step(2, errors=16, completed=4, stall="engine stalled: no byte for 25.0 s")
+    verdict = await _ramp(tmp, _step(1), stalled)
+    assert "max_concurrency" not in verdict["limits"]
+    return verdict
+
+
 @scenario("hold", "missing-evidence", "capacity.concurrency")
 async def no_engine_gauges(tmp: Path) -> Verdict:
     """ "Observe weight memory, KV or hybrid cache memory, request queue time, running-request

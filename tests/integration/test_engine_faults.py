@@ -86,3 +86,55 @@ async def test_frozen_engine_is_recorded_and_the_run_stays_in_its_caps(
         body["model"] = json.loads(models.raw_text)["data"][0]["id"]
         after = await client.chat(body, "after-sigcont")
     assert after.ok, "the engine did not serve again after SIGCONT"
+
+
+STALL = {
+    **SETTINGS,
+    "capacity.concurrency": 1,
+    "capacity.step_duration_s": 12.0,
+    "capacity.duration_s": 6.0,
+    "capacity.stall_s": 6.0,
+}
+
+
+async def test_a_hung_engine_with_health_200_is_a_stall_not_capacity(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """Only the engine's processes frozen, the API server left running (what vLLM #51663
+    reports): /health keeps answering 200 while no token comes. golive names the stall, holds,
+    and sets no capacity limit."""
+    out = tmp_path / "b"
+    config = load_config(None, {"target.url": real_target.url, **STALL})
+
+    async def programme(ctx: CheckContext) -> list[CheckResult]:
+        return await run_capacity(ctx, CapacityInputs(target_pid=real_target.pid))
+
+    run = asyncio.create_task(judge(config, out, "capacity", programme, ("capacity",)))
+    marker = out / "metrics/capacity-c1-before.prom"
+    for _ in range(900):
+        if marker.exists() or run.done():
+            break
+        await asyncio.sleep(0.2)
+    assert marker.exists(), "the concurrency ramp never started"
+    await asyncio.sleep(1.0)
+    engine = [pid for pid in process_tree(real_target.pid) if pid != real_target.pid]
+    assert engine, "the API server has no engine process to freeze"
+    _signal_tree(engine, signal.SIGSTOP)
+    try:
+        async with TargetClient(ClientSettings(real_target.url, read_timeout_s=5)) as client:
+            health = await client.get("/health", "health-while-frozen")
+        await asyncio.sleep(13.0)
+    finally:
+        _signal_tree(engine, signal.SIGCONT)
+    verdict = await asyncio.wait_for(run, 300)
+    assert health.status == 200, "the API server's /health did not answer while the engine hung"
+
+    checks = {c["id"]: c for c in verdict.data["checks"]}
+    ramp = checks["capacity.concurrency"]
+    assert ramp["status"] == "fail", ramp["summary"]
+    assert ramp["measurements"]["classification"] == "engine-stalled"
+    assert "engine stalled: no byte of any answer" in ramp["summary"]
+    assert "while /health answered 200" in ramp["summary"]
+    assert verdict.data["outcome"] == "hold"
+    assert "engine-stalled" in {r["rule"] for r in verdict.data["rules_fired"]}
+    assert "max_concurrency" not in verdict.data["limits"]

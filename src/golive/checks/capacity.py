@@ -116,6 +116,7 @@ _ACTION_STATUS = {
     Action.NO_DATA: Status.NO_DATA,
     Action.SERVER_REFUSED: Status.FAIL,
     Action.INCONSISTENT: Status.FAIL,
+    Action.STALLED: Status.FAIL,
 }
 
 

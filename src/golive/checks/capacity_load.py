@@ -10,6 +10,7 @@ from typing import Any
 
 from golive.checks.capacity import Run, gauge_max, gauge_mean, refusal, seconds
 from golive.checks.capacity_rules import StepStats, percentile, request_cap, window_coverage
+from golive.checks.capacity_stalls import HealthWatch, stall_in
 from golive.checks.context import scrape
 from golive.metrics import MetricsDelta
 from golive.traffic.headroom import ClientMonitor, HeadroomPolicy, bottleneck, worst
@@ -64,9 +65,9 @@ async def load_window(
         drain_s=drain_s(run.ctx.config.capacity.drain_s, duration_s),
     )
     clients = run.inputs.clients
-    monitor = ClientMonitor()
+    monitor, health = ClientMonitor(), HealthWatch(run.ctx.target)
     if clients is None:
-        async with monitor:
+        async with monitor, health:
             loaded = await run_schedule(
                 schedule,
                 run.send,
@@ -77,13 +78,14 @@ async def load_window(
             )
     else:
         seen = len(clients.windows)
-        loaded = await clients.run(
-            schedule,
-            lambda n: make(offset + n),
-            label,
-            run.received,
-            f"{run.phase}-{label}",
-        )
+        async with health:
+            loaded = await clients.run(
+                schedule,
+                lambda n: make(offset + n),
+                label,
+                run.received,
+                f"{run.phase}-{label}",
+            )
         for window in clients.windows[seen:]:
             run.ctx.bundle.append_jsonl(
                 CLIENTS, {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)}
@@ -156,6 +158,7 @@ async def load_window(
             concurrency,
         )
         or short,
+        stall=stall_in(loaded.records, health.probes, run.ctx.config.capacity.stall_s, concurrency),
     )
     return stats, parsed
 

@@ -320,6 +320,7 @@ async def sustained(run: Run) -> CheckResult:
         preemptions=stats.preemptions,
         coverage=stats.coverage,
         thirds=thirds,
+        stall=stats.stall,
         max_growth=config.max_latency_growth,
     )
     if result.action is Action.STABLE and not stats.engine_measured:

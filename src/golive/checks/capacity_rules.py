@@ -19,6 +19,7 @@ class Action(enum.StrEnum):
     NO_DATA = "no-data"  # the phase could not measure what it judges
     SERVER_REFUSED = "server-refused"  # HTTP 4xx: the server's configuration, not its capacity
     INCONSISTENT = "inconsistent-limits"  # accepted what its own limits say it must refuse
+    STALLED = "engine-stalled"  # no token for capacity.stall_s with requests in flight
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,7 @@ class StepStats:
     refused: int = 0  # errors that were HTTP 4xx (counted in `errors` too)
     refused_detail: str = ""  # the server's message for the first of them
     coverage: str | None = None  # why the load did not cover the window (None: it did)
+    stall: str | None = None  # the engine stopped producing with requests in flight
     engine_held: float | None = None  # mean running + waiting requests the engine reported
 
     def to_json(self) -> dict[str, object]:
@@ -168,6 +170,8 @@ def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) ->
     ceiling: int | None = None
     previous: StepStats | None = None
     for step in steps:
+        if step.stall is not None and not step.engine_died:
+            return Classification(Action.STALLED, step.stall, ceiling)
         if step.coverage is not None and not step.engine_died:
             return Classification(
                 Action.NO_DATA,

@@ -170,6 +170,7 @@ def classify_sustained(
     max_preemptions: float = 0.0,
     coverage: str | None = None,
     thirds: float | None = None,
+    stall: str | None = None,
 ) -> Classification:
     """Latency rising while throughput stays flat means pressure is accumulating. A rise
     must be significant (the fitted slope's 95% interval above zero) and important: by the
@@ -181,6 +182,8 @@ def classify_sustained(
             Action.EXPAND_CAPACITY,
             f"the engine terminated under sustained load at concurrency {concurrency}",
         )
+    if stall is not None:
+        return Classification(Action.STALLED, stall)
     if coverage is not None:
         return Classification(Action.NO_DATA, f"{coverage}: the sustained window is not judged")
     if refused:
