@@ -109,6 +109,9 @@ def test_every_capacity_window_carried_its_load_for_its_whole_duration(bundle: P
         assert window["requests"] < window["request_cap"], window
     sustained = _checks(bundle)["capacity.sustained"]["measurements"]
     assert all(float(w) > 0 for w in sustained["window_rps"].split(", ")), sustained
+    # and golive itself was not the bottleneck in any of them
+    headroom = _checks(bundle)["golive.client_headroom"]
+    assert headroom["status"] == "pass", headroom["summary"]
 
 
 def test_no_limit_without_the_measurement_behind_it(bundle: Path) -> None:

@@ -96,7 +96,7 @@ async def test_a_starved_client_is_not_judged_as_the_server(
     golive's, not the engine's — golive.client_headroom fails, the ramp is no_data, and the
     verdict is hold, never a capacity limit."""
     stop = threading.Event()
-    hogs = [threading.Thread(target=_hog, args=(stop,), daemon=True) for _ in range(2)]
+    hogs = [threading.Thread(target=_hog, args=(stop,), daemon=True) for _ in range(4)]
     for hog in hogs:
         hog.start()
     try:

@@ -13,7 +13,13 @@ from golive.checks.capacity_rules import StepStats, percentile, request_cap, win
 from golive.checks.capacity_stalls import HealthWatch, stall_in
 from golive.checks.context import scrape
 from golive.metrics import MetricsDelta
-from golive.traffic.headroom import ClientMonitor, HeadroomPolicy, bottleneck, worst
+from golive.traffic.headroom import (
+    ClientMonitor,
+    HeadroomPolicy,
+    bottleneck,
+    collector_paused,
+    worst,
+)
 from golive.traffic.records import ParsedResponse, parse
 from golive.traffic.schedule import Schedule, run_schedule
 from golive.traffic.workload import AgentWorkload, WorkloadShape
@@ -67,15 +73,16 @@ async def load_window(
     clients = run.inputs.clients
     monitor, health = ClientMonitor(), HealthWatch(run.ctx.target)
     if clients is None:
-        async with monitor, health:
-            loaded = await run_schedule(
-                schedule,
-                run.send,
-                lambda n: make(offset + n),
-                label,
-                stop=run.dead,
-                abort=run.ctx.target.abort_in_flight,
-            )
+        with collector_paused():
+            async with monitor, health:
+                loaded = await run_schedule(
+                    schedule,
+                    run.send,
+                    lambda n: make(offset + n),
+                    label,
+                    stop=run.dead,
+                    abort=run.ctx.target.abort_in_flight,
+                )
     else:
         seen = len(clients.windows)
         async with health:

@@ -45,7 +45,7 @@ from golive.checks.context import CheckContext, chat_tokens, packed, tokens_per_
 from golive.gpu_curve import PhaseSpan
 from golive.results import CheckResult, Status
 from golive.sampling import Probe, host_probe, nvml_probe, sampling
-from golive.traffic.headroom import headroom_check
+from golive.traffic.headroom import headroom_check, thaw
 from golive.traffic.records import ParsedResponse, error_message, parse
 from golive.traffic.workload import filler
 
@@ -104,6 +104,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
             results.append(packed(ctx, result, f"requests/capacity-{name}.jsonl"))
     if ctx.config.records.compress:
         ctx.bundle.compress("requests/capacity-setup.jsonl")
+    thaw()
     if run.windows:
         results.append(headroom_check(run.windows))
     ctx.bundle.write_json(
