@@ -134,3 +134,15 @@ def test_summary_groups_failures() -> None:
     summary = summarise("auto", runs)
     assert (summary.runs, summary.passed, summary.rate) == (4, 2, 0.5)
     assert summary.signatures == {"tool_calls.empty": 2}
+
+
+def test_pass_hat_k_counts_every_repeat() -> None:
+    """Issue 20 §4: pass^k beside the Wilson interval. 19 of 20 is a 95% pass rate but an
+    Agent retrying eight times gets all eight right only 60% of the time."""
+    nineteen = summarise("one_arg.required", [[]] * 19 + [[Finding("arguments.not_json", "")]])
+    assert nineteen.pass_hat(8) == pytest.approx(0.6)
+    assert nineteen.pass_hat(20) == 0.0
+    assert nineteen.pass_hat(1) == pytest.approx(0.95)
+    every = summarise("no_call", [[]] * 6)
+    assert every.pass_hat(6) == 1.0
+    assert every.pass_hat(8) is None  # fewer runs than k: not measured, never a default

@@ -73,6 +73,9 @@ def case_result(
         "pass_rate": round(summary.rate, 4),
         "wilson_low": round(summary.low, 4),
         "wilson_high": round(summary.high, 4),
+        # pass^k over all the runs (1 only when every run passed) and at k = 8, as tau-bench
+        "pass_hat_k": _rounded(summary.pass_hat(summary.runs)),
+        "pass_hat_8": _rounded(summary.pass_hat(8)),
         "stream_passed": sum(1 for r in runs if r.mode == "stream" and not r.all_findings),
         "plain_passed": sum(1 for r in runs if r.mode == "plain" and not r.all_findings),
         "signatures": "; ".join(f"{s} x{n}" for s, n in summary.signatures.items()) or None,
@@ -205,3 +208,7 @@ def _save_examples(bundle: Bundle, case: AgentCase, failed: Sequence[Run]) -> No
                 "requests_file": f"requests/agent.{case.name}.jsonl",
             },
         )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)

@@ -244,6 +244,14 @@ class CaseSummary:
     def rate(self) -> float:
         return self.passed / self.runs if self.runs else 0.0
 
+    def pass_hat(self, k: int) -> float | None:
+        """pass^k (tau-bench): the chance that k runs drawn from these all pass,
+        C(passed, k) / C(runs, k). An Agent that retries k times in production needs every one
+        of them right: 19 of 20 runs passed is pass^8 0.60. None with fewer than k runs."""
+        if k < 1 or self.runs < k:
+            return None
+        return math.comb(self.passed, k) / math.comb(self.runs, k)
+
 
 def summarise(case: str, outcomes: Sequence[Sequence[Finding]]) -> CaseSummary:
     """Pass rate with its Wilson interval and failures grouped by signature."""
