@@ -11,7 +11,7 @@ import csv
 import io
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,9 +135,17 @@ async def sampling(
             bundle.append_text(rel, curve.csv_line(row))
             await asyncio.sleep(interval_s)
 
-    task = asyncio.create_task(loop())
-    try:
+    async with running_beside(loop()):
         yield curve
+
+
+@contextlib.asynccontextmanager
+async def running_beside(work: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    """Run `work` (a loop) as a task beside the block; cancel it, and wait for it, when the
+    block ends however it ends."""
+    task = asyncio.ensure_future(work)
+    try:
+        yield
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

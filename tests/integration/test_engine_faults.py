@@ -10,6 +10,7 @@ import json
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 from golive.bundle import read_lines, record_streams, verify
 from golive.checks.capacity import CapacityInputs
@@ -18,7 +19,7 @@ from golive.checks.capacity_phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
 from golive.results import CheckResult
-from golive.run import judge
+from golive.run import Verdict, judge
 from golive.sampling import process_tree
 from golive.target.server import RunningTarget
 from golive.traffic.client import ClientSettings, TargetClient
@@ -42,14 +43,14 @@ def _signal_tree(pids: list[int], sig: signal.Signals) -> None:
             os.kill(pid, sig)
 
 
-async def test_frozen_engine_is_recorded_and_the_run_stays_in_its_caps(
-    real_target: RunningTarget, tmp_path: Path
-) -> None:
-    out = tmp_path / "b"
-    config = load_config(None, {"target.url": real_target.url, **SETTINGS})
+async def _ramp_started(
+    target: RunningTarget, out: Path, settings: dict[str, Any]
+) -> asyncio.Task[Verdict]:
+    """`golive capacity` running in the background, one second into its concurrency ramp."""
+    config = load_config(None, {"target.url": target.url, **settings})
 
     async def programme(ctx: CheckContext) -> list[CheckResult]:
-        return await run_capacity(ctx, CapacityInputs(target_pid=real_target.pid))
+        return await run_capacity(ctx, CapacityInputs(target_pid=target.pid))
 
     run = asyncio.create_task(judge(config, out, "capacity", programme, ("capacity",)))
     marker = out / "metrics/capacity-c1-before.prom"
@@ -59,6 +60,14 @@ async def test_frozen_engine_is_recorded_and_the_run_stays_in_its_caps(
         await asyncio.sleep(0.2)
     assert marker.exists(), "the concurrency ramp never started"
     await asyncio.sleep(1.0)
+    return run
+
+
+async def test_frozen_engine_is_recorded_and_the_run_stays_in_its_caps(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    out = tmp_path / "b"
+    run = await _ramp_started(real_target, out, SETTINGS)
     tree = process_tree(real_target.pid)
     _signal_tree(tree, signal.SIGSTOP)
     try:
@@ -104,19 +113,7 @@ async def test_a_hung_engine_with_health_200_is_a_stall_not_capacity(
     reports): /health keeps answering 200 while no token comes. golive names the stall, holds,
     and sets no capacity limit."""
     out = tmp_path / "b"
-    config = load_config(None, {"target.url": real_target.url, **STALL})
-
-    async def programme(ctx: CheckContext) -> list[CheckResult]:
-        return await run_capacity(ctx, CapacityInputs(target_pid=real_target.pid))
-
-    run = asyncio.create_task(judge(config, out, "capacity", programme, ("capacity",)))
-    marker = out / "metrics/capacity-c1-before.prom"
-    for _ in range(900):
-        if marker.exists() or run.done():
-            break
-        await asyncio.sleep(0.2)
-    assert marker.exists(), "the concurrency ramp never started"
-    await asyncio.sleep(1.0)
+    run = await _ramp_started(real_target, out, STALL)
     engine = [pid for pid in process_tree(real_target.pid) if pid != real_target.pid]
     assert engine, "the API server has no engine process to freeze"
     _signal_tree(engine, signal.SIGSTOP)

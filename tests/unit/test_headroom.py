@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from golive.results import Status
+from golive.sampling import running_beside
 from golive.traffic.headroom import (
     ClientFigures,
     ClientMonitor,
@@ -69,13 +70,14 @@ def _hog(stop: threading.Event) -> None:
 
 
 async def test_the_monitor_sees_a_starved_event_loop() -> None:
-    async with ClientMonitor() as idle:
+    idle, busy = ClientMonitor(), ClientMonitor()
+    async with running_beside(idle.watch()):
         await asyncio.sleep(0.5)
     stop = threading.Event()
     hog = threading.Thread(target=_hog, args=(stop,), daemon=True)
     hog.start()
     try:
-        async with ClientMonitor() as busy:
+        async with running_beside(busy.watch()):
             await asyncio.sleep(0.5)
     finally:
         stop.set()

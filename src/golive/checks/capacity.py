@@ -27,7 +27,6 @@ from golive.metrics import parse_metrics
 from golive.results import CheckClass, CheckResult, Status
 from golive.sampling import Curve, Probe
 from golive.traffic.records import (
-    BodySample,
     FailureKind,
     ParsedResponse,
     RequestRecord,
@@ -154,8 +153,7 @@ class Run:
         self.step_rps: dict[int, float] = {}  # measured throughput by ramp concurrency
         self.timeline: list[Any] = []
         self.windows: list[dict[str, Any]] = []  # each load window's watchdog row
-        records = ctx.config.records
-        self.bodies = BodySample.of_share(records.full_body_first, records.full_body_share)
+        self.bodies = ctx.body_sample()
         self._n = 0
 
     async def send(self, body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:

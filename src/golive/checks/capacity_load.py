@@ -13,6 +13,7 @@ from golive.checks.capacity_rules import StepStats, percentile, request_cap, win
 from golive.checks.capacity_stalls import HealthWatch, stall_in
 from golive.checks.context import scrape
 from golive.metrics import MetricsDelta
+from golive.sampling import running_beside
 from golive.traffic.headroom import (
     ClientMonitor,
     HeadroomPolicy,
@@ -74,7 +75,7 @@ async def load_window(
     monitor, health = ClientMonitor(), HealthWatch(run.ctx.target)
     if clients is None:
         with collector_paused():
-            async with monitor, health:
+            async with running_beside(monitor.watch()), running_beside(health.poll()):
                 loaded = await run_schedule(
                     schedule,
                     run.send,
@@ -85,7 +86,7 @@ async def load_window(
                 )
     else:
         seen = len(clients.windows)
-        async with health:
+        async with running_beside(health.poll()):
             loaded = await clients.run(
                 schedule,
                 lambda n: make(offset + n),

@@ -41,7 +41,13 @@ from golive.checks.capacity_windows import (
     thirds_growth,
     trend,
 )
-from golive.checks.context import CheckContext, chat_tokens, packed, tokens_per_word
+from golive.checks.context import (
+    CheckContext,
+    chat_tokens,
+    compressed,
+    packed,
+    tokens_per_word,
+)
 from golive.gpu_curve import PhaseSpan
 from golive.results import CheckResult, Status
 from golive.sampling import Probe, host_probe, nvml_probe, sampling
@@ -102,8 +108,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
             result = await phase(run)
             run.timeline.append(PhaseSpan(name, started, time.time()))
             results.append(packed(ctx, result, f"requests/capacity-{name}.jsonl"))
-    if ctx.config.records.compress:
-        ctx.bundle.compress("requests/capacity-setup.jsonl")
+    compressed(ctx, "requests/capacity-setup.jsonl")
     thaw()
     if run.windows:
         results.append(headroom_check(run.windows))

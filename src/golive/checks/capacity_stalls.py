@@ -5,18 +5,16 @@ from death (`/health` stops answering, or the process is gone). A stall is a sof
 never a capacity limit: the verdict is `hold`, named.
 
 `stall_in` is pure (records and health probes in); `HealthWatch` polls `/health` during a
-window.
+window (run beside it with `golive.sampling.running_beside`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
 
 from golive.checks.context import Target
 from golive.traffic.records import RequestRecord
@@ -33,29 +31,14 @@ class Probe:
 
 
 class HealthWatch:
-    """`async with HealthWatch(target):` polls `/health` every second until the block ends."""
+    """`async with running_beside(health.poll()):` polls `/health` every second until the
+    block ends."""
 
     def __init__(self, target: Target) -> None:
         self.target = target
         self.probes: list[Probe] = []
-        self._task: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> HealthWatch:
-        self._task = asyncio.ensure_future(self._poll())
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _poll(self) -> None:
+    async def poll(self) -> None:
         while True:
             at = time.perf_counter_ns()
             record = await self.target.get("/health", "capacity-liveness")

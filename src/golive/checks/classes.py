@@ -330,8 +330,7 @@ async def concurrent_sessions(ctx: CheckContext, model: str) -> CheckResult:
 async def short_sustained(ctx: CheckContext, model: str) -> CheckResult:
     """Thousands of requests on a GPU: saved in a stream of their own, bodies sampled and the
     stream compressed like the capacity phases' (`records` in the config)."""
-    smoke, kept = ctx.config.smoke, ctx.config.records
-    sample = BodySample.of_share(kept.full_body_first, kept.full_body_share)
+    smoke = ctx.config.smoke
     records = await _load(
         ctx,
         model,
@@ -340,7 +339,7 @@ async def short_sustained(ctx: CheckContext, model: str) -> CheckResult:
         10_000,
         "sustained",
         SUSTAINED_FILE,
-        sample,
+        ctx.body_sample(),
     )
     result = _load_result(
         "smoke.sustained",

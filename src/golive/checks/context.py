@@ -83,6 +83,11 @@ class CheckContext:
     def metrics_url(self) -> str:
         return self.config.target.metrics_url or self.target.url("/metrics")
 
+    def body_sample(self) -> BodySample:
+        """Which high-volume records keep their full bodies (`records` in the config)."""
+        kept = self.config.records
+        return BodySample.of_share(kept.full_body_first, kept.full_body_share)
+
     def save(
         self, record: RequestRecord, stream_file: str, sample: BodySample | None = None
     ) -> ParsedResponse:
@@ -173,11 +178,16 @@ async def tokens_per_word(ctx: CheckContext, model: str) -> tuple[float, str]:
     return 1.4, "assumed (no /tokenize)"
 
 
+def compressed(ctx: CheckContext, stream: str) -> str:
+    """With `records.compress`, a finished record stream zstd-compressed; the path that now
+    holds it."""
+    return ctx.bundle.compress(stream) if ctx.config.records.compress else stream
+
+
 def packed(ctx: CheckContext, result: CheckResult, stream: str) -> CheckResult:
-    """With `records.compress`, a finished record stream zstd-compressed and the result's
-    evidence naming the file that now holds it."""
-    if not ctx.config.records.compress:
+    """`compressed`, and the result's evidence naming the file that now holds the stream."""
+    now = compressed(ctx, stream)
+    if now == stream:
         return result
-    now = ctx.bundle.compress(stream)
     evidence = tuple(now if e == stream else e for e in result.evidence)
     return dataclasses.replace(result, evidence=evidence)

@@ -15,7 +15,6 @@ import gc
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from types import TracebackType
 from typing import Any
 
 from golive.results import CheckClass, CheckResult, Status
@@ -51,37 +50,25 @@ class HeadroomPolicy:
 
 
 class ClientMonitor:
-    """`async with ClientMonitor() as monitor:` around a load window; then `figures(records)`."""
+    """`async with running_beside(monitor.watch()):` around a load window; then
+    `figures(records)`."""
 
     def __init__(self) -> None:
         self.lags_ms: list[float] = []
-        self._task: asyncio.Task[None] | None = None
-        self._cpu0 = self._wall0 = 0.0
         self._cpu_s = self._wall_s = 0.0
 
-    async def __aenter__(self) -> ClientMonitor:
-        self._cpu0, self._wall0 = time.process_time(), time.perf_counter()
-        self._task = asyncio.ensure_future(self._tick())
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._cpu_s = time.process_time() - self._cpu0
-        self._wall_s = time.perf_counter() - self._wall0
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _tick(self) -> None:
-        while True:
-            start = time.perf_counter()
-            await asyncio.sleep(TICK_S)
-            self.lags_ms.append(max(0.0, (time.perf_counter() - start - TICK_S) * 1000))
+    async def watch(self) -> None:
+        """Tick every 10 ms until cancelled, keeping each tick's lateness; the process's CPU
+        and the wall time are taken when the watch ends."""
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        try:
+            while True:
+                start = time.perf_counter()
+                await asyncio.sleep(TICK_S)
+                self.lags_ms.append(max(0.0, (time.perf_counter() - start - TICK_S) * 1000))
+        finally:
+            self._cpu_s = time.process_time() - cpu0
+            self._wall_s = time.perf_counter() - wall0
 
     def figures(self, records: Iterable[RequestRecord]) -> ClientFigures:
         sends = sorted((r.timings.sent_ns - r.timings.scheduled_ns) / NS_PER_MS for r in records)

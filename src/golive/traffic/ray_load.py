@@ -29,6 +29,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 import golive
 from golive.errors import ConfigError
+from golive.sampling import running_beside
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.headroom import ClientFigures, ClientMonitor
 from golive.traffic.records import RequestRecord
@@ -68,7 +69,7 @@ class LoadClient:
         records: asyncio.Queue[RequestRecord] = asyncio.Queue()
         self.stopped = asyncio.Event()
         monitor = ClientMonitor()  # this client's own loop lag and CPU (golive.client_headroom)
-        async with TargetClient(self.settings) as client, monitor:
+        async with TargetClient(self.settings) as client, running_beside(monitor.watch()):
             self.client = client
             task = asyncio.ensure_future(
                 run_schedule(
