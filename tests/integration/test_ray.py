@@ -206,7 +206,10 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for w in windows:
         groups.setdefault((w["phase"], w["window_concurrency"]), []).append(w)
-    assert ("concurrency", 3) in groups  # the ramp's top step: one request each on 3 clients
+    checks = {c["id"]: c for c in verdict.data["checks"]}
+    ramp = checks["capacity.concurrency"]
+    # the ramp's top step: one request each on 3 clients
+    assert ("concurrency", 3) in groups, (ramp["summary"], checks["golive.client_headroom"])
     for (_, level), shares in groups.items():
         # a window appears once per client; the ramp and sustained may both run a level
         per_window = split(level, 3)
@@ -224,7 +227,6 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
     ]
     assert len(records) == sum(w["sent"] for w in windows)
     assert {r["label"].split("@")[1] for r in records} == set(load.names)
-    checks = {c["id"]: c for c in verdict.data["checks"]}
     assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
     assert checks["golive.client_headroom"]["status"] == "pass", checks["golive.client_headroom"]
     assert checks["capacity.sustained"]["status"] in ("pass", "warn"), checks["capacity.sustained"]

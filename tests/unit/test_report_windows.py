@@ -39,10 +39,15 @@ def test_golive_own_figures_stand_beside_each_window() -> None:
     windows = _windows()
     starved = {
         **windows[-1],
-        "client": {"send_lag_p99_ms": 41.2, "loop_lag_p99_ms": 230.5, "cpu_share": 0.97},
+        "client": {
+            "send_lag_mean_ms": 18.4,
+            "send_lag_p99_ms": 41.2,
+            "loop_lag_p99_ms": 230.5,
+            "cpu_share": 0.97,
+        },
         "client_bottleneck": "the client, not the server, was the bottleneck: golive used 97%",
     }
     text = render_markdown({"outcome": "hold"}, None, [*windows[:-1], starved])
-    assert "| 41.2 / 230.5 | 97% |" in text
+    assert "| 18.4 / 41.2, 230.5 | 97% |" in text
     assert "Not judged: the client, not the server, was the bottleneck" in text
     assert text.count("| n/a | n/a |") == len(windows) - 1  # captured before the figures

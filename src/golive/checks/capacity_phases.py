@@ -265,6 +265,9 @@ async def concurrency_ramp(run: Run) -> CheckResult:
         offset += len(answered)
         steps.append(stats)
         run.step_rps[level] = stats.throughput_rps
+        # the next cap is sized from the fastest per-slot rate measured so far: a calibration
+        # slowed by a first-request cost must not end the next window early on its cap
+        run.rate_per_slot = max(run.rate_per_slot, stats.throughput_rps / level)
         run.ctx.bundle.append_jsonl(
             "metrics/capacity-steps.jsonl", {**stats.to_json(), "request_cap": cap}
         )

@@ -125,7 +125,7 @@ def load_windows(windows: Sequence[Mapping[str, Any]]) -> list[str]:
         ),
         "",
         "| phase | concurrency | asked s | ran s | ended by | requests / cap | peak in flight "
-        "| golive send / loop lag p99 ms | golive CPU |",
+        "| golive send lag mean / p99, loop lag p99 ms | golive CPU |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     lines += [
@@ -145,9 +145,8 @@ def _client(window: Mapping[str, Any]) -> str:
     if not isinstance(figures, Mapping):
         return "n/a | n/a"
     cpu = figures.get("cpu_share")
-    return f"{figures.get('send_lag_p99_ms')} / {figures.get('loop_lag_p99_ms')} | " + (
-        "n/a" if cpu is None else f"{cpu:.0%}"
-    )
+    send = f"{figures.get('send_lag_mean_ms', 'n/a')} / {figures.get('send_lag_p99_ms')}"
+    return f"{send}, {figures.get('loop_lag_p99_ms')} | " + ("n/a" if cpu is None else f"{cpu:.0%}")
 
 
 def scope_line(verdict: Mapping[str, Any]) -> str:

@@ -38,6 +38,7 @@ class ClientFigures:
     cpu_share: float | None  # process CPU seconds per wall second (1.0 = one core)
     requests: int
     ticks: int
+    send_lag_mean_ms: float | None = None  # the share of each slot's time lost before sending
 
     def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -82,6 +83,7 @@ class ClientMonitor:
             cpu_share=self._cpu_s / self._wall_s if self._wall_s > 0 else None,
             requests=len(sends),
             ticks=len(loop),
+            send_lag_mean_ms=sum(sends) / len(sends) if sends else None,
         )
 
 
@@ -101,6 +103,7 @@ def worst(figures: Sequence[ClientFigures]) -> ClientFigures:
         most(f.cpu_share for f in figures),
         sum(f.requests for f in figures),
         sum(f.ticks for f in figures),
+        most(f.send_lag_mean_ms for f in figures),
     )
 
 
@@ -111,8 +114,10 @@ def _rank(ordered: Sequence[float], q: float) -> float | None:
 
 
 def lag_limit_ms(policy: HeadroomPolicy, e2e_p50_s: float | None) -> float:
-    """The send lag a window tolerates: the policy's, or 2% of its median latency if larger
-    (10 ms of client lag cannot move a judgement of 4-second requests)."""
+    """The mean send lag a window tolerates: the policy's, or 2% of its median latency if
+    larger (10 ms of client lag cannot move a judgement of 4-second requests). The mean, not
+    the p99: one request held 13 ms by the operating system on a busy 2-core box is the p99
+    of a 6-second window at 2 requests/s, and it cost the window under 1% of its load."""
     relative = (e2e_p50_s or 0.0) * 1000 * LATENCY_SHARE
     return max(policy.max_lag_ms, relative)
 
@@ -160,13 +165,17 @@ def bottleneck(
             f"{figures.cpu_share:.0%} of a core (limit {policy.max_cpu_share:.0%}); add "
             "workers or clients"
         )
+    tail = loop_limit_ms(policy, e2e_p50_s)
     for name, value, limit in (
-        ("send lag", figures.send_lag_p99_ms, lag_limit_ms(policy, e2e_p50_s)),
-        ("event-loop lag", figures.loop_lag_p99_ms, loop_limit_ms(policy, e2e_p50_s)),
+        # the mean is the load not offered: each slot idles that long before each request
+        ("send lag mean", figures.send_lag_mean_ms, lag_limit_ms(policy, e2e_p50_s)),
+        # the tail is a few requests sent late: it matters only as a large share of latency
+        ("send lag p99", figures.send_lag_p99_ms, tail),
+        ("event-loop lag p99", figures.loop_lag_p99_ms, tail),
     ):
         if value is not None and value > limit:
             return (
-                f"the client, not the server, was the bottleneck: its {name} p99 was "
+                f"the client, not the server, was the bottleneck: its {name} was "
                 f"{value:.1f} ms (limit {limit:.1f} ms); add workers or clients"
             )
     return None
@@ -191,7 +200,7 @@ def headroom_check(windows: Sequence[Mapping[str, Any]]) -> CheckResult:
         key: max(
             (w["client"][key] for w in measured if w["client"].get(key) is not None), default=None
         )
-        for key in ("send_lag_p99_ms", "loop_lag_p99_ms", "cpu_share")
+        for key in ("send_lag_mean_ms", "send_lag_p99_ms", "loop_lag_p99_ms", "cpu_share")
     }
     short = [w for w in measured if w.get("client_bottleneck")]
     measurements: dict[str, Any] = {"windows": len(measured), "bottlenecked": len(short), **worst}
@@ -213,8 +222,9 @@ def headroom_check(windows: Sequence[Mapping[str, Any]]) -> CheckResult:
         CheckClass.INTEGRITY,
         True,
         Status.PASS,
-        f"golive had headroom in every load window ({len(measured)}): send lag p99 at most "
-        f"{_ms(worst['send_lag_p99_ms'])}, event-loop lag p99 at most "
+        f"golive had headroom in every load window ({len(measured)}): send lag mean at most "
+        f"{_ms(worst['send_lag_mean_ms'])} and p99 at most {_ms(worst['send_lag_p99_ms'])}, "
+        "event-loop lag p99 at most "
         f"{_ms(worst['loop_lag_p99_ms'])}, CPU at most {_share(worst['cpu_share'])} of a core",
         measurements,
         evidence,

@@ -134,6 +134,7 @@ class ClientWindow:
     loop_lag_max_ms: float | None = None
     cpu_share: float | None = None  # the client process's CPU over the window (1.0 = a core)
     ticks: int = 0
+    lag_mean_ms: float | None = None
 
     def figures(self) -> ClientFigures:
         return ClientFigures(
@@ -145,6 +146,7 @@ class ClientWindow:
             self.cpu_share,
             self.requests,
             self.ticks,
+            self.lag_mean_ms,
         )
 
 
@@ -330,4 +332,5 @@ def _window(
         loop_lag_max_ms=None if done is None else done.get("loop_lag_max_ms"),
         cpu_share=None if done is None else done.get("cpu_share"),
         ticks=0 if done is None else int(done.get("ticks") or 0),
+        lag_mean_ms=round(statistics.fmean(lags), 3) if lags else None,
     )
