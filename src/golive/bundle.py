@@ -240,3 +240,49 @@ def record_streams(root: Path, pattern: str = "*") -> list[Path]:
 def size_bytes(root: Path) -> int:
     """What the bundle's files weigh on disk, in bytes (verdict.json `bundle_bytes`)."""
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+class BundleReader:
+    """Read-only access to a bundle's evidence: what a family's `judge` reads, in a run and
+    again in `golive decide` (no writes, no network). A file that is absent reads as None."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def text(self, rel: str) -> str | None:
+        path = locate(self.root, rel)
+        if not path.is_file():
+            return None
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise BundleError(f"cannot read {path}: {exc.strerror}") from exc
+
+    def json(self, rel: str) -> Any:
+        text = self.text(rel)
+        if text is None:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise BundleError(f"{self.root / rel}: not JSON ({exc})") from exc
+
+    def jsonl(self, rel: str) -> list[dict[str, Any]]:
+        """The rows of a JSON-lines file, plain or zstd-compressed; [] when it is absent."""
+        path = locate(self.root, rel)
+        if not path.is_file():
+            path = locate(self.root, rel + ZSTD)
+            if not path.is_file():
+                return []
+        rows = []
+        for number, line in enumerate(read_lines(path), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise BundleError(f"{path}:{number}: not a JSON line ({exc})") from exc
+            if not isinstance(row, dict):
+                raise BundleError(f"{path}:{number}: a JSON object was expected")
+            rows.append(row)
+        return rows

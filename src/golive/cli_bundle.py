@@ -74,6 +74,8 @@ def _decide(args: argparse.Namespace, err: Console) -> int:
                     "rules_fired": [r.to_json() for r in derived.rules_fired],
                     "agrees": result.agrees,
                     "problems": list(result.problems),
+                    "rejudged_from_evidence": list(result.rejudged),
+                    "taken_as_sealed": list(result.as_sealed),
                 },
                 indent=2,
             )
@@ -82,6 +84,10 @@ def _decide(args: argparse.Namespace, err: Console) -> int:
         print(f"{args.bundle}: re-derived {derived.outcome.value} (sealed {result.sealed.value})")
         for rule in derived.rules_fired:
             print(f"  {rule.outcome.value} ({rule.rule}): {', '.join(rule.check_ids)}")
+        print(
+            f"  judged again from the evidence: {', '.join(result.rejudged) or 'none'}; "
+            f"taken as sealed: {', '.join(result.as_sealed) or 'none'}"
+        )
     for problem in result.problems:
         err.print(f"[red]disagrees:[/red] {escape(problem)}", highlight=False, soft_wrap=True)
     return 0 if result.agrees else 1

@@ -276,6 +276,11 @@ def load_profile(name_or_path: str) -> Profile:
     return _validate(Profile, _read_yaml(path), str(path))
 
 
+def parse_profile(text: str, source: str) -> Profile:
+    """A profile from its YAML text (the copy a bundle keeps in config/profile.yaml)."""
+    return _validate(Profile, _parse_yaml(text, source), source)
+
+
 def profile_text(name_or_path: str) -> str:
     """The profile's source text, saved into the bundle as evidence of the rules applied."""
     if name_or_path in PROFILES:

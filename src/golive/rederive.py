@@ -1,18 +1,53 @@
 """`golive decide BUNDLE`: re-derive the verdict offline from a sealed bundle, with the
-policy saved inside it, and say whether it agrees with the sealed one."""
+policy and profile saved inside it, and say whether it agrees with the sealed one.
+
+Check families that judge from the bundle (`FAMILY_JUDGES`) are judged again from their
+evidence, with the server-log corroboration and the policy applied as in the run; every
+re-judged check must equal the sealed one in status, summary and measurements, and each
+difference is named. The other families' checks are taken as sealed (the decision table is
+still re-applied to them). An edited evidence file is caught even when the manifest was
+recomputed: the check judged from it differs.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from golive.bundle import verify
+from golive.bundle import BundleReader, locate, verify
+from golive.checks.cache import judge_cache
+from golive.checks.cache.rules import PROTOCOL_FILE as CACHE_PROTOCOL
+from golive.config import Profile, load_profile, parse_profile
 from golive.decide import decide
 from golive.errors import ConfigError
-from golive.policy import POLICY_FILE, apply_policy, parse_policy
+from golive.evidence.runtime_log import SERVER_LOG, corroborate, request_spans, runtime_errors
+from golive.policy import POLICY_FILE, Policy, apply_policy, parse_policy
 from golive.results import CheckResult, Decision, Outcome
 from golive.scope import scope_from_json
+
+FamilyJudge = Callable[[BundleReader, Profile], list[CheckResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyJudgement:
+    """A check family that judges from the bundle: the file its collector always writes, and
+    its judge."""
+
+    family: str
+    marker: str
+    judge: FamilyJudge
+
+
+FAMILY_JUDGES = (FamilyJudgement("cache", CACHE_PROTOCOL, judge_cache),)
+
+
+def judged_from_evidence(root: Path) -> list[str]:
+    """The families whose evidence this bundle holds (verdict.json `judged_from_evidence`):
+    `golive decide` must re-judge them, and a missing evidence file is then a difference."""
+    return [f.family for f in FAMILY_JUDGES if locate(root, f.marker).is_file()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +55,8 @@ class Rederived:
     sealed: Outcome
     decision: Decision
     problems: tuple[str, ...]
+    rejudged: tuple[str, ...] = ()  # families judged again from their evidence
+    as_sealed: tuple[str, ...] = ()  # families whose checks were taken as sealed
 
     @property
     def agrees(self) -> bool:
@@ -39,31 +76,24 @@ def rederive(root: Path) -> Rederived:
         ) from exc
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{verdict_path}: not a golive verdict ({exc})") from exc
-    problems = []
-    report = verify(root)
-    if not report.ok:
-        changed = [
-            f"{what}: {', '.join(paths)}"
-            for what, paths in (
-                ("altered", report.altered),
-                ("missing", report.missing),
-                ("added", report.extra),
-            )
-            if paths
-        ]
-        problems.append(f"the bundle does not match its manifest ({'; '.join(changed)})")
+    problems = _manifest_problems(root)
     policy_path = root / POLICY_FILE
-    waive: dict[str, object] = {}
+    policy: Policy | None = None
     if policy_path.is_file():
-        policy = parse_policy(policy_path.read_text(encoding="utf-8"), str(policy_path))
+        loaded = parse_policy(policy_path.read_text(encoding="utf-8"), str(policy_path))
         recorded = (data.get("policy") or {}).get("sha256")
-        if recorded != policy.sha256:
+        if recorded != loaded.sha256:
             problems.append(
-                f"{POLICY_FILE} has digest {policy.sha256}, verdict.json names {recorded}"
+                f"{POLICY_FILE} has digest {loaded.sha256}, verdict.json names {recorded}"
             )
-        checks = apply_policy(policy.policy, checks)
-        waive = dict(policy.policy.waive)
-    decision = decide(checks, scope, waive)
+        policy = loaded.policy
+    if data.get("parts"):  # a combined bundle: each part is re-derived as it was sealed
+        rejudged = _rederive_parts(root, data["parts"], problems)
+    else:
+        checks, rejudged = _rejudge(root, data, checks, policy, problems)
+    if policy is not None:
+        checks = apply_policy(policy, checks)
+    decision = decide(checks, scope, dict(policy.waive) if policy is not None else {})
     if decision.outcome is not sealed:
         problems.append(
             f"re-derived outcome {decision.outcome.value} differs from the sealed {sealed.value}"
@@ -72,4 +102,114 @@ def rederive(root: Path) -> Rederived:
     derived_rules = [r.rule for r in decision.rules_fired]
     if sealed_rules != derived_rules:
         problems.append(f"rules fired differ: sealed {sealed_rules}, re-derived {derived_rules}")
-    return Rederived(sealed, decision, tuple(problems))
+    families = sorted({c.id.split(".")[0] for c in checks} - set(rejudged))
+    return Rederived(sealed, decision, tuple(problems), tuple(rejudged), tuple(families))
+
+
+def _rederive_parts(
+    root: Path, parts: Sequence[Mapping[str, Any]], problems: list[str]
+) -> list[str]:
+    rejudged: set[str] = set()
+    for part in parts:
+        where = str(part.get("dir") or "")
+        again = rederive(root / where)
+        problems.extend(f"{where}: {problem}" for problem in again.problems)
+        rejudged.update(again.rejudged)
+    return sorted(rejudged)
+
+
+def _manifest_problems(root: Path) -> list[str]:
+    report = verify(root)
+    if report.ok:
+        return []
+    changed = [
+        f"{what}: {', '.join(paths)}"
+        for what, paths in (
+            ("altered", report.altered),
+            ("missing", report.missing),
+            ("added", report.extra),
+        )
+        if paths
+    ]
+    return [f"the bundle does not match its manifest ({'; '.join(changed)})"]
+
+
+def _rejudge(
+    root: Path,
+    data: Mapping[str, Any],
+    checks: list[CheckResult],
+    policy: Policy | None,
+    problems: list[str],
+) -> tuple[list[CheckResult], list[str]]:
+    """The sealed checks with every family that judges from the bundle judged again;
+    differences go to `problems`."""
+    listed = set(data.get("judged_from_evidence") or ())
+    present = set(judged_from_evidence(root))
+    reader = BundleReader(root)
+    profile = _profile(reader, data)
+    errors = _logged_errors(reader, data)
+    rejudged: list[str] = []
+    for family in FAMILY_JUDGES:
+        mine = [c for c in checks if c.id.startswith(f"{family.family}.")]
+        if family.family not in listed | present or not mine:
+            continue
+        again = family.judge(reader, profile)
+        if errors:
+            again, _ = corroborate(again, errors, request_spans(root))
+        if policy is not None:
+            again = apply_policy(policy, again)
+            mine = apply_policy(policy, mine)
+        problems.extend(differences(mine, again))
+        by_id = {c.id: c for c in again}
+        checks = [by_id.pop(c.id, c) if c.id.startswith(f"{family.family}.") else c for c in checks]
+        checks += list(by_id.values())
+        rejudged.append(family.family)
+    return checks, rejudged
+
+
+def _profile(reader: BundleReader, data: Mapping[str, Any]) -> Profile:
+    text = reader.text("config/profile.yaml")
+    if text is not None:
+        return parse_profile(text, str(reader.root / "config/profile.yaml"))
+    return load_profile(str(data.get("profile") or "generic"))
+
+
+def _logged_errors(reader: BundleReader, data: Mapping[str, Any]) -> list[Any]:
+    """The errors of the server log the run kept, read as the run read them."""
+    text = reader.text(SERVER_LOG)
+    if text is None:
+        return []
+    started = str(data.get("started") or "")
+    year = int(started[:4]) if started[:4].isdigit() else 1970
+    return list(runtime_errors(text, year, None))
+
+
+def differences(sealed: Sequence[CheckResult], again: Sequence[CheckResult]) -> list[str]:
+    """Each way the re-judged checks differ from the sealed ones: check id, field, sealed
+    value, re-derived value."""
+    out: list[str] = []
+    then = {c.id: c for c in sealed}
+    now = {c.id: c for c in again}
+    for check_id in [*then, *(i for i in now if i not in then)]:
+        old, new = then.get(check_id), now.get(check_id)
+        if old is None or new is None:
+            out.append(
+                f"{check_id}: {'sealed' if new is None else 're-derived'} only "
+                f"({(old or new).status.value})"  # type: ignore[union-attr]
+            )
+            continue
+        for field in ("status", "critical", "summary"):
+            a, b = getattr(old, field), getattr(new, field)
+            if a != b:
+                out.append(f"{check_id} {field}: sealed {_short(a)}, re-derived {_short(b)}")
+        for key in sorted({*old.measurements, *new.measurements}):
+            a, b = old.measurements.get(key, "absent"), new.measurements.get(key, "absent")
+            if a != b:
+                out.append(f"{check_id} measurements.{key}: sealed {a!r}, re-derived {b!r}")
+    return out
+
+
+def _short(value: Any) -> str:
+    text = getattr(value, "value", value)
+    text = str(text)
+    return repr(text if len(text) <= 160 else text[:157] + "...")

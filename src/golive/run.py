@@ -28,6 +28,7 @@ from golive.evidence.runtime_log import server_log_evidence
 from golive.interrupt import Guard
 from golive.ledger import ledger_check
 from golive.policy import POLICY_FILE, apply_policy, load_policy
+from golive.rederive import judged_from_evidence
 from golive.registry import ACCEPTED, identity, programme_scope, register, registry_dir
 from golive.report.html import render_html
 from golive.report.markdown import bundle_markdown
@@ -124,9 +125,12 @@ async def judge(
     checks = apply_policy(policy.policy, checks)
     decision = decide(checks, scope, policy.policy.waive)
     data = verdict_json(config, profile.name, command, started, checks, decision, scope)
-    data["waivers"] = policy.policy.waivers(decision.waived)
-    data["policy"] = policy.to_json()
-    data["rollback_target"] = rollback_target(bundle.root)
+    data.update(
+        waivers=policy.policy.waivers(decision.waived),
+        policy=policy.to_json(),
+        rollback_target=rollback_target(bundle.root),
+        judged_from_evidence=judged_from_evidence(bundle.root),
+    )
     if guard.interruption is not None:
         data["interrupted"] = guard.interruption.to_json()
     data["bundle_bytes"] = size_bytes(bundle.root)  # the evidence, before the reports

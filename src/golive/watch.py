@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 from golive.checks.agent_cases import shipped_cases
 from golive.checks.agent_response import Contract, response_findings
 from golive.checks.cache import CacheProtocol
-from golive.checks.cache_rules import engine_reused_tokens
+from golive.checks.cache.rules import engine_reused_tokens
 from golive.checks.capacity import PhaseProgress, Quiet, served_model
 from golive.checks.context import CheckContext, scrape, tokens_per_word
 from golive.errors import BadResponse, ConfigError

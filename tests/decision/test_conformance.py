@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from golive.checks.cache import reuse_result
-from golive.checks.cache_rules import CacheStep
+from golive.checks.cache.judge import reuse_result
+from golive.checks.cache.rules import CacheStep
 from golive.checks.capacity import classified
 from golive.checks.capacity_rules import (
     StabilityPolicy,
@@ -659,7 +659,7 @@ async def combined_sections_with_cache_not_accepted(tmp: Path) -> Verdict:
 async def hybrid_cache_without_a_retention_policy(tmp: Path) -> Verdict:
     """ "The deployment team should therefore document the retention policy instead of
     assuming that every partial prefix will be cached." """
-    from golive.checks.cache_retention import judge_retention
+    from golive.checks.cache.retention import judge_retention
 
     retention = judge_retention(
         {"enable_prefix_caching": "True", "mamba_cache_mode": "align", "block_size": "480"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,7 +14,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from golive.bundle import Bundle
+from golive.checks.cache.rules import STEPS_FILE as STEPS
 from golive.cli import main
+from golive.rederive import rederive
 from golive.results import Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
@@ -81,6 +85,36 @@ async def test_prefix_caching_on_is_accepted(real_target: RunningTarget, tmp_pat
     assert m["warmup_ttft_s"] == steps[0]["ttft_s"]
     assert abs(steps[0]["prompt_tokens"] - steps[1]["prompt_tokens"]) <= 8
     assert "cache.prefix_reuse" in (tmp_path / "b/report.md").read_text()
+    await _assert_rederives(tmp_path / "b")
+    # an edited evidence file is caught even with the manifest recomputed: the engine's
+    # counters of the warm requests zeroed, the re-judged reuse check no longer passes
+    edited = tmp_path / "edited"
+    shutil.copytree(tmp_path / "b", edited)
+    rows = [
+        {**s, "d_hits": 0.0, "d_prompt_tokens_cached": 0.0} if s["step"].startswith("warm-") else s
+        for s in steps
+    ]
+    (edited / STEPS).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    Bundle(edited).seal()
+    again = rederive(edited)
+    assert not again.agrees
+    assert not any("manifest" in p for p in again.problems), again.problems
+    assert "cache.prefix_reuse status: sealed 'pass', re-derived 'fail'" in again.problems
+    assert any(
+        p.startswith("cache.prefix_reuse measurements.warm_d_hits_total") for p in again.problems
+    )
+    assert again.decision.outcome is Outcome.HOLD
+
+
+async def _assert_rederives(bundle: Path) -> None:
+    """`golive decide BUNDLE` judges the cache checks again from the bundle's evidence and
+    reproduces each one (status, summary, measurements) and the outcome."""
+    code = await asyncio.to_thread(main, ["decide", str(bundle), "--json"])
+    again = rederive(bundle)
+    assert again.agrees, again.problems
+    assert code == 0
+    assert again.rejudged == ("cache",)
+    assert json.loads((bundle / "verdict.json").read_text())["judged_from_evidence"] == ["cache"]
 
 
 async def test_prefix_shorter_than_a_block_blames_the_test(
@@ -91,6 +125,7 @@ async def test_prefix_shorter_than_a_block_blames_the_test(
     assert code == Outcome.HOLD.exit_code
     assert "test too small" in reuse["summary"]
     assert "says nothing about the runtime" in reuse["summary"]
+    await _assert_rederives(tmp_path / "b")
 
 
 async def test_metrics_out_of_reach_is_no_data(real_target: RunningTarget, tmp_path: Path) -> None:
@@ -104,6 +139,7 @@ async def test_metrics_out_of_reach_is_no_data(real_target: RunningTarget, tmp_p
     assert reuse["status"] == "no_data"
     assert verdict["outcome"] != "go-live"
     assert code == Outcome.HOLD.exit_code
+    await _assert_rederives(tmp_path / "b")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

@@ -105,6 +105,7 @@ async def test_parts_of_different_deployments_are_refused(
     assert not (tmp_path / "combined").exists()
 
 
+@pytest.mark.tampers_bundle
 async def test_stale_duplicated_or_altered_parts_are_refused(tmp_path: Path) -> None:
     parts = await _all(tmp_path / "parts")
     later = dt.datetime.now(dt.UTC) + dt.timedelta(days=8)

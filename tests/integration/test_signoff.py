@@ -230,6 +230,7 @@ async def test_failing_bundle_needs_an_override_to_sign_go_live(tmp_path: Path) 
     assert "INC-42" in signature["override_reason"]
 
 
+@pytest.mark.tampers_bundle
 async def test_decide_notices_a_tampered_verdict(tmp_path: Path, capsys: Any) -> None:
     out = tmp_path / "b"
     assert await _smoke(out, "stale_metrics") == Outcome.HOLD.exit_code

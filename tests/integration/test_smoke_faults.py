@@ -166,6 +166,7 @@ async def test_api_key_is_sent_but_never_saved(
             assert "sk-live-0123456789" not in path.read_text()
 
 
+@pytest.mark.tampers_bundle
 def test_cli_exit_codes_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`golive smoke` exits 11 (hold) on an unreachable target; `verify` 0 then 1."""
     with socket.socket() as sock:

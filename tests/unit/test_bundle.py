@@ -10,6 +10,9 @@ import pytest
 from golive.bundle import MANIFEST, Bundle, verify
 from golive.errors import BundleError
 
+# the bundles here are built and altered by hand: manifests and signatures, not verdicts
+pytestmark = pytest.mark.tampers_bundle
+
 
 def _sealed(tmp_path: Path) -> Path:
     bundle = Bundle.create(tmp_path / "b", secrets=["sk-secret-123"])

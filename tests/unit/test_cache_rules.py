@@ -9,14 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from golive.checks.cache import (
-    CacheProtocol,
-    CacheSettings,
-    cache_plan,
-    reuse_result,
-    warmup_note,
-)
-from golive.checks.cache_rules import CacheStep, control_invalidated, judge_reuse, rank_test
+from golive.checks.cache import CacheProtocol, CacheSettings
+from golive.checks.cache.collect import cache_plan
+from golive.checks.cache.judge import reuse_result, warmup_note
+from golive.checks.cache.rules import CacheStep, control_invalidated, judge_reuse, rank_test
 from golive.metrics import MetricsDelta, parse_metrics
 from golive.results import Status
 
@@ -147,7 +143,7 @@ def test_controls_and_rank_test() -> None:
 def test_retention_must_be_known_not_assumed(
     measurements: dict[str, str | None], hybrid: bool, status: Status
 ) -> None:
-    from golive.checks.cache_retention import judge_retention
+    from golive.checks.cache.retention import judge_retention
 
     assert judge_retention(measurements, hybrid, "boundaries").status is status
 

@@ -16,6 +16,9 @@ from golive.cli import main
 from golive.errors import ConfigError
 from golive.signing import SIGNATURE, load_private_key, load_public_key
 
+# the bundles here are built and altered by hand: manifests and signatures, not verdicts
+pytestmark = pytest.mark.tampers_bundle
+
 
 def _keys(tmp_path: Path, name: str = "k") -> tuple[Path, Path]:
     key = Ed25519PrivateKey.generate()

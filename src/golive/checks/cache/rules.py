@@ -11,6 +11,40 @@ from typing import Any
 from golive.metrics import MetricsDelta
 from golive.results import CheckClass, CheckResult, Status
 
+STEPS_FILE = "metrics/cache-steps.jsonl"
+PROTOCOL_FILE = "metrics/cache-protocol.json"  # what the collector resolved and sent
+START_SCRAPE = "cache-00-start"  # metrics/cache-00-start.prom: the engine's cache config
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedCache:
+    """What the server's startup log said about its cache (`--log`), as the protocol file
+    keeps it for the judge."""
+
+    attention_block_size: int | None = None
+    prefix_caching: bool | None = None
+    mamba_cache_mode: str | None = None
+    retention_interval: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attention_block_size": self.attention_block_size,
+            "prefix_caching": self.prefix_caching,
+            "mamba_cache_mode": self.mamba_cache_mode,
+            "retention_interval": self.retention_interval,
+        }
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any] | None) -> LoggedCache | None:
+        if row is None:
+            return None
+        return cls(
+            row.get("attention_block_size"),
+            row.get("prefix_caching"),
+            row.get("mamba_cache_mode"),
+            row.get("retention_interval"),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class CacheStep:
@@ -257,5 +291,5 @@ def cache_result(
         status,
         summary,
         dict(measurements or {}),
-        evidence or (f"requests/{CACHE_FILE}.jsonl", "metrics/cache-steps.jsonl"),
+        evidence or (f"requests/{CACHE_FILE}.jsonl", STEPS_FILE),
     )

@@ -6,18 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golive.checks.cache_rules import cache_result as _r
-from golive.evidence.startup_log import StartupFacts
+from golive.checks.cache.rules import LoggedCache
+from golive.checks.cache.rules import cache_result as _r
 from golive.results import CheckResult, Status
 
 
 def retention_result(
-    labels: Mapping[str, str], startup: StartupFacts | None, block: int | None, prompt_tokens: int
+    labels: Mapping[str, str], logged: LoggedCache | None, block: int | None, prompt_tokens: int
 ) -> CheckResult:
-    mode = labels.get("mamba_cache_mode") or (startup.mamba_cache_mode if startup else None)
+    mode = labels.get("mamba_cache_mode") or (logged.mamba_cache_mode if logged else None)
     interval = labels.get("prefix_cache_retention_interval")
-    if startup is not None and startup.arg("prefix_cache_retention_interval") is not None:
-        interval = str(startup.arg("prefix_cache_retention_interval"))
+    if logged is not None and logged.retention_interval is not None:
+        interval = logged.retention_interval
     hybrid = mode not in (None, "none", "None")
     boundaries = (
         "hybrid cache: reuse relies on prompt-end checkpoints and interval checkpoints "
@@ -33,7 +33,7 @@ def retention_result(
         "enable_prefix_caching": labels.get("enable_prefix_caching"),
         "prompt_tokens": prompt_tokens,
     }
-    if not labels and startup is None:
+    if not labels and logged is None:
         return _r(
             "cache.retention",
             False,

@@ -1,0 +1,203 @@
+"""`golive cache`: prove prefix-cache reuse with cold, warm and control requests read against
+the engine's own counters (a launch flag is not acceptance).
+
+Every request runs alone, between two metric scrapes, so each window's counter deltas belong
+to that request (or reveal other traffic on a shared server).
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from golive.bundle import BundleReader
+from golive.checks.cache.judge import block_size, judge_cache, labels_of
+from golive.checks.cache.rules import (
+    CACHE_FILE,
+    PROTOCOL_FILE,
+    START_SCRAPE,
+    STEPS_FILE,
+    CacheStep,
+    LoggedCache,
+    cached_prompt_tokens,
+)
+from golive.checks.capacity import served_model
+from golive.checks.context import CheckContext, scrape, tokens_per_word
+from golive.evidence.startup_log import StartupFacts
+from golive.metrics import MetricsDelta, Snapshot
+from golive.results import CheckResult
+from golive.traffic.workload import WorkloadShape, filler, tool_schemas
+
+FILE = CACHE_FILE
+CONTROLS = ("system_prompt", "whitespace", "tool_schema", "tool_order", "serialization")
+
+
+@dataclass(frozen=True, slots=True)
+class CacheSettings:
+    prefix_tokens: int | None = None
+    warm_repeats: int = 5
+    cold_samples: int = 3
+    startup: StartupFacts | None = None
+
+
+class CacheProtocol:
+    """Builds the protocol's requests: one salted shared prefix and single-variable controls."""
+
+    TOOLS_FROM = 512  # below this the prefix is the system prompt alone (tools are ~300 tokens)
+
+    def __init__(self, model: str, target_tokens: int, ratio: float, salt: str) -> None:
+        self.model = model
+        self.with_tools = target_tokens >= self.TOOLS_FROM
+        overhead = 350 if self.with_tools else 40
+        self.words = max(1, int((target_tokens - overhead) / ratio))
+        self.salt = salt
+        self.tools = (
+            tool_schemas(WorkloadShape(tools=2, tool_properties=3)) if self.with_tools else []
+        )
+
+    @property
+    def controls(self) -> tuple[str, ...]:
+        return CONTROLS if self.with_tools else ("system_prompt", "whitespace")
+
+    def system(self, salt: str, variant: str = "") -> str:
+        head = {
+            "system_prompt": f"[{salt}] NOTE: revised policy. ",
+            "whitespace": f"[{salt}]  ",
+        }.get(variant, f"[{salt}] ")
+        return (
+            head
+            + "You are the on-call assistant for the payments platform. "
+            + filler(self.words, 31337)
+        )
+
+    def tool_set(self, variant: str = "") -> list[dict[str, Any]]:
+        tools = copy.deepcopy(self.tools)
+        if variant == "tool_schema":
+            tools[0]["function"]["description"] += " Results are cached for five minutes."
+        elif variant == "tool_order":
+            tools.reverse()
+        elif variant == "serialization":
+            params = tools[0]["function"]["parameters"]
+            params["properties"] = dict(reversed(list(params["properties"].items())))
+        return tools
+
+    def body(self, user: str, salt: str | None = None, variant: str = "") -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": self.system(salt or self.salt, variant)},
+                {"role": "user", "content": user},
+            ],
+            "max_tokens": 4,
+            "temperature": 0,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if self.tools:
+            body["tools"] = self.tool_set(variant)
+            body["tool_choice"] = "none"
+        return body
+
+
+async def run_cache(ctx: CheckContext, settings: CacheSettings) -> list[CheckResult]:
+    """Collect the cache evidence into the bundle, then judge it from there."""
+    protocol = await collect_cache(ctx, settings)
+    ctx.bundle.write_json(PROTOCOL_FILE, protocol)
+    return judge_cache(BundleReader(ctx.bundle.root), ctx.profile)
+
+
+async def collect_cache(ctx: CheckContext, settings: CacheSettings) -> dict[str, Any]:
+    """Send the protocol's requests, each between two scrapes (`metrics/cache-steps.jsonl`);
+    return what was resolved on the way (`metrics/cache-protocol.json`), or why it stopped."""
+    model, max_model_len = await served_model(ctx, FILE)
+    if model is None:
+        return {"problem": "no served model: /v1/models did not answer"}
+    start = await scrape(ctx, START_SCRAPE)
+    if start.snapshot is None:
+        return {
+            "problem": f"cache not judged: engine metrics unavailable ({start.problem}); reuse "
+            "is never assumed from a flag",
+            "evidence": [e for e in (start.evidence,) if e],
+        }
+    logged = logged_cache(settings.startup)
+    block = block_size(labels_of(start.snapshot), logged, ctx.profile.cache.block_size_hint)
+    target_tokens = settings.prefix_tokens or max(
+        ctx.profile.cache.min_shared_prefix_tokens, 8 * (block or 16)
+    )
+    if max_model_len is not None:
+        target_tokens = min(target_tokens, max_model_len - 128)
+    ratio, how = await tokens_per_word(ctx, model)
+    protocol = CacheProtocol(model, target_tokens, ratio, _salt())
+    last = start.snapshot
+    for index, (name, body) in enumerate(cache_plan(protocol, settings), start=1):
+        last = await _step(ctx, index, name, body, last)
+    return {
+        "model": model,
+        "max_model_len": max_model_len,
+        "target_tokens": target_tokens,
+        "calibration": how,
+        "controls": list(protocol.controls),
+        "startup": None if logged is None else logged.to_json(),
+    }
+
+
+def logged_cache(startup: StartupFacts | None) -> LoggedCache | None:
+    """The startup log's cache facts, as the judge reads them back."""
+    if startup is None:
+        return None
+    interval = startup.arg("prefix_cache_retention_interval")
+    return LoggedCache(
+        startup.attention_block_size,
+        startup.prefix_caching,
+        startup.mamba_cache_mode,
+        None if interval is None else str(interval),
+    )
+
+
+def cache_plan(
+    protocol: CacheProtocol, settings: CacheSettings
+) -> list[tuple[str, dict[str, Any]]]:
+    """The requests in order. First a warm-up of the same shape behind an unrelated prefix
+    (its own salt): kernels compiled or autotuned on first use (Triton JIT, KDA autotune) run
+    on it, so the cold request measures the cache and not the compiler."""
+    plan = [("warmup", protocol.body("Question 0: what changed today?", salt=_salt()))]
+    plan.append(("cold-0", protocol.body("Question 0: what changed today?")))
+    plan += [
+        (f"warm-{i}", protocol.body(f"Question {i + 1}: list the open incidents."))
+        for i in range(settings.warm_repeats)
+    ]
+    plan += [
+        (f"control:{c}", protocol.body("Question 99: summarise the policy.", variant=c))
+        for c in protocol.controls
+    ]
+    plan += [
+        (f"cold-{i}", protocol.body("Question 0: what changed today?", salt=_salt()))
+        for i in range(1, settings.cold_samples)
+    ]
+    return plan
+
+
+def _salt() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+async def _step(
+    ctx: CheckContext, index: int, name: str, body: dict[str, Any], before: Snapshot
+) -> Snapshot:
+    parsed = ctx.save(await ctx.target.chat(body, f"cache-{name}"), FILE)
+    after = await scrape(ctx, f"cache-{index:02d}-after-{name.replace(':', '-')}")
+    delta = MetricsDelta(before, after.snapshot) if after.snapshot is not None else None
+    step = CacheStep(
+        name=name,
+        prompt_tokens=(parsed.usage or {}).get("prompt_tokens"),
+        cached_tokens=parsed.cached_tokens,
+        ttft_s=None if parsed.ttft_ms is None else parsed.ttft_ms / 1000,
+        queries=None if delta is None else delta.counter("prefix_cache_queries"),
+        hits=None if delta is None else delta.counter("prefix_cache_hits"),
+        cached_counter=None if delta is None else cached_prompt_tokens(delta),
+        ok=parsed.record.ok and not parsed.problems,
+    )
+    ctx.bundle.append_jsonl(STEPS_FILE, step.to_json())
+    return after.snapshot or before

@@ -1,0 +1,248 @@
+"""The cache family's judgement: a pure function of the bundle's cache evidence and the
+profile. `golive cache` and `golive run` call it on the bundle they are writing; `golive
+decide` calls it again on the sealed bundle, so every cache check is re-derivable offline.
+
+Evidence read: `metrics/cache-protocol.json` (what the collector resolved: model, target
+size, calibration, controls, the startup log's cache facts, or why it stopped),
+`metrics/cache-00-start.prom` (the engine's cache_config_info) and
+`metrics/cache-steps.jsonl` (each request with its own counter deltas).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from golive.bundle import BundleReader
+from golive.checks.cache.retention import retention_result
+from golive.checks.cache.rules import (
+    PROTOCOL_FILE,
+    START_SCRAPE,
+    STEPS_FILE,
+    CacheStep,
+    LoggedCache,
+    control_invalidated,
+    judge_reuse,
+    rank_test,
+)
+from golive.checks.cache.rules import cache_result as _r
+from golive.config import Profile
+from golive.errors import BadResponse
+from golive.metrics import Snapshot, parse_metrics
+from golive.results import CheckResult, Status
+
+USER_TURN_TOKENS = 24  # the part of a cold prompt that is not shared with the warm ones
+
+
+def judge_cache(evidence: BundleReader, profile: Profile) -> list[CheckResult]:
+    protocol = evidence.json(PROTOCOL_FILE)
+    if not isinstance(protocol, Mapping):
+        return [
+            _r(
+                "cache.prefix_reuse",
+                True,
+                Status.NO_DATA,
+                f"no cache evidence: {PROTOCOL_FILE} is missing from the bundle",
+            )
+        ]
+    if protocol.get("problem"):
+        return [
+            _r(
+                "cache.prefix_reuse",
+                True,
+                Status.NO_DATA,
+                str(protocol["problem"]),
+                evidence=tuple(protocol.get("evidence") or ()),
+            )
+        ]
+    labels = cache_labels(evidence.text(f"metrics/{START_SCRAPE}.prom"))
+    logged = LoggedCache.from_json(protocol.get("startup"))
+    block = block_size(labels, logged, profile.cache.block_size_hint)
+    enabled = prefix_caching(labels, logged)
+    steps = {row["step"]: CacheStep.from_json(row) for row in evidence.jsonl(STEPS_FILE)}
+    if "cold-0" not in steps:
+        return [
+            _r(
+                "cache.prefix_reuse",
+                True,
+                Status.NO_DATA,
+                f"the cold request's step is missing from {STEPS_FILE}: reuse not judged",
+            )
+        ]
+    prompt = steps["cold-0"].prompt_tokens or int(protocol["target_tokens"])
+    shared_tokens = max(0, prompt - USER_TURN_TOKENS)
+    return [
+        reuse_result(steps, shared_tokens, block, enabled, str(protocol.get("calibration"))),
+        controls_result(steps, block or 16, tuple(protocol.get("controls") or ())),
+        retention_result(labels, logged, block, prompt),
+    ]
+
+
+def cache_labels(prom_text: str | None) -> dict[str, str]:
+    """The labels of `vllm:cache_config_info` in a saved scrape ({} where there is none)."""
+    if prom_text is None:
+        return {}
+    try:
+        return labels_of(parse_metrics(prom_text))
+    except BadResponse:
+        return {}
+
+
+def labels_of(snapshot: Snapshot) -> dict[str, str]:
+    info = snapshot.series("cache_config_info")
+    return dict(info[0].labels) if info else {}
+
+
+def block_size(
+    labels: Mapping[str, str], logged: LoggedCache | None, hint: int | None
+) -> int | None:
+    for key in (
+        "prefix_match_unit",
+        "hash_block_size",
+        "effective_attention_block_size",
+        "block_size",
+    ):
+        value = labels.get(key)
+        if value and value.isdigit():
+            return int(value)
+    if logged is not None and logged.attention_block_size:
+        return logged.attention_block_size
+    return hint
+
+
+def prefix_caching(labels: Mapping[str, str], logged: LoggedCache | None) -> bool | None:
+    if "enable_prefix_caching" in labels:
+        return labels["enable_prefix_caching"] == "True"
+    return logged.prefix_caching if logged is not None else None
+
+
+def reuse_result(
+    steps: Mapping[str, CacheStep],
+    shared: int,
+    block: int | None,
+    enabled: bool | None,
+    calibration: str,
+) -> CheckResult:
+    cold = steps["cold-0"]
+    warm = [s for n, s in steps.items() if n.startswith("warm-")]
+    colds = [s.ttft_s for n, s in steps.items() if n.startswith("cold-") and s.ttft_s is not None]
+    test = rank_test(colds, [s.ttft_s for s in warm if s.ttft_s is not None])
+    verdict = judge_reuse(cold, warm, shared, block, enabled)
+    measurements: dict[str, Any] = {
+        "block_size": block,
+        "shared_prefix_tokens": shared,
+        "calibration": calibration,
+        "enable_prefix_caching": enabled,
+        "cold_prompt_tokens": cold.prompt_tokens,
+        "cold_cached_tokens": cold.cached_tokens,
+        "cold_d_queries": cold.queries,
+        "cold_d_hits": cold.hits,
+        # the API's usage field: None where the server does not report it (never 0)
+        "warm_cached_tokens_min": _least(w.cached_tokens for w in warm),
+        "warm_cached_tokens_max": _most(w.cached_tokens for w in warm),
+        "warm_engine_reused_min": _least(w.engine_reused for w in warm),
+        "warm_engine_reused_max": _most(w.engine_reused for w in warm),
+        "warm_d_hits_total": sum(w.hits or 0 for w in warm),
+        "warm_d_prompt_tokens_cached_total": sum(w.cached_counter or 0 for w in warm),
+        "ttft_cold_median_s": None if test is None else round(test.cold_median, 4),
+        "ttft_warm_median_s": None if test is None else round(test.warm_median, 4),
+        "ttft_mann_whitney_p": None if test is None else round(test.p_value, 5),
+        "ttft_cliffs_delta": None if test is None else round(test.cliffs_delta, 3),
+        "shared_server": verdict.shared_server,
+        **_warmup_measurements(steps.get("warmup")),
+    }
+    timing = (
+        ""
+        if test is None
+        else (
+            f"; TTFT cold {test.cold_median:.2f} s vs warm {test.warm_median:.2f} s "
+            f"(Mann-Whitney p={test.p_value:.3f}, Cliff's delta {test.cliffs_delta:+.2f})"
+        )
+    ) + warmup_note(steps.get("warmup"), test.cold_median if test is not None else None)
+    if not verdict.accepted:
+        return _r(
+            "cache.prefix_reuse",
+            True,
+            Status.FAIL,
+            f"cache not accepted — {verdict.diagnosis}{timing}",
+            measurements,
+        )
+    if verdict.shared_server:
+        return _r(
+            "cache.prefix_reuse",
+            True,
+            Status.WARN,
+            f"{verdict.diagnosis}{timing}; the counters also moved for traffic that is not ours "
+            "(a shared server): deltas are attributed with care",
+            measurements,
+        )
+    return _r("cache.prefix_reuse", True, Status.PASS, f"{verdict.diagnosis}{timing}", measurements)
+
+
+def _warmup_measurements(warmup: CacheStep | None) -> dict[str, Any]:
+    if warmup is None:
+        return {}
+    return {"warmup_ttft_s": warmup.ttft_s, "warmup_d_hits": warmup.hits}
+
+
+def warmup_note(warmup: CacheStep | None, cold_median_s: float | None) -> str:
+    """What the warm-up showed when it was much slower than a cold request: the engine
+    compiled or autotuned on it, time the cold/warm comparison would otherwise have measured."""
+    if warmup is None or warmup.ttft_s is None or cold_median_s is None:
+        return ""
+    if warmup.ttft_s < max(1.0, 3 * cold_median_s):
+        return ""
+    return (
+        f"; the warm-up request (an unrelated prefix of the same shape) took {warmup.ttft_s:.1f} s "
+        "to its first token: the engine compiled or autotuned kernels on first use, time kept "
+        "out of the cold/warm comparison"
+    )
+
+
+def _least(values: Iterable[float | int | None]) -> float | int | None:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def _most(values: Iterable[float | int | None]) -> float | int | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def controls_result(
+    steps: Mapping[str, CacheStep], block: int, controls: tuple[str, ...]
+) -> CheckResult:
+    warm = [s.reused for n, s in steps.items() if n.startswith("warm-")]
+    reference = max(warm, default=0.0)
+    if reference < block:
+        return _r(
+            "cache.controls",
+            False,
+            Status.NO_DATA,
+            "no warm reuse to compare the controls against, so they say nothing here",
+        )
+    found: dict[str, float | int | None] = {}
+    kept = []
+    for control in controls:
+        step = steps.get(f"control:{control}")
+        if step is None:
+            return _r(
+                "cache.controls",
+                False,
+                Status.NO_DATA,
+                f"the control {control!r} has no step in {STEPS_FILE}: the controls are not judged",
+            )
+        found[f"{control}_reused_tokens"] = step.reused
+        found[f"{control}_cached_tokens"] = step.cached_tokens
+        if not control_invalidated(step, reference, block):
+            kept.append(control)
+    parts = [
+        f"{c}: {'kept' if c in kept else 'invalidated'} ({steps[f'control:{c}'].reused:g} of "
+        f"{reference:g} reused)"
+        for c in controls
+    ]
+    status = Status.PASS if not kept else Status.WARN
+    summary = "; ".join(parts)
+    if kept:
+        summary += " — changes that kept the prefix are invisible to the cache manager here"
+    return _r("cache.controls", False, status, summary, found)

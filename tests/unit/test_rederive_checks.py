@@ -1,0 +1,103 @@
+"""Issue 18: `golive decide` judges a family again from the bundle's evidence and names each
+way a re-judged check differs from the sealed one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from golive.bundle import BundleReader
+from golive.checks.cache import judge_cache
+from golive.checks.cache.rules import PROTOCOL_FILE, STEPS_FILE
+from golive.config import load_profile
+from golive.errors import BundleError
+from golive.rederive import differences
+from golive.results import CheckClass, CheckResult, Status
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def _check(status: Status = Status.PASS, summary: str = "ok", **m: float | None) -> CheckResult:
+    return CheckResult("cache.prefix_reuse", CheckClass.CACHE, True, status, summary, m)
+
+
+@pytest.mark.parametrize(
+    ("sealed", "again", "named"),
+    [
+        ([_check(hits=3.0)], [_check(hits=3.0)], []),
+        (
+            [_check(hits=1536.0)],
+            [_check(Status.FAIL, hits=0.0)],
+            [
+                "cache.prefix_reuse status: sealed 'pass', re-derived 'fail'",
+                "cache.prefix_reuse measurements.hits: sealed 1536.0, re-derived 0.0",
+            ],
+        ),
+        # a measurement that was not measured stays None; one that disappeared is named
+        (
+            [_check(hits=None)],
+            [_check()],
+            ["cache.prefix_reuse measurements.hits: sealed None, re-derived 'absent'"],
+        ),
+        ([_check()], [], ["cache.prefix_reuse: sealed only (pass)"]),
+        ([], [_check()], ["cache.prefix_reuse: re-derived only (pass)"]),
+    ],
+)
+def test_differences_name_check_field_and_both_values(
+    sealed: list[CheckResult], again: list[CheckResult], named: list[str]
+) -> None:
+    assert differences(sealed, again) == named
+
+
+def _bundle(root: Path, protocol: object | None, steps: list[dict[str, object]]) -> BundleReader:
+    (root / "metrics").mkdir(parents=True)
+    if protocol is not None:
+        (root / PROTOCOL_FILE).write_text(json.dumps(protocol))
+    (root / STEPS_FILE).write_text("".join(json.dumps(s) + "\n" for s in steps))
+    return BundleReader(root)
+
+
+def test_missing_cache_evidence_is_no_data_naming_the_file(tmp_path: Path) -> None:
+    (only,) = judge_cache(_bundle(tmp_path, None, []), load_profile("generic"))
+    assert only.status is Status.NO_DATA
+    assert PROTOCOL_FILE in only.summary
+
+
+def test_a_collector_that_stopped_says_why(tmp_path: Path) -> None:
+    protocol = {"problem": "no served model: /v1/models did not answer"}
+    (only,) = judge_cache(_bundle(tmp_path, protocol, []), load_profile("generic"))
+    assert only.status is Status.NO_DATA
+    assert only.summary == "no served model: /v1/models did not answer"
+
+
+def test_the_h200_steps_judge_from_files_alone(tmp_path: Path) -> None:
+    """vLLM 0.24 on two H200s (16-token blocks in the engine's cache_config_info): the warm
+    requests reused 1,008 tokens by the engine's counters — judged from the files alone."""
+    steps = [
+        json.loads(x)
+        for x in (DATA / "vllm-gpu-0.24-h200x2/cache-steps.jsonl").read_text().splitlines()
+    ]
+    protocol = {
+        "target_tokens": 1024,
+        "calibration": "measured with /tokenize",
+        "controls": ["system_prompt", "whitespace", "tool_schema", "tool_order", "serialization"],
+        "startup": {"attention_block_size": 16, "prefix_caching": True},
+    }
+    reuse, controls, retention = judge_cache(
+        _bundle(tmp_path, protocol, steps), load_profile("generic")
+    )
+    assert reuse.status is Status.PASS, reuse.summary
+    assert reuse.measurements["block_size"] == 16
+    assert "the API reports no cached_tokens" in reuse.summary
+    assert "system_prompt: invalidated" in controls.summary
+    assert "block-granular (16-token blocks)" in retention.summary
+
+
+def test_an_unreadable_evidence_line_names_the_file_and_line(tmp_path: Path) -> None:
+    reader = _bundle(tmp_path, {"target_tokens": 1}, [{"step": "cold-0"}])
+    with (tmp_path / STEPS_FILE).open("a") as steps:
+        steps.write("{not json\n")
+    with pytest.raises(BundleError, match=r"cache-steps\.jsonl:2: not a JSON line"):
+        reader.jsonl(STEPS_FILE)
