@@ -84,10 +84,8 @@ def _decide(args: argparse.Namespace, err: Console) -> int:
         print(f"{args.bundle}: re-derived {derived.outcome.value} (sealed {result.sealed.value})")
         for rule in derived.rules_fired:
             print(f"  {rule.outcome.value} ({rule.rule}): {', '.join(rule.check_ids)}")
-        print(
-            f"  judged again from the evidence: {', '.join(result.rejudged) or 'none'}; "
-            f"taken as sealed: {', '.join(result.as_sealed) or 'none'}"
-        )
+        print(f"  judged again from the evidence: {', '.join(result.rejudged) or 'nothing'}")
+        print(f"  taken as sealed ({len(result.as_sealed)}): {', '.join(result.as_sealed)}")
     for problem in result.problems:
         err.print(f"[red]disagrees:[/red] {escape(problem)}", highlight=False, soft_wrap=True)
     return 0 if result.agrees else 1

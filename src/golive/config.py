@@ -276,6 +276,11 @@ def load_profile(name_or_path: str) -> Profile:
     return _validate(Profile, _read_yaml(path), str(path))
 
 
+def parse_config(text: str, source: str) -> GoliveConfig:
+    """A config from its YAML text (the effective config a bundle keeps)."""
+    return _validate(GoliveConfig, _parse_yaml(text, source), source)
+
+
 def parse_profile(text: str, source: str) -> Profile:
     """A profile from its YAML text (the copy a bundle keeps in config/profile.yaml)."""
     return _validate(Profile, _parse_yaml(text, source), source)

@@ -16,8 +16,10 @@ from typing import Any
 import yaml
 
 from golive.bundle import locate, locate_all
+from golive.checks.capacity_load import STEPS
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
+from golive.quantiles import samples_needed
 from golive.registry import ACCEPTED, programme_scope
 
 TTFT_BUDGET = 0.01  # 99% of requests under the accepted TTFT
@@ -35,6 +37,7 @@ class Envelope:
     cache_hit_ratio: float | None
     max_context: int | None = None
     disable_features: tuple[str, ...] = ()
+    ttft_slo_note: str = ""  # why no TTFT SLO could be derived from the measurements
 
     @property
     def waiting_cap(self) -> float:
@@ -56,7 +59,22 @@ def envelope(
     ceiling = lim.get("max_concurrency") or ramp.get("ceiling")
     inside = [s for s in steps if not ceiling or (s.get("concurrency") or 0) <= ceiling]
     waiting = [w for s in inside if (w := _num(s.get("max_waiting"))) is not None]
-    ttfts = [t for s in inside if (t := _num(s.get("ttft_p95_s"))) is not None]
+    measured = [s for s in inside if _num(s.get("ttft_p95_s")) is not None]
+    # a p95 bounds an SLO only from enough samples (golive.quantiles); older steps name none
+    # but their completed count
+    needed = samples_needed(95)
+    ttfts = [
+        float(s["ttft_p95_s"])
+        for s in measured
+        if (s.get("ttft_samples") or s.get("completed") or 0) >= needed
+    ]
+    note = ""
+    if measured and not ttfts and not ttft_slo_s:
+        most = max(int(s.get("ttft_samples") or s.get("completed") or 0) for s in measured)
+        note = (
+            f"the p95 TTFT inside the envelope came from at most {most} requests per step; a "
+            f"p95 needs {needed} to be bounded at 95% confidence: give --ttft-slo"
+        )
     # the API's cached_tokens where reported, else the engine's own reuse count
     warm = _num(reuse.get("warm_cached_tokens_min"))
     if warm is None:
@@ -69,6 +87,7 @@ def envelope(
         cache_hit_ratio=warm / cold if warm and cold else None,
         max_context=lim.get("max_context"),
         disable_features=tuple(lim.get("disable_features") or ()),
+        ttft_slo_note=note,
     )
 
 
@@ -175,6 +194,8 @@ def guardrail_rules(
             f"prefix-cache hit ratio below half the accepted {env.cache_hit_ratio:.2f}",
         )
     bucket = "vllm:time_to_first_token_seconds_bucket"
+    if env.ttft_slo_note:
+        left_out += [f"GoliveTtftBurnRate{w[0]} ({env.ttft_slo_note})" for w in BURN_WINDOWS]
     if env.ttft_slo_s is not None:
         le = _bucket_at_least(snapshot, bucket, env.ttft_slo_s)
         for long, short, burn, severity in BURN_WINDOWS:
@@ -237,11 +258,7 @@ def read_accepted(bundle: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             f"{' or '.join(ACCEPTED)} bundles define an envelope to keep"
         )
     programme_scope(verdict, bundle, "an accepted envelope")
-    steps = [
-        json.loads(line)
-        for line in _lines(locate(bundle, "metrics/capacity-steps.jsonl"))
-        if line.strip()
-    ]
+    steps = [json.loads(line) for line in _lines(locate(bundle, STEPS)) if line.strip()]
     return verdict, steps
 
 

@@ -1,10 +1,10 @@
 """`golive decide BUNDLE`: re-derive the verdict offline from a sealed bundle, with the
 policy and profile saved inside it, and say whether it agrees with the sealed one.
 
-Check families that judge from the bundle (`FAMILY_JUDGES`) are judged again from their
+Checks that are judged from the bundle (`EVIDENCE_JUDGES`) are judged again from their
 evidence, with the server-log corroboration and the policy applied as in the run; every
 re-judged check must equal the sealed one in status, summary and measurements, and each
-difference is named. The other families' checks are taken as sealed (the decision table is
+difference is named. The other checks are taken as sealed (the decision table is
 still re-applied to them). An edited evidence file is caught even when the manifest was
 recomputed: the check judged from it differs.
 """
@@ -20,7 +20,9 @@ from typing import Any
 from golive.bundle import BundleReader, locate, verify
 from golive.checks.cache import judge_cache
 from golive.checks.cache.rules import PROTOCOL_FILE as CACHE_PROTOCOL
-from golive.config import Profile, load_profile, parse_profile
+from golive.checks.capacity_judge import judge_headroom, judge_ramp
+from golive.checks.capacity_load import STEPS, WATCHDOG
+from golive.config import GoliveConfig, Profile, load_profile, parse_config, parse_profile
 from golive.decide import decide
 from golive.errors import ConfigError
 from golive.evidence.runtime_log import SERVER_LOG, corroborate, request_spans, runtime_errors
@@ -28,26 +30,54 @@ from golive.policy import POLICY_FILE, Policy, apply_policy, parse_policy
 from golive.results import CheckResult, Decision, Outcome
 from golive.scope import scope_from_json
 
-FamilyJudge = Callable[[BundleReader, Profile], list[CheckResult]]
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What a judge reads besides the evidence: the profile and effective config the run
+    applied (the bundle's own copies)."""
+
+    profile: Profile
+    config: GoliveConfig
 
 
 @dataclass(frozen=True, slots=True)
-class FamilyJudgement:
-    """A check family that judges from the bundle: the file its collector always writes, and
-    its judge."""
+class EvidenceJudge:
+    """Checks judged from the bundle: which (ids; one ending in '.' is a whole family), the
+    file their collector always writes, and the judge."""
 
-    family: str
+    name: str
+    checks: tuple[str, ...]
     marker: str
-    judge: FamilyJudge
+    judge: Callable[[BundleReader, Saved], list[CheckResult]]
+
+    def owns(self, check_id: str) -> bool:
+        return any(
+            check_id.startswith(c) if c.endswith(".") else check_id == c for c in self.checks
+        )
 
 
-FAMILY_JUDGES = (FamilyJudgement("cache", CACHE_PROTOCOL, judge_cache),)
+EVIDENCE_JUDGES = (
+    EvidenceJudge("cache", ("cache.",), CACHE_PROTOCOL, lambda r, s: judge_cache(r, s.profile)),
+    EvidenceJudge(
+        "capacity.concurrency",
+        ("capacity.concurrency",),
+        STEPS,
+        lambda r, s: [judge_ramp(r, s.config.capacity)],
+    ),
+    EvidenceJudge(
+        "golive.client_headroom",
+        ("golive.client_headroom",),
+        WATCHDOG,
+        lambda r, s: [judge_headroom(r)],
+    ),
+)
 
 
 def judged_from_evidence(root: Path) -> list[str]:
-    """The families whose evidence this bundle holds (verdict.json `judged_from_evidence`):
-    `golive decide` must re-judge them, and a missing evidence file is then a difference."""
-    return [f.family for f in FAMILY_JUDGES if locate(root, f.marker).is_file()]
+    """What this bundle's checks were judged from evidence (verdict.json
+    `judged_from_evidence`): `golive decide` must judge them again, and a missing evidence
+    file is then a difference."""
+    return [j.name for j in EVIDENCE_JUDGES if locate(root, j.marker).is_file()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +85,8 @@ class Rederived:
     sealed: Outcome
     decision: Decision
     problems: tuple[str, ...]
-    rejudged: tuple[str, ...] = ()  # families judged again from their evidence
-    as_sealed: tuple[str, ...] = ()  # families whose checks were taken as sealed
+    rejudged: tuple[str, ...] = ()  # EVIDENCE_JUDGES names judged again from the evidence
+    as_sealed: tuple[str, ...] = ()  # ids of the checks taken as sealed
 
     @property
     def agrees(self) -> bool:
@@ -102,8 +132,9 @@ def rederive(root: Path) -> Rederived:
     derived_rules = [r.rule for r in decision.rules_fired]
     if sealed_rules != derived_rules:
         problems.append(f"rules fired differ: sealed {sealed_rules}, re-derived {derived_rules}")
-    families = sorted({c.id.split(".")[0] for c in checks} - set(rejudged))
-    return Rederived(sealed, decision, tuple(problems), tuple(rejudged), tuple(families))
+    owned = [j for j in EVIDENCE_JUDGES if j.name in rejudged]
+    kept = [c.id for c in checks if not any(j.owns(c.id) for j in owned)]
+    return Rederived(sealed, decision, tuple(problems), tuple(rejudged), tuple(kept))
 
 
 def _rederive_parts(
@@ -146,14 +177,14 @@ def _rejudge(
     listed = set(data.get("judged_from_evidence") or ())
     present = set(judged_from_evidence(root))
     reader = BundleReader(root)
-    profile = _profile(reader, data)
+    saved = Saved(_profile(reader, data), _config(reader))
     errors = _logged_errors(reader, data)
     rejudged: list[str] = []
-    for family in FAMILY_JUDGES:
-        mine = [c for c in checks if c.id.startswith(f"{family.family}.")]
-        if family.family not in listed | present or not mine:
+    for judge in EVIDENCE_JUDGES:
+        mine = [c for c in checks if judge.owns(c.id)]
+        if judge.name not in listed | present or not mine:
             continue
-        again = family.judge(reader, profile)
+        again = judge.judge(reader, saved)
         if errors:
             again, _ = corroborate(again, errors, request_spans(root))
         if policy is not None:
@@ -161,10 +192,17 @@ def _rejudge(
             mine = apply_policy(policy, mine)
         problems.extend(differences(mine, again))
         by_id = {c.id: c for c in again}
-        checks = [by_id.pop(c.id, c) if c.id.startswith(f"{family.family}.") else c for c in checks]
+        checks = [by_id.pop(c.id, c) if judge.owns(c.id) else c for c in checks]
         checks += list(by_id.values())
-        rejudged.append(family.family)
+        rejudged.append(judge.name)
     return checks, rejudged
+
+
+def _config(reader: BundleReader) -> GoliveConfig:
+    text = reader.text("config/effective.yaml")
+    if text is None:
+        return GoliveConfig()
+    return parse_config(text, str(reader.root / "config/effective.yaml"))
 
 
 def _profile(reader: BundleReader, data: Mapping[str, Any]) -> Profile:

@@ -52,6 +52,7 @@ def _checks(verdict: dict[str, Any]) -> dict[str, Any]:
     return {c["id"]: c for c in verdict["checks"]}
 
 
+@pytest.mark.tampers_bundle  # it edits a copy of its bundle: decide must catch that
 async def test_prefix_caching_on_is_accepted(real_target: RunningTarget, tmp_path: Path) -> None:
     """Cold pays, warm reuses what the engine's counters say, controls invalidate — on a
     server with vLLM's default flags (no --enable-prompt-tokens-details, as in production
@@ -113,8 +114,9 @@ async def _assert_rederives(bundle: Path) -> None:
     again = rederive(bundle)
     assert again.agrees, again.problems
     assert code == 0
-    assert again.rejudged == ("cache",)
-    assert json.loads((bundle / "verdict.json").read_text())["judged_from_evidence"] == ["cache"]
+    assert "cache" in again.rejudged
+    assert not any(c.startswith("cache.") for c in again.as_sealed)
+    assert "cache" in json.loads((bundle / "verdict.json").read_text())["judged_from_evidence"]
 
 
 async def test_prefix_shorter_than_a_block_blames_the_test(

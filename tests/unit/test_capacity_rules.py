@@ -13,7 +13,6 @@ from golive.checks.capacity_rules import (
     StabilityPolicy,
     StepStats,
     classify_concurrency,
-    percentile,
     request_cap,
     saturated,
     window_coverage,
@@ -216,12 +215,6 @@ def test_sustained(slope: float, errors: int, died: bool, action: Action) -> Non
     if action is Action.LIMIT_TRAFFIC:
         assert result.ceiling == 4
         assert "while throughput stayed flat" in result.reason
-
-
-def test_percentile() -> None:
-    assert percentile([], 50) is None
-    assert percentile([3.0, 1.0, 2.0], 50) == 2.0
-    assert percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)
 
 
 def _cap(cid: str, classification: str, **m: int) -> CheckResult:

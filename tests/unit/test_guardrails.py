@@ -35,7 +35,7 @@ def _rules(path: Path) -> dict[str, str]:
 
 def test_rules_for_the_accepted_envelope_pass_promtool(tmp_path: Path) -> None:
     out = tmp_path / "rules.yml"
-    assert write_guardrails(_bundle(tmp_path), out) == []
+    assert write_guardrails(_bundle(tmp_path), out, ttft_slo_s=10.0) == []
     rules = _rules(out)
     assert set(rules) >= {
         "GoliveQueueBeyondEnvelope",
@@ -70,7 +70,7 @@ def test_renamed_and_missing_metrics(tmp_path: Path) -> None:
         + "\n"
     )
     out = tmp_path / "rules.yml"
-    left_out = write_guardrails(_bundle(tmp_path, prom), out)
+    left_out = write_guardrails(_bundle(tmp_path, prom), out, ttft_slo_s=10.0)
     rules = _rules(out)
     assert "vllm:gpu_cache_usage_perc" in rules["GoliveKvCacheNearlyFull"]
     assert "GoliveToolCallParseFailures" not in rules
@@ -94,3 +94,35 @@ def test_caps_of_observe_with_limits(tmp_path: Path) -> None:
 def test_only_accepted_bundles(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="was not accepted"):
         write_guardrails(_bundle(tmp_path, outcome="hold"), tmp_path / "rules.yml")
+
+
+def test_a_p95_of_four_requests_sets_no_ttft_slo(tmp_path: Path) -> None:
+    """The demo's ramp steps served 2-4 requests each: their p95 TTFT is nearly a maximum and
+    bounds nothing, so no burn-rate rule is derived from it; the rules file says why."""
+    out = tmp_path / "rules.yml"
+    left_out = write_guardrails(_bundle(tmp_path), out)
+    why = (
+        "the p95 TTFT inside the envelope came from at most 4 requests per step; a p95 needs "
+        "59 to be bounded at 95% confidence: give --ttft-slo"
+    )
+    assert left_out == [f"GoliveTtftBurnRate1h ({why})", f"GoliveTtftBurnRate6h ({why})"]
+    assert "GoliveTtftBurnRate1h" not in _rules(out)
+    assert "needs 59 to be bounded" in out.read_text()
+
+
+def test_the_h200_ramp_bounds_its_ttft_slo(tmp_path: Path) -> None:
+    """vLLM 0.24 on two H200s: 313 to 2,000+ requests per ramp step, every p95 bounded; the
+    SLO is 1.5x the largest p95 TTFT inside the accepted ceiling."""
+    tier = DATA.parent / "vllm-gpu-0.24-h200x2-tier"
+    root = _bundle(tmp_path)
+    verdict = json.loads((tier / "verdict.json").read_text())
+    (root / "verdict.json").write_text(json.dumps({**verdict, "outcome": "go-live"}))
+    shutil.copy(tier / "capacity-steps.jsonl", root / "metrics/capacity-steps.jsonl")
+    steps = [json.loads(x) for x in (tier / "capacity-steps.jsonl").read_text().splitlines()]
+    ceiling = next(c for c in verdict["checks"] if c["id"] == "capacity.concurrency")
+    inside = [s for s in steps if s["concurrency"] <= ceiling["measurements"]["ceiling"]]
+    assert min(s["completed"] for s in inside) >= 59
+    out = tmp_path / "rules.yml"
+    assert write_guardrails(root, out) == []
+    slo = round(1.5 * max(s["ttft_p95_s"] for s in inside), 3)
+    assert f"TTFT SLO ({slo:.2f} s" in out.read_text()

@@ -4,6 +4,7 @@ way a re-judged check differs from the sealed one."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,9 @@ import pytest
 from golive.bundle import BundleReader
 from golive.checks.cache import judge_cache
 from golive.checks.cache.rules import PROTOCOL_FILE, STEPS_FILE
-from golive.config import load_profile
+from golive.checks.capacity_judge import judge_ramp
+from golive.checks.capacity_load import STEPS
+from golive.config import GoliveConfig, load_profile
 from golive.errors import BundleError
 from golive.rederive import differences
 from golive.results import CheckClass, CheckResult, Status
@@ -101,3 +104,27 @@ def test_an_unreadable_evidence_line_names_the_file_and_line(tmp_path: Path) -> 
         steps.write("{not json\n")
     with pytest.raises(BundleError, match=r"cache-steps\.jsonl:2: not a JSON line"):
         reader.jsonl(STEPS_FILE)
+
+
+def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path: Path) -> None:
+    """The H200 tier run (vLLM 0.24, TP=2, c64): capacity.concurrency judged again from
+    `metrics/capacity-steps.jsonl` alone gives the sealed status, summary and measurements."""
+    tier = DATA / "vllm-gpu-0.24-h200x2-tier"
+    (tmp_path / "metrics").mkdir()
+    shutil.copy(tier / "capacity-steps.jsonl", tmp_path / STEPS)
+    verdict = json.loads((tier / "verdict.json").read_text())
+    sealed = [
+        CheckResult.from_json(c) for c in verdict["checks"] if c["id"] == "capacity.concurrency"
+    ]
+    again = judge_ramp(BundleReader(tmp_path), GoliveConfig().capacity)
+    assert differences(sealed, [again]) == []
+    # the real knee: 16 -> 32 bought 1.14x (±0.03) throughput; traffic limited to 16
+    assert again.status is Status.WARN
+    assert again.measurements["limit_max_concurrency"] == 16
+    # an edited step is named: the c16 step's queue made ten seconds long
+    rows = [json.loads(x) for x in (tier / "capacity-steps.jsonl").read_text().splitlines()]
+    edited = [{**r, "queue_mean_s": 10.0} if r["concurrency"] == 16 else r for r in rows]
+    (tmp_path / STEPS).write_text("".join(json.dumps(r) + "\n" for r in edited))
+    changed = differences(sealed, [judge_ramp(BundleReader(tmp_path), GoliveConfig().capacity)])
+    assert "capacity.concurrency measurements.ceiling: sealed 16, re-derived 8" in changed
+    assert any(c.startswith("capacity.concurrency summary: sealed ") for c in changed)

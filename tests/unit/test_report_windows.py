@@ -51,3 +51,38 @@ def test_golive_own_figures_stand_beside_each_window() -> None:
     assert "| 18.4 / 41.2, 230.5 | 97% |" in text
     assert "Not judged: the client, not the server, was the bottleneck" in text
     assert text.count("| n/a | n/a |") == len(windows) - 1  # captured before the figures
+
+
+def test_each_ramp_p95_stands_with_its_count_and_bound() -> None:
+    """A p95 of 15 requests (a CPU ramp step) is marked as no bound; one of 313 (the H200's
+    first step) carries its 95% upper bound."""
+    small = {
+        "concurrency": 2,
+        "completed": 15,
+        "e2e_p50_s": 0.9,
+        "e2e_p95_s": 0.95,
+        "e2e_samples": 15,
+        "e2e_p95_upper_s": None,
+        "ttft_p95_s": 0.7,
+        "ttft_samples": 15,
+        "ttft_p95_upper_s": None,
+    }
+    large = {
+        **small,
+        "concurrency": 16,
+        "completed": 313,
+        "e2e_samples": 313,
+        "e2e_p95_upper_s": 0.981,
+        "ttft_samples": 313,
+        "ttft_p95_upper_s": 0.74,
+    }
+    text = render_markdown({"outcome": "hold"}, None, [], [small, large])
+    assert "## Latency by ramp step" in text
+    assert (
+        "| 2 | 15 | 0.900 | 0.950 (n=15 < 59: not a bound) | 0.700 (n=15 < 59: not a bound) |"
+        in text
+    )
+    assert "| 16 | 313 | 0.900 | 0.950 (≤ 0.981, n=313) | 0.700 (≤ 0.740, n=313) |" in text
+    # a bundle from before the counts were kept says so rather than guessing
+    old = [json.loads(x) for x in (TIER / "capacity-steps.jsonl").read_text().splitlines()]
+    assert "(samples not recorded)" in render_markdown({"outcome": "hold"}, None, [], old)

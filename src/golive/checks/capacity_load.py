@@ -9,10 +9,11 @@ from dataclasses import asdict
 from typing import Any
 
 from golive.checks.capacity import Run, gauge_max, gauge_mean, refusal, seconds
-from golive.checks.capacity_rules import StepStats, percentile, request_cap, window_coverage
+from golive.checks.capacity_rules import StepStats, request_cap, window_coverage
 from golive.checks.capacity_stalls import HealthWatch, stall_in
 from golive.checks.context import scrape
 from golive.metrics import MetricsDelta
+from golive.quantiles import percentile, quantile
 from golive.sampling import running_beside
 from golive.traffic.headroom import (
     ClientMonitor,
@@ -26,6 +27,7 @@ from golive.traffic.schedule import Schedule, run_schedule
 from golive.traffic.workload import AgentWorkload, WorkloadShape
 
 WATCHDOG = "metrics/capacity-watchdog.jsonl"  # each load window's caps and how it ended
+STEPS = "metrics/capacity-steps.jsonl"  # one row per ramp step (StepStats)
 CLIENTS = "metrics/capacity-clients.jsonl"  # --ray: each client's share of each window
 
 
@@ -134,14 +136,20 @@ async def load_window(
         queue_mean = hist.mean if hist is not None else None
         preemptions = delta.counter("num_preemptions")
     refused = [p for p in parsed if p.record.refused]
+    e2e_p95 = quantile(e2e, 95)
+    ttft_p95 = quantile([p.ttft_ms for p in ok if p.ttft_ms is not None], 95)
     stats = StepStats(
         concurrency=concurrency,
         completed=len(ok),
         errors=len(parsed) - len(ok),
         wall_s=loaded.wall_s,
         e2e_p50_s=seconds(percentile(e2e, 50)),
-        e2e_p95_s=seconds(percentile(e2e, 95)),
-        ttft_p95_s=seconds(percentile([p.ttft_ms for p in ok if p.ttft_ms is not None], 95)),
+        e2e_p95_s=seconds(e2e_p95.value),
+        ttft_p95_s=seconds(ttft_p95.value),
+        e2e_samples=e2e_p95.samples,
+        e2e_p95_upper_s=seconds(e2e_p95.upper),
+        ttft_samples=ttft_p95.samples,
+        ttft_p95_upper_s=seconds(ttft_p95.upper),
         queue_mean_s=queue_mean,
         max_waiting=gauge_max([r.get("num_requests_waiting") for r in window]),
         max_running=gauge_max([r.get("num_requests_running") for r in window]),

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from golive.bundle import BundleReader
 from golive.checks.capacity import (
     CapacityInputs,
     Run,
@@ -18,8 +18,10 @@ from golive.checks.capacity import (
     refusal,
     served_model,
 )
+from golive.checks.capacity_judge import judge_headroom, judge_ramp
 from golive.checks.capacity_load import (
     CALIBRATION_CAP,
+    STEPS,
     calibrate,
     load_window,
     ramp,
@@ -30,7 +32,6 @@ from golive.checks.capacity_rules import (
     Classification,
     StabilityPolicy,
     StepStats,
-    api_server_bound,
     classify_concurrency,
 )
 from golive.checks.capacity_windows import (
@@ -51,7 +52,7 @@ from golive.checks.context import (
 from golive.gpu_curve import PhaseSpan
 from golive.results import CheckResult, Status
 from golive.sampling import Probe, host_probe, nvml_probe, sampling
-from golive.traffic.headroom import headroom_check, thaw
+from golive.traffic.headroom import thaw
 from golive.traffic.records import ParsedResponse, error_message, parse
 from golive.traffic.workload import filler
 
@@ -111,7 +112,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     compressed(ctx, "requests/capacity-setup.jsonl")
     thaw()
     if run.windows:
-        results.append(headroom_check(run.windows))
+        results.append(judge_headroom(BundleReader(ctx.bundle.root)))
     ctx.bundle.write_json(
         "metrics/capacity-phases.json",
         [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],
@@ -268,36 +269,14 @@ async def concurrency_ramp(run: Run) -> CheckResult:
         # the next cap is sized from the fastest per-slot rate measured so far: a calibration
         # slowed by a first-request cost must not end the next window early on its cap
         run.rate_per_slot = max(run.rate_per_slot, stats.throughput_rps / level)
-        run.ctx.bundle.append_jsonl(
-            "metrics/capacity-steps.jsonl", {**stats.to_json(), "request_cap": cap}
-        )
+        run.ctx.bundle.append_jsonl(STEPS, {**stats.to_json(), "request_cap": cap})
         if classify_concurrency([*stable_so_far, stats], policy).ceiling != stats.concurrency:
             break  # the ceiling is known; more load past it proves nothing
         stable_so_far.append(stats)
-    result = classify_concurrency(steps, policy)
-    measurements: dict[str, Any] = {"steps": len(steps), "ceiling": result.ceiling}
-    for s in steps:
-        measurements[f"c{s.concurrency}_rps"] = round(s.throughput_rps, 3)
-        measurements[f"c{s.concurrency}_e2e_p95_s"] = s.e2e_p95_s
-        measurements[f"c{s.concurrency}_queue_mean_s"] = s.queue_mean_s
-        measurements[f"c{s.concurrency}_max_waiting"] = s.max_waiting
-        measurements[f"c{s.concurrency}_engine_held"] = (
-            None if s.engine_held is None else round(s.engine_held, 2)
-        )
-    frontend = next((f for s in steps if (f := api_server_bound(s)) is not None), None)
-    if frontend is not None:
-        measurements["api_server_bound"] = frontend
-        if frontend not in result.reason:
-            result = dataclasses.replace(result, reason=f"{result.reason}; {frontend}")
-    run.concurrency_ceiling = result.ceiling
-    evidence = [
-        "requests/capacity-concurrency.jsonl",
-        "metrics/capacity-steps.jsonl",
-        "memory/capacity.csv",
-    ]
-    if run.dead.is_set():
-        evidence.append("memory/termination.json")
-    return classified("capacity.concurrency", result, measurements, evidence)
+    ramp_check = judge_ramp(BundleReader(run.ctx.bundle.root), config)
+    ceiling = ramp_check.measurements.get("ceiling")
+    run.concurrency_ceiling = ceiling if isinstance(ceiling, int) else None
+    return ramp_check
 
 
 async def sustained(run: Run) -> CheckResult:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 class Action(enum.StrEnum):
@@ -28,17 +29,6 @@ class Classification:
     reason: str
     ceiling: int | None = None  # highest stable concurrency
     max_context: int | None = None  # largest accepted context (tokens)
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear-interpolated percentile (q in 0..100); None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +53,21 @@ class StepStats:
     coverage: str | None = None  # why the load did not cover the window (None: it did)
     stall: str | None = None  # the engine stopped producing with requests in flight
     engine_held: float | None = None  # mean running + waiting requests the engine reported
+    # the p95s' sample counts and 95% upper bounds (None: too few samples to bound them)
+    e2e_samples: int | None = None
+    e2e_p95_upper_s: float | None = None
+    ttft_samples: int | None = None
+    ttft_p95_upper_s: float | None = None
 
     def to_json(self) -> dict[str, object]:
         """One line of `metrics/capacity-steps.jsonl`."""
         return {**dataclasses.asdict(self), "throughput_rps": self.throughput_rps}
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> StepStats:
+        """Read back a line of `metrics/capacity-steps.jsonl` (derived keys are ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in row.items() if k in names})
 
     @property
     def engine_measured(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 
 from golive.bundle import locate
+from golive.checks.capacity_load import STEPS
 from golive.report.markdown import chain_rows, scope_line
 from golive.report.plots import bar_chart, interval_chart, line_chart
 
@@ -39,7 +40,7 @@ def render_html(root: Path, verdict: Mapping[str, Any]) -> str:
         colour=_OUTCOME_COLOUR.get(str(verdict.get("outcome")), "#555"),
         chain_rows=chain_rows(chain) if isinstance(chain, dict) else [],
         memory_svgs=memory_charts(locate(root, "memory/capacity.csv")),
-        latency_svgs=latency_charts(locate(root, "metrics/capacity-steps.jsonl")),
+        latency_svgs=latency_charts(locate(root, STEPS)),
         cache_svgs=cache_charts(locate(root, "metrics/cache-steps.jsonl")),
         agent_svg=agent_chart(verdict),
         signoff=signoff if isinstance(signoff, dict) else None,

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from golive.bundle import locate
-from golive.checks.capacity_load import WATCHDOG
+from golive.checks.capacity_load import STEPS, WATCHDOG
+from golive.quantiles import samples_needed
 
 _MARK = {
     "pass": "PASS",
@@ -24,19 +25,21 @@ def bundle_markdown(root: Path, verdict: Mapping[str, Any]) -> str:
     """report.md for the bundle at `root`: the verdict, its version chain and load windows."""
     chain_path = locate(root, "environment/chain.json")
     chain = json.loads(chain_path.read_text()) if chain_path.is_file() else None
-    watchdog = locate(root, WATCHDOG)
-    windows = (
-        [json.loads(x) for x in watchdog.read_text().splitlines() if x.strip()]
-        if watchdog.is_file()
-        else []
-    )
-    return render_markdown(verdict, chain, windows)
+    return render_markdown(verdict, chain, _rows(root, WATCHDOG), _rows(root, STEPS))
+
+
+def _rows(root: Path, rel: str) -> list[dict[str, Any]]:
+    path = locate(root, rel)
+    if not path.is_file():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
 def render_markdown(
     verdict: Mapping[str, Any],
     chain: Mapping[str, Any] | None = None,
     windows: Sequence[Mapping[str, Any]] = (),
+    steps: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     lines = [
         f"# golive verdict: **{verdict['outcome']}**",
@@ -88,6 +91,8 @@ def render_markdown(
         lines += ["", *_chain_section(chain)]
     if windows:
         lines += ["", *load_windows(windows)]
+    if steps:
+        lines += ["", *latency_by_step(steps)]
     actions = verdict.get("actions") or []
     if actions:
         lines += [
@@ -103,6 +108,46 @@ def render_markdown(
             for a in actions
         ]
     return "\n".join(lines) + "\n"
+
+
+def latency_by_step(steps: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ramp's latency percentiles with their sample counts and 95% upper bounds; a p95
+    from too few requests is shown, marked, and bounds no limit."""
+    needed = samples_needed(95)
+    lines = [
+        "## Latency by ramp step",
+        "",
+        f"A p95 is an upper bound at 95% confidence only from {needed} requests or more; one "
+        "from fewer is shown but marked, and no limit is set from it.",
+        "",
+        "| concurrency | requests | e2e p50 s | e2e p95 s (bound) | TTFT p95 s (bound) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for step in steps:
+        lines.append(
+            f"| {step.get('concurrency')} | {step.get('completed')} | "
+            f"{_seconds(step.get('e2e_p50_s'))} | "
+            f"{_bounded(step, 'e2e_p95_s', 'e2e_p95_upper_s', 'e2e_samples', needed)} | "
+            f"{_bounded(step, 'ttft_p95_s', 'ttft_p95_upper_s', 'ttft_samples', needed)} |"
+        )
+    return lines
+
+
+def _seconds(value: Any) -> str:
+    return "n/a" if not isinstance(value, (int, float)) else f"{value:.3f}"
+
+
+def _bounded(step: Mapping[str, Any], key: str, upper: str, count: str, needed: int) -> str:
+    value = step.get(key)
+    if not isinstance(value, (int, float)):
+        return "n/a"
+    samples = step.get(count)
+    if samples is None:  # a bundle from before the counts were kept
+        return f"{value:.3f} (samples not recorded)"
+    bound = step.get(upper)
+    if isinstance(bound, (int, float)):
+        return f"{value:.3f} (≤ {bound:.3f}, n={samples})"
+    return f"{value:.3f} (n={samples} < {needed}: not a bound)"
 
 
 def load_windows(windows: Sequence[Mapping[str, Any]]) -> list[str]:
