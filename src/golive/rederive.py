@@ -17,11 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from golive.bundle import BundleReader, locate, verify
+from golive.bundle import ZSTD, BundleReader, locate, verify
 from golive.checks.cache import judge_cache
 from golive.checks.cache.rules import PROTOCOL_FILE as CACHE_PROTOCOL
-from golive.checks.capacity_judge import judge_headroom, judge_ramp
+from golive.checks.capacity_judge import (
+    SUSTAINED,
+    judge_headroom,
+    judge_ramp,
+    judge_sustained,
+)
 from golive.checks.capacity_load import STEPS, WATCHDOG
+from golive.checks.classes import FILE as CLASSES_FILE
+from golive.checks.classes import SUSTAINED_STREAM as SMOKE_SUSTAINED
+from golive.checks.classes import judge_sessions, judge_short_sustained
 from golive.config import GoliveConfig, Profile, load_profile, parse_config, parse_profile
 from golive.decide import decide
 from golive.errors import ConfigError
@@ -65,6 +73,24 @@ EVIDENCE_JUDGES = (
         lambda r, s: [judge_ramp(r, s.config.capacity)],
     ),
     EvidenceJudge(
+        "capacity.sustained",
+        ("capacity.sustained",),
+        SUSTAINED,
+        lambda r, s: [judge_sustained(r, s.config.capacity)],
+    ),
+    EvidenceJudge(
+        "smoke.concurrent_sessions",
+        ("smoke.concurrent_sessions",),
+        f"requests/{CLASSES_FILE}.jsonl",
+        lambda r, s: [judge_sessions(r, s.config)],
+    ),
+    EvidenceJudge(
+        "smoke.sustained",
+        ("smoke.sustained",),
+        SMOKE_SUSTAINED,
+        lambda r, s: [judge_short_sustained(r, s.config)],
+    ),
+    EvidenceJudge(
         "golive.client_headroom",
         ("golive.client_headroom",),
         WATCHDOG,
@@ -77,7 +103,11 @@ def judged_from_evidence(root: Path) -> list[str]:
     """What this bundle's checks were judged from evidence (verdict.json
     `judged_from_evidence`): `golive decide` must judge them again, and a missing evidence
     file is then a difference."""
-    return [j.name for j in EVIDENCE_JUDGES if locate(root, j.marker).is_file()]
+    return [
+        j.name
+        for j in EVIDENCE_JUDGES
+        if locate(root, j.marker).is_file() or locate(root, j.marker + ZSTD).is_file()
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from golive.checks.classes_rules import judge_multimodal, judge_shared_prompt
+from golive.checks.classes_rules import judge_multimodal, judge_shared_prompt, load_result
 from golive.results import Status
 from golive.traffic.records import ParsedResponse, RequestRecord, Timings, parse
 
@@ -75,3 +75,45 @@ def test_shared_prompt_must_arrive_unchanged_and_be_answered(
 ) -> None:
     result = judge_shared_prompt(prompts, [None] * len(prompts), answers)
     assert result.status is status
+
+
+def _line(
+    status: int | None = 200, end_ms: float | None = 900.0, **extra: object
+) -> dict[str, object]:
+    return {
+        "label": "sustained",
+        "http_status": status,
+        "failure": None,
+        "problems": [],
+        "timings_ms": {"end": end_ms},
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    ("lines", "status", "summary"),
+    [
+        ([_line(), _line(end_ms=1400.0)], Status.PASS, "x: 2 requests served, slowest 1.4 s"),
+        ([], Status.NO_DATA, "x: no request completed"),
+        (
+            [
+                _line(),
+                _line(None, None, failure={"kind": "read_timeout", "message": "no byte in 60 s"}),
+            ],
+            Status.FAIL,
+            "x: 1/2 failed (no byte in 60 s)",
+        ),
+        # answered 200 but broken: a protocol problem is a failure too
+        (
+            [_line(problems=["stream ended without [DONE]"])],
+            Status.FAIL,
+            "x: 1/1 failed (stream ended without [DONE])",
+        ),
+    ],
+)
+def test_a_short_load_is_judged_from_its_saved_lines(
+    lines: list[dict[str, object]], status: Status, summary: str
+) -> None:
+    result = load_result("smoke.sustained", lines, "x")
+    assert result.status is status
+    assert result.summary == summary

@@ -5,22 +5,29 @@ The run calls these on the bundle it is writing; `golive decide` calls them agai
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from golive.bundle import BundleReader
-from golive.checks.capacity import classified
+from golive.checks.capacity import cap_result, classified
 from golive.checks.capacity_load import STEPS, WATCHDOG
 from golive.checks.capacity_rules import (
+    Action,
+    Classification,
     StabilityPolicy,
     StepStats,
     api_server_bound,
     classify_concurrency,
 )
+from golive.checks.capacity_windows import classify_sustained, thirds_growth, trend
 from golive.config import CapacityConfig
-from golive.results import CheckResult
+from golive.results import CheckResult, Status
 from golive.traffic.headroom import headroom_check
+from golive.traffic.records import saved_answered, saved_e2e_s
 
 TERMINATION = "memory/termination.json"
+SUSTAINED = "metrics/capacity-sustained.json"  # the sustained window's StepStats and cap
+SUSTAINED_STREAM = "requests/capacity-sustained.jsonl"
 
 
 def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
@@ -51,3 +58,85 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
 def judge_headroom(evidence: BundleReader) -> CheckResult:
     """`golive.client_headroom`: every load window's own figures for golive."""
     return headroom_check(evidence.jsonl(WATCHDOG))
+
+
+def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
+    """`capacity.sustained`: the latency trend over the window's answers (each one's send
+    time and end-to-end latency, from its record) and the window's own figures."""
+    row = evidence.json(SUSTAINED)
+    if not isinstance(row, dict):
+        return cap_result(
+            "capacity.sustained",
+            Status.NO_DATA,
+            f"no sustained window in the bundle ({SUSTAINED} is missing)",
+            {},
+            (),
+        )
+    stats = StepStats.from_json(row)
+    label = str(row.get("label"))
+    window = [
+        r for r in evidence.jsonl(SUSTAINED_STREAM) if str(r.get("label")).split("@")[0] == label
+    ]
+    t0 = min((float(r["started_at"]) for r in window), default=0.0)
+    done = [
+        (float(r["started_at"]) + e2e - t0, e2e)
+        for r in window
+        if saved_answered(r) and (e2e := saved_e2e_s(r)) is not None
+    ]
+    latency = trend(done)
+    thirds = thirds_growth(done)
+    windows = window_throughput(sorted(t for t, _ in done), config.duration_s)
+    level = stats.concurrency
+    result = classify_sustained(
+        latency,
+        windows,
+        stats.errors,
+        len(window),
+        stats.engine_died,
+        level,
+        refused=stats.refused,
+        refused_detail=stats.refused_detail,
+        preemptions=stats.preemptions,
+        coverage=stats.coverage,
+        thirds=thirds,
+        stall=stats.stall,
+        max_growth=config.max_latency_growth,
+    )
+    if result.action is Action.STABLE and not stats.engine_measured:
+        result = Classification(
+            Action.NO_DATA,
+            "the engine's queue gauges and queue-time histogram could not be read under "
+            "sustained load, so queue growth cannot be ruled out (is --metrics-url a vLLM "
+            "/metrics?)",
+        )
+    measurements: dict[str, Any] = {
+        "concurrency": level,
+        "duration_s": config.duration_s,
+        "completed": stats.completed,
+        "errors": stats.errors,
+        "throughput_rps": round(stats.throughput_rps, 3),
+        "e2e_p50_s": stats.e2e_p50_s,
+        "e2e_p95_s": stats.e2e_p95_s,
+        "latency_slope_s_per_s": None if latency is None else round(latency.slope, 6),
+        "latency_slope_ci_low": None if latency is None else round(latency.low, 6),
+        "latency_slope_ci_high": None if latency is None else round(latency.high, 6),
+        "latency_growth": None if latency is None else round(latency.relative_growth, 4),
+        "latency_growth_thirds": None if thirds is None else round(thirds, 4),
+        "max_latency_growth": config.max_latency_growth,
+        "preemptions": stats.preemptions,
+        "refused_4xx": stats.refused,
+        "request_cap": row.get("request_cap"),
+        "window_rps": ", ".join(f"{w:.2f}" for w in windows),
+    }
+    evidence_paths = [SUSTAINED_STREAM, SUSTAINED, "memory/capacity.csv"]
+    return classified("capacity.sustained", result, measurements, evidence_paths)
+
+
+def window_throughput(done_at: Sequence[float], duration_s: float, windows: int = 6) -> list[float]:
+    if not done_at:
+        return []
+    width = max(duration_s, *done_at) / windows
+    counts = [0] * windows
+    for t in done_at:
+        counts[min(windows - 1, int(t / width))] += 1
+    return [c / width for c in counts]

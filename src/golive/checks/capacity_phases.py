@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from golive.bundle import BundleReader
@@ -18,7 +18,7 @@ from golive.checks.capacity import (
     refusal,
     served_model,
 )
-from golive.checks.capacity_judge import judge_headroom, judge_ramp
+from golive.checks.capacity_judge import SUSTAINED, judge_headroom, judge_ramp, judge_sustained
 from golive.checks.capacity_load import (
     CALIBRATION_CAP,
     STEPS,
@@ -29,7 +29,6 @@ from golive.checks.capacity_load import (
 )
 from golive.checks.capacity_rules import (
     Action,
-    Classification,
     StabilityPolicy,
     StepStats,
     classify_concurrency,
@@ -38,9 +37,6 @@ from golive.checks.capacity_windows import (
     LongOutcome,
     LongStep,
     classify_long_input,
-    classify_sustained,
-    thirds_growth,
-    trend,
 )
 from golive.checks.context import (
     CheckContext,
@@ -289,65 +285,8 @@ async def sustained(run: Run) -> CheckResult:
     measured = run.step_rps.get(level)  # the ramp's throughput at this level, where it ran
     rate = measured / level if measured else run.rate_per_slot
     cap = window_cap(run, level, config.duration_s, rate)
-    stats, parsed = await load_window(run, level, config.duration_s, cap, 1_000_000)
-    ok = [p for p in parsed if p.record.ok and not p.problems]
-    t0 = min((p.record.timings.sent_ns for p in parsed), default=0)
-    done = [(((p.record.timings.end_ns or t0) - t0) / 1e9, (p.e2e_ms or 0) / 1000) for p in ok]
-    latency = trend(done)
-    thirds = thirds_growth(done)
-    windows = _window_throughput(sorted(t for t, _ in done), config.duration_s)
-    result = classify_sustained(
-        latency,
-        windows,
-        stats.errors,
-        len(parsed),
-        stats.engine_died,
-        level,
-        refused=stats.refused,
-        refused_detail=stats.refused_detail,
-        preemptions=stats.preemptions,
-        coverage=stats.coverage,
-        thirds=thirds,
-        stall=stats.stall,
-        max_growth=config.max_latency_growth,
+    stats, _ = await load_window(run, level, config.duration_s, cap, 1_000_000)
+    run.ctx.bundle.write_json(
+        SUSTAINED, {**stats.to_json(), "request_cap": cap, "label": f"c{level}"}
     )
-    if result.action is Action.STABLE and not stats.engine_measured:
-        result = Classification(
-            Action.NO_DATA,
-            "the engine's queue gauges and queue-time histogram could not be read under "
-            "sustained load, so queue growth cannot be ruled out (is --metrics-url a vLLM "
-            "/metrics?)",
-        )
-    measurements: dict[str, Any] = {
-        "concurrency": level,
-        "duration_s": config.duration_s,
-        "completed": stats.completed,
-        "errors": stats.errors,
-        "throughput_rps": round(stats.throughput_rps, 3),
-        "e2e_p50_s": stats.e2e_p50_s,
-        "e2e_p95_s": stats.e2e_p95_s,
-        "latency_slope_s_per_s": None if latency is None else round(latency.slope, 6),
-        "latency_slope_ci_low": None if latency is None else round(latency.low, 6),
-        "latency_slope_ci_high": None if latency is None else round(latency.high, 6),
-        "latency_growth": None if latency is None else round(latency.relative_growth, 4),
-        "latency_growth_thirds": None if thirds is None else round(thirds, 4),
-        "max_latency_growth": config.max_latency_growth,
-        "preemptions": stats.preemptions,
-        "refused_4xx": stats.refused,
-        "request_cap": cap,
-        "window_rps": ", ".join(f"{w:.2f}" for w in windows),
-    }
-    evidence = ["requests/capacity-sustained.jsonl", "memory/capacity.csv"]
-    return classified("capacity.sustained", result, measurements, evidence)
-
-
-def _window_throughput(
-    done_at: Sequence[float], duration_s: float, windows: int = 6
-) -> list[float]:
-    if not done_at:
-        return []
-    width = max(duration_s, *done_at) / windows
-    counts = [0] * windows
-    for t in done_at:
-        counts[min(windows - 1, int(t / width))] += 1
-    return [c / width for c in counts]
+    return judge_sustained(BundleReader(run.ctx.bundle.root), config)

@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
 
+from golive.bundle import BundleReader
 from golive.checks.classes_rules import (
     answer_text,
     gateway_difference,
     judge_multimodal,
     judge_shared_prompt,
+    labelled,
+    load_result,
 )
 from golive.checks.classes_rules import smoke_result as _r
 from golive.checks.context import CheckContext, packed, transport_problem
+from golive.config import GoliveConfig
 from golive.results import CheckResult, Status
 from golive.scope import NOT_USED
-from golive.traffic.records import BodySample, ParsedResponse, RequestRecord, parse
+from golive.traffic.records import BodySample, ParsedResponse, RequestRecord
 from golive.traffic.schedule import Schedule, run_schedule
 from golive.traffic.workload import (
     STRUCTURED_SCHEMA,
@@ -37,6 +41,7 @@ from golive.traffic.workload import (
 
 FILE = "smoke-classes"
 SUSTAINED_FILE = "smoke-sustained"
+SUSTAINED_STREAM = f"requests/{SUSTAINED_FILE}.jsonl"
 _PNG_1PX = (  # one red pixel
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQ"
     + "DwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -291,47 +296,17 @@ async def _load(
     return list(result.records)
 
 
-def _load_result(check_id: str, records: Sequence[RequestRecord], what: str) -> CheckResult:
-    parsed = [parse(r) for r in records]
-    bad = [p for p in parsed if not p.record.ok or p.problems]
-    e2e = sorted((p.e2e_ms or 0) / 1000 for p in parsed if p.record.ok)
-    measurements = {
-        "requests": len(parsed),
-        "failed": len(bad),
-        "e2e_max_s": round(e2e[-1], 3) if e2e else None,
-    }
-    if not parsed:
-        return _r(check_id, Status.NO_DATA, f"{what}: no request completed", measurements)
-    if bad:
-        first = bad[0]
-        reason = first.record.failure.message if first.record.failure else "; ".join(first.problems)
-        return _r(
-            check_id,
-            Status.FAIL,
-            f"{what}: {len(bad)}/{len(parsed)} failed ({reason})",
-            measurements,
-        )
-    return _r(
-        check_id,
-        Status.PASS,
-        f"{what}: {len(parsed)} requests served, slowest {e2e[-1]:.1f} s",
-        measurements,
-    )
-
-
 async def concurrent_sessions(ctx: CheckContext, model: str) -> CheckResult:
     n = ctx.config.smoke.concurrent_sessions
-    records = await _load(ctx, model, n, 600.0, n, "sessions")
-    return _load_result(
-        "smoke.concurrent_sessions", records, f"{n} concurrent multi-turn Agent sessions"
-    )
+    await _load(ctx, model, n, 600.0, n, "sessions")
+    return judge_sessions(BundleReader(ctx.bundle.root), ctx.config)
 
 
 async def short_sustained(ctx: CheckContext, model: str) -> CheckResult:
     """Thousands of requests on a GPU: saved in a stream of their own, bodies sampled and the
     stream compressed like the capacity phases' (`records` in the config)."""
     smoke = ctx.config.smoke
-    records = await _load(
+    await _load(
         ctx,
         model,
         smoke.sustained_concurrency,
@@ -341,10 +316,25 @@ async def short_sustained(ctx: CheckContext, model: str) -> CheckResult:
         SUSTAINED_FILE,
         ctx.body_sample(),
     )
-    result = _load_result(
+    result = judge_short_sustained(BundleReader(ctx.bundle.root), ctx.config)
+    return packed(ctx, result, SUSTAINED_STREAM)
+
+
+def judge_sessions(evidence: BundleReader, config: GoliveConfig) -> CheckResult:
+    """`smoke.concurrent_sessions` from the `sessions` lines of the classes' stream."""
+    n = config.smoke.concurrent_sessions
+    lines = labelled(evidence.jsonl(f"requests/{FILE}.jsonl"), "sessions")
+    return load_result(
+        "smoke.concurrent_sessions", lines, f"{n} concurrent multi-turn Agent sessions"
+    )
+
+
+def judge_short_sustained(evidence: BundleReader, config: GoliveConfig) -> CheckResult:
+    """`smoke.sustained` from its own stream (plain, or compressed once its load ended)."""
+    smoke = config.smoke
+    result = load_result(
         "smoke.sustained",
-        records,
+        labelled(evidence.jsonl(SUSTAINED_STREAM), "sustained"),
         f"{smoke.sustained_s:g} s at concurrency {smoke.sustained_concurrency}",
     )
-    stream = f"requests/{SUSTAINED_FILE}.jsonl"
-    return packed(ctx, dataclasses.replace(result, evidence=(stream,)), stream)
+    return dataclasses.replace(result, evidence=(SUSTAINED_STREAM,))

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from golive.results import CheckClass, CheckResult, Status
-from golive.traffic.records import ParsedResponse
+from golive.traffic.records import ParsedResponse, saved_answered, saved_e2e_s, saved_ok
 
 EVIDENCE = ("requests/smoke-classes.jsonl",)
 
@@ -147,3 +147,41 @@ def judge_shared_prompt(
         "(`golive cache` judges reuse)",
         measurements,
     )
+
+
+def load_result(check_id: str, lines: Sequence[Mapping[str, Any]], what: str) -> CheckResult:
+    """A short load of the smoke classes, judged from its saved record lines: every request
+    must be answered in full."""
+    bad = [line for line in lines if not saved_answered(line)]
+    e2e = sorted(saved_e2e_s(line) or 0.0 for line in lines if saved_ok(line))
+    measurements = {
+        "requests": len(lines),
+        "failed": len(bad),
+        "e2e_max_s": round(e2e[-1], 3) if e2e else None,
+    }
+    if not lines:
+        return smoke_result(check_id, Status.NO_DATA, f"{what}: no request completed", measurements)
+    if bad:
+        first = bad[0]
+        failure = first.get("failure")
+        reason = (
+            str(failure.get("message"))
+            if isinstance(failure, Mapping)
+            else "; ".join(str(p) for p in first.get("problems") or ())
+        )
+        return smoke_result(
+            check_id,
+            Status.FAIL,
+            f"{what}: {len(bad)}/{len(lines)} failed ({reason})",
+            measurements,
+        )
+    return smoke_result(
+        check_id,
+        Status.PASS,
+        f"{what}: {len(lines)} requests served, slowest {e2e[-1]:.1f} s",
+        measurements,
+    )
+
+
+def labelled(lines: Sequence[Mapping[str, Any]], label: str) -> list[Mapping[str, Any]]:
+    return [line for line in lines if line.get("label") == label]

@@ -173,6 +173,24 @@ class ParsedResponse:
         return line
 
 
+def saved_ok(line: Mapping[str, Any]) -> bool:
+    """A saved record line (`ParsedResponse.to_json`) whose request got a 2xx answer with no
+    transport failure: `RequestRecord.ok` read back from the bundle."""
+    status = line.get("http_status")
+    return line.get("failure") is None and isinstance(status, int) and 200 <= status < 300
+
+
+def saved_answered(line: Mapping[str, Any]) -> bool:
+    """`saved_ok` and the answer had no protocol problem."""
+    return saved_ok(line) and not line.get("problems")
+
+
+def saved_e2e_s(line: Mapping[str, Any]) -> float | None:
+    """End-to-end seconds of a saved record line, from its send to its last byte."""
+    end = (line.get("timings_ms") or {}).get("end")
+    return None if end is None else float(end) / 1000
+
+
 def body_digest(body: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A request body kept as what identifies it: sha256 and size of its JSON, its shape."""
     if body is None:
