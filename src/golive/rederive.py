@@ -30,6 +30,7 @@ from golive.checks.capacity_load import STEPS, WATCHDOG
 from golive.checks.classes import FILE as CLASSES_FILE
 from golive.checks.classes import SUSTAINED_STREAM as SMOKE_SUSTAINED
 from golive.checks.classes import judge_sessions, judge_short_sustained
+from golive.checks.env_judge import CHAIN_CHECKS, CHAIN_INPUTS, judge_chain
 from golive.config import GoliveConfig, Profile, load_profile, parse_config, parse_profile
 from golive.decide import decide
 from golive.errors import ConfigError
@@ -67,6 +68,12 @@ class EvidenceJudge:
 EVIDENCE_JUDGES = (
     EvidenceJudge("cache", ("cache.",), CACHE_PROTOCOL, lambda r, s: judge_cache(r, s.profile)),
     EvidenceJudge(
+        "environment.chain",
+        CHAIN_CHECKS,
+        CHAIN_INPUTS,
+        lambda r, s: judge_chain(r, s.profile, s.config),
+    ),
+    EvidenceJudge(
         "capacity.concurrency",
         ("capacity.concurrency",),
         STEPS,
@@ -99,14 +106,15 @@ EVIDENCE_JUDGES = (
 )
 
 
-def judged_from_evidence(root: Path) -> list[str]:
-    """What this bundle's checks were judged from evidence (verdict.json
-    `judged_from_evidence`): `golive decide` must judge them again, and a missing evidence
-    file is then a difference."""
+def judged_from_evidence(root: Path, checks: Sequence[CheckResult]) -> list[str]:
+    """The judges that read this bundle for `checks` (verdict.json `judged_from_evidence`):
+    their evidence file is here and they own at least one check. `golive decide` must judge
+    them again, and one that is listed but no longer present is a difference."""
     return [
         j.name
         for j in EVIDENCE_JUDGES
-        if locate(root, j.marker).is_file() or locate(root, j.marker + ZSTD).is_file()
+        if (locate(root, j.marker).is_file() or locate(root, j.marker + ZSTD).is_file())
+        and any(j.owns(c.id) for c in checks)
     ]
 
 
@@ -117,6 +125,7 @@ class Rederived:
     problems: tuple[str, ...]
     rejudged: tuple[str, ...] = ()  # EVIDENCE_JUDGES names judged again from the evidence
     as_sealed: tuple[str, ...] = ()  # ids of the checks taken as sealed
+    rejudged_ids: tuple[str, ...] = ()  # ids of the checks judged again
 
     @property
     def agrees(self) -> bool:
@@ -148,9 +157,9 @@ def rederive(root: Path) -> Rederived:
             )
         policy = loaded.policy
     if data.get("parts"):  # a combined bundle: each part is re-derived as it was sealed
-        rejudged = _rederive_parts(root, data["parts"], problems)
+        rejudged, owned = _rederive_parts(root, data["parts"], problems)
     else:
-        checks, rejudged = _rejudge(root, data, checks, policy, problems)
+        checks, rejudged, owned = _rejudge(root, data, checks, policy, problems)
     if policy is not None:
         checks = apply_policy(policy, checks)
     decision = decide(checks, scope, dict(policy.waive) if policy is not None else {})
@@ -162,21 +171,24 @@ def rederive(root: Path) -> Rederived:
     derived_rules = [r.rule for r in decision.rules_fired]
     if sealed_rules != derived_rules:
         problems.append(f"rules fired differ: sealed {sealed_rules}, re-derived {derived_rules}")
-    owned = [j for j in EVIDENCE_JUDGES if j.name in rejudged]
-    kept = [c.id for c in checks if not any(j.owns(c.id) for j in owned)]
-    return Rederived(sealed, decision, tuple(problems), tuple(rejudged), tuple(kept))
+    kept = [c.id for c in checks if c.id not in owned]
+    return Rederived(
+        sealed, decision, tuple(problems), tuple(rejudged), tuple(kept), tuple(sorted(owned))
+    )
 
 
 def _rederive_parts(
     root: Path, parts: Sequence[Mapping[str, Any]], problems: list[str]
-) -> list[str]:
+) -> tuple[list[str], set[str]]:
     rejudged: set[str] = set()
+    owned: set[str] = set()
     for part in parts:
         where = str(part.get("dir") or "")
         again = rederive(root / where)
         problems.extend(f"{where}: {problem}" for problem in again.problems)
         rejudged.update(again.rejudged)
-    return sorted(rejudged)
+        owned.update(again.rejudged_ids)
+    return sorted(rejudged), owned
 
 
 def _manifest_problems(root: Path) -> list[str]:
@@ -201,19 +213,26 @@ def _rejudge(
     checks: list[CheckResult],
     policy: Policy | None,
     problems: list[str],
-) -> tuple[list[CheckResult], list[str]]:
-    """The sealed checks with every family that judges from the bundle judged again;
-    differences go to `problems`."""
+) -> tuple[list[CheckResult], list[str], set[str]]:
+    """The sealed checks with every judge that reads the bundle run again; differences go to
+    `problems`. Also: the judges that ran, and the ids of the checks they own."""
     listed = set(data.get("judged_from_evidence") or ())
-    present = set(judged_from_evidence(root))
+    present = set(judged_from_evidence(root, checks))
     reader = BundleReader(root)
     saved = Saved(_profile(reader, data), _config(reader))
     errors = _logged_errors(reader, data)
     rejudged: list[str] = []
+    owned: set[str] = set()
     for judge in EVIDENCE_JUDGES:
-        mine = [c for c in checks if judge.owns(c.id)]
-        if judge.name not in listed | present or not mine:
+        if judge.name in listed and judge.name not in present:
+            problems.append(
+                f"{judge.name} was judged from {judge.marker}: the file or its checks are no "
+                "longer in the bundle"
+            )
             continue
+        if judge.name not in present:
+            continue
+        mine = [c for c in checks if judge.owns(c.id)]
         again = judge.judge(reader, saved)
         if errors:
             again, _ = corroborate(again, errors, request_spans(root))
@@ -225,7 +244,8 @@ def _rejudge(
         checks = [by_id.pop(c.id, c) if judge.owns(c.id) else c for c in checks]
         checks += list(by_id.values())
         rejudged.append(judge.name)
-    return checks, rejudged
+        owned.update(c.id for c in checks if judge.owns(c.id))
+    return checks, rejudged, owned
 
 
 def _config(reader: BundleReader) -> GoliveConfig:

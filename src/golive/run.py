@@ -129,7 +129,7 @@ async def judge(
         waivers=policy.policy.waivers(decision.waived),
         policy=policy.to_json(),
         rollback_target=rollback_target(bundle.root),
-        judged_from_evidence=judged_from_evidence(bundle.root),
+        judged_from_evidence=judged_from_evidence(bundle.root, checks),
     )
     if guard.interruption is not None:
         data["interrupted"] = guard.interruption.to_json()

@@ -128,3 +128,13 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
     changed = differences(sealed, [judge_ramp(BundleReader(tmp_path), GoliveConfig().capacity)])
     assert "capacity.concurrency measurements.ceiling: sealed 16, re-derived 8" in changed
     assert any(c.startswith("capacity.concurrency summary: sealed ") for c in changed)
+
+
+def test_the_chain_judge_owns_exactly_the_checks_its_rules_return() -> None:
+    """`golive decide` replaces the sealed chain checks by id: the ids it owns must be the
+    ones the rules produce, in order."""
+    from golive.checks.env_judge import CHAIN_CHECKS, chain_results
+    from golive.evidence.chain import ChainInputs
+
+    ids = [c.id for c in chain_results(ChainInputs(profile=load_profile("generic")))]
+    assert tuple(ids) == CHAIN_CHECKS

@@ -14,45 +14,17 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from golive.bundle import BundleReader
 from golive.checks.context import CheckContext, scrape
+from golive.checks.env_judge import CHAIN_INPUTS, chain_inputs, chain_results, saved_inputs
 from golive.errors import ConfigError, EvidenceError
-from golive.evidence.chain import ChainInputs, Source, check_image, check_vllm_version
-from golive.evidence.chain_hw import (
-    check_container_cuda,
-    check_driver_runtime,
-    check_gpus,
-    check_host_driver,
-)
+from golive.evidence.chain import ChainInputs, Source
 from golive.evidence.facts import ContainerInfo, HostInfo, read_facts
 from golive.evidence.k8s_env import K8sSource, k8s_results, node_hosts, read_cluster
 from golive.evidence.nvidia import parse_nvidia_smi_xml
 from golive.evidence.ray_env import RAW as RAY_RAW
 from golive.evidence.ray_env import RaySource, collect_cluster, node_results
-from golive.evidence.startup_log import parse_startup_log
-from golive.evidence.startup_rules import (
-    as_other_launch,
-    check_kv_cache,
-    check_parallel,
-    check_parsers,
-    check_prefix_caching_flag,
-    check_startup_log,
-    other_launch,
-)
 from golive.results import CheckClass, CheckResult, Status
-
-RULES: tuple[Callable[[ChainInputs], CheckResult], ...] = (
-    check_image,
-    check_vllm_version,
-    check_container_cuda,
-    check_host_driver,
-    check_driver_runtime,
-    check_gpus,
-    check_startup_log,
-    check_parsers,
-    check_prefix_caching_flag,
-    check_parallel,
-    check_kv_cache,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,13 +100,11 @@ def env_programme(evidence: EnvEvidence) -> Callable[[CheckContext], Any]:
 
 async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]:
     bundle = ctx.bundle
-    startup = None
     k8s_checks: list[CheckResult] = []
     if evidence.k8s is not None:
         evidence, k8s_checks = await _from_k8s(ctx, evidence, evidence.k8s)
     if evidence.log_text is not None:
         bundle.write_text("environment/startup.log", evidence.log_text)
-        startup = parse_startup_log(evidence.log_text)
     for node, xml in evidence.host_raw:
         bundle.write_text(f"environment/nvidia-smi-{node}.xml", xml)
     hosts, container, node_checks = list(evidence.hosts), evidence.container, []
@@ -161,20 +131,18 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
     if container is not None:
         bundle.write_text("environment/container.json", container.model_dump_json(indent=2))
     live_version, live_len, live_model, cache_info = await _live_facts(ctx)
-    inputs = ChainInputs(
-        profile=ctx.profile,
-        live_version=live_version,
-        live_max_model_len=live_len,
-        live_model=live_model,
-        image=_image_source(ctx, evidence),
-        startup=startup,
-        container=container,
-        hosts=tuple(host_paths),
-        declared_parallel=ctx.config.environment.parallel,
-        custom_build=ctx.config.environment.custom_build,
-        cache_info=cache_info,
+    saved = saved_inputs(
+        (live_version, live_len, live_model),
+        _image_source(ctx, evidence),
+        [rel for _, rel in host_paths],
+        container is not None,
+        evidence.log_text is not None,
+        cache_info,
     )
-    results = as_other_launch([rule(inputs) for rule in RULES], other_launch(inputs))
+    bundle.write_json(CHAIN_INPUTS, saved)
+    inputs = chain_inputs(BundleReader(bundle.root), ctx.profile, ctx.config)
+    assert inputs is not None  # written just above
+    results = chain_results(inputs)
     bundle.write_json("environment/chain.json", chain_report(inputs, results))
     return [*results, *node_checks, *k8s_checks]
 
