@@ -21,8 +21,10 @@ from golive.bundle import ZSTD, BundleReader, locate, verify
 from golive.checks.cache import judge_cache
 from golive.checks.cache.rules import PROTOCOL_FILE as CACHE_PROTOCOL
 from golive.checks.capacity_judge import (
+    LADDER,
     SUSTAINED,
     judge_headroom,
+    judge_long_input,
     judge_ramp,
     judge_sustained,
 )
@@ -72,6 +74,12 @@ EVIDENCE_JUDGES = (
         CHAIN_CHECKS,
         CHAIN_INPUTS,
         lambda r, s: judge_chain(r, s.profile, s.config),
+    ),
+    EvidenceJudge(
+        "capacity.long_input",
+        ("capacity.long_input",),
+        LADDER,
+        lambda r, s: [judge_long_input(r)],
     ),
     EvidenceJudge(
         "capacity.concurrency",

@@ -88,10 +88,10 @@ def case_result(
         f"{summary.low:.0%}–{summary.high:.0%})"
     )
     if not runs:
-        return _r(case, Status.NO_DATA, f"{case.name}: no run", measurements, evidence)
+        return agent_check(case, Status.NO_DATA, f"{case.name}: no run", measurements, evidence)
     note = retry_note(facts or {})
     if facts and facts.get("timeouts_exercised") == 0:
-        return _r(
+        return agent_check(
             case,
             Status.NO_DATA,
             f"{case.name}: no attempt hit the client deadline, so the retry path was not "
@@ -100,7 +100,7 @@ def case_result(
             evidence,
         )
     if not failed and facts and "attempts_sent" in facts and facts.get("engine_admitted") is None:
-        return _r(
+        return agent_check(
             case,
             Status.NO_DATA,
             f"{case.name}: {rate} at the client, but the engine's own request counters could "
@@ -110,7 +110,7 @@ def case_result(
             evidence,
         )
     if not failed:
-        return _r(
+        return agent_check(
             case, Status.PASS, f"{case.name}: {rate} — {case.proves}{note}", measurements, evidence
         )
     top = next(iter(summary.signatures))
@@ -118,13 +118,13 @@ def case_result(
     where = f"blamed on {layer.value}" + ("" if gateway else " (target measured as the engine)")
     text = f"{case.name}: {rate}; most often {top} ({example.detail}); {where}{note}"
     if len(failed) == len(runs) and all(s.startswith("transport.") for s in summary.signatures):
-        return _r(
+        return agent_check(
             case, Status.ERROR, f"{case.name}: no answer at all — {text}", measurements, evidence
         )
     if not case.critical:
         measurements["classification"] = "limit-feature"
         measurements["limit_disable_feature"] = case.feature or case.name
-        return _r(
+        return agent_check(
             case,
             Status.WARN,
             f"{text}. Non-critical: disable or rate-limit {case.feature or case.name}",
@@ -132,14 +132,14 @@ def case_result(
             evidence,
         )
     if len(failed) >= repeated_failures:
-        return _r(
+        return agent_check(
             case,
             Status.FAIL,
             f"{text}. Repeated failure on a critical path",
             measurements,
             evidence,
         )
-    return _r(
+    return agent_check(
         case, Status.WARN, f"{text}. One isolated failure (not repeated)", measurements, evidence
     )
 
@@ -162,7 +162,7 @@ def retry_note(facts: Mapping[str, Any]) -> str:
     )
 
 
-def _r(
+def agent_check(
     case: AgentCase,
     status: Status,
     summary: str,

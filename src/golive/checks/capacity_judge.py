@@ -5,7 +5,7 @@ The run calls these on the bundle it is writing; `golive decide` calls them agai
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from golive.bundle import BundleReader
@@ -19,7 +19,14 @@ from golive.checks.capacity_rules import (
     api_server_bound,
     classify_concurrency,
 )
-from golive.checks.capacity_windows import classify_sustained, thirds_growth, trend
+from golive.checks.capacity_windows import (
+    LongOutcome,
+    LongStep,
+    classify_long_input,
+    classify_sustained,
+    thirds_growth,
+    trend,
+)
 from golive.config import CapacityConfig
 from golive.results import CheckResult, Status
 from golive.traffic.headroom import headroom_check
@@ -28,6 +35,7 @@ from golive.traffic.records import saved_answered, saved_e2e_s
 TERMINATION = "memory/termination.json"
 SUSTAINED = "metrics/capacity-sustained.json"  # the sustained window's StepStats and cap
 SUSTAINED_STREAM = "requests/capacity-sustained.jsonl"
+LADDER = "metrics/capacity-long_input.json"  # the long-input ladder: each step's outcome
 
 
 def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
@@ -140,3 +148,47 @@ def window_throughput(done_at: Sequence[float], duration_s: float, windows: int 
     for t in done_at:
         counts[min(windows - 1, int(t / width))] += 1
     return [c / width for c in counts]
+
+
+def judge_long_input(evidence: BundleReader) -> CheckResult:
+    """`capacity.long_input` from the ladder the collector saved: each context size and how
+    the server answered it (served, rejected for its length, refused, failed, died)."""
+    ladder = evidence.json(LADDER)
+    if not isinstance(ladder, Mapping):
+        return cap_result(
+            "capacity.long_input", Status.NO_DATA, f"no long-input ladder ({LADDER})", {}, ()
+        )
+    steps = [
+        LongStep(
+            int(row["context_tokens"]),
+            LongOutcome(row["outcome"]),
+            str(row.get("detail") or ""),
+            row.get("prompt_tokens"),
+        )
+        for row in ladder.get("steps") or ()
+    ]
+    max_context = int(ladder["max_context"])
+    max_model_len = ladder.get("max_model_len")
+    result = classify_long_input(steps, max_context, max_model_len)
+    measurements: dict[str, Any] = {
+        "max_context": max_context,
+        "max_model_len": max_model_len,
+        "top_step": ladder.get("top_step"),
+        "tokens_per_word": round(float(ladder["tokens_per_word"]), 3),
+        "calibration": ladder.get("calibration"),
+        "generation_limit": ladder.get("generation_limit"),
+        "sampling": "temperature=0",
+        "recovered_after_rejections": ladder.get("recovered_after_rejections"),
+        **{f"step_{s.context_tokens}": s.outcome.value for s in steps},
+        **{
+            f"prompt_tokens_{s.context_tokens}": s.prompt_tokens
+            for s in steps
+            if s.prompt_tokens is not None
+        },
+    }
+    return classified(
+        "capacity.long_input",
+        result,
+        measurements,
+        ("requests/capacity-long_input.jsonl", LADDER, "memory/capacity.csv"),
+    )

@@ -11,14 +11,20 @@ from golive.checks.capacity import (
     CapacityInputs,
     Run,
     cap_result,
-    classified,
     engine_probe,
     merge_curves,
     model_load,
     refusal,
     served_model,
 )
-from golive.checks.capacity_judge import SUSTAINED, judge_headroom, judge_ramp, judge_sustained
+from golive.checks.capacity_judge import (
+    LADDER,
+    SUSTAINED,
+    judge_headroom,
+    judge_long_input,
+    judge_ramp,
+    judge_sustained,
+)
 from golive.checks.capacity_load import (
     CALIBRATION_CAP,
     STEPS,
@@ -36,7 +42,6 @@ from golive.checks.capacity_rules import (
 from golive.checks.capacity_windows import (
     LongOutcome,
     LongStep,
-    classify_long_input,
 )
 from golive.checks.context import (
     CheckContext,
@@ -207,29 +212,28 @@ async def long_input(run: Run) -> CheckResult:
     if mid is not None:
         steps.append(await _long_step(run, mid, ratio, len(steps)))
     recovered = run.dead.is_set() is False and await run.check_alive("health after long inputs")
-    result = classify_long_input(steps, max_context, run.max_model_len)
-    measurements: dict[str, Any] = {
-        "max_context": max_context,
-        "max_model_len": run.max_model_len,
-        "top_step": top,
-        "tokens_per_word": round(ratio, 3),
-        "calibration": how,
-        "generation_limit": config.long_max_tokens,
-        "sampling": "temperature=0",
-        "recovered_after_rejections": recovered,
-        **{f"step_{s.context_tokens}": s.outcome.value for s in steps},
-        **{
-            f"prompt_tokens_{s.context_tokens}": s.prompt_tokens
-            for s in steps
-            if s.prompt_tokens is not None
+    run.ctx.bundle.write_json(
+        LADDER,
+        {
+            "max_context": max_context,
+            "max_model_len": run.max_model_len,
+            "top_step": top,
+            "tokens_per_word": ratio,
+            "calibration": how,
+            "generation_limit": config.long_max_tokens,
+            "recovered_after_rejections": recovered,
+            "steps": [
+                {
+                    "context_tokens": s.context_tokens,
+                    "outcome": s.outcome.value,
+                    "detail": s.detail,
+                    "prompt_tokens": s.prompt_tokens,
+                }
+                for s in steps
+            ],
         },
-    }
-    return classified(
-        "capacity.long_input",
-        result,
-        measurements,
-        ("requests/capacity-long_input.jsonl", "memory/capacity.csv"),
     )
+    return judge_long_input(BundleReader(run.ctx.bundle.root))
 
 
 def _long_outcome(parsed: ParsedResponse) -> tuple[LongOutcome, str]:

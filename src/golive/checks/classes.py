@@ -23,8 +23,8 @@ from golive.checks.classes_rules import (
     judge_shared_prompt,
     labelled,
     load_result,
+    smoke_result,
 )
-from golive.checks.classes_rules import smoke_result as _r
 from golive.checks.context import CheckContext, packed, transport_problem
 from golive.config import GoliveConfig
 from golive.results import CheckResult, Status
@@ -62,9 +62,9 @@ async def send(
 def _failed(check_id: str, parsed: ParsedResponse, what: str) -> CheckResult | None:
     problem = transport_problem(parsed, what)
     if problem:
-        return _r(check_id, *problem)
+        return smoke_result(check_id, *problem)
     if parsed.problems:
-        return _r(check_id, Status.FAIL, f"{what}: {'; '.join(parsed.problems)}")
+        return smoke_result(check_id, Status.FAIL, f"{what}: {'; '.join(parsed.problems)}")
     return None
 
 
@@ -83,7 +83,7 @@ async def run_classes(
 
 async def long_context(ctx: CheckContext, model: str, max_model_len: int | None) -> CheckResult:
     if max_model_len is None:
-        return _r(
+        return smoke_result(
             "smoke.long_context",
             Status.NO_DATA,
             "max_model_len unknown: cannot size a long-context request",
@@ -110,13 +110,13 @@ async def long_context(ctx: CheckContext, model: str, max_model_len: int | None)
         "e2e_ms": parsed.e2e_ms,
     }
     if diff := gateway_difference(parsed, engine):
-        return _r(
+        return smoke_result(
             "smoke.long_context",
             Status.FAIL,
             f"the gateway altered the answer: {diff}",
             measurements,
         )
-    return _r(
+    return smoke_result(
         "smoke.long_context",
         Status.PASS,
         f"{usage.get('prompt_tokens')}-token input served, first token {parsed.ttft_ms:.0f} ms",
@@ -126,7 +126,7 @@ async def long_context(ctx: CheckContext, model: str, max_model_len: int | None)
 
 async def multimodal(ctx: CheckContext, model: str) -> CheckResult:
     if not ctx.config.smoke.vision:
-        return _r(
+        return smoke_result(
             "smoke.multimodal",
             Status.SKIPPED,
             "the config says the application sends no images (smoke.vision: false)",
@@ -152,7 +152,9 @@ async def multimodal(ctx: CheckContext, model: str) -> CheckResult:
     if failure:
         return failure
     if diff := gateway_difference(parsed, engine):
-        return _r("smoke.multimodal", Status.FAIL, f"the gateway altered the answer: {diff}")
+        return smoke_result(
+            "smoke.multimodal", Status.FAIL, f"the gateway altered the answer: {diff}"
+        )
     text_only = {**body, "messages": [{"role": "user", "content": "What colour is this pixel?"}]}
     twin, _ = await send(ctx, text_only, "multimodal-text-twin")
     if failure := _failed("smoke.multimodal", twin, "the same request without the image"):
@@ -212,8 +214,10 @@ async def tools_structured(ctx: CheckContext, model: str) -> CheckResult:
             problems.append(f"the gateway altered the answer: {diff}")
     measurements = {"tool_calls": len(calls)}
     if problems:
-        return _r("smoke.tools_structured", Status.FAIL, "; ".join(problems), measurements)
-    return _r(
+        return smoke_result(
+            "smoke.tools_structured", Status.FAIL, "; ".join(problems), measurements
+        )
+    return smoke_result(
         "smoke.tools_structured",
         Status.PASS,
         f"{len(calls)} tool call(s) and the structured answer validate against their schemas",
@@ -255,7 +259,9 @@ async def shared_prompt(ctx: CheckContext, model: str) -> CheckResult:
         if failure := _failed("smoke.shared_prompt", parsed, f"repeat {n}"):
             return failure
         if diff := gateway_difference(parsed, engine):
-            return _r("smoke.shared_prompt", Status.FAIL, f"the gateway altered the answer: {diff}")
+            return smoke_result(
+                "smoke.shared_prompt", Status.FAIL, f"the gateway altered the answer: {diff}"
+            )
         cached.append(parsed.cached_tokens)
         prompts.append((parsed.usage or {}).get("prompt_tokens"))
         answers.append(answer_text(parsed))

@@ -44,7 +44,7 @@ class _Pattern:
     meaning: str
 
 
-def _p(kind: str, severity: Severity, pattern: str, meaning: str) -> _Pattern:
+def signature_pattern(kind: str, severity: Severity, pattern: str, meaning: str) -> _Pattern:
     return _Pattern(kind, severity, re.compile(pattern, re.IGNORECASE), meaning)
 
 
@@ -53,103 +53,105 @@ F, W = Severity.FATAL, Severity.WARNING
 # loading) and that mean a stall only once it serves (vLLM #43420).
 STALL_WHEN_SERVING = frozenset({"hang_hint"})
 PATTERNS: tuple[_Pattern, ...] = (
-    _p(
+    signature_pattern(
         "cuda_init_802",
         F,
         r"Error 802|system not yet initialized",
         "CUDA error 802: the NVSwitch fabric manager is not ready (nvidia-fabricmanager)",
     ),
-    _p(
+    signature_pattern(
         "cuda_init_803",
         F,
         r"Error 803|unsupported display driver\s*/\s*cuda driver comb",
         "CUDA error 803: driver/CUDA mismatch (cuda-compat libraries shadowing the host driver?)",
     ),
-    _p(
+    signature_pattern(
         "cuda_init_804",
         F,
         r"Error 804|forward compatibility was attempted on non supported HW",
         "CUDA error 804: forward compatibility on a GPU that does not support it",
     ),
-    _p(
+    signature_pattern(
         "driver_too_old",
         F,
         r"NVIDIA driver on your system is too old",
         "the host driver is older than the container's CUDA needs",
     ),
-    _p(
+    signature_pattern(
         "cuda_init",
         F,
         r"CUDA initialization|cudaGetDeviceCount\(\)|no CUDA-capable device",
         "CUDA could not initialise",
     ),
-    _p(
+    signature_pattern(
         "nccl_failure",
         F,
         r"NCCL error|ncclInvalidUsage|ncclSystemError|ncclUnhandledCudaError|ncclInternalError"
         r"|ncclRemoteError|mlx5dv_reg_dmabuf_mr",
         "NCCL failed: collective communication between GPUs or nodes is broken",
     ),
-    _p(
+    signature_pattern(
         "no_kernel_image",
         F,
         r"no kernel image is available for execution",
         "the image has no kernels for this GPU architecture",
     ),
-    _p(
+    signature_pattern(
         "unsupported_arch",
         F,
         r"is not compatible with the current PyTorch installation|unsupported (GPU )?architecture"
         r"|not supported on this (GPU|architecture)",
         "the GPU architecture is not supported by this build",
     ),
-    _p(
+    signature_pattern(
         "oom_kv_cache",
         F,
         r"No available memory for the cache blocks",
         "no memory left for KV cache blocks at startup",
     ),
-    _p(
+    signature_pattern(
         "oom_max_model_len",
         F,
         r"larger than the available KV cache memory"
         r"|is larger than the maximum number of tokens that can be stored in KV cache",
         "max_model_len needs more KV cache than fits: lower it or add memory",
     ),
-    _p(
+    signature_pattern(
         "oom_startup_memory",
         F,
         r"Free memory on device .* is less than desired GPU memory utilization",
         "the GPU did not have the memory gpu_memory_utilization asks for at startup",
     ),
-    _p(
+    signature_pattern(
         "oom_load",
         F,
         r"OutOfMemoryError|CUDA out of memory",
         "out of memory while loading or initialising",
     ),
-    _p(
+    signature_pattern(
         "engine_failed",
         F,
         r"EngineCore failed to start|Engine core initialization failed"
         r"|RuntimeError: Engine process failed to start",
         "the engine process failed to start",
     ),
-    _p("fallback", W, r"\bfall(?:ing)? ?back\b|\bfallback\b", "a fallback code path was taken"),
-    _p(
+    signature_pattern(
+        "fallback", W, r"\bfall(?:ing)? ?back\b|\bfallback\b", "a fallback code path was taken"
+    ),
+    signature_pattern(
         "hang_hint",
         W,
         r"No available shared memory broadcast block found",
         "a worker waited on the shared-memory broadcast while serving: a stalled process",
     ),
-    _p(
+    signature_pattern(
         "triton_jit",
         W,
         r"Triton kernel JIT compilation during inference",
         "a kernel was compiled on a live request: warm-up did not cover that shape, so "
         "production sees latency spikes",
     ),
-    _p(
+    signature_pattern(
         "fd_ulimit",
         W,
         r"Found ulimit of \d+ and failed to automatically increase",

@@ -21,11 +21,11 @@ from golive.checks.cache.rules import (
     STEPS_FILE,
     CacheStep,
     LoggedCache,
+    cache_result,
     control_invalidated,
     judge_reuse,
     rank_test,
 )
-from golive.checks.cache.rules import cache_result as _r
 from golive.config import Profile
 from golive.errors import BadResponse
 from golive.metrics import Snapshot, parse_metrics
@@ -38,7 +38,7 @@ def judge_cache(evidence: BundleReader, profile: Profile) -> list[CheckResult]:
     protocol = evidence.json(PROTOCOL_FILE)
     if not isinstance(protocol, Mapping):
         return [
-            _r(
+            cache_result(
                 "cache.prefix_reuse",
                 True,
                 Status.NO_DATA,
@@ -47,7 +47,7 @@ def judge_cache(evidence: BundleReader, profile: Profile) -> list[CheckResult]:
         ]
     if protocol.get("problem"):
         return [
-            _r(
+            cache_result(
                 "cache.prefix_reuse",
                 True,
                 Status.NO_DATA,
@@ -62,7 +62,7 @@ def judge_cache(evidence: BundleReader, profile: Profile) -> list[CheckResult]:
     steps = {row["step"]: CacheStep.from_json(row) for row in evidence.jsonl(STEPS_FILE)}
     if "cold-0" not in steps:
         return [
-            _r(
+            cache_result(
                 "cache.prefix_reuse",
                 True,
                 Status.NO_DATA,
@@ -160,7 +160,7 @@ def reuse_result(
         )
     ) + warmup_note(steps.get("warmup"), test.cold_median if test is not None else None)
     if not verdict.accepted:
-        return _r(
+        return cache_result(
             "cache.prefix_reuse",
             True,
             Status.FAIL,
@@ -168,7 +168,7 @@ def reuse_result(
             measurements,
         )
     if verdict.shared_server:
-        return _r(
+        return cache_result(
             "cache.prefix_reuse",
             True,
             Status.WARN,
@@ -176,7 +176,9 @@ def reuse_result(
             "(a shared server): deltas are attributed with care",
             measurements,
         )
-    return _r("cache.prefix_reuse", True, Status.PASS, f"{verdict.diagnosis}{timing}", measurements)
+    return cache_result(
+        "cache.prefix_reuse", True, Status.PASS, f"{verdict.diagnosis}{timing}", measurements
+    )
 
 
 def _warmup_measurements(warmup: CacheStep | None) -> dict[str, Any]:
@@ -215,7 +217,7 @@ def controls_result(
     warm = [s.reused for n, s in steps.items() if n.startswith("warm-")]
     reference = max(warm, default=0.0)
     if reference < block:
-        return _r(
+        return cache_result(
             "cache.controls",
             False,
             Status.NO_DATA,
@@ -226,7 +228,7 @@ def controls_result(
     for control in controls:
         step = steps.get(f"control:{control}")
         if step is None:
-            return _r(
+            return cache_result(
                 "cache.controls",
                 False,
                 Status.NO_DATA,
@@ -245,4 +247,4 @@ def controls_result(
     summary = "; ".join(parts)
     if kept:
         summary += " — changes that kept the prefix are invisible to the cache manager here"
-    return _r("cache.controls", False, status, summary, found)
+    return cache_result("cache.controls", False, status, summary, found)

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golive.checks.cache.rules import LoggedCache
-from golive.checks.cache.rules import cache_result as _r
+from golive.checks.cache.rules import LoggedCache, cache_result
 from golive.results import CheckResult, Status
 
 
@@ -34,7 +33,7 @@ def retention_result(
         "prompt_tokens": prompt_tokens,
     }
     if not labels and logged is None:
-        return _r(
+        return cache_result(
             "cache.retention",
             False,
             Status.NO_DATA,
@@ -49,7 +48,7 @@ def judge_retention(measurements: Mapping[str, Any], hybrid: bool, boundaries: s
     hybrid cache, a documented retention interval."""
     enabled = measurements.get("enable_prefix_caching")
     if enabled is not None and str(enabled) != "True":
-        return _r(
+        return cache_result(
             "cache.retention",
             False,
             Status.FAIL,
@@ -57,7 +56,7 @@ def judge_retention(measurements: Mapping[str, Any], hybrid: bool, boundaries: s
             measurements,
         )
     if hybrid and measurements.get("retention_interval") in (None, "None", "0"):
-        return _r(
+        return cache_result(
             "cache.retention",
             False,
             Status.WARN,
@@ -68,7 +67,7 @@ def judge_retention(measurements: Mapping[str, Any], hybrid: bool, boundaries: s
             measurements,
         )
     if not hybrid and measurements.get("block_size") is None:
-        return _r(
+        return cache_result(
             "cache.retention",
             False,
             Status.NO_DATA,
@@ -76,4 +75,4 @@ def judge_retention(measurements: Mapping[str, Any], hybrid: bool, boundaries: s
             "granularity cannot be stated",
             measurements,
         )
-    return _r("cache.retention", False, Status.PASS, boundaries, measurements)
+    return cache_result("cache.retention", False, Status.PASS, boundaries, measurements)
