@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from golive.bundle import ZSTD, BundleReader, locate, verify
+from golive.checks.agent_judge import PLAN as AGENT_PLAN
+from golive.checks.agent_judge import judge_agent
 from golive.checks.cache import judge_cache
 from golive.checks.cache.rules import PROTOCOL_FILE as CACHE_PROTOCOL
 from golive.checks.capacity_judge import (
@@ -25,14 +27,20 @@ from golive.checks.capacity_judge import (
     SUSTAINED,
     judge_headroom,
     judge_long_input,
+    judge_model_load,
     judge_ramp,
     judge_sustained,
 )
 from golive.checks.capacity_load import STEPS, WATCHDOG
-from golive.checks.classes import FILE as CLASSES_FILE
 from golive.checks.classes import SUSTAINED_STREAM as SMOKE_SUSTAINED
 from golive.checks.classes import judge_sessions, judge_short_sustained
-from golive.checks.env_judge import CHAIN_CHECKS, CHAIN_INPUTS, judge_chain
+from golive.checks.classes_judge import CHECKS as CLASS_CHECKS
+from golive.checks.classes_judge import FILE as CLASSES_FILE
+from golive.checks.classes_judge import judge_saved_classes
+from golive.checks.env_judge import CHAIN_CHECKS, CHAIN_INPUTS, STARTUP_LOG, judge_chain
+from golive.checks.smoke_judge import CHECKS as SMOKE_CHECKS
+from golive.checks.smoke_judge import PLAN as SMOKE_PLAN
+from golive.checks.smoke_judge import judge_smoke
 from golive.config import GoliveConfig, Profile, load_profile, parse_config, parse_profile
 from golive.decide import decide
 from golive.errors import ConfigError
@@ -68,12 +76,19 @@ class EvidenceJudge:
 
 
 EVIDENCE_JUDGES = (
+    EvidenceJudge("agent", ("agent.",), AGENT_PLAN, lambda r, s: judge_agent(r, s.profile).results),
     EvidenceJudge("cache", ("cache.",), CACHE_PROTOCOL, lambda r, s: judge_cache(r, s.profile)),
     EvidenceJudge(
         "environment.chain",
         CHAIN_CHECKS,
         CHAIN_INPUTS,
         lambda r, s: judge_chain(r, s.profile, s.config),
+    ),
+    EvidenceJudge(
+        "capacity.model_load",
+        ("capacity.model_load",),
+        STARTUP_LOG,
+        lambda r, s: [judge_model_load(r)],
     ),
     EvidenceJudge(
         "capacity.long_input",
@@ -92,6 +107,18 @@ EVIDENCE_JUDGES = (
         ("capacity.sustained",),
         SUSTAINED,
         lambda r, s: [judge_sustained(r, s.config.capacity)],
+    ),
+    EvidenceJudge(
+        "smoke",
+        SMOKE_CHECKS,
+        SMOKE_PLAN,
+        lambda r, s: judge_smoke(r, s.config),
+    ),
+    EvidenceJudge(
+        "smoke.classes",
+        CLASS_CHECKS,
+        SMOKE_PLAN,  # the classes run after the basics, whose answers size them
+        lambda r, s: judge_saved_classes(r, s.config),
     ),
     EvidenceJudge(
         "smoke.concurrent_sessions",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,13 +14,14 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from golive.bundle import verify
+from golive.bundle import Bundle, verify
 from golive.checks.agent import agent_settings, run_agent
 from golive.checks.agent_rules import Layer
 from golive.checks.agent_select import cases_for
 from golive.checks.context import CheckContext
 from golive.cli import main
 from golive.config import load_config
+from golive.rederive import rederive
 from golive.results import CheckResult, Outcome
 from golive.run import judge
 from golive.target.install import ensure_target
@@ -49,6 +51,7 @@ def _examples(out: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in lines]
 
 
+@pytest.mark.tampers_bundle  # it edits a copy of its bundle: decide must catch that
 async def test_qwen_required_and_named_pass_auto_writes_calls_into_content(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
@@ -90,6 +93,27 @@ async def test_qwen_required_and_named_pass_auto_writes_calls_into_content(
     report = (out / "report.md").read_text()
     assert "disable or rate-limit: **tool_choice=auto" in report
     assert verify(out).ok
+    _rederives_and_catches_an_edited_answer(out, tmp_path / "edited")
+
+
+def _rederives_and_catches_an_edited_answer(out: Path, edited: Path) -> None:
+    """`golive decide` judges every case again from the saved answers and reproduces each
+    check; an answer edited in the bundle (the manifest recomputed) changes the re-judged
+    case: the call's required argument removed, one of four runs now breaks its schema."""
+    again = rederive(out)
+    assert again.agrees, again.problems
+    assert "agent" in again.rejudged
+    assert not any(c.startswith("agent.") for c in again.as_sealed)
+    shutil.copytree(out, edited)
+    answers = edited / "requests/agent.one_arg.required.jsonl"
+    lines = [json.loads(x) for x in answers.read_text().splitlines()]
+    plain = next(x for x in lines if x["label"] == "agent-one_arg.required-plain-0")
+    plain["response"]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = "{}"
+    answers.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    Bundle(edited).seal()
+    changed = rederive(edited)
+    assert not any("manifest" in p for p in changed.problems), changed.problems
+    assert "agent.one_arg.required status: sealed 'pass', re-derived 'warn'" in changed.problems
 
 
 async def _gateway_run(

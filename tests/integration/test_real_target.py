@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -13,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import verify
+from golive.bundle import Bundle, verify
 from golive.checks.smoke import run_smoke
 from golive.config import GoliveConfig, load_config
 from golive.errors import LocalTargetError
 from golive.metrics import MetricsDelta, parse_metrics
+from golive.rederive import rederive
 from golive.results import Outcome
 from golive.run import judge
 from golive.target.install import ensure_target
@@ -41,6 +43,7 @@ def _checks(data: dict[str, Any]) -> dict[str, Any]:
     return {str(c["id"]): c for c in data["checks"]}
 
 
+@pytest.mark.tampers_bundle  # it edits a copy of its bundle: decide must catch that
 async def test_smoke_on_real_vllm_is_section_passed_and_sealed(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
@@ -70,6 +73,20 @@ async def test_smoke_on_real_vllm_is_section_passed_and_sealed(
         assert line["server_request_id"]
         assert line["timings_ms"]["end"] > 0
         assert line["response"]["choices"][0]["message"]["content"]
+    # golive decide judges every smoke check again from the saved answers and scrapes; an
+    # answer edited in the bundle (manifest recomputed) changes the re-judged check
+    again = rederive(out)
+    assert again.agrees, again.problems
+    assert {"smoke.version", "smoke.metrics"} <= set(again.rejudged_ids)
+    edited = tmp_path / "edited"
+    shutil.copytree(out, edited)
+    for line in lines:
+        if line["label"] == "version":
+            line["response"] = {"version": "custom build"}
+    (edited / "requests/smoke.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    Bundle(edited).seal()
+    changed = rederive(edited)
+    assert "smoke.version status: sealed 'pass', re-derived 'fail'" in changed.problems
 
 
 async def test_editing_any_file_breaks_verify(real_target: RunningTarget, tmp_path: Path) -> None:

@@ -242,9 +242,12 @@ async def test_decide_notices_a_tampered_verdict(tmp_path: Path, capsys: Any) ->
     capsys.readouterr()
     assert await _cli("decide", str(out), "--json") == 1
     result = json.loads(capsys.readouterr().out)
-    assert result["outcome"] == "section-passed"  # a smoke bundle never re-derives go-live
+    # the smoke checks are judged again from the saved answers and scrapes: the statuses
+    # edited into verdict.json do not survive, the evidence still says hold
+    assert result["outcome"] == "hold"
     assert result["sealed"] == "hold"
     assert any("manifest" in p for p in result["problems"])
+    assert any(p.startswith("smoke.metrics status: sealed 'pass'") for p in result["problems"])
     assert await _cli("signoff", str(out), "--reviewer", "Ana", "--outcome", "hold") == EXIT_USAGE
 
 

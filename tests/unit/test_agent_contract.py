@@ -4,15 +4,13 @@ CPU vLLM gave (tests/data/agent) and on made-up breakages."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from golive.bundle import Bundle
-from golive.checks.agent import with_parity
 from golive.checks.agent_cases import shipped_cases
+from golive.checks.agent_judge import with_parity
 from golive.checks.agent_response import (
     Contract,
     complete_calls,
@@ -22,7 +20,7 @@ from golive.checks.agent_response import (
     retry_findings,
     sdk_finding,
 )
-from golive.checks.agent_results import Run, case_result
+from golive.checks.agent_results import Run, case_result, failure_examples
 from golive.checks.agent_rules import Expect, Finding, Layer, check_message
 from golive.checks.agent_select import load_user_cases, select
 from golive.decide import decide, limits
@@ -315,13 +313,6 @@ def test_select_applies_criticality_and_rejects_unknown_names() -> None:
 # ---- results and the decision ----
 
 
-@pytest.fixture
-def bundle(tmp_path: Path) -> Iterator[Bundle]:
-    made = Bundle.create(tmp_path / "b")
-    yield made
-    made.close()
-
-
 def _run(
     mode: str,
     i: int,
@@ -354,7 +345,7 @@ def _run(
     ],
 )
 def test_case_result_and_decision(
-    bundle: Bundle, case: str, failures: int, status: Status, outcome: Outcome
+    case: str, failures: int, status: Status, outcome: Outcome
 ) -> None:
     runs = [
         _run(
@@ -362,7 +353,7 @@ def test_case_result_and_decision(
         )
         for i in range(10)
     ]
-    result = case_result(bundle, CASES[case], runs, 2)
+    result = case_result(CASES[case], runs, 2)
     assert result.status is status
     assert result.measurements["passed"] == 10 - failures
     decision = decide([result], ("agent",))
@@ -371,14 +362,14 @@ def test_case_result_and_decision(
         assert limits([result])["disable_features"] == [CASES[case].feature]
         assert "tool_choice=auto" in result.summary
     if failures:
-        examples = (bundle.root / "requests/agent-failures.jsonl").read_text().splitlines()
+        examples = failure_examples(CASES[case], runs)
         assert len(examples) == min(failures, 3)
-        assert json.loads(examples[0])["layer"] == Layer.MODEL_OR_PARSER.value
+        assert examples[0]["layer"] == Layer.MODEL_OR_PARSER.value
     if outcome is Outcome.HOLD:
         assert decision.rules_fired[0].reason.startswith("repeated protocol or parser failure")
 
 
-def test_retry_case_that_never_timed_out_proves_nothing(bundle: Bundle) -> None:
+def test_retry_case_that_never_timed_out_proves_nothing() -> None:
     facts = {
         "attempts_sent": 5,
         "timeouts_exercised": 0,
@@ -386,12 +377,12 @@ def test_retry_case_that_never_timed_out_proves_nothing(bundle: Bundle) -> None:
         "engine_admitted": 5,
         "engine_finished": 5.0,
     }
-    result = case_result(bundle, CASES["retry"], [_run("plain", 0)], 2, facts)
+    result = case_result(CASES["retry"], [_run("plain", 0)], 2, facts)
     assert result.status is Status.NO_DATA
     assert decide([result], ("agent",)).outcome is Outcome.HOLD
 
 
-def test_retry_without_the_engine_counters_is_no_data(bundle: Bundle) -> None:
+def test_retry_without_the_engine_counters_is_no_data() -> None:
     """The client saw no duplicate, but only the engine's counters can show a hidden one."""
     facts = {
         "attempts_sent": 5,
@@ -399,11 +390,11 @@ def test_retry_without_the_engine_counters_is_no_data(bundle: Bundle) -> None:
         "client_deadline_s": 3.0,
         "engine_admitted": None,
     }
-    result = case_result(bundle, CASES["retry"], [_run("plain", 0)], 2, facts)
+    result = case_result(CASES["retry"], [_run("plain", 0)], 2, facts)
     assert result.status is Status.NO_DATA
     assert "could not be read" in result.summary
     facts["engine_admitted"] = 5
-    counted = case_result(bundle, CASES["retry"], [_run("plain", 0)], 2, facts)
+    counted = case_result(CASES["retry"], [_run("plain", 0)], 2, facts)
     assert counted.status is Status.PASS
 
 

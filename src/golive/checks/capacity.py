@@ -88,6 +88,9 @@ class CapacityInputs:
     clients: LoadClients | None = None  # spread the load windows over these (--ray)
 
 
+LOAD_CURVE = "memory/load.csv"
+
+
 def cap_result(
     check_id: str,
     status: Status,
@@ -263,63 +266,14 @@ def engine_probe(ctx: CheckContext) -> Probe:
     return probe
 
 
-def model_load(run: Run) -> CheckResult:
-    """Phase 1 from what the engine printed (and the load curve when golive started it)."""
-    facts = run.inputs.startup
+def model_load(run: Run) -> None:
+    """Phase 1's evidence beside the startup log: the host memory curve while golive's own
+    launch loaded the model (`memory/load.csv`), judged by `capacity_judge.judge_model_load`."""
     curve = run.inputs.load_curve
-    if facts is None:
-        return cap_result(
-            "capacity.model_load",
-            Status.NO_DATA,
-            "no startup log: model-load memory and timing unknown (pass --log)",
-            {},
-            (),
-            critical=False,
-        )
-    measurements: dict[str, Any] = {
-        "weights_load_s": facts.weights_load_s,
-        "model_load_gib": facts.model_load_gib,
-        "init_engine_s": facts.init_engine_s,
-        "compile_s": facts.compile_s,
-        "cuda_graph_gib": facts.cuda_graph_gib,
-        "available_kv_gib": facts.available_kv_gib,
-        "kv_cache_tokens": facts.kv_cache_tokens,
-        "peak_load_rss_mib": max((m for _, m in curve), default=None),
-        "load_curve_points": len(curve),
-        **{f"parallel_{k}": v for k, v in facts.parallel().items()},
-    }
     if curve:
         run.ctx.bundle.write_text(
-            "memory/load.csv", "t_s,host_rss_mib\n" + "".join(f"{t},{m}\n" for t, m in curve)
+            LOAD_CURVE, "t_s,host_rss_mib\n" + "".join(f"{t},{m}\n" for t, m in curve)
         )
-    evidence = ["environment/startup.log"] + (["memory/load.csv"] if curve else [])
-    fatal = facts.fatal
-    if fatal:
-        kinds = ", ".join(sorted({s.kind for s in fatal}))
-        return CheckResult(
-            "capacity.model_load",
-            CheckClass.STARTUP,
-            True,
-            Status.FAIL,
-            f"the model did not load cleanly ({kinds}): rebuild the environment or "
-            "fix the topology, not traffic",
-            measurements,
-            tuple(evidence),
-        )
-    fallbacks = [s for s in facts.signatures if s.kind == "fallback"]
-    summary = (
-        f"weights loaded in {facts.weights_load_s} s, engine init {facts.init_engine_s} s"
-        + (f", peak {measurements['peak_load_rss_mib']:.0f} MiB host RSS" if curve else "")
-        + (f"; {len(fallbacks)} fallback message(s)" if fallbacks else "")
-    )
-    return cap_result(
-        "capacity.model_load",
-        Status.WARN if fallbacks else Status.PASS,
-        summary,
-        measurements,
-        evidence,
-        critical=False,
-    )
 
 
 def merge_curves(

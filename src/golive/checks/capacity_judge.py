@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from golive.bundle import BundleReader
-from golive.checks.capacity import cap_result, classified
+from golive.checks.capacity import LOAD_CURVE, cap_result, classified
 from golive.checks.capacity_load import STEPS, WATCHDOG
 from golive.checks.capacity_rules import (
     Action,
@@ -27,8 +27,10 @@ from golive.checks.capacity_windows import (
     thirds_growth,
     trend,
 )
+from golive.checks.env_judge import STARTUP_LOG
 from golive.config import CapacityConfig
-from golive.results import CheckResult, Status
+from golive.evidence.startup_log import parse_startup_log
+from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.headroom import headroom_check
 from golive.traffic.records import saved_answered, saved_e2e_s
 
@@ -191,4 +193,61 @@ def judge_long_input(evidence: BundleReader) -> CheckResult:
         result,
         measurements,
         ("requests/capacity-long_input.jsonl", LADDER, "memory/capacity.csv"),
+    )
+
+
+def judge_model_load(evidence: BundleReader) -> CheckResult:
+    """`capacity.model_load` (phase 1) from what the engine printed (`environment/startup.log`)
+    and the load curve when golive started it (`memory/load.csv`)."""
+    text = evidence.text(STARTUP_LOG)
+    if text is None:
+        return cap_result(
+            "capacity.model_load",
+            Status.NO_DATA,
+            "no startup log: model-load memory and timing unknown (pass --log)",
+            {},
+            (),
+            critical=False,
+        )
+    facts = parse_startup_log(text)
+    rows = (evidence.text(LOAD_CURVE) or "").splitlines()[1:]
+    curve = [float(row.split(",")[1]) for row in rows if row.strip()]
+    measurements: dict[str, Any] = {
+        "weights_load_s": facts.weights_load_s,
+        "model_load_gib": facts.model_load_gib,
+        "init_engine_s": facts.init_engine_s,
+        "compile_s": facts.compile_s,
+        "cuda_graph_gib": facts.cuda_graph_gib,
+        "available_kv_gib": facts.available_kv_gib,
+        "kv_cache_tokens": facts.kv_cache_tokens,
+        "peak_load_rss_mib": max(curve, default=None),
+        "load_curve_points": len(curve),
+        **{f"parallel_{k}": v for k, v in facts.parallel().items()},
+    }
+    evidence_files = [STARTUP_LOG] + ([LOAD_CURVE] if curve else [])
+    if facts.fatal:
+        kinds = ", ".join(sorted({s.kind for s in facts.fatal}))
+        return CheckResult(
+            "capacity.model_load",
+            CheckClass.STARTUP,
+            True,
+            Status.FAIL,
+            f"the model did not load cleanly ({kinds}): rebuild the environment or "
+            "fix the topology, not traffic",
+            measurements,
+            tuple(evidence_files),
+        )
+    fallbacks = [s for s in facts.signatures if s.kind == "fallback"]
+    summary = (
+        f"weights loaded in {facts.weights_load_s} s, engine init {facts.init_engine_s} s"
+        + (f", peak {measurements['peak_load_rss_mib']:.0f} MiB host RSS" if curve else "")
+        + (f"; {len(fallbacks)} fallback message(s)" if fallbacks else "")
+    )
+    return cap_result(
+        "capacity.model_load",
+        Status.WARN if fallbacks else Status.PASS,
+        summary,
+        measurements,
+        evidence_files,
+        critical=False,
     )

@@ -22,6 +22,7 @@ from golive.checks.capacity_judge import (
     SUSTAINED,
     judge_headroom,
     judge_long_input,
+    judge_model_load,
     judge_ramp,
     judge_sustained,
 )
@@ -83,7 +84,8 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     if gpu is not None:
         probes.append(gpu)
     probes.append(engine_probe(ctx))
-    results = [model_load(run)]
+    model_load(run)
+    results = [judge_model_load(BundleReader(run.ctx.bundle.root))]
     if inputs.load_span is not None:
         run.timeline.append(PhaseSpan("model_load", *inputs.load_span))
     phases: tuple[tuple[str, Callable[[Run], Any]], ...] = (

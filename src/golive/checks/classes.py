@@ -3,33 +3,23 @@ after the server starts?"): long context, multimodal, tools with structured outp
 system prompt, concurrent Agent sessions and a short sustained run.
 
 Gateway mode: with `--engine-url` beside `--target`, each class goes through both, both
-payloads are saved, and a difference is placed on the gateway.
+payloads are saved, and a difference is placed on the gateway. Every answer is judged from
+the bundle (`classes_judge`, `judge_sessions`, `judge_short_sustained`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
-
 from golive.bundle import BundleReader
-from golive.checks.classes_rules import (
-    answer_text,
-    gateway_difference,
-    judge_multimodal,
-    judge_shared_prompt,
-    labelled,
-    load_result,
-    smoke_result,
-)
-from golive.checks.context import CheckContext, packed, transport_problem
+from golive.checks.classes_judge import FILE, judge_classes, long_context_target
+from golive.checks.classes_rules import labelled, load_result
+from golive.checks.context import CheckContext, packed
 from golive.config import GoliveConfig
-from golive.results import CheckResult, Status
-from golive.scope import NOT_USED
-from golive.traffic.records import BodySample, ParsedResponse, RequestRecord
+from golive.results import CheckResult
+from golive.traffic.records import BodySample, RequestRecord
 from golive.traffic.schedule import Schedule, run_schedule
 from golive.traffic.workload import (
     STRUCTURED_SCHEMA,
@@ -39,7 +29,6 @@ from golive.traffic.workload import (
     tool_schemas,
 )
 
-FILE = "smoke-classes"
 SUSTAINED_FILE = "smoke-sustained"
 SUSTAINED_STREAM = f"requests/{SUSTAINED_FILE}.jsonl"
 _PNG_1PX = (  # one red pixel
@@ -48,204 +37,93 @@ _PNG_1PX = (  # one red pixel
 )
 
 
-async def send(
-    ctx: CheckContext, body: Mapping[str, Any], label: str
-) -> tuple[ParsedResponse, ParsedResponse | None]:
+async def send(ctx: CheckContext, body: Mapping[str, Any], label: str) -> None:
     """Send through the target and, in gateway mode, straight to the engine; save both."""
-    via_target = ctx.save(await ctx.target.chat(body, f"{label}@target"), FILE)
-    if ctx.engine is None:
-        return via_target, None
-    via_engine = ctx.save(await ctx.engine.chat(body, f"{label}@engine"), FILE)
-    return via_target, via_engine
-
-
-def _failed(check_id: str, parsed: ParsedResponse, what: str) -> CheckResult | None:
-    problem = transport_problem(parsed, what)
-    if problem:
-        return smoke_result(check_id, *problem)
-    if parsed.problems:
-        return smoke_result(check_id, Status.FAIL, f"{what}: {'; '.join(parsed.problems)}")
-    return None
+    ctx.save(await ctx.target.chat(body, f"{label}@target"), FILE)
+    if ctx.engine is not None:
+        ctx.save(await ctx.engine.chat(body, f"{label}@engine"), FILE)
 
 
 async def run_classes(
     ctx: CheckContext, model: str, max_model_len: int | None
 ) -> list[CheckResult]:
+    """Send the classes, then judge them from the bundle as `golive decide` does."""
+    await send_classes(ctx, model, max_model_len)
     return [
-        await long_context(ctx, model, max_model_len),
-        await multimodal(ctx, model),
-        await tools_structured(ctx, model),
-        await shared_prompt(ctx, model),
+        *judge_classes(BundleReader(ctx.bundle.root), ctx.config, max_model_len),
         await concurrent_sessions(ctx, model),
         await short_sustained(ctx, model),
     ]
 
 
-async def long_context(ctx: CheckContext, model: str, max_model_len: int | None) -> CheckResult:
-    if max_model_len is None:
-        return smoke_result(
-            "smoke.long_context",
-            Status.NO_DATA,
-            "max_model_len unknown: cannot size a long-context request",
-        )
-    target = int(max_model_len * ctx.config.smoke.long_context_fraction)
-    words = max(1, int((target - 48) / 1.3))
-    body = {
-        "model": model,
-        "messages": [{"role": "user", "content": f"Give the first word of:\n{filler(words, 99)}"}],
-        "max_tokens": 8,
-        "temperature": 0,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    parsed, engine = await send(ctx, body, "long_context")
-    failure = _failed("smoke.long_context", parsed, f"~{target}-token request")
-    if failure:
-        return failure
-    usage = parsed.usage or {}
-    measurements = {
-        "prompt_tokens": usage.get("prompt_tokens"),
-        "max_model_len": max_model_len,
-        "ttft_ms": parsed.ttft_ms,
-        "e2e_ms": parsed.e2e_ms,
-    }
-    if diff := gateway_difference(parsed, engine):
-        return smoke_result(
-            "smoke.long_context",
-            Status.FAIL,
-            f"the gateway altered the answer: {diff}",
-            measurements,
-        )
-    return smoke_result(
-        "smoke.long_context",
-        Status.PASS,
-        f"{usage.get('prompt_tokens')}-token input served, first token {parsed.ttft_ms:.0f} ms",
-        measurements,
-    )
-
-
-async def multimodal(ctx: CheckContext, model: str) -> CheckResult:
-    if not ctx.config.smoke.vision:
-        return smoke_result(
-            "smoke.multimodal",
-            Status.SKIPPED,
-            "the config says the application sends no images (smoke.vision: false)",
-            {"skip_reason": NOT_USED},
-            critical=False,
-        )
-    body = {
-        "model": model,
-        "messages": [
+async def send_classes(ctx: CheckContext, model: str, max_model_len: int | None) -> None:
+    """Long context, an image and its text-only twin, a forced tool call and a structured
+    answer, and the repeats of one system prompt (every answer saved, none judged here)."""
+    smoke = ctx.config.smoke
+    if max_model_len is not None:
+        target = long_context_target(max_model_len, smoke.long_context_fraction)
+        words = max(1, int((target - 48) / 1.3))
+        await send(
+            ctx,
             {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": "What colour is this pixel?"},
-                    {"type": "image_url", "image_url": {"url": _PNG_1PX}},
+                "model": model,
+                "messages": [
+                    {"role": "user", "content": f"Give the first word of:\n{filler(words, 99)}"}
                 ],
-            }
-        ],
-        "max_tokens": 16,
-        "temperature": 0,
-    }
-    parsed, engine = await send(ctx, body, "multimodal")
-    failure = _failed("smoke.multimodal", parsed, "image request")
-    if failure:
-        return failure
-    if diff := gateway_difference(parsed, engine):
-        return smoke_result(
-            "smoke.multimodal", Status.FAIL, f"the gateway altered the answer: {diff}"
+                "max_tokens": 8,
+                "temperature": 0,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+            "long_context",
         )
-    text_only = {**body, "messages": [{"role": "user", "content": "What colour is this pixel?"}]}
-    twin, _ = await send(ctx, text_only, "multimodal-text-twin")
-    if failure := _failed("smoke.multimodal", twin, "the same request without the image"):
-        return failure
-    return judge_multimodal(parsed, twin)
-
-
-async def tools_structured(ctx: CheckContext, model: str) -> CheckResult:
-    """One forced tool call (arguments valid against the schema) and one structured answer."""
-    tools = tool_schemas(WorkloadShape(tools=2, tool_properties=3))
-    tool_body = {
-        "model": model,
-        "messages": [{"role": "user", "content": "Look up the deployment records for item-7."}],
-        "tools": tools,
-        "tool_choice": "required",
-        "max_tokens": 96,
-        "temperature": 0,
-    }
-    structured_body = {
-        "model": model,
-        "messages": [
-            {
-                "role": "user",
-                "content": "Should we roll out a change with failing canaries? Decide.",
+    if smoke.vision:
+        question = "What colour is this pixel?"
+        image = [
+            {"type": "text", "text": question},
+            {"type": "image_url", "image_url": {"url": _PNG_1PX}},
+        ]
+        for content, label in ((image, "multimodal"), (question, "multimodal-text-twin")):
+            body = {
+                "model": model,
+                "messages": [{"role": "user", "content": content}],
+                "max_tokens": 16,
+                "temperature": 0,
             }
-        ],
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": "decision", "schema": dict(STRUCTURED_SCHEMA), "strict": True},
+            await send(ctx, body, label)
+    await send(
+        ctx,
+        {
+            "model": model,
+            "messages": [{"role": "user", "content": "Look up the deployment records for item-7."}],
+            "tools": tool_schemas(WorkloadShape(tools=2, tool_properties=3)),
+            "tool_choice": "required",
+            "max_tokens": 96,
+            "temperature": 0,
         },
-        "max_tokens": 96,
-        "temperature": 0,
-    }
-    problems: list[str] = []
-    tool, tool_engine = await send(ctx, tool_body, "tools")
-    structured, structured_engine = await send(ctx, structured_body, "structured")
-    for parsed, what in ((tool, "tool request"), (structured, "structured request")):
-        if failure := _failed("smoke.tools_structured", parsed, what):
-            return failure
-    calls = ((tool.completion or {}).get("choices") or [{}])[0].get("message", {}).get(
-        "tool_calls"
-    ) or []
-    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
-    if not calls:
-        problems.append("tool_choice=required returned no tool_calls")
-    for call in calls:
-        fn = call.get("function") or {}
-        problems += _validate(
-            f"tool {fn.get('name')!r} arguments", fn.get("arguments"), schemas.get(fn.get("name"))
-        )
-    content = (
-        ((structured.completion or {}).get("choices") or [{}])[0].get("message", {}).get("content")
+        "tools",
     )
-    problems += _validate("structured output", content, dict(STRUCTURED_SCHEMA))
-    for a, b in ((tool, tool_engine), (structured, structured_engine)):
-        if diff := gateway_difference(a, b):
-            problems.append(f"the gateway altered the answer: {diff}")
-    measurements = {"tool_calls": len(calls)}
-    if problems:
-        return smoke_result(
-            "smoke.tools_structured", Status.FAIL, "; ".join(problems), measurements
-        )
-    return smoke_result(
-        "smoke.tools_structured",
-        Status.PASS,
-        f"{len(calls)} tool call(s) and the structured answer validate against their schemas",
-        measurements,
+    decide = "Should we roll out a change with failing canaries? Decide."
+    await send(
+        ctx,
+        {
+            "model": model,
+            "messages": [{"role": "user", "content": decide}],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "decision",
+                    "schema": dict(STRUCTURED_SCHEMA),
+                    "strict": True,
+                },
+            },
+            "max_tokens": 96,
+            "temperature": 0,
+        },
+        "structured",
     )
-
-
-def _validate(what: str, raw: Any, schema: Mapping[str, Any] | None) -> list[str]:
-    if schema is None:
-        return [f"{what}: the function is not in the request's tool set"]
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError as exc:
-        return [f"{what} are not JSON ({exc.msg}): {str(raw)[:80]!r}"]
-    try:
-        jsonschema.validate(value, schema)
-    except jsonschema.ValidationError as exc:
-        return [f"{what} break the schema: {exc.message}"]
-    return []
-
-
-async def shared_prompt(ctx: CheckContext, model: str) -> CheckResult:
-    """Several requests with one system prompt; the cached-token counts are recorded."""
     system = "You are the release assistant. " + filler(300, 4242)
-    cached: list[int | None] = []
-    prompts: list[int | None] = []
-    answers: list[str] = []
-    for n in range(ctx.config.smoke.shared_prompt_repeats):
+    for n in range(smoke.shared_prompt_repeats):
         body = {
             "model": model,
             "max_tokens": 8,
@@ -255,17 +133,7 @@ async def shared_prompt(ctx: CheckContext, model: str) -> CheckResult:
                 {"role": "user", "content": f"Ticket {n}: status?"},
             ],
         }
-        parsed, engine = await send(ctx, body, f"shared_prompt-{n}")
-        if failure := _failed("smoke.shared_prompt", parsed, f"repeat {n}"):
-            return failure
-        if diff := gateway_difference(parsed, engine):
-            return smoke_result(
-                "smoke.shared_prompt", Status.FAIL, f"the gateway altered the answer: {diff}"
-            )
-        cached.append(parsed.cached_tokens)
-        prompts.append((parsed.usage or {}).get("prompt_tokens"))
-        answers.append(answer_text(parsed))
-    return judge_shared_prompt(prompts, cached, answers)
+        await send(ctx, body, f"shared_prompt-{n}")
 
 
 async def _load(

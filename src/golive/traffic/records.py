@@ -191,6 +191,57 @@ def saved_e2e_s(line: Mapping[str, Any]) -> float | None:
     return None if end is None else float(end) / 1000
 
 
+def reparsed(line: Mapping[str, Any]) -> ParsedResponse:
+    """A saved full record line (`ParsedResponse.to_json`) parsed again, as `golive decide`
+    reads an answer from the bundle: the same status, failure, bodies, problems and timings
+    (relative to the send). A line saved without its body (sampled out) cannot be."""
+    if line.get("body") == "sampled-out":
+        raise ValueError(f"record {line.get('request_id')} was saved without its body")
+    timings = line.get("timings_ms") or {}
+
+    def stamp(key: str) -> int | None:
+        value = timings.get(key)
+        return None if value is None else round(float(value) * NS_PER_MS)
+
+    failure = line.get("failure")
+    raw = line.get("response_raw")
+    if raw is None and line.get("response") is not None:
+        raw = json.dumps(line["response"], ensure_ascii=False)
+    server_id = line.get("server_request_id")
+    record = RequestRecord(
+        request_id=str(line["request_id"]),
+        label=str(line["label"]),
+        method=str(line.get("method") or "POST"),
+        url=str(line.get("url") or ""),
+        body=line.get("request"),
+        stream=bool(line.get("stream")),
+        started_at=float(line.get("started_at") or 0.0),
+        timings=Timings(
+            scheduled_ns=-round(float(timings.get("schedule_lag") or 0.0) * NS_PER_MS),
+            sent_ns=0,
+            headers_ns=stamp("headers"),
+            first_byte_ns=stamp("first_byte"),
+            end_ns=stamp("end"),
+            chunk_ns=tuple(round(float(t) * NS_PER_MS) for t in timings.get("chunks") or ()),
+        ),
+        status=line.get("http_status"),
+        headers={"x-request-id": server_id} if isinstance(server_id, str) else None,
+        chunks=(raw.encode(),) if raw else (),
+        failure=None
+        if failure is None
+        else Failure(FailureKind(failure["kind"]), str(failure["message"])),
+    )
+    parsed = parse(record)
+    return ParsedResponse(
+        record,
+        parsed.json_body,
+        parsed.stream,
+        parsed.server_request_id,
+        stamp("first_token"),
+        parsed.problems,
+    )
+
+
 def body_digest(body: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A request body kept as what identifies it: sha256 and size of its JSON, its shape."""
     if body is None:
