@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from golive.bundle import read_lines, record_streams
+from golive.bundle import Bundle, BundleReader, read_lines, record_streams
 from golive.errors import BundleError
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.client import CHAT_PATH
 
 CHECK_ID = "golive.ledger"
+SENT_FILE = "metrics/ledger.json"  # what the clients counted as sent, beside the records
 
 
 def count_records(root: Path) -> tuple[int, list[str], tuple[str, ...]]:
@@ -41,6 +42,27 @@ def count_records(root: Path) -> tuple[int, list[str], tuple[str, ...]]:
         except BundleError as exc:
             unreadable.append(f"requests/{path.name} ({exc})")
     return recorded, unreadable, tuple(f"requests/{path.name}" for path in files)
+
+
+def write_ledger(bundle: Bundle, sent: int) -> CheckResult:
+    """Save the clients' count of chat requests sent, then judge it against the records."""
+    bundle.write_json(SENT_FILE, {"sent": sent})
+    return judge_ledger(BundleReader(bundle.root))
+
+
+def judge_ledger(evidence: BundleReader) -> CheckResult:
+    """`golive.ledger` from the bundle: the saved count of requests sent against the record
+    lines under `requests/` (the run calls it, and `golive decide` again)."""
+    saved = evidence.json(SENT_FILE)
+    if not isinstance(saved, dict) or not isinstance(saved.get("sent"), int):
+        return CheckResult(
+            CHECK_ID,
+            CheckClass.INTEGRITY,
+            True,
+            Status.NO_DATA,
+            f"no count of the requests sent ({SENT_FILE}): the records cannot be balanced",
+        )
+    return ledger_check(evidence.root, int(saved["sent"]))
 
 
 def ledger_check(root: Path, sent: int) -> CheckResult:

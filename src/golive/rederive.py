@@ -45,6 +45,9 @@ from golive.config import GoliveConfig, Profile, load_profile, parse_config, par
 from golive.decide import decide
 from golive.errors import ConfigError
 from golive.evidence.runtime_log import SERVER_LOG, corroborate, request_spans, runtime_errors
+from golive.ledger import CHECK_ID as LEDGER_CHECK
+from golive.ledger import SENT_FILE as LEDGER_SENT
+from golive.ledger import judge_ledger
 from golive.policy import POLICY_FILE, Policy, apply_policy, parse_policy
 from golive.results import CheckResult, Decision, Outcome
 from golive.scope import scope_from_json
@@ -132,6 +135,7 @@ EVIDENCE_JUDGES = (
         SMOKE_SUSTAINED,
         lambda r, s: [judge_short_sustained(r, s.config)],
     ),
+    EvidenceJudge("golive.ledger", (LEDGER_CHECK,), LEDGER_SENT, lambda r, s: [judge_ledger(r)]),
     EvidenceJudge(
         "golive.client_headroom",
         ("golive.client_headroom",),

@@ -26,7 +26,7 @@ from golive.decide import decide, limits
 from golive.errors import ConfigError
 from golive.evidence.runtime_log import server_log_evidence
 from golive.interrupt import Guard
-from golive.ledger import ledger_check
+from golive.ledger import write_ledger
 from golive.policy import POLICY_FILE, apply_policy, load_policy
 from golive.rederive import judged_from_evidence
 from golive.registry import ACCEPTED, identity, programme_scope, register, registry_dir
@@ -119,7 +119,7 @@ async def judge(
         checks.append(guard.interruption.check())
     if clients or remote:
         sent = sum(c.chat_requests for c in [*clients, *remote])
-        checks.append(ledger_check(bundle.root, sent))
+        checks.append(write_ledger(bundle, sent))
     if server_log is not None:
         checks = server_log_evidence(bundle, server_log, checks)
     checks = apply_policy(policy.policy, checks)

@@ -99,7 +99,9 @@ async def test_qwen_required_and_named_pass_auto_writes_calls_into_content(
 def _rederives_and_catches_an_edited_answer(out: Path, edited: Path) -> None:
     """`golive decide` judges every case again from the saved answers and reproduces each
     check; an answer edited in the bundle (the manifest recomputed) changes the re-judged
-    case: the call's required argument removed, one of four runs now breaks its schema."""
+    case: the call's required argument removed from one non-streamed answer, that answer breaks
+    its schema and its streamed twin no longer carries the same call — two failures of a
+    critical case, so it fails and the outcome is hold."""
     again = rederive(out)
     assert again.agrees, again.problems
     assert "agent" in again.rejudged
@@ -113,7 +115,9 @@ def _rederives_and_catches_an_edited_answer(out: Path, edited: Path) -> None:
     Bundle(edited).seal()
     changed = rederive(edited)
     assert not any("manifest" in p for p in changed.problems), changed.problems
-    assert "agent.one_arg.required status: sealed 'pass', re-derived 'warn'" in changed.problems
+    assert "agent.one_arg.required status: sealed 'pass', re-derived 'fail'" in changed.problems
+    assert "agent.one_arg.required measurements.passed: sealed 4, re-derived 2" in changed.problems
+    assert changed.decision.outcome is Outcome.HOLD
 
 
 async def _gateway_run(

@@ -428,3 +428,39 @@ def test_parity_mismatch_follows_the_twin_that_a_gateway_broke() -> None:
     assert [f.signature for f in runs[0].findings] == ["stream.parity"]
     assert runs[0].layer is Layer.GATEWAY
     assert runs[2].findings == ()
+
+
+@pytest.mark.parametrize(
+    ("content", "signature"),
+    [
+        # what vLLM >= 0.12 gives: the field is ignored and the model writes prose
+        ("The sea at night is dark and calm. Waves whisper on the shore.", "structured.not_json"),
+        ('{"tide_code": 12}', "structured.schema"),  # JSON, but not the schema's
+        ('{"tide_code": 7341}', None),  # what a server that enforces guided_json returns
+    ],
+)
+def test_the_legacy_guided_json_field_is_judged_against_its_schema(
+    content: str, signature: str | None
+) -> None:
+    """A schema sent the pre-0.12 way (`guided_json`) must constrain the answer; a server that
+    ignores the field is a non-critical, named finding: clients using it get free text."""
+    case = CASES["guided_json"]
+    body = case.body("m", False, 64, 0.0)
+    assert body["guided_json"]["required"] == ["tide_code"]
+    assert "response_format" not in body
+    findings = check_message(
+        {"role": "assistant", "content": content},
+        "stop",
+        case.expect,
+        case.tool_schemas,
+        case.json_schema,
+    )
+    assert [f.signature for f in findings] == ([signature] if signature else [])
+    if signature is None:
+        return
+    runs = [_run(mode, 0, signature) for mode in ("stream", "plain")]
+    result = case_result(case, runs, 2)
+    assert result.status is Status.WARN
+    assert not result.critical
+    assert "this server ignores guided_*" in result.summary
+    assert limits([result])["disable_features"] == [case.feature]

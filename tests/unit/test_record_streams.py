@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import zstandard
 
-from golive.bundle import Bundle, read_lines, record_streams, size_bytes
-from golive.ledger import ledger_check
+from golive.bundle import Bundle, BundleReader, read_lines, record_streams, size_bytes
+from golive.ledger import SENT_FILE, judge_ledger, ledger_check, write_ledger
 from golive.results import Status
 from golive.traffic.records import (
     BodySample,
@@ -199,3 +199,21 @@ def test_the_gpu_runs_load_fits_in_a_small_bundle(tmp_path: Path, requests: int)
     assert slim < 10_000_000, slim
     assert per_request_whole * requests > 5 * slim
     assert ledger_check(tmp_path / "slim", sent=requests).status is Status.PASS
+
+
+def test_the_ledger_is_judged_again_from_the_saved_count(tmp_path: Path) -> None:
+    """`golive decide` balances the saved count of requests sent against the record lines:
+    a record removed from the bundle afterwards is missing evidence, even with the manifest
+    recomputed; a bundle without the count cannot be balanced (no_data, never a pass)."""
+    bundle = Bundle.create(tmp_path / "b")
+    _write_phase(bundle, "capacity-concurrency", 12, None)
+    assert write_ledger(bundle, 12).status is Status.PASS
+    assert json.loads((tmp_path / "b" / SENT_FILE).read_text()) == {"sent": 12}
+    bundle.close()
+    stream = tmp_path / "b/requests/capacity-concurrency.jsonl"
+    stream.write_text("".join(stream.read_text().splitlines(keepends=True)[1:]))
+    again = judge_ledger(BundleReader(tmp_path / "b"))
+    assert again.status is Status.ERROR
+    assert again.measurements == {"sent": 12, "recorded": 11}
+    (tmp_path / "b" / SENT_FILE).unlink()
+    assert judge_ledger(BundleReader(tmp_path / "b")).status is Status.NO_DATA

@@ -95,6 +95,18 @@ ANSWER_SCHEMA: dict[str, Any] = {
 }
 
 AUTO_FEATURE = "tool_choice=auto (send required or a named tool_choice instead)"
+
+# A schema no model follows unless the server enforces it, for a prompt that asks for prose.
+GUIDED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"tide_code": {"type": "integer", "const": 7341}},
+    "required": ["tide_code"],
+    "additionalProperties": False,
+}
+GUIDED_FEATURE = (
+    "the guided_json request field: this server ignores guided_* (removed in vLLM 0.12), so "
+    "clients using it get unconstrained output; send response_format (json_schema) instead"
+)
 SYSTEM = "You are an operations agent. Use the tools when they help; be brief."
 
 
@@ -131,8 +143,10 @@ class AgentCase:
 
     @property
     def json_schema(self) -> Mapping[str, Any] | None:
+        """The schema the answer must follow: response_format's, or the legacy guided_json."""
         if self.response_format is None:
-            return None
+            guided = self.extra.get("guided_json")
+            return guided if isinstance(guided, Mapping) else None
         schema: Mapping[str, Any] = self.response_format["json_schema"]["schema"]
         return schema
 
@@ -287,6 +301,19 @@ def shipped_cases() -> tuple[AgentCase, ...]:
                 "type": "json_schema",
                 "json_schema": {"name": "status", "strict": True, "schema": ANSWER_SCHEMA},
             },
+        ),
+        AgentCase(
+            "guided_json",
+            "a schema in the deprecated guided_json field constrains the answer, as it did "
+            "before vLLM 0.12 (a newer server ignores the field and answers unconstrained)",
+            Expect.JSON,
+            (
+                {"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "Describe the sea at night in two sentences."},
+            ),
+            critical=False,
+            feature=GUIDED_FEATURE,
+            extra={"guided_json": GUIDED_SCHEMA},
         ),
         AgentCase(
             "retry",
