@@ -192,11 +192,18 @@ def limits(checks: Sequence[CheckResult]) -> dict[str, Any]:
     )
     if features:
         found["disable_features"] = features
+    # A run in which golive itself was the bottleneck in any load window sets no concurrency
+    # limit: its client was not shown to keep up, so no window of it measures the server's.
+    starved = any(
+        c.id.split("@")[0] == "golive.client_headroom" and c.status is Status.FAIL for c in checks
+    )
     for check in checks:
         for key, name in (
             ("limit_max_concurrency", "max_concurrency"),
             ("limit_max_context", "max_context"),
         ):
+            if starved and name == "max_concurrency":
+                continue
             value = check.measurements.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 found[name] = min(value, found.get(name, value))

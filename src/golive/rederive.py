@@ -306,7 +306,7 @@ def _logged_errors(reader: BundleReader, data: Mapping[str, Any]) -> list[Any]:
     text = reader.text(SERVER_LOG)
     if text is None:
         return []
-    started = str(data.get("started") or "")
+    started = str(data.get("started_at") or "")
     year = int(started[:4]) if started[:4].isdigit() else 1970
     return list(runtime_errors(text, year, None))
 

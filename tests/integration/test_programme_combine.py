@@ -27,6 +27,14 @@ async def _section(target: RunningTarget, out: Path, command: str, *extra: str) 
     return verdict
 
 
+def _client_stalled(verdict: dict[str, Any]) -> bool:
+    """golive was the bottleneck in a load window, and that is the only critical failure."""
+    critical: list[str] = next(
+        (r["checks"] for r in verdict["rules_fired"] if r["rule"] == "critical-failure"), []
+    )
+    return bool(critical) and all(c.startswith("golive.client_headroom") for c in critical)
+
+
 async def test_sections_combined_decide_as_run_does(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
@@ -51,10 +59,15 @@ async def test_sections_combined_decide_as_run_does(
     combined_code = await asyncio.to_thread(main, [*argv, "--out", str(out)])
     combined = json.loads((out / "verdict.json").read_text())
     assert combined["scope"] == "programme"
-    assert combined_code == code, (combined["rules_fired"], run["rules_fired"])
-    assert combined["outcome"] == run["outcome"]
-    # The ramp's knee at concurrency 4 on two cores can fall either side of its threshold
-    # from one run to the next; every other rule must be the same.
-    noisy = {"capacity-limited"}
+    # The ramp's knee and the sustained drift at concurrency 4 on two shared cores can fall
+    # either side of their thresholds from one run to the next, and a load window where the
+    # box stalled golive itself is refused (golive.client_headroom, a critical failure):
+    # those are the load's weather, not the decision's. Every other rule must be the same,
+    # and where neither run met such weather, the outcome and exit code too.
+    weather = [v for v in (run, combined) if _client_stalled(v)]
+    noisy = {"capacity-limited"} | ({"critical-failure"} if weather else set())
     assert set(rules(combined)) - noisy == set(rules(run)) - noisy
+    if not weather:
+        assert combined_code == code, (combined["rules_fired"], run["rules_fired"])
+        assert combined["outcome"] == run["outcome"]
     assert await asyncio.to_thread(main, ["decide", str(out)]) == 0

@@ -315,3 +315,17 @@ def test_limits_collect_ceilings_and_features() -> None:
         "max_concurrency": 2,
         "max_context": 8192,
     }
+
+
+@pytest.mark.parametrize(
+    "headroom_id", ["golive.client_headroom", "golive.client_headroom@capacity"]
+)
+def test_a_run_whose_client_was_the_bottleneck_sets_no_concurrency_limit(headroom_id: str) -> None:
+    """If golive could not keep up in any window, none of its windows measures the server: a
+    drift or knee from that run is no concurrency limit (context acceptance still is one)."""
+    checks = [
+        _c("s", Status.WARN, cls=CAPACITY, limit_max_concurrency=1, limit_max_context=4096),
+        _c(headroom_id, Status.FAIL, cls=CAPACITY),
+    ]
+    assert limits(checks) == {"max_context": 4096}
+    assert limits(checks[:1]) == {"max_concurrency": 1, "max_context": 4096}

@@ -10,6 +10,7 @@ in-flight request shapes, the concurrency and the context configuration.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from golive.checks.capacity_rules import (
     Classification,
 )
 from golive.checks.context import CheckContext
+from golive.checks.env_judge import STARTUP_LOG
 from golive.evidence.startup_log import StartupFacts
 from golive.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.metrics import parse_metrics
@@ -157,6 +159,10 @@ class Run:
         self.timeline: list[Any] = []
         self.windows: list[dict[str, Any]] = []  # each load window's watchdog row
         self.bodies = ctx.body_sample()
+        # Each run's prompts are its own: a server that kept a previous run's prefixes in its
+        # cache would otherwise answer the start of a window from cache and the rest cold,
+        # which reads as latency drifting upward (seen on a long-lived target, +60% in 10 s).
+        self.workload_seed = random.SystemRandom().randrange(1, 1 << 31)
         self._n = 0
 
     async def send(self, body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
@@ -267,8 +273,12 @@ def engine_probe(ctx: CheckContext) -> Probe:
 
 
 def model_load(run: Run) -> None:
-    """Phase 1's evidence beside the startup log: the host memory curve while golive's own
-    launch loaded the model (`memory/load.csv`), judged by `capacity_judge.judge_model_load`."""
+    """Phase 1's evidence: the startup log (saved here where no section before saved it) and
+    the host memory curve while golive's own launch loaded the model (`memory/load.csv`),
+    judged by `capacity_judge.judge_model_load`."""
+    startup = run.inputs.startup
+    if startup is not None and startup.text and not run.ctx.bundle.path(STARTUP_LOG).exists():
+        run.ctx.bundle.write_text(STARTUP_LOG, startup.text)
     curve = run.inputs.load_curve
     if curve:
         run.ctx.bundle.write_text(

@@ -53,6 +53,7 @@ def workload(run: Run) -> Callable[[int], dict[str, Any]]:
         long_prompt_words=c.long_prompt_words,
         structured_share=c.structured_share,
         max_tokens=c.max_tokens,
+        seed=run.workload_seed,
     )
     return AgentWorkload(shape, run.model).body
 

@@ -77,6 +77,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
             )
         ]
     run = Run(ctx, inputs, model, max_model_len)
+    ctx.bundle.write_json(WORKLOAD_FILE, {"seed": run.workload_seed})
     probes: list[Probe] = []
     if inputs.target_pid is not None:
         probes.append(host_probe(inputs.target_pid))
@@ -123,6 +124,9 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     if inputs.gpu_curves:
         results.append(merge_curves(ctx, inputs, run.timeline))
     return results
+
+
+WORKLOAD_FILE = "metrics/capacity-workload.json"  # the seed of this run's prompts
 
 
 def _long_body(run: Run, words: int, n: int) -> dict[str, Any]:

@@ -190,6 +190,7 @@ class StartupFacts:
     ready_line: int | None = None
     signatures: tuple[Signature, ...] = ()
     line_count: int = 0
+    text: str = field(default="", repr=False, compare=False)  # the log as parsed
 
     def arg(self, name: str) -> Any:
         """A setting from the non-default args, else from the engine config line."""
@@ -288,7 +289,7 @@ def parse_startup_log(text: str) -> StartupFacts:
         else s
         for s in signatures
     ]
-    return StartupFacts(**facts, signatures=tuple(signatures), line_count=len(lines))
+    return StartupFacts(**facts, signatures=tuple(signatures), line_count=len(lines), text=text)
 
 
 def _read_facts(msg: str, number: int, facts: dict[str, Any]) -> None:
