@@ -272,7 +272,7 @@ def engine_probe(ctx: CheckContext) -> Probe:
     return probe
 
 
-def model_load(run: Run) -> None:
+def save_load_evidence(run: Run) -> None:
     """Phase 1's evidence: the startup log (saved here where no section before saved it) and
     the host memory curve while golive's own launch loaded the model (`memory/load.csv`),
     judged by `capacity_judge.judge_model_load`."""

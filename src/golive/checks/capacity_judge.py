@@ -213,12 +213,7 @@ def judge_model_load(evidence: BundleReader) -> CheckResult:
     rows = (evidence.text(LOAD_CURVE) or "").splitlines()[1:]
     curve = [float(row.split(",")[1]) for row in rows if row.strip()]
     measurements: dict[str, Any] = {
-        "weights_load_s": facts.weights_load_s,
-        "model_load_gib": facts.model_load_gib,
-        "init_engine_s": facts.init_engine_s,
-        "compile_s": facts.compile_s,
-        "cuda_graph_gib": facts.cuda_graph_gib,
-        "available_kv_gib": facts.available_kv_gib,
+        **facts.load_figures(),
         "kv_cache_tokens": facts.kv_cache_tokens,
         "peak_load_rss_mib": max(curve, default=None),
         "load_curve_points": len(curve),

@@ -13,8 +13,8 @@ from golive.checks.capacity import (
     cap_result,
     engine_probe,
     merge_curves,
-    model_load,
     refusal,
+    save_load_evidence,
     served_model,
 )
 from golive.checks.capacity_judge import (
@@ -85,7 +85,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     if gpu is not None:
         probes.append(gpu)
     probes.append(engine_probe(ctx))
-    model_load(run)
+    save_load_evidence(run)
     results = [judge_model_load(BundleReader(run.ctx.bundle.root))]
     if inputs.load_span is not None:
         run.timeline.append(PhaseSpan("model_load", *inputs.load_span))

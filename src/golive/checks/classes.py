@@ -103,12 +103,12 @@ async def send_classes(ctx: CheckContext, model: str, max_model_len: int | None)
         },
         "tools",
     )
-    decide = "Should we roll out a change with failing canaries? Decide."
+    dilemma = "Should we roll out a change with failing canaries? Decide."
     await send(
         ctx,
         {
             "model": model,
-            "messages": [{"role": "user", "content": decide}],
+            "messages": [{"role": "user", "content": dilemma}],
             "response_format": {
                 "type": "json_schema",
                 "json_schema": {

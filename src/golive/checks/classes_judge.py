@@ -21,7 +21,7 @@ from golive.checks.classes_rules import (
     smoke_result,
 )
 from golive.checks.context import transport_problem
-from golive.checks.smoke_judge import judge_smoke
+from golive.checks.smoke_judge import saved_models
 from golive.config import GoliveConfig
 from golive.results import CheckResult, Status
 from golive.scope import NOT_USED
@@ -60,9 +60,8 @@ def judge_classes(
 
 def judge_saved_classes(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:
     """The four classes as `golive decide` judges them: max_model_len as the saved /v1/models
-    answer gives it (judged again too)."""
-    models = next((r for r in judge_smoke(evidence, config) if r.id == "smoke.models"), None)
-    max_len = None if models is None else models.measurements.get("max_model_len")
+    answer gives it."""
+    max_len = saved_models(evidence, config.target.model).measurements.get("max_model_len")
     return judge_classes(evidence, config, max_len if isinstance(max_len, int) else None)
 
 

@@ -14,14 +14,12 @@ from golive.bundle import BundleReader
 from golive.checks.context import CheckContext, Scrape, scrape
 from golive.checks.smoke_judge import (
     DELTA,
-    EVIDENCE,
     PLAN,
     TEXT_CHECKS,
     judge_smoke,
-    models_result,
+    saved_models,
 )
 from golive.results import CheckResult
-from golive.traffic.records import reparsed
 
 
 async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
@@ -52,9 +50,7 @@ async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
 def _served_model(ctx: CheckContext) -> str | None:
     """The model the text requests go to: the one smoke.models accepts from the answer just
     saved (the configured one if served, else the first listed)."""
-    lines = BundleReader(ctx.bundle.root).jsonl(EVIDENCE)
-    line = next((x for x in lines if x.get("label") == "models"), None)
-    listed = models_result(None if line is None else reparsed(line), ctx.config.target.model)
+    listed = saved_models(BundleReader(ctx.bundle.root), ctx.config.target.model)
     model = listed.measurements.get("model")
     return model if isinstance(model, str) else None
 

@@ -113,6 +113,13 @@ def version_result(parsed: ParsedResponse | None) -> CheckResult:
     )
 
 
+def saved_models(evidence: BundleReader, wanted: str | None) -> CheckResult:
+    """smoke.models from the saved /v1/models answer alone: what sizes the requests after it
+    (the model the text requests go to, the max_model_len the classes are sized by)."""
+    line = next((x for x in evidence.jsonl(EVIDENCE) if x.get("label") == "models"), None)
+    return models_result(None if line is None else reparsed(line), wanted)
+
+
 def models_result(parsed: ParsedResponse | None, wanted: str | None) -> CheckResult:
     """The served models; the configured model must be among them (or the first is used).
     A pass names it in `measurements.model`."""

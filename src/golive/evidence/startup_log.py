@@ -215,6 +215,17 @@ class StartupFacts:
             return None
         return str(value).lower() == "true"
 
+    def load_figures(self) -> dict[str, float | None]:
+        """What loading the model cost, as the engine printed it (None where it did not)."""
+        return {
+            "weights_load_s": self.weights_load_s,
+            "model_load_gib": self.model_load_gib,
+            "init_engine_s": self.init_engine_s,
+            "compile_s": self.compile_s,
+            "cuda_graph_gib": self.cuda_graph_gib,
+            "available_kv_gib": self.available_kv_gib,
+        }
+
     def parallel(self) -> dict[str, int]:
         """Tensor, pipeline, data and expert parallel settings the engine started with."""
         sizes: dict[str, int] = {}

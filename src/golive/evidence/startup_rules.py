@@ -48,12 +48,7 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
         "lines": facts.line_count,
         "fatal_signatures": len(fatal),
         "warning_signatures": len(warnings),
-        "weights_load_s": facts.weights_load_s,
-        "model_load_gib": facts.model_load_gib,
-        "init_engine_s": facts.init_engine_s,
-        "compile_s": facts.compile_s,
-        "cuda_graph_gib": facts.cuda_graph_gib,
-        "available_kv_gib": facts.available_kv_gib,
+        **facts.load_figures(),
         "info_signatures": sum(1 for s in facts.signatures if s.severity is Severity.INFO),
     }
     jit = sorted({m.group(1) for s in warnings if (m := _KERNEL.search(s.text))})
