@@ -2,7 +2,9 @@
 
 Skipped unless `GOLIVE_GPU_TARGET=http://…` names a running vLLM on a GPU (loopback only) and
 `GOLIVE_GPU_LOG` its server log; `GOLIVE_GPU_HOST_INFO` / `GOLIVE_GPU_CONTAINER_INFO` may name
-`golive env collect` output from that host. The assertions do not depend on the model's
+`golive env collect` output from that host; `GOLIVE_GPU_CONCURRENCY`, `…_DURATION`, `…_REPEAT` and
+`…_MAX_CONTEXT` size the run, and `GOLIVE_GPU_KEEP` names a folder the bundle is copied to (to
+keep it as test data). The assertions do not depend on the model's
 quality (the recipe in ../shared/gpu serves random weights): the version chain, the KV cache
 parse, memory curves from NVML, capacity windows that carried their load for their whole
 duration, reuse proven on the engine's counters, every request recorded, a small bundle, and no
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +25,7 @@ from urllib.parse import urlparse
 import pytest
 
 from golive.bundle import read_lines, record_streams, verify
+from golive.rederive import rederive
 
 URL = os.environ.get("GOLIVE_GPU_TARGET", "")
 LOG = os.environ.get("GOLIVE_GPU_LOG", "")
@@ -51,8 +55,12 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ):
         if os.environ.get(env):
             argv += [flag, os.environ[env]]
+    if os.environ.get("GOLIVE_GPU_MAX_CONTEXT"):
+        argv += ["--max-context", os.environ["GOLIVE_GPU_MAX_CONTEXT"]]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1500, check=False)
     assert (out / "verdict.json").exists(), done.stderr[-4000:]
+    if os.environ.get("GOLIVE_GPU_KEEP"):
+        shutil.copytree(out, Path(os.environ["GOLIVE_GPU_KEEP"]) / "bundle", dirs_exist_ok=True)
     return out
 
 
@@ -71,6 +79,8 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 def test_the_bundle_is_intact_and_every_request_is_recorded(bundle: Path) -> None:
     assert verify(bundle).ok
+    again = rederive(bundle)  # `golive decide`: every check judged again from the evidence
+    assert again.agrees, list(again.problems)
     ledger = _checks(bundle)["golive.ledger"]
     assert ledger["status"] == "pass", ledger["summary"]
     assert ledger["measurements"]["sent"] == ledger["measurements"]["recorded"] > 1000

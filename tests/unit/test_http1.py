@@ -143,6 +143,46 @@ async def test_answer_delimited_by_close_is_complete_and_not_reused() -> None:
     assert server.connections == 2
 
 
+async def test_a_kept_alive_connection_closed_as_it_is_reused_is_sent_again() -> None:
+    """uvicorn closes a connection when the app raises after it answered (vLLM 0.24 on the
+    H200 did, after a 400 for a malformed tool-call history): the next request golive wrote on
+    it was reset before any answer, and a structured-output case failed for its neighbour's
+    fault. Clients send such a request again on a fresh connection; so does golive, and the
+    record says so."""
+    served = [0]
+
+    async def drop_the_second(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served[0] += 1
+        if served[0] == 2:
+            writer.close()  # read the request, then closed without a byte of answer
+            return
+        await json_answer(reader, writer)
+
+    async with (
+        scripted(drop_the_second) as (url, server),
+        TargetClient(ClientSettings(url)) as client,
+    ):
+        records = [await client.get("/x", "x") for _ in range(3)]
+    assert [r.ok for r in records] == [True, True, True]
+    assert [r.resent for r in records] == [False, True, False]
+    assert server.connections == 2
+    assert len(server.requests) == 4
+    assert parse(records[1]).to_json()["resent"] is True
+
+
+async def test_a_fresh_connection_closed_before_answering_is_not_sent_again() -> None:
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    async with scripted(drop) as (url, server), TargetClient(ClientSettings(url)) as client:
+        record = await client.get("/x", "x")
+    assert record.failure is not None
+    assert record.failure.kind is FailureKind.DISCONNECTED
+    assert "before answering" in record.failure.message
+    assert not record.resent
+    assert len(server.requests) == 1
+
+
 async def test_server_closing_mid_stream_keeps_what_arrived() -> None:
     async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + _chunk(SSE[0]))

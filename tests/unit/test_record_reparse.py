@@ -57,6 +57,7 @@ def _record(
     status: int | None = 200,
     failure: Failure | None = None,
     headers: dict[str, str] | None = None,
+    resent: bool = False,
 ) -> RequestRecord:
     stamps = tuple(7 * MS + i * 3 * MS for i in range(len(chunks)))
     return RequestRecord(
@@ -79,6 +80,7 @@ def _record(
         headers,
         chunks,
         failure,
+        resent=resent,
     )
 
 
@@ -91,8 +93,9 @@ def _record(
         _record(True, (_sse(_delta("par")),)),  # a stream cut before [DONE]
         _record(False, (b"<html>oops</html>",), status=502),
         _record(True, (), status=None, failure=Failure(FailureKind.TIMEOUT, "deadline 3 s")),
+        _record(False, (PLAIN,), resent=True),  # sent again on a fresh connection
     ],
-    ids=["stream", "plain", "refused", "cut-stream", "not-json", "timeout"],
+    ids=["stream", "plain", "refused", "cut-stream", "not-json", "timeout", "resent"],
 )
 def test_a_saved_line_reads_back_as_the_live_answer(record: RequestRecord) -> None:
     live = parse(record)
@@ -106,6 +109,7 @@ def test_a_saved_line_reads_back_as_the_live_answer(record: RequestRecord) -> No
     assert again.record.ok is live.record.ok
     assert again.ttft_ms == live.ttft_ms
     assert again.e2e_ms == live.e2e_ms
+    assert again.record.resent is live.record.resent
     assert again.to_json() == live.to_json()
 
 

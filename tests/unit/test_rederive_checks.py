@@ -117,7 +117,11 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
         CheckResult.from_json(c) for c in verdict["checks"] if c["id"] == "capacity.concurrency"
     ]
     again = judge_ramp(BundleReader(tmp_path), GoliveConfig().capacity)
-    assert differences(sealed, [again]) == []
+    # sealed by an earlier golive: the API-server finding has since been worded by Little's
+    # law (the time outside the engine, now a measurement per step); the rest is unchanged
+    drift = ("summary", "measurements.api_server_bound", "_outside_engine_ms: sealed 'absent'")
+    assert [d for d in differences(sealed, [again]) if not any(k in d for k in drift)] == []
+    assert "grew from 21 ms at concurrency 1 to 162 ms" in again.summary
     # the real knee: 16 -> 32 bought 1.14x (±0.03) throughput; traffic limited to 16
     assert again.status is Status.WARN
     assert again.measurements["limit_max_concurrency"] == 16

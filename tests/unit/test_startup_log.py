@@ -179,6 +179,10 @@ def test_gpu_startup_facts_and_runtime_signatures() -> None:
     assert jit
     assert all(s.severity is Severity.WARNING for s in jit)
     assert kimi.attention_block_size == 480
+    one = parse_startup_log((GPU_LOGS / "vllm-gpu-0.24-h200x1-tier/startup.log").read_text())
+    assert (one.vllm_version, one.engine_config.get("tensor_parallel_size")) == ("0.24.0", "1")
+    assert (one.kv_cache_tokens, one.available_kv_gib) == (5_765_360, 65.98)
+    assert {s.kind for s in one.signatures if s.severity is Severity.WARNING} == {"fd_ulimit"}
 
 
 def test_the_broadcast_wait_is_information_at_startup_and_a_stall_when_serving() -> None:

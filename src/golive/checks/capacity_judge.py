@@ -16,8 +16,9 @@ from golive.checks.capacity_rules import (
     Classification,
     StabilityPolicy,
     StepStats,
-    api_server_bound,
+    api_server_finding,
     classify_concurrency,
+    outside_engine_s,
 )
 from golive.checks.capacity_windows import (
     LongOutcome,
@@ -54,10 +55,14 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
         measurements[f"c{s.concurrency}_engine_held"] = (
             None if s.engine_held is None else round(s.engine_held, 2)
         )
-    frontend = next((f for s in steps if (f := api_server_bound(s)) is not None), None)
+        outside = outside_engine_s(s)
+        measurements[f"c{s.concurrency}_outside_engine_ms"] = (
+            None if outside is None else round(outside * 1000, 1)
+        )
+    frontend = api_server_finding(steps)
     if frontend is not None:
         measurements["api_server_bound"] = frontend
-        if frontend not in result.reason:
+        if "API server bound" not in result.reason:
             result = dataclasses.replace(result, reason=f"{result.reason}; {frontend}")
     evidence_paths = ["requests/capacity-concurrency.jsonl", STEPS, "memory/capacity.csv"]
     if evidence.text(TERMINATION) is not None:

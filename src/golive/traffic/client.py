@@ -274,6 +274,7 @@ class TargetClient:
             chunks=tuple(ex.chunks),
             failure=failure,
             sent_headers=headers,
+            resent=ex.resent,
         )
 
     def _timeout_text(self) -> str:

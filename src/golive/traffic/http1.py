@@ -8,7 +8,11 @@ raw, one chunk per socket read; nothing is decoded here. Reads are never paused,
 stream is never throttled by a small buffer.
 
 Failures come back as `Exchange.error` (`Broken` subclasses), never as a half-used
-connection: a connection is reused only after a complete, keep-alive answer.
+connection: a connection is reused only after a complete, keep-alive answer. A server may
+still close a kept-alive connection just as it is reused (its idle timeout, or an error after
+the previous answer: uvicorn closes the connection when the app raises after responding);
+then nothing of the request was answered, and it goes once more on a fresh connection, as
+HTTP clients do (`Exchange.resent` says so on the record).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ class Exchange:
     chunks: list[bytes] = field(default_factory=list)
     chunk_ns: list[int] = field(default_factory=list)
     received: int = 0  # bytes read off the socket for this answer, headers included
+    resent: bool = False  # sent again after a reused connection closed before answering
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,29 +220,47 @@ class Pool:
         self._idle: collections.deque[_Connection] = collections.deque()
         self._ssl = ssl_context if origin.scheme == "https" else None
         self.opened = 0
+        self.resent = 0
 
     async def exchange(self, payload: bytes, into: Exchange) -> None:
         """Send one request (already serialised) and read its whole answer into `into`.
 
         On failure `into` keeps what had arrived, and the connection is closed."""
         async with self._slots:
-            conn = await self._connection()
+            conn = self._kept_alive()
+            if conn is None:
+                await self._exchange_on(await self._open(), payload, into)
+                return
             try:
-                done = conn.start(payload, into)
-                await self._wait(conn, done)
-            except BaseException:
-                conn.abort()
-                raise
-            if conn.finish():
-                self._idle.append(conn)
-            else:
-                conn.abort()
+                await self._exchange_on(conn, payload, into)
+            except Disconnected:
+                if into.received:
+                    raise
+                into.resent = True
+                self.resent += 1
+                await self._exchange_on(await self._open(), payload, into)
 
-    async def _connection(self) -> _Connection:
+    async def _exchange_on(self, conn: _Connection, payload: bytes, into: Exchange) -> None:
+        try:
+            done = conn.start(payload, into)
+            await self._wait(conn, done)
+        except BaseException:
+            conn.abort()
+            raise
+        if conn.finish():
+            self._idle.append(conn)
+        else:
+            conn.abort()
+
+    def _kept_alive(self) -> _Connection | None:
         while self._idle:
             conn = self._idle.pop()
-            if not conn.closed:
+            if not conn.closed and conn.transport is not None and not conn.transport.is_closing():
                 return conn
+            conn.abort()
+        return None
+
+    async def _open(self) -> _Connection:
         loop = asyncio.get_running_loop()
         o = self.origin
         try:

@@ -77,6 +77,7 @@ class RequestRecord:
     chunks: tuple[bytes, ...] = ()
     failure: Failure | None = None
     sent_headers: Mapping[str, str] | None = None  # as sent; redacted when saved
+    resent: bool = False  # a reused connection closed before answering: sent once more
 
     @property
     def ok(self) -> bool:
@@ -164,6 +165,8 @@ class ParsedResponse:
             else {"kind": record.failure.kind.value, "message": record.failure.message},
             "problems": list(self.problems),
         }
+        if record.resent:
+            line["resent"] = True
         if not full:
             line["body"] = "sampled-out"
             line["request"] = body_digest(record.body)
@@ -230,6 +233,7 @@ def reparsed(line: Mapping[str, Any]) -> ParsedResponse:
         failure=None
         if failure is None
         else Failure(FailureKind(failure["kind"]), str(failure["message"])),
+        resent=bool(line.get("resent")),
     )
     parsed = parse(record)
     return ParsedResponse(
