@@ -40,8 +40,8 @@ demo: target
 	else exit $$code; fi
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench compat
+	$(BIN)/ruff format --check src tests bench compat
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -34,8 +34,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fakes.vllm import FakeState, fake_vllm  # noqa: E402
-
 from golive.bundle import verify  # noqa: E402
 from golive.checks.capacity import CapacityInputs  # noqa: E402
 from golive.checks.capacity_phases import WATCHDOG, run_capacity  # noqa: E402
@@ -44,6 +42,7 @@ from golive.checks.smoke import run_smoke  # noqa: E402
 from golive.config import load_config  # noqa: E402
 from golive.results import CheckResult  # noqa: E402
 from golive.run import judge  # noqa: E402
+from tests.fakes.vllm import FakeState, fake_vllm  # noqa: E402
 
 FAULTS = {
     "metrics_500": "smoke.metrics",

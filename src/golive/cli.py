@@ -95,7 +95,11 @@ async def _dispatch(args: argparse.Namespace) -> int:
 
         with RichProgress(err) as phases:
             verdict = await run_demo(
-                args.model, args.out or default_out("golive-demo"), progress_line, phases
+                args.model,
+                args.out or default_out("golive-demo"),
+                progress_line,
+                phases,
+                vllm_version=args.engine_version,
             )
         return finish(verdict, args)
     if args.command == "target":

