@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -118,6 +118,17 @@ class CapacityConfig(StrictModel):
         description="sustained phase: latency growth (fit over the run and last third vs "
         "first third, both) that makes a significant drift a traffic limit",
     )
+    answer_probes: bool = Field(
+        True,
+        description="send known-answer probes at idle and inside the sustained window "
+        "(capacity.answers_under_load)",
+    )
+    probe_repeats: int = Field(
+        2, ge=1, le=20, description="how often each probe goes inside the sustained window"
+    )
+    probe_deadline_s: float = Field(
+        60.0, gt=0, description="whole-request limit of one answer probe (a few tokens each)"
+    )
     calibration_s: float = Field(
         5.0, gt=0, description="the concurrency-1 window that measures the request rate"
     )
@@ -166,6 +177,11 @@ class AgentConfig(StrictModel):
     )
     retry_deadline_fraction: float = Field(
         0.5, gt=0.0, lt=1.0, description="client timeout, as a share of a normal answer's time"
+    )
+    client_reasoning_field: Literal["reasoning", "reasoning_content"] | None = Field(
+        None,
+        description="the message field your client reads reasoning from; checked against the "
+        "field the server writes (agent.client_reasoning_field)",
     )
 
 
@@ -229,6 +245,11 @@ class CacheProfile(StrictModel):
     notes: str = ""
 
 
+class CapacityProfile(StrictModel):
+    # A wrong answer under load is a critical defect for this model (it blocks go-live).
+    answers_under_load_critical: bool = False
+
+
 class AgentProfile(StrictModel):
     reasoning_fields: tuple[str, ...] = ("reasoning", "reasoning_content")
     forbidden_content_markers: tuple[str, ...] = ()
@@ -239,6 +260,7 @@ class Profile(StrictModel):
     description: str
     chain: ChainExpectation = ChainExpectation()
     cache: CacheProfile = CacheProfile()
+    capacity: CapacityProfile = CapacityProfile()
     agent: AgentProfile = AgentProfile()
 
 

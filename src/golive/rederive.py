@@ -20,6 +20,9 @@ from typing import Any
 from golive.bundle import ZSTD, BundleReader, locate, verify
 from golive.checks.agent_judge import PLAN as AGENT_PLAN
 from golive.checks.agent_judge import judge_agent
+from golive.checks.answer_probes import CHECK as ANSWERS_CHECK
+from golive.checks.answer_probes import EVIDENCE as ANSWERS_EVIDENCE
+from golive.checks.answer_probes import judge_answers
 from golive.checks.cache import judge_cache
 from golive.checks.cache.rules import PROTOCOL_FILE as CACHE_PROTOCOL
 from golive.checks.capacity_judge import (
@@ -110,6 +113,12 @@ EVIDENCE_JUDGES = (
         ("capacity.sustained",),
         SUSTAINED,
         lambda r, s: [judge_sustained(r, s.config.capacity)],
+    ),
+    EvidenceJudge(
+        "capacity.answers_under_load",
+        (ANSWERS_CHECK,),
+        ANSWERS_EVIDENCE,
+        lambda r, s: [judge_answers(r, s.profile.capacity.answers_under_load_critical)],
     ),
     EvidenceJudge(
         "smoke",

@@ -38,6 +38,7 @@ CAPACITY = {
     "capacity.drain_s": DRAIN_S,
     "capacity.max_context": 256,
     "target.read_timeout_s": 120,  # only the watchdog can end the hung requests
+    "capacity.probe_deadline_s": 1.0,  # the idle tool-call probe hangs too, then is given up
 }
 
 
@@ -71,7 +72,11 @@ async def test_a_hung_target_cannot_stretch_a_phase(tmp_path: Path) -> None:
         assert window["peak_in_flight"] == window["concurrency_cap"]
         assert window["cancelled_without_record"] == 0
     assert state.peak_hanging <= 3
-    load = [r for r in _records(out) if r["request"] and r["request"].get("tools")]
+    load = [
+        r
+        for r in _records(out)
+        if r["request"] and r["request"].get("tools") and not r["label"].startswith("probe-")
+    ]
     assert len(load) == 1 + 1 + 3  # one hung request per worker and window
     assert all(r["failure"]["kind"] == "cancelled" for r in load)
     assert all("watchdog" in r["failure"]["message"] for r in load)
@@ -83,7 +88,10 @@ async def test_a_hung_target_cannot_stretch_a_phase(tmp_path: Path) -> None:
 
 
 async def _start_capacity(url: str, out: Path) -> asyncio.subprocess.Process:
-    """`golive capacity` in a child process, with load windows far longer than the test."""
+    """`golive capacity` in a child process, with load windows far longer than the test (the
+    idle tool-call probe, which hangs too, is given up after half a second)."""
+    config = out.parent / "probes.yaml"
+    config.write_text("capacity:\n  probe_deadline_s: 0.5\n")
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -91,6 +99,8 @@ async def _start_capacity(url: str, out: Path) -> asyncio.subprocess.Process:
         "capacity",
         "--target",
         url,
+        "--config",
+        str(config),
         "--out",
         str(out),
         "--concurrency",
@@ -104,6 +114,11 @@ async def _start_capacity(url: str, out: Path) -> asyncio.subprocess.Process:
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
+
+
+def _loading(out: Path) -> bool:
+    """The first load window (calibration) has begun."""
+    return (out / "metrics/capacity-calibrate-before.prom").exists()
 
 
 async def _wait_for(predicate: Any, timeout_s: float) -> None:
@@ -122,7 +137,7 @@ async def test_signal_stops_the_load_within_a_second_and_seals_a_hold(
     async with fake_vllm(state) as url:
         proc = await _start_capacity(url, out)
         try:
-            await _wait_for(lambda: state.hanging >= 1, 60)  # the ramp's first window
+            await _wait_for(lambda: _loading(out) and state.hanging >= 1, 60)
             proc.send_signal(sig)
             sent = time.monotonic()
             await _wait_for(lambda: state.hanging == 0, 5)
@@ -155,7 +170,7 @@ async def test_sigkill_leaves_every_written_record_readable(tmp_path: Path) -> N
     async with fake_vllm(state) as url:
         proc = await _start_capacity(url, out)
         try:
-            await _wait_for(lambda: state.hanging >= 1, 60)
+            await _wait_for(lambda: _loading(out) and state.hanging >= 1, 60)
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             await asyncio.wait_for(proc.wait(), 10)

@@ -36,6 +36,7 @@ class AgentSettings:
     concurrency: int = 4
     repeated_failures: int = 2
     retry_deadline_fraction: float = 0.5
+    client_reasoning_field: str | None = None
     progress: PhaseProgress = field(default_factory=Quiet)
 
 
@@ -51,6 +52,7 @@ def agent_settings(
         concurrency=config.concurrency,
         repeated_failures=config.repeated_failures,
         retry_deadline_fraction=config.retry_deadline_fraction,
+        client_reasoning_field=config.client_reasoning_field,
         progress=progress or Quiet(),
     )
 
@@ -78,6 +80,7 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
             "temperature": settings.temperature,
             "repeated_failures": settings.repeated_failures,
             "retry_deadline_fraction": settings.retry_deadline_fraction,
+            "client_reasoning_field": settings.client_reasoning_field,
             "gateway": ctx.engine is not None,
             "retry_scrapes": scrapes,
         },

@@ -24,11 +24,19 @@ from golive.checks.agent_response import (
     sdk_finding,
 )
 from golive.checks.agent_results import Run, case_result, failure_examples
-from golive.checks.agent_rules import Expect, Finding, Layer, attribute, parity
+from golive.checks.agent_rules import (
+    Expect,
+    Finding,
+    Layer,
+    attribute,
+    classify_reasoning_field,
+    parity,
+    reasoning_fields_written,
+)
 from golive.config import Profile
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
-from golive.results import CheckResult
+from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import FailureKind, ParsedResponse, reparsed
 
 PLAN = "metrics/agent-plan.json"  # the cases as run and the settings that judge them
@@ -161,7 +169,38 @@ def judge_agent(evidence: BundleReader, profile: Profile) -> AgentJudgement:
             )
         )
         examples += failure_examples(case, runs)
+    client_field = plan.get("client_reasoning_field")
+    if isinstance(client_field, str):
+        results.append(_reasoning_contract(evidence, cases, client_field))
     return AgentJudgement(results, examples)
+
+
+REASONING_CHECK = "agent.client_reasoning_field"
+
+
+def _reasoning_contract(
+    evidence: BundleReader, cases: Sequence[AgentCase], client_field: str
+) -> CheckResult:
+    """The field the client reads reasoning from, against the fields every saved answer of
+    every case wrote it in (streamed answers keep the delta's own key)."""
+    files = [f"requests/{stream_file(case)}.jsonl" for case in cases]
+    messages = [
+        message_of(reparsed(line))[0]
+        for rel in files
+        for line in evidence.jsonl(rel)
+        if line.get("body") != "sampled-out"
+    ]
+    counts = reasoning_fields_written(messages)
+    status, summary = classify_reasoning_field(counts, client_field)
+    return CheckResult(
+        REASONING_CHECK,
+        CheckClass.AGENT,
+        False,
+        Status(status),
+        summary,
+        {"client_field": client_field, **{f"answers_with_{k}": v for k, v in counts.items()}},
+        tuple(files),
+    )
 
 
 def _by_label(lines: Sequence[Mapping[str, Any]]) -> dict[str, ParsedResponse]:

@@ -10,7 +10,7 @@ import enum
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,3 +259,41 @@ def summarise(case: str, outcomes: Sequence[Sequence[Finding]]) -> CaseSummary:
     low, high = wilson(passed, len(outcomes))
     signatures = Counter(f.signature for findings in outcomes for f in findings)
     return CaseSummary(case, len(outcomes), passed, low, high, dict(signatures.most_common()))
+
+
+REASONING_FIELDS = ("reasoning", "reasoning_content")
+
+
+def reasoning_fields_written(messages: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """How many answers carried reasoning text in each field."""
+    counts = dict.fromkeys(REASONING_FIELDS, 0)
+    for message in messages:
+        for name in REASONING_FIELDS:
+            value = message.get(name)
+            if isinstance(value, str) and value.strip():
+                counts[name] += 1
+    return counts
+
+
+def classify_reasoning_field(counts: Mapping[str, int], client_field: str) -> tuple[str, str]:
+    """(status, summary) of the client's reasoning field against the fields the server wrote:
+    a client reading a field the server no longer writes gets None, silently."""
+    written = [name for name in REASONING_FIELDS if counts.get(name)]
+    if not written:
+        return (
+            "no_data",
+            f"no answer carried reasoning text (is --reasoning-parser set, and is this a "
+            f"reasoning model?): the client's field {client_field!r} cannot be confirmed",
+        )
+    listing = ", ".join(f"{name!r} in {counts[name]} answer(s)" for name in written)
+    if client_field in written:
+        return (
+            "pass",
+            f"the server writes reasoning in {listing}; the client reads {client_field!r}",
+        )
+    return (
+        "fail",
+        f"the server writes reasoning in {listing}, never in {client_field!r}, which the client "
+        f"reads (agent.client_reasoning_field): the client gets None, silently; read "
+        f"{written[0]!r} instead",
+    )

@@ -158,6 +158,7 @@ class Run:
         self.step_rps: dict[int, float] = {}  # measured throughput by ramp concurrency
         self.timeline: list[Any] = []
         self.windows: list[dict[str, Any]] = []  # each load window's watchdog row
+        self.probes_at_idle = False  # the answer probes' reference answers were taken
         self.bodies = ctx.body_sample()
         # Each run's prompts are its own: a server that kept a previous run's prefixes in its
         # cache would otherwise answer the start of a window from cache and the rest cold,

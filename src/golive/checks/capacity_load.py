@@ -4,10 +4,11 @@ caps sized from that rate (never from an assumed speed)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
+from golive.checks.answer_probes import ProbeSlots, is_probe
 from golive.checks.capacity import Run, gauge_max, gauge_mean, refusal, seconds
 from golive.checks.capacity_rules import StepStats, request_cap, window_coverage
 from golive.checks.capacity_stalls import HealthWatch, stall_in
@@ -22,8 +23,8 @@ from golive.traffic.headroom import (
     collector_paused,
     worst,
 )
-from golive.traffic.records import ParsedResponse, parse
-from golive.traffic.schedule import Schedule, run_schedule
+from golive.traffic.records import ParsedResponse, RequestRecord, parse
+from golive.traffic.schedule import MakeBody, Schedule, Send, run_schedule
 from golive.traffic.workload import AgentWorkload, WorkloadShape
 
 WATCHDOG = "metrics/capacity-watchdog.jsonl"  # each load window's caps and how it ended
@@ -59,9 +60,16 @@ def workload(run: Run) -> Callable[[int], dict[str, Any]]:
 
 
 async def load_window(
-    run: Run, concurrency: int, duration_s: float, cap: int, offset: int, label: str = ""
+    run: Run,
+    concurrency: int,
+    duration_s: float,
+    cap: int,
+    offset: int,
+    label: str = "",
+    probes: ProbeSlots | None = None,
 ) -> tuple[StepStats, list[ParsedResponse]]:
-    """One fixed-concurrency window, with the engine's counters read before and after."""
+    """One fixed-concurrency window, with the engine's counters read before and after.
+    `probes` (answer probes) take some of its slots; its figures leave them out."""
     run.concurrency = concurrency
     label = label or f"c{concurrency}"
     before = await scrape(run.ctx, f"capacity-{label}-before")
@@ -77,12 +85,16 @@ async def load_window(
     clients = run.inputs.clients
     monitor, health = ClientMonitor(), HealthWatch(run.ctx.target)
     if clients is None:
+        send: Send = run.send
+        body: MakeBody = lambda n: make(offset + n)  # noqa: E731
+        if probes is not None:
+            send, body = _with_probes(run, probes, body)
         with collector_paused():
             async with running_beside(monitor.watch()), running_beside(health.poll()):
                 loaded = await run_schedule(
                     schedule,
-                    run.send,
-                    lambda n: make(offset + n),
+                    send,
+                    body,
                     label,
                     stop=run.dead,
                     abort=run.ctx.target.abort_in_flight,
@@ -101,7 +113,7 @@ async def load_window(
             run.ctx.bundle.append_jsonl(
                 CLIENTS, {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)}
             )
-    parsed = [parse(r) for r in loaded.records]
+    parsed = [parse(r) for r in loaded.records if not is_probe(r)]
     ok = [p for p in parsed if p.record.ok and not p.problems]
     e2e = [p.e2e_ms for p in ok if p.e2e_ms is not None]
     median = seconds(percentile(e2e, 50))
@@ -178,6 +190,18 @@ async def load_window(
         stall=stall_in(loaded.records, health.probes, run.ctx.config.capacity.stall_s, concurrency),
     )
     return stats, parsed
+
+
+def _with_probes(run: Run, probes: ProbeSlots, make: MakeBody) -> tuple[Send, MakeBody]:
+    def body(n: int) -> Mapping[str, Any]:
+        return probes.body() or make(n)
+
+    async def send(body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
+        if probes.owns(body):
+            return await probes.send(body, scheduled_ns)
+        return await run.send(body, label, scheduled_ns)
+
+    return send, body
 
 
 CALIBRATION_CAP = 5000  # a runaway bound for the short calibration window only

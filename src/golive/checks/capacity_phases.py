@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from golive.bundle import BundleReader
+from golive.checks.answer_probes import ProbeSlots, judge_answers, send_idle
 from golive.checks.capacity import (
     CapacityInputs,
     Run,
@@ -94,6 +95,8 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
         ("concurrency", concurrency_ramp),
         ("sustained", sustained),
     )
+    if ctx.config.capacity.answer_probes and inputs.clients is None:
+        run.probes_at_idle = await send_idle(ctx, model)  # the reference, before any load
     async with sampling(ctx.bundle, "memory/capacity.csv", probes, 0.2, lambda: run.phase) as curve:
         run.memory = curve
         for name, phase in phases:
@@ -113,6 +116,9 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
             result = await phase(run)
             run.timeline.append(PhaseSpan(name, started, time.time()))
             results.append(packed(ctx, result, f"requests/capacity-{name}.jsonl"))
+    if run.probes_at_idle and not run.dead.is_set():
+        critical = ctx.profile.capacity.answers_under_load_critical
+        results.append(judge_answers(BundleReader(ctx.bundle.root), critical))
     compressed(ctx, "requests/capacity-setup.jsonl")
     thaw()
     if run.windows:
@@ -295,7 +301,11 @@ async def sustained(run: Run) -> CheckResult:
     measured = run.step_rps.get(level)  # the ramp's throughput at this level, where it ran
     rate = measured / level if measured else run.rate_per_slot
     cap = window_cap(run, level, config.duration_s, rate)
-    stats, _ = await load_window(run, level, config.duration_s, cap, 1_000_000)
+    probes = None
+    if run.probes_at_idle:  # the reference answers exist: probe under the same load
+        lanes = max(1, level // 2)
+        probes = ProbeSlots(run.ctx, run.model, f"sustained-c{level}", config.probe_repeats, lanes)
+    stats, _ = await load_window(run, level, config.duration_s, cap, 1_000_000, probes=probes)
     run.ctx.bundle.write_json(
         SUSTAINED, {**stats.to_json(), "request_cap": cap, "label": f"c{level}"}
     )

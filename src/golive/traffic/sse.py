@@ -99,6 +99,7 @@ class StreamResult:
 
     content: str = ""
     reasoning: str = ""
+    reasoning_field: str | None = None  # the delta key the server wrote reasoning in
     tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: str | None = None
     usage: Mapping[str, Any] | None = None
@@ -120,7 +121,7 @@ class StreamResult:
         """The answer in the non-streaming `chat.completion` shape, for saving and comparing."""
         message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
         if self.reasoning:
-            message["reasoning"] = self.reasoning
+            message[self.reasoning_field or "reasoning"] = self.reasoning
         if self.tool_calls:
             message["tool_calls"] = [call.to_json() for call in self.tool_calls]
         return {
@@ -144,6 +145,7 @@ def reassemble(events: Sequence[SSEEvent]) -> StreamResult:
     """Fold chat-completion chunk events into one `StreamResult` (choice 0 only)."""
     content: list[str] = []
     reasoning: list[str] = []
+    reasoning_keys: list[str] = []
     calls: dict[int, _ToolCallParts] = {}
     malformed: list[str] = []
     token_chunks: list[int] = []
@@ -177,13 +179,14 @@ def reassemble(events: Sequence[SSEEvent]) -> StreamResult:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            if _fold_delta(delta, content, reasoning, calls):
+            if _fold_delta(delta, content, reasoning, calls, reasoning_keys):
                 token_chunks.append(event.chunk_index)
             if choice.get("finish_reason"):
                 finish_reason = choice["finish_reason"]
     return StreamResult(
         content="".join(content),
         reasoning="".join(reasoning),
+        reasoning_field=reasoning_keys[0] if reasoning_keys else None,
         tool_calls=tuple(
             ToolCall(i, p.id, p.type, p.name, "".join(p.arguments))
             for i, p in sorted(calls.items())
@@ -206,6 +209,7 @@ def _fold_delta(
     content: list[str],
     reasoning: list[str],
     calls: dict[int, _ToolCallParts],
+    reasoning_keys: list[str],
 ) -> bool:
     """Add one delta to the parts; True when it carried model output (a token)."""
     produced = False
@@ -217,6 +221,8 @@ def _fold_delta(
         thought = delta.get(key)
         if isinstance(thought, str) and thought:
             reasoning.append(thought)
+            if not reasoning_keys:
+                reasoning_keys.append(key)
             produced = True
             break
     for raw in delta.get("tool_calls") or ():
