@@ -130,6 +130,32 @@ def test_vllm_version_rules_under_kimi(version: str, status: Status, phrase: str
     assert phrase in result.summary
 
 
+@pytest.mark.parametrize(
+    ("image", "status", "phrase"),
+    [
+        # the official Kimi K3 image is built from a nightly: its dev version is not custom
+        (f"vllm/vllm-openai:kimi-k3@{DIGEST}", Status.PASS, "the nightly the profile's image"),
+        # the same version string in any other image is a build of the user's own
+        (f"registry/vllm-k3:mine@{DIGEST}", Status.FAIL, "custom/dev build"),
+        (None, Status.FAIL, "custom/dev build"),
+    ],
+)
+def test_a_nightly_version_in_the_official_image_is_not_a_custom_build(
+    image: str | None, status: Status, phrase: str
+) -> None:
+    version = "0.27.2.dev41+g1f3c9d2"
+    result = check_vllm_version(
+        _inputs(
+            live_version=Source(version, "requests/env.jsonl"),
+            container=_container(vllm_version=version),
+            image=None if image is None else Source(image, "config.environment.image"),
+        )
+    )
+    assert result.status is status, result.summary
+    assert phrase in result.summary
+    assert result.measurements.get("nightly_build", False) is (status is Status.PASS)
+
+
 def test_one_source_of_the_vllm_version_is_a_warning() -> None:
     """One layer alone cannot show the layers agree: warn, never pass."""
     result = check_vllm_version(_inputs(live_version=Source("0.32.0", "requests/env.jsonl")))

@@ -137,6 +137,17 @@ def check_image(inputs: ChainInputs) -> CheckResult:
     )
 
 
+def _official_image(inputs: ChainInputs) -> bool:
+    """The image given is the profile's official one (name and tag): a dev version string in
+    it is the nightly that image was built from, not a build of the user's own."""
+    expected = inputs.profile.chain.image
+    if expected is None or inputs.image is None:
+        return False
+    name, tag, _ = split_image(inputs.image.value)
+    want_name, want_tag, _ = split_image(expected)
+    return (name, tag) == (want_name, want_tag)
+
+
 def _parse_version(text: str) -> Version | None:
     try:
         return Version(text)
@@ -191,7 +202,10 @@ def check_vllm_version(inputs: ChainInputs) -> CheckResult:
             measurements,
             where,
         )
-    if _CUSTOM.search(version):
+    nightly_in_official = _CUSTOM.search(version) is not None and _official_image(inputs)
+    if nightly_in_official:  # e.g. the Kimi K3 image, built from a nightly: not a custom build
+        measurements["nightly_build"] = True
+    elif _CUSTOM.search(version):
         measurements["custom_build"] = True
         if inputs.profile.chain.image is not None:
             return env_result(
@@ -224,6 +238,8 @@ def check_vllm_version(inputs: ChainInputs) -> CheckResult:
             where,
         )
     floor = "" if minimum is None else f" (minimum {minimum})"
+    if nightly_in_official:
+        floor += f", the nightly the profile's image {inputs.profile.chain.image} is built from"
     measurements["sources"] = len(sources)
     if len(sources) < 2:
         return env_result(
