@@ -23,7 +23,8 @@ capacity:
   max_tokens: 6
   long_max_tokens: 4
   step_duration_s: 6
-  duration_s: 8
+  duration_s: 30  # ~30 completions even at concurrency 1: the fewest a drift may be judged on
+  answer_probes: false  # the demo proves them on this engine
 agent:
   repeat: 1
   temperature: 0.0

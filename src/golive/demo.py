@@ -44,7 +44,7 @@ DEMO_SETTINGS = {
     "capacity.max_tokens": 6,
     "capacity.long_max_tokens": 4,
     "capacity.step_duration_s": 8,
-    "capacity.duration_s": 15,
+    "capacity.duration_s": 25,  # >= 30 completions at concurrency 4, one slot probing answers
     "agent.repeat": 1,
     "agent.temperature": 0.0,
     "agent.concurrency": 8,

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from golive.checks.answer_probes import BY_NAME, ProbeAnswer, classify_answers, correct
+from golive.checks.answer_probes import (
+    BY_NAME,
+    ProbeAnswer,
+    classify_answers,
+    correct,
+    probe_lanes,
+)
 from golive.results import Status
 from golive.traffic.records import RequestRecord, Timings, parse
 
@@ -66,6 +72,15 @@ def test_answers_under_load_against_the_idle_reference(
     assert got is status
     assert said in summary
     assert measurements["correct_at_idle"] == 2
+
+
+def test_a_window_too_small_to_spare_a_slot_says_so() -> None:
+    """Below concurrency 4 the probes take no slot (it would change the load measured)."""
+    plan = {"where": "sustained-c2", "lanes": probe_lanes(2)}
+    got, summary, _ = classify_answers(IDLE, plan=plan)
+    assert got is Status.NO_DATA
+    assert "(sustained-c2) had no slot to spare" in summary
+    assert [probe_lanes(c) for c in (1, 3, 4, 8, 64)] == [0, 0, 1, 2, 16]
 
 
 def test_no_correct_idle_answer_proves_nothing() -> None:

@@ -29,6 +29,7 @@ from golive.traffic.records import ParsedResponse, RequestRecord, reparsed
 
 STREAM = "answer-probes"
 EVIDENCE = f"requests/{STREAM}.jsonl"
+PROBE_PLAN = "metrics/answer-probes.json"  # where the probes went under load, in how many slots
 CHECK = "capacity.answers_under_load"
 MAX_WRONG = 1  # a probe right at idle and wrong under load more often than this fails
 
@@ -202,6 +203,12 @@ class ProbeSlots:
         return record
 
 
+def probe_lanes(concurrency: int) -> int:
+    """Slots of a window the probes may hold at once: a quarter of them (none below 4, where
+    a probe's slot would change the load the window measures too much)."""
+    return concurrency // 4
+
+
 def is_probe(record: RequestRecord) -> bool:
     return record.label.startswith("probe-")
 
@@ -237,9 +244,12 @@ def _answers(evidence: BundleReader) -> list[ProbeAnswer]:
 
 
 def classify_answers(
-    answers: Sequence[ProbeAnswer], max_wrong: int = MAX_WRONG
+    answers: Sequence[ProbeAnswer],
+    max_wrong: int = MAX_WRONG,
+    plan: Mapping[str, Any] | None = None,
 ) -> tuple[Status, str, dict[str, Any]]:
-    """Correctness under load against correctness at idle, probe by probe."""
+    """Correctness under load against correctness at idle, probe by probe. `plan` says where
+    the probes were to go under load (`metrics/answer-probes.json`)."""
     idle = {a.probe: a for a in answers if a.where == "idle"}
     loaded = [a for a in answers if a.where != "idle" and a.answered]
     reference = [name for name, a in idle.items() if a.correct]
@@ -267,6 +277,13 @@ def classify_answers(
             measurements,
         )
     unmeasured = [name for name in reference if name not in measured]
+    if plan is not None and plan.get("lanes") == 0:
+        return (
+            Status.NO_DATA,
+            f"not run under load: the sustained window ({plan.get('where')}) had no slot to "
+            "spare for the probes (they take a quarter of its slots: concurrency 4 or more)",
+            measurements,
+        )
     if len(unmeasured) == len(reference):
         return (
             Status.NO_DATA,
@@ -303,5 +320,8 @@ def _listing(answers: Sequence[ProbeAnswer] | Any) -> str:
 
 def judge_answers(evidence: BundleReader, critical: bool) -> CheckResult:
     """`capacity.answers_under_load` from `requests/answer-probes.jsonl` alone."""
-    status, summary, measurements = classify_answers(_answers(evidence))
+    plan = evidence.json(PROBE_PLAN)
+    status, summary, measurements = classify_answers(
+        _answers(evidence), plan=plan if isinstance(plan, Mapping) else None
+    )
     return cap_result(CHECK, status, summary, measurements, (EVIDENCE,), critical=critical)

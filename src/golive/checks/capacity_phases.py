@@ -7,7 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 from golive.bundle import BundleReader
-from golive.checks.answer_probes import ProbeSlots, judge_answers, send_idle
+from golive.checks.answer_probes import (
+    PROBE_PLAN,
+    ProbeSlots,
+    judge_answers,
+    probe_lanes,
+    send_idle,
+)
 from golive.checks.capacity import (
     CapacityInputs,
     Run,
@@ -303,8 +309,11 @@ async def sustained(run: Run) -> CheckResult:
     cap = window_cap(run, level, config.duration_s, rate)
     probes = None
     if run.probes_at_idle:  # the reference answers exist: probe under the same load
-        lanes = max(1, level // 2)
-        probes = ProbeSlots(run.ctx, run.model, f"sustained-c{level}", config.probe_repeats, lanes)
+        lanes = probe_lanes(level)
+        where = f"sustained-c{level}"
+        run.ctx.bundle.write_json(PROBE_PLAN, {"where": where, "lanes": lanes})
+        if lanes:
+            probes = ProbeSlots(run.ctx, run.model, where, config.probe_repeats, lanes)
     stats, _ = await load_window(run, level, config.duration_s, cap, 1_000_000, probes=probes)
     run.ctx.bundle.write_json(
         SUSTAINED, {**stats.to_json(), "request_cap": cap, "label": f"c{level}"}
