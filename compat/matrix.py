@@ -67,7 +67,7 @@ def _families(folder: Path) -> set[str]:
     names: set[str] = set()
     for name in ("metrics-idle.prom", "metrics-after-load.prom"):
         names |= set(parse_metrics((folder / name).read_text()).types)
-    return {n for n in names if n.startswith("vllm:")}
+    return {n for n in names if n.startswith("vllm:") and not n.endswith("_created")}
 
 
 def _short(text: str, limit: int = 150) -> str:
