@@ -118,7 +118,7 @@ EVIDENCE_JUDGES = (
         "capacity.answers_under_load",
         (ANSWERS_CHECK,),
         ANSWERS_EVIDENCE,
-        lambda r, s: [judge_answers(r, s.profile.capacity.answers_under_load_critical)],
+        lambda r, s: judge_answers(r, s.profile.capacity.answers_under_load_critical),
     ),
     EvidenceJudge(
         "smoke",

@@ -89,7 +89,7 @@ async def test_an_answer_that_changes_under_load_fails(
             probes = ProbeSlots(ctx, MODEL, "sustained-c4", 2, 2)
             await load_window(run, 4, 1.5, 400, 0, probes=probes)
             critical = ctx.profile.capacity.answers_under_load_critical
-            return [judge_answers(BundleReader(ctx.bundle.root), critical)]
+            return judge_answers(BundleReader(ctx.bundle.root), critical)
 
         verdict = await judge(config, tmp_path / "b", "capacity", programme, ("capacity",))
     check = next(CheckResult.from_json(c) for c in verdict.data["checks"] if c["id"] == CHECK)

@@ -32,6 +32,9 @@ pytestmark = pytest.mark.target
 
 # 30 s of sustained load: at least ~30 completions even at concurrency 1 here, the fewest a
 # drift may set a limit on (fewer, and a drift is no_data); the answer probes are the demo's.
+# The one-sequence server answers ~0.7 requests/s at concurrency 1: 30 s gave 19-21
+# completions (and once a +37% drift on them, no_data); 50 s gives 30 and more.
+ONE_SEQ = {"capacity.duration_s": 50}
 SMALL = {
     **SMALL_REQUESTS,
     "capacity.step_duration_s": 8,
@@ -159,7 +162,9 @@ async def test_context_above_max_model_len_is_adjust_configuration(
     the top one keeps off the server's own edge (496 of 512), so the limit is what the server
     serves, and the step above max_model_len (576) is refused."""
     verdict = await _capacity(
-        tight_target, tmp_path / "b", **{"capacity.concurrency": 1, "capacity.max_context": 1024}
+        tight_target,
+        tmp_path / "b",
+        **{"capacity.concurrency": 1, "capacity.max_context": 1024, **ONE_SEQ},
     )
     long_input = _checks(verdict)["capacity.long_input"]["measurements"]
     assert long_input["classification"] == "adjust-configuration"
@@ -177,7 +182,9 @@ async def test_one_sequence_server_has_a_ceiling_of_one(
     """--max-num-seqs 1 asked for concurrency 8: the queue grows from concurrency 2, so the
     measured ceiling is 1 and traffic must be limited."""
     verdict = await _capacity(
-        tight_target, tmp_path / "b", **{"capacity.concurrency": 8, "capacity.max_context": 256}
+        tight_target,
+        tmp_path / "b",
+        **{"capacity.concurrency": 8, "capacity.max_context": 256, **ONE_SEQ},
     )
     checks = _checks(verdict)
     ramp = checks["capacity.concurrency"]
@@ -193,7 +200,7 @@ async def test_golive_run_on_a_one_sequence_server_is_observe_with_limits(
     tight_target: RunningTarget, tmp_path: Path
 ) -> None:
     """The whole programme on --max-num-seqs 1: stable only at concurrency 1."""
-    code, verdict = await golive_run(tight_target, tmp_path / "b")
+    code, verdict = await golive_run(tight_target, tmp_path / "b", "--duration", "50")
     assert code == Outcome.OBSERVE_WITH_LIMITS.exit_code, verdict["rules_fired"]
     assert "capacity-limited" in rules(verdict)
     assert verdict["limits"]["max_concurrency"] == 1

@@ -5,15 +5,19 @@ right is information, and a probe the model cannot answer at idle proves nothing
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from golive.bundle import BundleReader
 from golive.checks.answer_probes import (
     BY_NAME,
+    PROBE_PLAN,
     ProbeAnswer,
     classify_answers,
     correct,
+    judge_answers,
     probe_lanes,
 )
 from golive.results import Status
@@ -74,13 +78,16 @@ def test_answers_under_load_against_the_idle_reference(
     assert measurements["correct_at_idle"] == 2
 
 
-def test_a_window_too_small_to_spare_a_slot_says_so() -> None:
-    """Below concurrency 4 the probes take no slot (it would change the load measured)."""
-    plan = {"where": "sustained-c2", "lanes": probe_lanes(2)}
-    got, summary, _ = classify_answers(IDLE, plan=plan)
-    assert got is Status.NO_DATA
-    assert "(sustained-c2) had no slot to spare" in summary
+def test_a_window_too_small_to_spare_a_slot_is_not_judged(tmp_path: Path) -> None:
+    """Below concurrency 4 the probes take no slot (it would change the load measured, and
+    batching hardly changes an answer there): the check is not made, in the run and again."""
     assert [probe_lanes(c) for c in (1, 3, 4, 8, 64)] == [0, 0, 1, 2, 16]
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / PROBE_PLAN).write_text(json.dumps({"where": "sustained-c2", "lanes": 0}))
+    assert judge_answers(BundleReader(tmp_path), critical=True) == []
+    (tmp_path / PROBE_PLAN).write_text(json.dumps({"where": "sustained-c8", "lanes": 2}))
+    [check] = judge_answers(BundleReader(tmp_path), critical=True)
+    assert check.status is Status.NO_DATA  # no answers saved at all: nothing measured
 
 
 def test_no_correct_idle_answer_proves_nothing() -> None:

@@ -124,7 +124,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
             results.append(packed(ctx, result, f"requests/capacity-{name}.jsonl"))
     if run.probes_at_idle and not run.dead.is_set():
         critical = ctx.profile.capacity.answers_under_load_critical
-        results.append(judge_answers(BundleReader(ctx.bundle.root), critical))
+        results += judge_answers(BundleReader(ctx.bundle.root), critical)
     compressed(ctx, "requests/capacity-setup.jsonl")
     thaw()
     if run.windows:
