@@ -3,9 +3,10 @@
 Batching, preemption, KV-cache pressure and numerics bugs change answers, not only latency.
 A few prompts with known answers (arithmetic, extraction, a schema-constrained answer, a tool
 call with fixed arguments) go at temperature 0 once at idle, before any load, and again
-inside the sustained window, each taking one of its concurrency slots (the window's latency
-figures leave them out). Correctness against the known answer is the judgement; token-exact
-agreement with the idle answer is information (batch variance is legitimate).
+inside the sustained window, in a quarter of its concurrency slots (the window's latency
+figures leave them out; below concurrency 4 none is spared and the check is not made).
+Correctness against the known answer is the judgement; token-exact agreement with the idle
+answer is information (batch variance is legitimate).
 
 Collect: `send_idle` and `ProbeSlots` (in the load window) write `requests/answer-probes.jsonl`
 (full bodies, label `probe-<name>-idle` or `probe-<name>-<phase>-c<N>`). Judge:
@@ -22,6 +23,7 @@ from typing import Any
 
 from golive.bundle import BundleReader
 from golive.checks.agent_cases import WEATHER
+from golive.checks.agent_response import message_of
 from golive.checks.capacity import cap_result
 from golive.checks.context import CheckContext
 from golive.results import CheckResult, Status
@@ -98,15 +100,9 @@ PROBES = (
 BY_NAME = {p.name: p for p in PROBES}
 
 
-def _message(completion: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    choices = (completion or {}).get("choices") or [{}]
-    message = choices[0].get("message") if isinstance(choices[0], dict) else None
-    return message if isinstance(message, dict) else {}
-
-
 def answer_of(parsed: ParsedResponse) -> str:
     """What the answer said, in one line: the content, or the first tool call."""
-    message = _message(parsed.completion)
+    message, _ = message_of(parsed)
     calls = message.get("tool_calls") or []
     if calls:
         function = calls[0].get("function") or {}
@@ -125,7 +121,7 @@ def _fold(value: Any) -> Any:
 
 def correct(probe: AnswerProbe, parsed: ParsedResponse) -> bool:
     """Whether an answer is the known one (pure: the same on the live answer and the saved)."""
-    message = _message(parsed.completion)
+    message, _ = message_of(parsed)
     if probe.name == "tool_call":
         calls = message.get("tool_calls") or []
         if len(calls) != 1:
