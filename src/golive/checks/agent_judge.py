@@ -150,9 +150,11 @@ def judge_agent(evidence: BundleReader, profile: Profile) -> AgentJudgement:
     cases = [case_from_json(c) for c in plan.get("cases") or ()]
     results: list[CheckResult] = []
     examples: list[dict[str, Any]] = []
+    every: list[ParsedResponse] = []  # every case's answers, for the reasoning-field contract
     for case in cases:
         contract = contract_of(case, profile)
         answers = _by_label(evidence.jsonl(f"requests/{stream_file(case)}.jsonl"))
+        every += answers.values()
         facts: dict[str, Any] = {}
         if case.kind is Kind.RETRY:
             runs, facts = _retry_runs(evidence, plan, case, contract, answers)
@@ -171,7 +173,8 @@ def judge_agent(evidence: BundleReader, profile: Profile) -> AgentJudgement:
         examples += failure_examples(case, runs)
     client_field = plan.get("client_reasoning_field")
     if isinstance(client_field, str):
-        results.append(_reasoning_contract(evidence, cases, client_field))
+        files = tuple(f"requests/{stream_file(case)}.jsonl" for case in cases)
+        results.append(_reasoning_contract(every, files, client_field))
     return AgentJudgement(results, examples)
 
 
@@ -179,17 +182,11 @@ REASONING_CHECK = "agent.client_reasoning_field"
 
 
 def _reasoning_contract(
-    evidence: BundleReader, cases: Sequence[AgentCase], client_field: str
+    answers: Sequence[ParsedResponse], files: tuple[str, ...], client_field: str
 ) -> CheckResult:
     """The field the client reads reasoning from, against the fields every saved answer of
-    every case wrote it in (streamed answers keep the delta's own key)."""
-    files = [f"requests/{stream_file(case)}.jsonl" for case in cases]
-    messages = [
-        message_of(reparsed(line))[0]
-        for rel in files
-        for line in evidence.jsonl(rel)
-        if line.get("body") != "sampled-out"
-    ]
+    every case (`files`) wrote it in (streamed answers keep the delta's own key)."""
+    messages = [message_of(parsed)[0] for parsed in answers]
     counts = reasoning_fields_written(messages)
     status, summary = classify_reasoning_field(counts, client_field)
     return CheckResult(
@@ -199,7 +196,7 @@ def _reasoning_contract(
         Status(status),
         summary,
         {"client_field": client_field, **{f"answers_with_{k}": v for k, v in counts.items()}},
-        tuple(files),
+        files,
     )
 
 
