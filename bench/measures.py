@@ -280,7 +280,7 @@ def harness_cpu(env: Env) -> list[Row]:
 
 
 async def _harness_cpu(env: Env) -> list[Row]:
-    from golive.demo import DEMO_SETTINGS
+    from golive.cli.demo import DEMO_SETTINGS
     from golive.target.install import ensure_target
     from golive.target.server import ServeOptions, running_target
 

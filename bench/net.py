@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from golive.sampling import process_tree
+from golive.evidence.sampling import process_tree
 
 
 def free_port() -> int:

@@ -34,14 +34,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from golive.bundle import verify  # noqa: E402
-from golive.checks.capacity import CapacityInputs  # noqa: E402
-from golive.checks.capacity_phases import WATCHDOG, run_capacity  # noqa: E402
+from golive.bundle.store import verify  # noqa: E402
+from golive.checks.capacity.collect import CapacityInputs  # noqa: E402
+from golive.checks.capacity.phases import WATCHDOG, run_capacity  # noqa: E402
 from golive.checks.context import CheckContext  # noqa: E402
-from golive.checks.smoke import run_smoke  # noqa: E402
+from golive.checks.smoke.collect import run_smoke  # noqa: E402
 from golive.config import load_config  # noqa: E402
+from golive.pipeline import judge  # noqa: E402
 from golive.results import CheckResult  # noqa: E402
-from golive.run import judge  # noqa: E402
 from tests.fakes.vllm import FakeState, fake_vllm  # noqa: E402
 
 FAULTS = {

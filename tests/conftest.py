@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from golive.bundle import MANIFEST
-from golive.rederive import rederive
+from golive.bundle.store import MANIFEST
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from golive.verdict.rederive import rederive
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from golive.cli import main
+from golive.cli.main import main
 from golive.target.server import RunningTarget
 
 SMALL_RUN = """\

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from golive.cli import main
-from golive.registry import register
+from golive.cli.main import main
+from golive.operate.rollback import register
 
 DATA = Path(__file__).parent / "data" / "accepted"
 

@@ -1,5 +1,5 @@
 """`python -m golive` runs the command line."""
 
-from golive.cli import main
+from golive.cli.main import main
 
 raise SystemExit(main())

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from golive.checks.agent import AgentSettings, run_agent
+from golive.checks.agent.collect import AgentSettings, run_agent
 from golive.checks.cache import CacheSettings, run_cache
-from golive.checks.capacity import CapacityInputs
-from golive.checks.capacity_phases import run_capacity
+from golive.checks.capacity.collect import CapacityInputs
+from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
-from golive.checks.env import EnvEvidence, run_env
-from golive.checks.smoke import run_smoke
-from golive.decide import decide
+from golive.checks.env.collect import EnvEvidence, run_env
+from golive.checks.smoke.collect import run_smoke
 from golive.results import CheckClass, CheckResult, Outcome, Status
+from golive.verdict.decide import decide
 
 SECTIONS: tuple[tuple[str, CheckClass], ...] = (
     ("env", CheckClass.ENVIRONMENT),

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from golive.checks.context import CheckContext
-from golive.cli import main
+from golive.cli.main import main
 from golive.config import load_config
-from golive.rederive import rederive
+from golive.pipeline import judge
 from golive.results import CheckResult, Status
-from golive.run import judge
-from golive.scope import PROGRAMME, Scope
+from golive.verdict.rederive import rederive
+from golive.verdict.scope import PROGRAMME, Scope
 
 DATA = Path(__file__).parent.parent / "data"
 GPU = DATA / "vllm-gpu-0.24-h200x2"

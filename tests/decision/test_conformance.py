@@ -18,22 +18,22 @@ import pytest
 
 from golive.checks.cache.judge import reuse_result
 from golive.checks.cache.rules import CacheStep
-from golive.checks.capacity import classified
-from golive.checks.capacity_rules import (
+from golive.checks.capacity.collect import classified
+from golive.checks.capacity.rules import (
     StabilityPolicy,
     StepStats,
     classify_concurrency,
 )
-from golive.checks.capacity_windows import (
+from golive.checks.capacity.windows import (
     LongOutcome,
     LongStep,
     classify_long_input,
     classify_sustained,
     trend,
 )
-from golive.combine import combine
 from golive.config import load_config
 from golive.results import CheckClass, CheckResult, Status
+from golive.verdict.combine import combine
 from tests.decision.bundles import (
     CPU_LOG,
     DATA,

@@ -24,8 +24,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from golive.bundle import read_lines, record_streams, verify
-from golive.rederive import rederive
+from golive.bundle.store import read_lines, record_streams, verify
+from golive.verdict.rederive import rederive
 
 URL = os.environ.get("GOLIVE_GPU_TARGET", "")
 LOG = os.environ.get("GOLIVE_GPU_LOG", "")

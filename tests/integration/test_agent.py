@@ -14,18 +14,18 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from golive.bundle import Bundle, verify
-from golive.checks.agent import agent_settings, run_agent
-from golive.checks.agent_rules import Layer
-from golive.checks.agent_select import cases_for
+from golive.bundle.store import Bundle, verify
+from golive.checks.agent.collect import agent_settings, run_agent
+from golive.checks.agent.rules import Layer
+from golive.checks.agent.select import cases_for
 from golive.checks.context import CheckContext
-from golive.cli import main
+from golive.cli.main import main
 from golive.config import load_config
-from golive.rederive import rederive
+from golive.pipeline import judge
 from golive.results import CheckResult, Outcome
-from golive.run import judge
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from golive.verdict.rederive import rederive
 from tests.fakes.gateway import hedging_gateway, rewriting_gateway
 from tests.scenario import golive_run, rules
 from tests.watching import accepted_bundle, golive_watch

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from golive.bundle import BundleReader
-from golive.checks.answer_probes import CHECK, ProbeSlots, judge_answers, send_idle
-from golive.checks.capacity import CapacityInputs, Run
-from golive.checks.capacity_load import load_window
+from golive.bundle.store import BundleReader
+from golive.checks.capacity.answer_probes import CHECK, ProbeSlots, judge_answers, send_idle
+from golive.checks.capacity.collect import CapacityInputs, Run
+from golive.checks.capacity.load_window import load_window
 from golive.checks.context import CheckContext
 from golive.config import load_config
+from golive.pipeline import judge
 from golive.results import CheckResult, Status
-from golive.run import judge
 from tests.fakes import serve_app
 
 MODEL = "fake-model"

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from golive.bundle import Bundle
+from golive.bundle.store import Bundle
 from golive.checks.cache.rules import STEPS_FILE as STEPS
-from golive.cli import main
-from golive.rederive import rederive
+from golive.cli.main import main
 from golive.results import Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from golive.verdict.rederive import rederive
 from tests.scenario import golive_run, rules
 from tests.watching import accepted_bundle, golive_watch
 from tests.watching import rules as watch_rules

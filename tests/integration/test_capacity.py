@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from golive.checks.capacity import CapacityInputs
-from golive.checks.capacity_phases import run_capacity
+from golive.checks.capacity.collect import CapacityInputs
+from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
+from golive.evidence.sampling import process_tree
 from golive.evidence.startup_log import parse_startup_log
+from golive.pipeline import Verdict, judge
 from golive.results import CheckResult, Outcome
-from golive.run import Verdict, judge
-from golive.sampling import process_tree
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
 from tests.scenario import SMALL_REQUESTS, golive_run, rules

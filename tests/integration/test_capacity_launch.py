@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from golive.cli import main
+from golive.cli.main import main
 from golive.target.install import ensure_target
 from golive.target.server import ServeOptions, free_port, serve_argv
 

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import verify
+from golive.bundle.store import verify
 from golive.checks.context import CheckContext
-from golive.cli import main
-from golive.combine import combine
+from golive.cli.main import main
 from golive.config import load_config
 from golive.errors import ConfigError
+from golive.pipeline import judge
 from golive.results import EXIT_USAGE, CheckClass, CheckResult, Outcome, Status
-from golive.run import judge
-from golive.scope import CAPACITY_PHASES
+from golive.verdict.combine import combine
+from golive.verdict.scope import CAPACITY_PHASES
 
 SECTION_CHECKS = {
     "env": [

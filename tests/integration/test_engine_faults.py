@@ -12,15 +12,15 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from golive.bundle import read_lines, record_streams, verify
-from golive.checks.capacity import CapacityInputs
-from golive.checks.capacity_load import WATCHDOG
-from golive.checks.capacity_phases import run_capacity
+from golive.bundle.store import read_lines, record_streams, verify
+from golive.checks.capacity.collect import CapacityInputs
+from golive.checks.capacity.load_window import WATCHDOG
+from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
+from golive.evidence.sampling import process_tree
+from golive.pipeline import Verdict, judge
 from golive.results import CheckResult
-from golive.run import Verdict, judge
-from golive.sampling import process_tree
 from golive.target.server import RunningTarget
 from golive.traffic.client import ClientSettings, TargetClient
 from tests.scenario import SMALL_REQUESTS

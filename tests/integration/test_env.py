@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import verify
-from golive.cli import main
+from golive.bundle.store import verify
+from golive.cli.main import main
 from golive.results import Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import read_lines, record_streams, verify
-from golive.checks.capacity import CapacityInputs
-from golive.checks.capacity_load import WATCHDOG
-from golive.checks.capacity_phases import run_capacity
+from golive.bundle.store import read_lines, record_streams, verify
+from golive.checks.capacity.collect import CapacityInputs
+from golive.checks.capacity.load_window import WATCHDOG
+from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
+from golive.pipeline import judge
 from golive.results import CheckResult
-from golive.run import judge
 from tests.fakes.vllm import FakeState, fake_vllm
 
 # Short load windows on a target that never answers a load request.

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from golive.cli import main
+from golive.cli.main import main
 
 kmock = pytest.importorskip("kmock", reason="needs the dev extra (kmock)")
 pytest.importorskip("kubernetes", reason="needs golive[k8s]")

@@ -17,18 +17,18 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import read_lines, record_streams
-from golive.checks.agent import agent_settings, run_agent
-from golive.checks.agent_select import cases_for
-from golive.checks.capacity import CapacityInputs
-from golive.checks.capacity_load import CLIENTS
-from golive.checks.capacity_phases import run_capacity
+from golive.bundle.store import read_lines, record_streams
+from golive.checks.agent.collect import agent_settings, run_agent
+from golive.checks.agent.select import cases_for
+from golive.checks.capacity.collect import CapacityInputs
+from golive.checks.capacity.load_window import CLIENTS
+from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
-from golive.checks.env import EnvEvidence, run_env
+from golive.checks.env.collect import EnvEvidence, run_env
 from golive.config import load_config
 from golive.evidence.ray_env import RaySource
+from golive.pipeline import Verdict, client_settings, judge
 from golive.results import CheckResult
-from golive.run import Verdict, client_settings, judge
 from golive.target.server import RunningTarget
 from tests.scenario import SMALL_REQUESTS
 

@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import Bundle, verify
-from golive.checks.smoke import run_smoke
+from golive.bundle.store import Bundle, verify
+from golive.checks.smoke.collect import run_smoke
 from golive.config import GoliveConfig, load_config
 from golive.errors import LocalTargetError
 from golive.metrics import MetricsDelta, parse_metrics
-from golive.rederive import rederive
+from golive.pipeline import judge
 from golive.results import Outcome
-from golive.run import judge
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.records import RequestRecord, parse
 from golive.traffic.schedule import Schedule, run_schedule
+from golive.verdict.rederive import rederive
 
 pytestmark = pytest.mark.target
 

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from golive.checks.agent import agent_settings, run_agent
-from golive.checks.agent_rules import classify_reasoning_field
-from golive.checks.agent_select import cases_for
+from golive.checks.agent.collect import agent_settings, run_agent
+from golive.checks.agent.rules import classify_reasoning_field
+from golive.checks.agent.select import cases_for
 from golive.checks.context import CheckContext
 from golive.config import load_config
+from golive.pipeline import judge
 from golive.results import CheckResult, Status
-from golive.run import judge
 from golive.traffic.sse import decode_events, reassemble
 from tests.fakes import serve_app
 

@@ -12,7 +12,7 @@ import secrets
 import sys
 from pathlib import Path
 
-from golive.bundle import ZSTD, read_lines, record_streams
+from golive.bundle.store import ZSTD, read_lines, record_streams
 from golive.target.server import RunningTarget
 from tests.scenario import SMALL_RUN
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import verify
+from golive.bundle.store import verify
 from golive.checks.context import CheckContext
-from golive.cli import main
+from golive.cli.main import main
 from golive.config import load_config
+from golive.pipeline import Verdict, judge
 from golive.results import EXIT_USAGE, CheckClass, CheckResult, Outcome, Status
-from golive.run import Verdict, judge
-from golive.scope import CAPACITY_PHASES, PROGRAMME
+from golive.verdict.scope import CAPACITY_PHASES, PROGRAMME
 from tests.fakes.vllm import FakeState, fake_vllm
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from golive.bundle import verify
-from golive.checks.smoke import run_smoke
-from golive.cli import main
+from golive.bundle.store import verify
+from golive.checks.smoke.collect import run_smoke
+from golive.cli.main import main
 from golive.config import load_config
+from golive.pipeline import Verdict, judge
 from golive.results import Outcome
-from golive.run import Verdict, judge
 from tests.fakes.gateway import rewriting_gateway
 from tests.fakes.vllm import MODEL, FakeState, fake_vllm
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import read_lines, record_streams, verify
-from golive.checks.smoke import run_smoke
+from golive.bundle.store import read_lines, record_streams, verify
+from golive.checks.smoke.collect import run_smoke
 from golive.config import load_config
-from golive.run import Verdict, judge
+from golive.pipeline import Verdict, judge
 from tests.fakes.vllm import FakeState, fake_vllm
 
 CAPS = {

@@ -9,7 +9,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from golive.bundle import verify
+from golive.bundle.store import verify
 from golive.target.server import RunningTarget
 from tests.watching import accepted_bundle, golive_watch, registry_with_previous, rules
 

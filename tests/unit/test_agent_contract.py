@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from golive.checks.agent_cases import shipped_cases
-from golive.checks.agent_judge import with_parity
-from golive.checks.agent_response import (
+from golive.checks.agent.cases import shipped_cases
+from golive.checks.agent.judge import with_parity
+from golive.checks.agent.response import (
     Contract,
     complete_calls,
     engine_admitted,
@@ -20,14 +20,14 @@ from golive.checks.agent_response import (
     retry_findings,
     sdk_finding,
 )
-from golive.checks.agent_results import Run, case_result, failure_examples
-from golive.checks.agent_rules import Expect, Finding, Layer, check_message
-from golive.checks.agent_select import load_user_cases, select
-from golive.decide import decide, limits
+from golive.checks.agent.results import Run, case_result, failure_examples
+from golive.checks.agent.rules import Expect, Finding, Layer, check_message
+from golive.checks.agent.select import load_user_cases, select
 from golive.errors import ConfigError
 from golive.metrics import MetricsDelta, parse_metrics
 from golive.results import Outcome, Status
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings, parse
+from golive.verdict.decide import decide, limits
 
 DATA = Path(__file__).parent.parent / "data"
 QWEN = json.loads((DATA / "agent" / "qwen_plain_answers.json").read_text())

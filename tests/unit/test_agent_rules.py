@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from golive.checks.agent_rules import (
+from golive.checks.agent.rules import (
     Expect,
     Finding,
     Layer,

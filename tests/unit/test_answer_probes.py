@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from golive.bundle import BundleReader
-from golive.checks.answer_probes import (
+from golive.bundle.store import BundleReader
+from golive.checks.capacity.answer_probes import (
     BY_NAME,
     PROBE_PLAN,
     ProbeAnswer,

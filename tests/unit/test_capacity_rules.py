@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from golive.checks.capacity_rules import (
+from golive.checks.capacity.rules import (
     Action,
     StabilityPolicy,
     StepStats,
@@ -17,7 +17,7 @@ from golive.checks.capacity_rules import (
     saturated,
     window_coverage,
 )
-from golive.checks.capacity_windows import (
+from golive.checks.capacity.windows import (
     LongOutcome,
     LongStep,
     classify_long_input,
@@ -25,8 +25,8 @@ from golive.checks.capacity_windows import (
     thirds_growth,
     trend,
 )
-from golive.decide import decide, limits
 from golive.results import CheckClass, CheckResult, Outcome, Status
+from golive.verdict.decide import decide, limits
 
 POLICY = StabilityPolicy()
 
@@ -346,7 +346,7 @@ def test_request_caps_follow_the_measured_rate() -> None:
 def test_a_step_between_the_last_accepted_and_the_first_refused() -> None:
     """The limit is not a coarse ladder rung: 6,144 accepted and 8,192 refused inside an
     8,192 envelope asks one more step at 7,168."""
-    from golive.checks.capacity_phases import between
+    from golive.checks.capacity.phases import between
 
     steps = [
         LongStep(4096, LongOutcome.ACCEPTED),
@@ -362,7 +362,7 @@ def test_a_step_between_the_last_accepted_and_the_first_refused() -> None:
 def test_the_top_step_stays_off_the_servers_edge() -> None:
     """H200, max_model_len 8192 and an intended 8192: the top step is 8111, not a request
     that sits exactly on the limit (refused there) and made a false 7,168-token envelope."""
-    from golive.checks.capacity_phases import top_step
+    from golive.checks.capacity.phases import top_step
 
     assert top_step(8192, 8192) == 8111
     assert top_step(4096, 8192) == 4096  # well inside the limit: as intended
@@ -374,7 +374,7 @@ def test_the_top_step_stays_off_the_servers_edge() -> None:
 def test_a_significant_drift_must_also_be_large() -> None:
     """4,000 completions over 60 s with latency creeping 3%: the interval excludes zero, the
     size does not matter: stable. 30% by the fit and by the thirds: a limit."""
-    from golive.checks.capacity_windows import thirds_growth
+    from golive.checks.capacity.windows import thirds_growth
 
     creep = [
         (t * 0.015, 0.2 * (1 + 0.03 * t / 4000) + (0.001 if t % 2 else -0.001)) for t in range(4000)
@@ -409,7 +409,7 @@ def test_requests_queueing_outside_the_engine_name_the_api_server() -> None:
     engine grew from 25 ms at concurrency 1 to 104 ms: the requests queued in the API server.
     The finding names it, its figures and its remedy; a fixed overhead that does not grow is no
     finding, however small the engine's share."""
-    from golive.checks.capacity_rules import api_server_bound, api_server_finding
+    from golive.checks.capacity.rules import api_server_bound, api_server_finding
 
     steps = _captured_steps("vllm-gpu-0.24-h200x1-tier")
     finding = api_server_finding(steps) or ""

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from golive.config import CustomBuild, ParallelConfig, load_profile
-from golive.decide import decide
 from golive.evidence.chain import (
     ChainInputs,
     Source,
@@ -26,6 +25,7 @@ from golive.evidence.nvidia import parse_nvidia_smi_xml
 from golive.evidence.startup_log import parse_startup_log
 from golive.evidence.startup_rules import check_parallel, check_parsers, check_startup_log
 from golive.results import Outcome, Status
+from golive.verdict.decide import decide
 
 DATA = Path(__file__).parent.parent / "data"
 KIMI = load_profile("kimi-k3")

@@ -8,7 +8,11 @@ from typing import Any
 
 import pytest
 
-from golive.checks.classes_rules import judge_multimodal, judge_shared_prompt, load_result
+from golive.checks.smoke.request_classes_rules import (
+    judge_multimodal,
+    judge_shared_prompt,
+    load_result,
+)
 from golive.results import Status
 from golive.traffic.records import ParsedResponse, RequestRecord, Timings, parse
 

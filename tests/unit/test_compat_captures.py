@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from compat.matrix import DOC, capture_dirs, render
-from golive.checks.agent_cases import shipped_cases
-from golive.checks.agent_judge import contract_of
-from golive.checks.agent_response import response_findings
-from golive.checks.agent_rules import parity
+from golive.checks.agent.cases import shipped_cases
+from golive.checks.agent.judge import contract_of
+from golive.checks.agent.response import response_findings
+from golive.checks.agent.rules import parity
 from golive.config import load_profile
 from golive.evidence.startup_log import Severity, parse_startup_log
 from golive.metrics import parse_metrics

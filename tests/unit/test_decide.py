@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from golive.decide import decide, limits
 from golive.results import CheckClass, CheckResult, Outcome, Status
-from golive.scope import NOT_USED, PROGRAMME, Scope, missing_parts
+from golive.verdict.decide import decide, limits
+from golive.verdict.scope import NOT_USED, PROGRAMME, Scope, missing_parts
 
 ENV, STARTUP, SMOKE = CheckClass.ENVIRONMENT, CheckClass.STARTUP, CheckClass.SMOKE
 AGENT, CAPACITY, CACHE = CheckClass.AGENT, CheckClass.CAPACITY, CheckClass.CACHE

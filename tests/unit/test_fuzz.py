@@ -14,7 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from golive.checks.agent_rules import Expect, check_message
+from golive.checks.agent.rules import Expect, check_message
 from golive.config import load_config
 from golive.errors import BadResponse, ConfigError, EvidenceError
 from golive.evidence.facts import HostInfo, read_facts

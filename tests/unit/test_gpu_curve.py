@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from golive.errors import ConfigError
-from golive.gpu_curve import PhaseSpan, merge_gpu_curve
+from golive.evidence.gpu_curve import PhaseSpan, merge_gpu_curve
 
 CURVE = (
     "wall_time,gpu0_used_mib,gpu1_used_mib\n"

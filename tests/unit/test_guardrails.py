@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from golive.errors import ConfigError
-from golive.guardrails import write_guardrails
+from golive.operate.guardrails import write_guardrails
 
 DATA = Path(__file__).parent.parent / "data" / "accepted"
 

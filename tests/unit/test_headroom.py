@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from golive.evidence.sampling import running_beside
 from golive.results import Status
-from golive.sampling import running_beside
 from golive.traffic.headroom import (
     ClientFigures,
     ClientMonitor,

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from golive.cli import main
+from golive.cli.main import main
 from golive.evidence.k8s_env import K8sReport, K8sSource, _matches, node_hosts
 
 

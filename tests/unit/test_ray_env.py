@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from golive.cli import main
+from golive.cli.main import main
 from golive.evidence.ray_env import ClusterReport, RaySource, _nodes, node_results
 
 HOST = {"kind": "host", "node": "x", "source": "nvidia-smi", "driver_version": "580.1"}

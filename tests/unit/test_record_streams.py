@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 import zstandard
 
-from golive.bundle import Bundle, BundleReader, read_lines, record_streams, size_bytes
-from golive.ledger import SENT_FILE, judge_ledger, ledger_check, write_ledger
+from golive.bundle.store import Bundle, BundleReader, read_lines, record_streams, size_bytes
 from golive.results import Status
 from golive.traffic.records import (
     BodySample,
@@ -26,6 +25,7 @@ from golive.traffic.records import (
     parse,
 )
 from golive.traffic.workload import AgentWorkload, WorkloadShape
+from golive.verdict.ledger import SENT_FILE, judge_ledger, ledger_check, write_ledger
 
 URL = "http://127.0.0.1:8000/v1/chat/completions"
 WORKLOAD = AgentWorkload(WorkloadShape(), "m")

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from golive.bundle import BundleReader
+from golive.bundle.store import BundleReader
 from golive.checks.cache import judge_cache
 from golive.checks.cache.rules import PROTOCOL_FILE, STEPS_FILE
-from golive.checks.capacity_judge import judge_model_load, judge_ramp
-from golive.checks.capacity_load import STEPS
+from golive.checks.capacity.judge import judge_model_load, judge_ramp
+from golive.checks.capacity.load_window import STEPS
 from golive.config import GoliveConfig, load_profile
 from golive.errors import BundleError
-from golive.rederive import differences
 from golive.results import CheckClass, CheckResult, Status
+from golive.verdict.rederive import differences
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -137,7 +137,7 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
 def test_the_chain_judge_owns_exactly_the_checks_its_rules_return() -> None:
     """`golive decide` replaces the sealed chain checks by id: the ids it owns must be the
     ones the rules produce, in order."""
-    from golive.checks.env_judge import CHAIN_CHECKS, chain_results
+    from golive.checks.env.judge import CHAIN_CHECKS, chain_results
     from golive.evidence.chain import ChainInputs
 
     ids = [c.id for c in chain_results(ChainInputs(profile=load_profile("generic")))]

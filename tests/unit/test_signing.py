@@ -11,10 +11,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from golive.bundle import MANIFEST, Bundle, verify
-from golive.cli import main
+from golive.bundle.signing import SIGNATURE, load_private_key, load_public_key
+from golive.bundle.store import MANIFEST, Bundle, verify
+from golive.cli.main import main
 from golive.errors import ConfigError
-from golive.signing import SIGNATURE, load_private_key, load_public_key
 
 # the bundles here are built and altered by hand: manifests and signatures, not verdicts
 pytestmark = pytest.mark.tampers_bundle

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from golive.signoff import ITEMS, build_signoff, render_signoff
+from golive.bundle.signoff import ITEMS, build_signoff, render_signoff
 
 
 def _check(check_id: str, status: str, *evidence: str) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from golive.checks.capacity_rules import Action, StabilityPolicy, StepStats, classify_concurrency
-from golive.checks.capacity_stalls import NS, Probe, stall_in
+from golive.checks.capacity.rules import Action, StabilityPolicy, StepStats, classify_concurrency
+from golive.checks.capacity.stalls import NS, Probe, stall_in
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings
 
 URL = "http://127.0.0.1:8000/v1/chat/completions"

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from golive.watch_rules import Observation, Thresholds, classify_log, evaluate
+from golive.operate.watch_rules import Observation, Thresholds, classify_log, evaluate
 
 OK = Observation(t=0.0, healthy=True, running=1.0, waiting=0.0)
 TH = Thresholds(max_waiting=1.0, max_concurrency=4, repeated=3, cache_floor=0.4, missing_limit=3)
@@ -83,7 +83,7 @@ def test_log_lines_are_classified() -> None:
 def test_probe_reuse_is_never_zero_when_unmeasured() -> None:
     """Without --enable-prompt-tokens-details the API has no cached_tokens: the engine's
     counter decides, and with neither the probe says nothing (not a 0 that fires rollback)."""
-    from golive.watch_rules import probe_reuse_ratio
+    from golive.operate.watch_rules import probe_reuse_ratio
 
     assert probe_reuse_ratio(1000, 800, None) == 0.8
     assert probe_reuse_ratio(1000, None, 768.0) == 0.768

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from golive.bundle import Bundle
+from golive.bundle.store import Bundle
 from golive.config import GoliveConfig, Profile
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics

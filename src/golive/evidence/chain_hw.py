@@ -9,7 +9,7 @@ from golive.evidence.chain import ChainInputs, env_result
 from golive.evidence.facts import ContainerInfo
 from golive.evidence.nvidia import cuda_major, driver_major
 from golive.results import CheckResult, Status
-from golive.scope import NOT_USED
+from golive.verdict.scope import NOT_USED
 
 # CUDA major -> minimum driver branch (NVIDIA's minor-version compatibility table).
 DRIVER_FLOOR = {13: 580, 12: 525, 11: 450}

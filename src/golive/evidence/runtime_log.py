@@ -19,7 +19,7 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from golive.bundle import Bundle, read_lines, record_streams
+from golive.bundle.store import Bundle, read_lines, record_streams
 from golive.evidence.startup_log import parse_startup_log
 from golive.results import CheckResult
 

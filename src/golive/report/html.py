@@ -12,8 +12,8 @@ from typing import Any
 
 import jinja2
 
-from golive.bundle import locate
-from golive.checks.capacity_load import STEPS
+from golive.bundle.store import locate
+from golive.checks.capacity.load_window import STEPS
 from golive.report.markdown import chain_rows, scope_line
 from golive.report.plots import bar_chart, interval_chart, line_chart
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from golive.bundle import locate
-from golive.checks.capacity_load import STEPS, WATCHDOG
+from golive.bundle.store import locate
+from golive.checks.capacity.load_window import STEPS, WATCHDOG
 from golive.quantiles import samples_needed
 
 _MARK = {

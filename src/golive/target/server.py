@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from golive.errors import LocalTargetError
-from golive.sampling import tree_rss_mib
+from golive.evidence.sampling import tree_rss_mib
 from golive.target.install import Progress, TargetPaths
 from golive.traffic.client import ClientSettings, TargetClient
 

@@ -29,7 +29,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 import golive
 from golive.errors import ConfigError
-from golive.sampling import running_beside
+from golive.evidence.sampling import running_beside
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.headroom import ClientFigures, ClientMonitor
 from golive.traffic.records import RequestRecord

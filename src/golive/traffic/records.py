@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from golive.bundle import REDACTED
+from golive.bundle.store import REDACTED
 from golive.traffic.sse import StreamResult, decode_events, reassemble
 
 NS_PER_MS = 1_000_000

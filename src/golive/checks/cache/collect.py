@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from golive.bundle import BundleReader
+from golive.bundle.store import BundleReader
 from golive.checks.cache.judge import block_size, judge_cache, labels_of
 from golive.checks.cache.rules import (
     CACHE_FILE,
@@ -23,7 +23,7 @@ from golive.checks.cache.rules import (
     LoggedCache,
     cached_prompt_tokens,
 )
-from golive.checks.capacity import served_model
+from golive.checks.capacity.collect import served_model
 from golive.checks.context import CheckContext, scrape, tokens_per_word
 from golive.evidence.startup_log import StartupFacts
 from golive.metrics import MetricsDelta, Snapshot

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from golive.bundle import BundleReader
+from golive.bundle.store import BundleReader
 from golive.checks.cache.retention import retention_result
 from golive.checks.cache.rules import (
     PROTOCOL_FILE,

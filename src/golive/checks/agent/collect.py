@@ -1,0 +1,185 @@
+"""`golive agent`: the Agent API contract, repeated until a pass rate means something.
+
+Every case runs `repeat` times streamed and `repeat` times non-streamed. Each answer is read
+against its contract (HTTP, framing, tool calls against their JSON Schemas, finish_reason,
+reasoning/content fields, marker leaks) and against the official `openai` SDK's types. With
+an engine URL behind a gateway target, each request also goes to the engine directly, so
+the failing layer is named. Cases run one after another; a case's runs run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from golive.bundle.store import BundleReader
+from golive.checks.agent.cases import AgentCase, Kind
+from golive.checks.agent.judge import PLAN, case_to_json, judge_agent, stream_file
+from golive.checks.agent.results import FAILURES, no_model_result
+from golive.checks.capacity.collect import PhaseProgress, Quiet, served_model
+from golive.checks.context import CheckContext, Target, scrape
+from golive.config import AgentConfig
+from golive.results import CheckResult
+from golive.traffic.records import ParsedResponse
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    cases: tuple[AgentCase, ...]
+    repeat: int = 20
+    temperature: float = 0.6
+    top_p: float | None = None
+    max_tokens: int = 160
+    concurrency: int = 4
+    repeated_failures: int = 2
+    retry_deadline_fraction: float = 0.5
+    client_reasoning_field: str | None = None
+    progress: PhaseProgress = field(default_factory=Quiet)
+
+
+def agent_settings(
+    config: AgentConfig, cases: tuple[AgentCase, ...], progress: PhaseProgress | None = None
+) -> AgentSettings:
+    return AgentSettings(
+        cases=cases,
+        repeat=config.repeat,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_tokens=config.max_tokens,
+        concurrency=config.concurrency,
+        repeated_failures=config.repeated_failures,
+        retry_deadline_fraction=config.retry_deadline_fraction,
+        client_reasoning_field=config.client_reasoning_field,
+        progress=progress or Quiet(),
+    )
+
+
+async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckResult]:
+    """Send every case (the evidence), then judge the cases from the bundle as
+    `golive decide` does."""
+    model, _ = await served_model(ctx, "agent-setup")
+    if model is None:
+        return [no_model_result()]
+    runner = _Runner(ctx, settings, model)
+    scrapes: dict[str, str | None] = {}
+    for case in settings.cases:
+        sends = 2 * settings.repeat * (2 if case.kind is Kind.RETRY else 1)
+        settings.progress.phase(f"agent: {case.name}", sends * (2 if ctx.engine else 1))
+        if case.kind is Kind.RETRY:
+            scrapes = await runner.retry_case(case)
+        else:
+            await runner.plain_case(case)
+    ctx.bundle.write_json(
+        PLAN,
+        {
+            "cases": [case_to_json(c) for c in settings.cases],
+            "repeat": settings.repeat,
+            "temperature": settings.temperature,
+            "repeated_failures": settings.repeated_failures,
+            "retry_deadline_fraction": settings.retry_deadline_fraction,
+            "client_reasoning_field": settings.client_reasoning_field,
+            "gateway": ctx.engine is not None,
+            "retry_scrapes": scrapes,
+        },
+    )
+    judged = judge_agent(BundleReader(ctx.bundle.root), ctx.profile)
+    for example in judged.examples:
+        ctx.bundle.append_jsonl(FAILURES, example)
+    return judged.results
+
+
+class _Runner:
+    def __init__(self, ctx: CheckContext, settings: AgentSettings, model: str) -> None:
+        self.ctx = ctx
+        self.settings = settings
+        self.model = model
+        self.gate = asyncio.Semaphore(settings.concurrency)
+
+    def body(self, case: AgentCase, stream: bool) -> dict[str, Any]:
+        s = self.settings
+        body = case.body(self.model, stream, s.max_tokens, s.temperature)
+        if s.top_p is not None:
+            body["top_p"] = s.top_p
+        return body
+
+    async def send(
+        self,
+        target: Target,
+        case: AgentCase,
+        body: Mapping[str, Any],
+        label: str,
+        engine: bool = False,
+        deadline_s: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> ParsedResponse:
+        record = await target.chat(body, label, deadline_s=deadline_s, headers=headers)
+        self.settings.progress.record(record.ok)
+        return self.ctx.save(record, stream_file(case, engine))
+
+    async def one(self, case: AgentCase, stream: bool, repeat: int) -> None:
+        mode = "stream" if stream else "plain"
+        body = self.body(case, stream)
+        label = f"agent-{case.name}-{mode}-{repeat}"
+        async with self.gate:
+            sends = [self.send(self.ctx.target, case, body, label)]
+            if self.ctx.engine is not None:
+                sends.append(self.send(self.ctx.engine, case, body, label, engine=True))
+            await asyncio.gather(*sends)
+
+    async def plain_case(self, case: AgentCase) -> None:
+        await asyncio.gather(
+            *(self.one(case, s, i) for i in range(self.settings.repeat) for s in (True, False))
+        )
+
+    async def retry_case(self, case: AgentCase) -> dict[str, str | None]:
+        """A reference answer sets the client deadline; then per repeat an attempt given up
+        at that deadline and a retry with the same idempotency key. Returns the engine
+        scrapes before and after that the judge counts admitted requests with."""
+        before = await self.engine_snapshot("agent-retry-before", settle=False)
+        reference = await self.send(
+            self.ctx.target, case, self.body(case, True), f"agent-{case.name}-reference"
+        )
+        e2e = (reference.e2e_ms or 10_000.0) / 1000
+        ttft = (reference.ttft_ms or 0.0) / 1000
+        deadline = ttft + (e2e - ttft) * self.settings.retry_deadline_fraction
+
+        async def pair(stream: bool, i: int) -> None:
+            mode = "stream" if stream else "plain"
+            body = self.body(case, stream)
+            key = {"Idempotency-Key": uuid.uuid4().hex}
+            label = f"agent-{case.name}-{mode}-{i}"
+            async with self.gate:
+                await self.send(
+                    self.ctx.target,
+                    case,
+                    body,
+                    f"{label}-timeout",
+                    deadline_s=deadline,
+                    headers=key,
+                )
+                await self.send(self.ctx.target, case, body, f"{label}-retry", headers=key)
+
+        await asyncio.gather(
+            *(pair(s, i) for i in range(self.settings.repeat) for s in (True, False))
+        )
+        after = await self.engine_snapshot("agent-retry-after", settle=True)
+        return {"before": before, "after": after}
+
+    async def engine_snapshot(self, window: str, settle: bool) -> str | None:
+        """The engine's counters, saved as `metrics/<window>.prom`; `settle` waits (up to
+        30 s) until given-up requests are gone, so they are counted as finished (aborted)
+        rather than still running. None: no readable scrape."""
+        engine = self.ctx.engine
+        source = engine or self.ctx.target
+        url = engine.url("/metrics") if engine is not None else self.ctx.metrics_url
+        for _ in range(30 if settle else 1):
+            scraped = await scrape(self.ctx, window, source, url)
+            if scraped.snapshot is None:
+                return None
+            if not scraped.snapshot.value("num_requests_running"):
+                return scraped.evidence
+            await asyncio.sleep(1.0)
+        return scraped.evidence

@@ -1,0 +1,283 @@
+"""The Agent contract judged from the bundle alone (issue 18): every case's saved answers
+(`requests/agent.<case>.jsonl`, and `.engine.jsonl` behind a gateway) parsed again and read
+against the case's contract, the retry case's account from its saved attempts and the engine's
+counters (`metrics/agent-retry-*.prom`), with the cases and settings the run used
+(`metrics/agent-plan.json`). The run calls this on the bundle it has just written;
+`golive decide` calls it again."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from golive.bundle.store import BundleReader
+from golive.checks.agent.cases import AgentCase, Kind
+from golive.checks.agent.response import (
+    Contract,
+    engine_admitted,
+    hidden_retries,
+    message_of,
+    response_findings,
+    retry_findings,
+    sdk_finding,
+)
+from golive.checks.agent.results import Run, case_result, failure_examples
+from golive.checks.agent.rules import (
+    Expect,
+    Finding,
+    Layer,
+    attribute,
+    classify_reasoning_field,
+    parity,
+    reasoning_fields_written,
+)
+from golive.config import Profile
+from golive.errors import BadResponse
+from golive.metrics import MetricsDelta, Snapshot, parse_metrics
+from golive.results import CheckClass, CheckResult, Status
+from golive.traffic.records import FailureKind, ParsedResponse, reparsed
+
+PLAN = "metrics/agent-plan.json"  # the cases as run and the settings that judge them
+MODES = ("stream", "plain")
+
+
+def stream_file(case: AgentCase, engine: bool = False) -> str:
+    """The record stream (under `requests/`) of a case's answers from the target or engine."""
+    return f"agent.{case.name}" + (".engine" if engine else "")
+
+
+def case_to_json(case: AgentCase) -> dict[str, Any]:
+    return {
+        **dataclasses.asdict(case),
+        "expect": case.expect.value,
+        "kind": case.kind.value,
+    }
+
+
+def case_from_json(data: Mapping[str, Any]) -> AgentCase:
+    return AgentCase(
+        name=str(data["name"]),
+        proves=str(data["proves"]),
+        expect=Expect(data["expect"]),
+        messages=tuple(data.get("messages") or ()),
+        tools=tuple(data.get("tools") or ()),
+        tool_choice=data.get("tool_choice"),
+        response_format=data.get("response_format"),
+        max_tokens=data.get("max_tokens"),
+        kind=Kind(data.get("kind") or Kind.PLAIN.value),
+        critical=bool(data.get("critical", True)),
+        feature=str(data.get("feature") or ""),
+        extra=data.get("extra") or {},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentJudgement:
+    results: list[CheckResult]
+    examples: list[dict[str, Any]]  # a few failing answers per signature (agent-failures)
+
+
+def contract_of(case: AgentCase, profile: Profile) -> Contract:
+    agent = profile.agent
+    return Contract(
+        case.expect,
+        case.tool_schemas,
+        case.json_schema,
+        agent.forbidden_content_markers,
+        agent.reasoning_fields,
+    )
+
+
+def run_of(
+    contract: Contract,
+    mode: str,
+    repeat: int,
+    parsed: ParsedResponse,
+    engine_answer: ParsedResponse | None,
+    extra: Sequence[Finding] = (),
+) -> Run:
+    """Findings for the answer the client got, the engine's own, and the layer to blame."""
+    findings = (*response_findings(parsed, contract), *extra)
+    engine = None if engine_answer is None else tuple(response_findings(engine_answer, contract))
+    sdk = sdk_finding(parsed)
+    layer = attribute(
+        engine if engine is not None else findings,  # no --engine-url: the target is it
+        findings if engine is not None else None,
+        sdk is not None,
+        any(f.signature.startswith("retry.") for f in extra),
+    )
+    message, _ = message_of(parsed)
+    return Run(
+        mode,
+        repeat,
+        findings,
+        engine,
+        sdk,
+        layer,
+        parsed.record.request_id,
+        message,
+        parsed.record.status,
+    )
+
+
+def with_parity(runs: Sequence[Run]) -> list[Run]:
+    """Streamed and non-streamed deliveries of one request must carry the same calls.
+    A mismatch is blamed where the non-streamed twin was blamed (a gateway rewriting one
+    path), else on the engine's streaming parser."""
+    plain = {r.repeat: r for r in runs if r.mode == "plain"}
+    return [_parity(run, plain.get(run.repeat)) for run in runs]
+
+
+def _parity(run: Run, twin: Run | None) -> Run:
+    if run.mode != "stream" or twin is None or not run.status == twin.status == 200:
+        return run
+    mismatch = parity(run.message, twin.message)
+    if mismatch is None:
+        return run
+    layer = run.layer
+    if not run.findings:
+        layer = Layer.GATEWAY if twin.layer is Layer.GATEWAY else Layer.MODEL_OR_PARSER
+    return dataclasses.replace(run, findings=(*run.findings, mismatch), layer=layer)
+
+
+def judge_agent(evidence: BundleReader, profile: Profile) -> AgentJudgement:
+    """Every planned case's check, from its saved answers."""
+    plan = evidence.json(PLAN)
+    if not isinstance(plan, Mapping):
+        return AgentJudgement([], [])
+    cases = [case_from_json(c) for c in plan.get("cases") or ()]
+    results: list[CheckResult] = []
+    examples: list[dict[str, Any]] = []
+    every: list[ParsedResponse] = []  # every case's answers, for the reasoning-field contract
+    for case in cases:
+        contract = contract_of(case, profile)
+        answers = _by_label(evidence.jsonl(f"requests/{stream_file(case)}.jsonl"))
+        every += answers.values()
+        facts: dict[str, Any] = {}
+        if case.kind is Kind.RETRY:
+            runs, facts = _retry_runs(evidence, plan, case, contract, answers)
+        else:
+            engine = _by_label(evidence.jsonl(f"requests/{stream_file(case, True)}.jsonl"))
+            runs = _plain_runs(plan, case, contract, answers, engine)
+        results.append(
+            case_result(
+                case,
+                runs,
+                int(plan["repeated_failures"]),
+                facts,
+                gateway=bool(plan.get("gateway")),
+            )
+        )
+        examples += failure_examples(case, runs)
+    client_field = plan.get("client_reasoning_field")
+    if isinstance(client_field, str):
+        files = tuple(f"requests/{stream_file(case)}.jsonl" for case in cases)
+        results.append(_reasoning_contract(every, files, client_field))
+    return AgentJudgement(results, examples)
+
+
+REASONING_CHECK = "agent.client_reasoning_field"
+
+
+def _reasoning_contract(
+    answers: Sequence[ParsedResponse], files: tuple[str, ...], client_field: str
+) -> CheckResult:
+    """The field the client reads reasoning from, against the fields every saved answer of
+    every case (`files`) wrote it in (streamed answers keep the delta's own key)."""
+    messages = [message_of(parsed)[0] for parsed in answers]
+    counts = reasoning_fields_written(messages)
+    status, summary = classify_reasoning_field(counts, client_field)
+    return CheckResult(
+        REASONING_CHECK,
+        CheckClass.AGENT,
+        False,
+        Status(status),
+        summary,
+        {"client_field": client_field, **{f"answers_with_{k}": v for k, v in counts.items()}},
+        files,
+    )
+
+
+def _by_label(lines: Sequence[Mapping[str, Any]]) -> dict[str, ParsedResponse]:
+    return {str(line["label"]): reparsed(line) for line in lines}
+
+
+def _plain_runs(
+    plan: Mapping[str, Any],
+    case: AgentCase,
+    contract: Contract,
+    answers: Mapping[str, ParsedResponse],
+    engine: Mapping[str, ParsedResponse],
+) -> list[Run]:
+    runs = [
+        run_of(contract, mode, i, answers[label], engine.get(label))
+        for i in range(int(plan["repeat"]))
+        for mode in MODES
+        if (label := f"agent-{case.name}-{mode}-{i}") in answers
+    ]
+    if float(plan["temperature"]) > 0:
+        return runs  # two samples may differ; parity is judged at temperature 0
+    return with_parity(runs)
+
+
+def _retry_runs(
+    evidence: BundleReader,
+    plan: Mapping[str, Any],
+    case: AgentCase,
+    contract: Contract,
+    answers: Mapping[str, ParsedResponse],
+) -> tuple[list[Run], dict[str, Any]]:
+    """Per repeat: the attempt given up at the client deadline and its retry with the same
+    idempotency key; the engine's counters must account for exactly the attempts sent."""
+    reference = answers.get(f"agent-{case.name}-reference")
+    runs: list[Run] = []
+    timeouts = 0
+    pairs = 0
+    for i in range(int(plan["repeat"])):
+        for mode in MODES:
+            label = f"agent-{case.name}-{mode}-{i}"
+            first, retry = answers.get(f"{label}-timeout"), answers.get(f"{label}-retry")
+            if first is None or retry is None:
+                continue
+            pairs += 1
+            failure = first.record.failure
+            timeouts += failure is not None and failure.kind is FailureKind.TIMEOUT
+            duplicates = retry_findings(first, retry, case.tool_schemas)
+            runs.append(run_of(contract, mode, i, retry, None, duplicates))
+    sent = 1 + 2 * pairs
+    scrapes = plan.get("retry_scrapes") or {}
+    before, after = (_snapshot(evidence, scrapes.get(k)) for k in ("before", "after"))
+    delta = None if before is None or after is None else MetricsDelta(before, after)
+    admitted = engine_admitted(
+        delta, (reference.usage or {}).get("prompt_tokens") if reference else None
+    )
+    hidden = hidden_retries(sent, admitted)
+    if hidden is not None:
+        runs = [
+            dataclasses.replace(r, findings=(*r.findings, hidden), layer=Layer.IDEMPOTENCY)
+            for r in runs
+        ]
+    e2e = ((reference.e2e_ms if reference else None) or 10_000.0) / 1000
+    ttft = ((reference.ttft_ms if reference else None) or 0.0) / 1000
+    deadline = ttft + (e2e - ttft) * float(plan["retry_deadline_fraction"])
+    return runs, {
+        "client_deadline_s": round(deadline, 3),
+        "attempts_sent": sent,
+        "timeouts_exercised": timeouts,
+        "engine_admitted": admitted,
+        "engine_finished": None if delta is None else delta.counter("request_success"),
+    }
+
+
+def _snapshot(evidence: BundleReader, rel: str | None) -> Snapshot | None:
+    """A saved scrape the run could read (the plan names it), parsed again."""
+    text = None if rel is None else evidence.text(rel)
+    if text is None:
+        return None
+    try:
+        snapshot = parse_metrics(text, taken_at=0.0)
+    except BadResponse:
+        return None
+    return snapshot if snapshot.has_vllm_metrics() else None

@@ -1,0 +1,347 @@
+"""`golive capacity`: the four pressure phases, with memory curves and termination records.
+
+1 model load (from the startup log and, when golive started the server, its load curve);
+2 long input at increasing context; 3 concurrent Agent traffic on a concurrency ramp;
+4 sustained load. Every phase is bounded (duration and request cap) and stops on engine
+death; a death leaves `memory/termination.json` with the preceding memory curve, the
+in-flight request shapes, the concurrency and the context configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from golive.checks.capacity.rules import (
+    Action,
+    Classification,
+)
+from golive.checks.context import CheckContext
+from golive.checks.env.judge import STARTUP_LOG
+from golive.evidence.gpu_curve import PhaseSpan, merge_gpu_curve
+from golive.evidence.sampling import Curve, Probe
+from golive.evidence.startup_log import StartupFacts
+from golive.metrics import parse_metrics
+from golive.results import CheckClass, CheckResult, Status
+from golive.traffic.records import (
+    FailureKind,
+    ParsedResponse,
+    RequestRecord,
+    error_message,
+)
+from golive.traffic.schedule import LoadResult, MakeBody, Schedule
+
+_CONTEXT_ERROR = (
+    "maximum context length",
+    "max_model_len",
+    "context length",
+    "too long",
+    "exceeds",
+)
+
+
+class PhaseProgress(Protocol):
+    """What the CLI shows while a phase runs (a rich progress bar there, nothing in tests)."""
+
+    def phase(self, name: str, total_s: float) -> None: ...
+
+    def record(self, ok: bool) -> None: ...
+
+
+class Quiet:
+    def phase(self, name: str, total_s: float) -> None:
+        return None
+
+    def record(self, ok: bool) -> None:
+        return None
+
+
+class LoadClients(Protocol):
+    """Load windows driven from other machines (`traffic/ray_load.RayLoad`)."""
+
+    windows: list[Any]  # per client and window: requests, sent, scheduling lag
+
+    async def run(
+        self,
+        schedule: Schedule,
+        make_body: MakeBody,
+        label: str,
+        on_record: Callable[[RequestRecord], None],
+        key: str,
+    ) -> LoadResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityInputs:
+    """What only the caller knows: the local PID, the startup facts, a user sample."""
+
+    target_pid: int | None = None
+    startup: StartupFacts | None = None
+    load_curve: tuple[tuple[float, float], ...] = ()
+    sample: tuple[Mapping[str, Any], ...] = ()
+    gpu_curves: tuple[Path, ...] = ()  # CSVs written by `env collect --gpu-curve` on nodes
+    load_span: tuple[float, float] | None = None  # wall clock of a launch golive made
+    progress: PhaseProgress = field(default_factory=Quiet)
+    clients: LoadClients | None = None  # spread the load windows over these (--ray)
+
+
+LOAD_CURVE = "memory/load.csv"
+
+
+def cap_result(
+    check_id: str,
+    status: Status,
+    summary: str,
+    measurements: Mapping[str, float | int | str | bool | None],
+    evidence: Sequence[str],
+    critical: bool = True,
+) -> CheckResult:
+    return CheckResult(
+        check_id,
+        CheckClass.CAPACITY,
+        critical,
+        status,
+        summary,
+        dict(measurements),
+        tuple(evidence),
+    )
+
+
+_ACTION_STATUS = {
+    Action.STABLE: Status.PASS,
+    Action.ADJUST_CONFIGURATION: Status.WARN,
+    Action.LIMIT_TRAFFIC: Status.WARN,
+    Action.EXPAND_CAPACITY: Status.FAIL,
+    Action.NO_DATA: Status.NO_DATA,
+    Action.SERVER_REFUSED: Status.FAIL,
+    Action.INCONSISTENT: Status.FAIL,
+    Action.STALLED: Status.FAIL,
+}
+
+
+def classified(
+    check_id: str, c: Classification, extra: Mapping[str, Any], evidence: Sequence[str]
+) -> CheckResult:
+    measurements: dict[str, Any] = {"classification": c.action.value, **extra}
+    if c.action is Action.LIMIT_TRAFFIC and c.ceiling is not None:
+        measurements["limit_max_concurrency"] = c.ceiling
+    if c.action is Action.ADJUST_CONFIGURATION and c.max_context is not None:
+        measurements["limit_max_context"] = c.max_context
+    return cap_result(
+        check_id, _ACTION_STATUS[c.action], f"{c.action.value}: {c.reason}", measurements, evidence
+    )
+
+
+class Run:
+    """Shared state of one capacity run: phase label, in-flight shapes, death flag."""
+
+    def __init__(
+        self, ctx: CheckContext, inputs: CapacityInputs, model: str, max_model_len: int | None
+    ) -> None:
+        self.ctx = ctx
+        self.inputs = inputs
+        self.model = model
+        self.max_model_len = max_model_len
+        self.phase = "setup"
+        self.concurrency = 0
+        self.in_flight: dict[int, dict[str, Any]] = {}
+        self.dead = asyncio.Event()
+        self.death: str | None = None
+        self.memory: Curve | None = None
+        self.concurrency_ceiling: int | None = None
+        self.rate_per_slot = 0.0  # requests/s per concurrency slot, from the calibration window
+        self.step_rps: dict[int, float] = {}  # measured throughput by ramp concurrency
+        self.timeline: list[Any] = []
+        self.windows: list[dict[str, Any]] = []  # each load window's watchdog row
+        self.probes_at_idle = False  # the answer probes' reference answers were taken
+        self.bodies = ctx.body_sample()
+        # Each run's prompts are its own: a server that kept a previous run's prefixes in its
+        # cache would otherwise answer the start of a window from cache and the rest cold,
+        # which reads as latency drifting upward (seen on a long-lived target, +60% in 10 s).
+        self.workload_seed = random.SystemRandom().randrange(1, 1 << 31)
+        self._n = 0
+
+    async def send(self, body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
+        self._n += 1
+        key = self._n
+        self.in_flight[key] = shape_of(body)
+        try:
+            record = await self.ctx.target.chat(body, label, scheduled_ns)
+        finally:
+            self.in_flight.pop(key, None)
+        self.ctx.save(record, f"capacity-{self.phase}", self.bodies)
+        self.inputs.progress.record(record.ok)
+        if record.failure is not None and record.failure.kind in (
+            FailureKind.CONNECT,
+            FailureKind.DISCONNECTED,
+        ):
+            await self.check_alive(f"{record.failure.kind.value}: {record.failure.message}", body)
+        return record
+
+    def received(self, record: RequestRecord) -> None:
+        """A record sent by another machine's client (--ray): saved as it arrives."""
+        self.ctx.save(record, f"capacity-{self.phase}", self.bodies)
+        self.inputs.progress.record(record.ok)
+
+    async def check_alive(self, reason: str, body: Mapping[str, Any] | None = None) -> bool:
+        if self.dead.is_set():
+            return False
+        health = await self.ctx.target.get("/health", "capacity-health")
+        if health.ok:
+            return True
+        in_flight = [*self.in_flight.values(), *([shape_of(body)] if body else [])]
+        self.death = reason
+        self.dead.set()
+        self.ctx.bundle.write_json("memory/termination.json", self.termination(reason, in_flight))
+        return False
+
+    def termination(self, reason: str, in_flight: list[dict[str, Any]]) -> dict[str, Any]:
+        rows = self.memory.rows[-300:] if self.memory else []
+        startup = self.inputs.startup
+        return {
+            "reason": reason,
+            "phase": self.phase,
+            "concurrency": self.concurrency,
+            "at": time.time(),
+            "in_flight_requests": in_flight,
+            "context": {
+                "max_model_len": self.max_model_len,
+                "max_context": self.ctx.config.capacity.max_context,
+            },
+            "topology": None if startup is None else startup.parallel(),
+            "preceding_memory_curve": rows,
+            "memory_curve_file": "memory/capacity.csv",
+        }
+
+
+def shape_of(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The shape of a request for records: sizes and features, not the whole text."""
+    messages = body.get("messages") or []
+    chars = sum(len(str(m.get("content") or "")) for m in messages if isinstance(m, dict))
+    return {
+        "messages": len(messages),
+        "prompt_chars": chars,
+        "tools": len(body.get("tools") or []),
+        "structured": "response_format" in body,
+        "max_tokens": body.get("max_tokens"),
+        "stream": bool(body.get("stream")),
+    }
+
+
+async def served_model(
+    ctx: CheckContext, stream_file: str = "capacity-setup"
+) -> tuple[str | None, int | None]:
+    parsed = ctx.save(await ctx.target.get("/v1/models", "models"), stream_file)
+    body = parsed.json_body
+    if not parsed.record.ok or not isinstance(body, dict) or not body.get("data"):
+        return None, None
+    served = [e for e in body["data"] if isinstance(e, dict)]
+    wanted = ctx.config.target.model
+    entry = next((e for e in served if e.get("id") == wanted), served[0] if not wanted else None)
+    if entry is None:
+        return None, None
+    length = entry.get("max_model_len")
+    return str(entry["id"]), length if isinstance(length, int) else None
+
+
+_GAUGES = ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting", "num_preemptions")
+
+
+def engine_probe(ctx: CheckContext) -> Probe:
+    last = {"t": 0.0}
+
+    async def probe() -> Mapping[str, float | None]:
+        if time.monotonic() - last["t"] < 0.5:  # the engine's gauges at 2 Hz, memory at 5 Hz
+            return {}
+        last["t"] = time.monotonic()
+        record = await ctx.target.get(ctx.metrics_url, "capacity-gauges")
+        if not record.ok:
+            return {}
+        snap = parse_metrics(record.raw_text, only=_GAUGES)
+        return {
+            "kv_cache_usage_perc": snap.value("kv_cache_usage_perc", "max"),
+            "num_requests_running": snap.value("num_requests_running"),
+            "num_requests_waiting": snap.value("num_requests_waiting"),
+            "num_preemptions": snap.value("num_preemptions"),
+        }
+
+    return probe
+
+
+def save_load_evidence(run: Run) -> None:
+    """Phase 1's evidence: the startup log (saved here where no section before saved it) and
+    the host memory curve while golive's own launch loaded the model (`memory/load.csv`),
+    judged by `capacity.judge.judge_model_load`."""
+    startup = run.inputs.startup
+    if startup is not None and startup.text and not run.ctx.bundle.path(STARTUP_LOG).exists():
+        run.ctx.bundle.write_text(STARTUP_LOG, startup.text)
+    curve = run.inputs.load_curve
+    if curve:
+        run.ctx.bundle.write_text(
+            LOAD_CURVE, "t_s,host_rss_mib\n" + "".join(f"{t},{m}\n" for t, m in curve)
+        )
+
+
+def merge_curves(
+    ctx: CheckContext, inputs: CapacityInputs, timeline: list[PhaseSpan]
+) -> CheckResult:
+    """Node-side GPU curves merged by wall clock: peak memory per phase and GPU."""
+    measurements: dict[str, Any] = {}
+    evidence = []
+    for path in inputs.gpu_curves:  # read now: the node samplers wrote during the run
+        name = path.stem
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            return cap_result(
+                "capacity.gpu_memory",
+                Status.NO_DATA,
+                f"--gpu-curve {path}: cannot be read ({exc.strerror})",
+                {},
+                (),
+                critical=False,
+            )
+        merged, peaks = merge_gpu_curve(text, name, timeline)
+        rel = f"memory/gpu-{name}.csv"
+        ctx.bundle.write_text(rel, merged)
+        evidence.append(rel)
+        measurements.update({f"{name}:{k}": round(v, 1) for k, v in peaks.items()})
+    top = max(measurements.values(), default=None)
+    summary = f"GPU memory curves from {len(inputs.gpu_curves)} node(s) merged by phase"
+    if top is not None:
+        summary += f"; peak {top:.0f} MiB"
+    return cap_result(
+        "capacity.gpu_memory",
+        Status.PASS if measurements else Status.NO_DATA,
+        summary,
+        measurements,
+        evidence,
+        critical=False,
+    )
+
+
+def refusal(parsed: ParsedResponse) -> str:
+    """The server's own words for a 4xx answer (quoted in the finding)."""
+    record = parsed.record
+    message = error_message(parsed.json_body) or (record.failure.message if record.failure else "")
+    return f"HTTP {record.status}: {message}"[:200]
+
+
+def gauge_max(values: Sequence[Any]) -> float | None:
+    """The largest gauge reading; None when the gauge was never read (never 0)."""
+    present = [float(v) for v in values if v is not None]
+    return max(present) if present else None
+
+
+def gauge_mean(values: Sequence[Any]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def seconds(ms: float | None) -> float | None:
+    return None if ms is None else ms / 1000

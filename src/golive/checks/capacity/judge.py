@@ -1,0 +1,253 @@
+"""The capacity checks judged from the bundle alone (issue 18): the concurrency ramp from
+`metrics/capacity-steps.jsonl`, golive's own headroom from `metrics/capacity-watchdog.jsonl`.
+The run calls these on the bundle it is writing; `golive decide` calls them again."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from golive.bundle.store import BundleReader
+from golive.checks.capacity.collect import LOAD_CURVE, cap_result, classified
+from golive.checks.capacity.load_window import STEPS, WATCHDOG
+from golive.checks.capacity.rules import (
+    Action,
+    Classification,
+    StabilityPolicy,
+    StepStats,
+    api_server_finding,
+    classify_concurrency,
+    outside_engine_s,
+)
+from golive.checks.capacity.windows import (
+    LongOutcome,
+    LongStep,
+    classify_long_input,
+    classify_sustained,
+    thirds_growth,
+    trend,
+)
+from golive.checks.env.judge import STARTUP_LOG
+from golive.config import CapacityConfig
+from golive.evidence.startup_log import parse_startup_log
+from golive.results import CheckClass, CheckResult, Status
+from golive.traffic.headroom import headroom_check
+from golive.traffic.records import saved_answered, saved_e2e_s
+
+TERMINATION = "memory/termination.json"
+SUSTAINED = "metrics/capacity-sustained.json"  # the sustained window's StepStats and cap
+SUSTAINED_STREAM = "requests/capacity-sustained.jsonl"
+LADDER = "metrics/capacity-long_input.json"  # the long-input ladder: each step's outcome
+
+
+def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
+    """`capacity.concurrency`: each ramp step's stability, the knee and the ceiling."""
+    policy = StabilityPolicy(max_queue_s=config.max_queue_s, max_queue_share=config.max_queue_share)
+    steps = [StepStats.from_json(row) for row in evidence.jsonl(STEPS)]
+    result = classify_concurrency(steps, policy)
+    measurements: dict[str, Any] = {"steps": len(steps), "ceiling": result.ceiling}
+    for s in steps:
+        measurements[f"c{s.concurrency}_rps"] = round(s.throughput_rps, 3)
+        measurements[f"c{s.concurrency}_e2e_p95_s"] = s.e2e_p95_s
+        measurements[f"c{s.concurrency}_queue_mean_s"] = s.queue_mean_s
+        measurements[f"c{s.concurrency}_max_waiting"] = s.max_waiting
+        measurements[f"c{s.concurrency}_engine_held"] = (
+            None if s.engine_held is None else round(s.engine_held, 2)
+        )
+        outside = outside_engine_s(s)
+        measurements[f"c{s.concurrency}_outside_engine_ms"] = (
+            None if outside is None else round(outside * 1000, 1)
+        )
+    frontend = api_server_finding(steps)
+    if frontend is not None:
+        measurements["api_server_bound"] = frontend
+        if "API server bound" not in result.reason:
+            result = dataclasses.replace(result, reason=f"{result.reason}; {frontend}")
+    evidence_paths = ["requests/capacity-concurrency.jsonl", STEPS, "memory/capacity.csv"]
+    if evidence.text(TERMINATION) is not None:
+        evidence_paths.append(TERMINATION)
+    return classified("capacity.concurrency", result, measurements, evidence_paths)
+
+
+def judge_headroom(evidence: BundleReader) -> CheckResult:
+    """`golive.client_headroom`: every load window's own figures for golive."""
+    return headroom_check(evidence.jsonl(WATCHDOG))
+
+
+def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
+    """`capacity.sustained`: the latency trend over the window's answers (each one's send
+    time and end-to-end latency, from its record) and the window's own figures."""
+    row = evidence.json(SUSTAINED)
+    if not isinstance(row, dict):
+        return cap_result(
+            "capacity.sustained",
+            Status.NO_DATA,
+            f"no sustained window in the bundle ({SUSTAINED} is missing)",
+            {},
+            (),
+        )
+    stats = StepStats.from_json(row)
+    label = str(row.get("label"))
+    window = [
+        r for r in evidence.jsonl(SUSTAINED_STREAM) if str(r.get("label")).split("@")[0] == label
+    ]
+    t0 = min((float(r["started_at"]) for r in window), default=0.0)
+    done = [
+        (float(r["started_at"]) + e2e - t0, e2e)
+        for r in window
+        if saved_answered(r) and (e2e := saved_e2e_s(r)) is not None
+    ]
+    latency = trend(done)
+    thirds = thirds_growth(done)
+    windows = window_throughput(sorted(t for t, _ in done), config.duration_s)
+    level = stats.concurrency
+    result = classify_sustained(
+        latency,
+        windows,
+        stats.errors,
+        len(window),
+        stats.engine_died,
+        level,
+        refused=stats.refused,
+        refused_detail=stats.refused_detail,
+        preemptions=stats.preemptions,
+        coverage=stats.coverage,
+        thirds=thirds,
+        stall=stats.stall,
+        max_growth=config.max_latency_growth,
+    )
+    if result.action is Action.STABLE and not stats.engine_measured:
+        result = Classification(
+            Action.NO_DATA,
+            "the engine's queue gauges and queue-time histogram could not be read under "
+            "sustained load, so queue growth cannot be ruled out (is --metrics-url a vLLM "
+            "/metrics?)",
+        )
+    measurements: dict[str, Any] = {
+        "concurrency": level,
+        "duration_s": config.duration_s,
+        "completed": stats.completed,
+        "errors": stats.errors,
+        "throughput_rps": round(stats.throughput_rps, 3),
+        "e2e_p50_s": stats.e2e_p50_s,
+        "e2e_p95_s": stats.e2e_p95_s,
+        "latency_slope_s_per_s": None if latency is None else round(latency.slope, 6),
+        "latency_slope_ci_low": None if latency is None else round(latency.low, 6),
+        "latency_slope_ci_high": None if latency is None else round(latency.high, 6),
+        "latency_growth": None if latency is None else round(latency.relative_growth, 4),
+        "latency_growth_thirds": None if thirds is None else round(thirds, 4),
+        "max_latency_growth": config.max_latency_growth,
+        "preemptions": stats.preemptions,
+        "refused_4xx": stats.refused,
+        "request_cap": row.get("request_cap"),
+        "window_rps": ", ".join(f"{w:.2f}" for w in windows),
+    }
+    evidence_paths = [SUSTAINED_STREAM, SUSTAINED, "memory/capacity.csv"]
+    return classified("capacity.sustained", result, measurements, evidence_paths)
+
+
+def window_throughput(done_at: Sequence[float], duration_s: float, windows: int = 6) -> list[float]:
+    if not done_at:
+        return []
+    width = max(duration_s, *done_at) / windows
+    counts = [0] * windows
+    for t in done_at:
+        counts[min(windows - 1, int(t / width))] += 1
+    return [c / width for c in counts]
+
+
+def judge_long_input(evidence: BundleReader) -> CheckResult:
+    """`capacity.long_input` from the ladder the collector saved: each context size and how
+    the server answered it (served, rejected for its length, refused, failed, died)."""
+    ladder = evidence.json(LADDER)
+    if not isinstance(ladder, Mapping):
+        return cap_result(
+            "capacity.long_input", Status.NO_DATA, f"no long-input ladder ({LADDER})", {}, ()
+        )
+    steps = [
+        LongStep(
+            int(row["context_tokens"]),
+            LongOutcome(row["outcome"]),
+            str(row.get("detail") or ""),
+            row.get("prompt_tokens"),
+        )
+        for row in ladder.get("steps") or ()
+    ]
+    max_context = int(ladder["max_context"])
+    max_model_len = ladder.get("max_model_len")
+    result = classify_long_input(steps, max_context, max_model_len)
+    measurements: dict[str, Any] = {
+        "max_context": max_context,
+        "max_model_len": max_model_len,
+        "top_step": ladder.get("top_step"),
+        "tokens_per_word": round(float(ladder["tokens_per_word"]), 3),
+        "calibration": ladder.get("calibration"),
+        "generation_limit": ladder.get("generation_limit"),
+        "sampling": "temperature=0",
+        "recovered_after_rejections": ladder.get("recovered_after_rejections"),
+        **{f"step_{s.context_tokens}": s.outcome.value for s in steps},
+        **{
+            f"prompt_tokens_{s.context_tokens}": s.prompt_tokens
+            for s in steps
+            if s.prompt_tokens is not None
+        },
+    }
+    return classified(
+        "capacity.long_input",
+        result,
+        measurements,
+        ("requests/capacity-long_input.jsonl", LADDER, "memory/capacity.csv"),
+    )
+
+
+def judge_model_load(evidence: BundleReader) -> CheckResult:
+    """`capacity.model_load` (phase 1) from what the engine printed (`environment/startup.log`)
+    and the load curve when golive started it (`memory/load.csv`)."""
+    text = evidence.text(STARTUP_LOG)
+    if text is None:
+        return cap_result(
+            "capacity.model_load",
+            Status.NO_DATA,
+            "no startup log: model-load memory and timing unknown (pass --log)",
+            {},
+            (),
+            critical=False,
+        )
+    facts = parse_startup_log(text)
+    rows = (evidence.text(LOAD_CURVE) or "").splitlines()[1:]
+    curve = [float(row.split(",")[1]) for row in rows if row.strip()]
+    measurements: dict[str, Any] = {
+        **facts.load_figures(),
+        "kv_cache_tokens": facts.kv_cache_tokens,
+        "peak_load_rss_mib": max(curve, default=None),
+        "load_curve_points": len(curve),
+        **{f"parallel_{k}": v for k, v in facts.parallel().items()},
+    }
+    evidence_files = [STARTUP_LOG] + ([LOAD_CURVE] if curve else [])
+    if facts.fatal:
+        kinds = ", ".join(sorted({s.kind for s in facts.fatal}))
+        return CheckResult(
+            "capacity.model_load",
+            CheckClass.STARTUP,
+            True,
+            Status.FAIL,
+            f"the model did not load cleanly ({kinds}): rebuild the environment or "
+            "fix the topology, not traffic",
+            measurements,
+            tuple(evidence_files),
+        )
+    fallbacks = [s for s in facts.signatures if s.kind == "fallback"]
+    summary = (
+        f"weights loaded in {facts.weights_load_s} s, engine init {facts.init_engine_s} s"
+        + (f", peak {measurements['peak_load_rss_mib']:.0f} MiB host RSS" if curve else "")
+        + (f"; {len(fallbacks)} fallback message(s)" if fallbacks else "")
+    )
+    return cap_result(
+        "capacity.model_load",
+        Status.WARN if fallbacks else Status.PASS,
+        summary,
+        measurements,
+        evidence_files,
+        critical=False,
+    )

@@ -1,0 +1,237 @@
+"""Load windows of the pressure phases: one fixed-concurrency window with the engine's
+counters read around it, the calibration window that measures the request rate, and request
+caps sized from that rate (never from an assumed speed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+from golive.checks.capacity.answer_probes import ProbeSlots, is_probe
+from golive.checks.capacity.collect import Run, gauge_max, gauge_mean, refusal, seconds
+from golive.checks.capacity.rules import StepStats, request_cap, window_coverage
+from golive.checks.capacity.stalls import HealthWatch, stall_in
+from golive.checks.context import scrape
+from golive.evidence.sampling import running_beside
+from golive.metrics import MetricsDelta
+from golive.quantiles import percentile, quantile
+from golive.traffic.headroom import (
+    ClientMonitor,
+    HeadroomPolicy,
+    bottleneck,
+    collector_paused,
+    worst,
+)
+from golive.traffic.records import ParsedResponse, RequestRecord, parse
+from golive.traffic.schedule import MakeBody, Schedule, Send, run_schedule
+from golive.traffic.workload import AgentWorkload, WorkloadShape
+
+WATCHDOG = "metrics/capacity-watchdog.jsonl"  # each load window's caps and how it ended
+STEPS = "metrics/capacity-steps.jsonl"  # one row per ramp step (StepStats)
+CLIENTS = "metrics/capacity-clients.jsonl"  # --ray: each client's share of each window
+
+
+def ramp(top: int) -> list[int]:
+    """1, 2, 4, ... up to and including `top`."""
+    steps, c = [], 1
+    while c < top:
+        steps.append(c)
+        c *= 2
+    return [*steps, top]
+
+
+def workload(run: Run) -> Callable[[int], dict[str, Any]]:
+    if run.inputs.sample:
+        sample = run.inputs.sample
+        return lambda n: {**sample[n % len(sample)], "model": run.model}
+    c = run.ctx.config.capacity
+    shape = WorkloadShape(
+        system_prompt_words=c.system_prompt_words,
+        tools=c.tools,
+        turns=c.turns,
+        long_share=c.long_share,
+        long_prompt_words=c.long_prompt_words,
+        structured_share=c.structured_share,
+        max_tokens=c.max_tokens,
+        seed=run.workload_seed,
+    )
+    return AgentWorkload(shape, run.model).body
+
+
+async def load_window(
+    run: Run,
+    concurrency: int,
+    duration_s: float,
+    cap: int,
+    offset: int,
+    label: str = "",
+    probes: ProbeSlots | None = None,
+) -> tuple[StepStats, list[ParsedResponse]]:
+    """One fixed-concurrency window, with the engine's counters read before and after.
+    `probes` (answer probes) take some of its slots; its figures leave them out."""
+    run.concurrency = concurrency
+    label = label or f"c{concurrency}"
+    before = await scrape(run.ctx, f"capacity-{label}-before")
+    make = workload(run)
+    first_row = len(run.memory.rows) if run.memory else 0
+    schedule = Schedule(
+        "concurrency",
+        duration_s=duration_s,
+        max_requests=cap,
+        concurrency=concurrency,
+        drain_s=drain_s(run.ctx.config.capacity.drain_s, duration_s),
+    )
+    clients = run.inputs.clients
+    monitor, health = ClientMonitor(), HealthWatch(run.ctx.target)
+    if clients is None:
+        send: Send = run.send
+        body: MakeBody = lambda n: make(offset + n)  # noqa: E731
+        if probes is not None:
+            send, body = _with_probes(run, probes, body)
+        with collector_paused():
+            async with running_beside(monitor.watch()), running_beside(health.poll()):
+                loaded = await run_schedule(
+                    schedule,
+                    send,
+                    body,
+                    label,
+                    stop=run.dead,
+                    abort=run.ctx.target.abort_in_flight,
+                )
+    else:
+        seen = len(clients.windows)
+        async with running_beside(health.poll()):
+            loaded = await clients.run(
+                schedule,
+                lambda n: make(offset + n),
+                label,
+                run.received,
+                f"{run.phase}-{label}",
+            )
+        for window in clients.windows[seen:]:
+            run.ctx.bundle.append_jsonl(
+                CLIENTS, {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)}
+            )
+    parsed = [parse(r) for r in loaded.records if not is_probe(r)]
+    ok = [p for p in parsed if p.record.ok and not p.problems]
+    e2e = [p.e2e_ms for p in ok if p.e2e_ms is not None]
+    median = seconds(percentile(e2e, 50))
+    if clients is None:
+        client = monitor.figures(loaded.records)
+        short = bottleneck(client, headroom(run), median)
+    else:  # each client machine measured itself; the worst one speaks for the window
+        each = [w.figures() for w in clients.windows[seen:]]
+        client = worst(each)
+        short = next((why for f in each if (why := bottleneck(f, headroom(run), median))), None)
+    row = {
+        "phase": run.phase,
+        "concurrency_cap": concurrency,
+        "request_cap": cap,
+        "duration_s": duration_s,
+        "drain_s": schedule.drain_s,
+        "wall_s": round(loaded.wall_s, 3),
+        "stopped_by": loaded.stopped_by,
+        "peak_in_flight": loaded.peak_in_flight,
+        "requests": len(loaded.records),
+        "cancelled_without_record": loaded.cancelled,
+        "client": client.to_json(),
+        "client_bottleneck": short,
+    }
+    run.windows.append(row)
+    run.ctx.bundle.append_jsonl(WATCHDOG, row)
+    after = await scrape(run.ctx, f"capacity-{label}-after")
+    window = run.memory.rows[first_row:] if run.memory else []
+    queue_mean = preemptions = None
+    if before.snapshot is not None and after.snapshot is not None:
+        delta = MetricsDelta(before.snapshot, after.snapshot)
+        hist = delta.histogram("request_queue_time_seconds")
+        queue_mean = hist.mean if hist is not None else None
+        preemptions = delta.counter("num_preemptions")
+    refused = [p for p in parsed if p.record.refused]
+    e2e_p95 = quantile(e2e, 95)
+    ttft_p95 = quantile([p.ttft_ms for p in ok if p.ttft_ms is not None], 95)
+    stats = StepStats(
+        concurrency=concurrency,
+        completed=len(ok),
+        errors=len(parsed) - len(ok),
+        wall_s=loaded.wall_s,
+        e2e_p50_s=seconds(percentile(e2e, 50)),
+        e2e_p95_s=seconds(e2e_p95.value),
+        ttft_p95_s=seconds(ttft_p95.value),
+        e2e_samples=e2e_p95.samples,
+        e2e_p95_upper_s=seconds(e2e_p95.upper),
+        ttft_samples=ttft_p95.samples,
+        ttft_p95_upper_s=seconds(ttft_p95.upper),
+        queue_mean_s=queue_mean,
+        max_waiting=gauge_max([r.get("num_requests_waiting") for r in window]),
+        max_running=gauge_max([r.get("num_requests_running") for r in window]),
+        preemptions=preemptions,
+        engine_died=run.dead.is_set(),
+        mean_waiting=gauge_mean([r.get("num_requests_waiting") for r in window]),
+        refused=len(refused),
+        refused_detail=refusal(refused[0]) if refused else "",
+        engine_held=gauge_mean(
+            [
+                r["num_requests_running"] + (r.get("num_requests_waiting") or 0)
+                for r in window
+                if r.get("num_requests_running") is not None
+            ]
+        ),
+        coverage=window_coverage(
+            duration_s,
+            loaded.wall_s,
+            loaded.stopped_by,
+            cap,
+            loaded.peak_in_flight,
+            concurrency,
+        )
+        or short,
+        stall=stall_in(loaded.records, health.probes, run.ctx.config.capacity.stall_s, concurrency),
+    )
+    return stats, parsed
+
+
+def _with_probes(run: Run, probes: ProbeSlots, make: MakeBody) -> tuple[Send, MakeBody]:
+    def body(n: int) -> Mapping[str, Any]:
+        return probes.body() or make(n)
+
+    async def send(body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
+        if probes.owns(body):
+            return await probes.send(body, scheduled_ns)
+        return await run.send(body, label, scheduled_ns)
+
+    return send, body
+
+
+CALIBRATION_CAP = 5000  # a runaway bound for the short calibration window only
+
+
+async def calibrate(run: Run) -> float:
+    """Requests per second per concurrency slot, measured at concurrency 1 for
+    `capacity.calibration_s`: every later window's request cap is sized from it."""
+    config = run.ctx.config.capacity
+    stats, answered = await load_window(
+        run, 1, config.calibration_s, config.step_max_requests or CALIBRATION_CAP, 0, "calibrate"
+    )
+    rate = max(len(answered), 1) / max(stats.wall_s, 1e-3)
+    run.ctx.bundle.write_json(
+        "metrics/capacity-calibration.json",
+        {"requests": len(answered), "wall_s": stats.wall_s, "rate_per_slot": rate},
+    )
+    return rate
+
+
+def window_cap(run: Run, concurrency: int, duration_s: float, rate: float) -> int:
+    configured = run.ctx.config.capacity.step_max_requests
+    return configured or request_cap(rate, concurrency, duration_s, 3.0)
+
+
+def headroom(run: Run) -> HeadroomPolicy:
+    config = run.ctx.config.capacity
+    return HeadroomPolicy(config.client_max_lag_ms, config.client_max_cpu_share)
+
+
+def drain_s(configured: float | None, duration_s: float) -> float:
+    """How long requests in flight may finish after a phase's time is up."""
+    return configured if configured is not None else min(120.0, duration_s * 3)

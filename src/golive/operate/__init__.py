@@ -1,0 +1,1 @@
+"""After approval: the watch window and its rules, the alerting guardrails, the rollback registry."""

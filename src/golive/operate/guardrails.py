@@ -1,0 +1,293 @@
+"""`golive guardrails BUNDLE -o FILE`: Prometheus alerting rules for the accepted envelope.
+
+Every rule uses a metric name the accepted engine actually exposed (read from the bundle's
+own /metrics snapshots): vLLM renames metrics between versions, and an alert on a vanished
+name never fires. A rule whose metric is absent is left out and listed as such.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from golive.bundle.store import locate, locate_all
+from golive.checks.capacity.load_window import STEPS
+from golive.errors import BadResponse, ConfigError
+from golive.metrics import Snapshot, parse_metrics
+from golive.operate.rollback import ACCEPTED, programme_scope
+from golive.quantiles import samples_needed
+
+TTFT_BUDGET = 0.01  # 99% of requests under the accepted TTFT
+# Google SRE multi-window burn rates: (long window, short window, burn rate, severity)
+BURN_WINDOWS = (("1h", "5m", 14.4, "page"), ("6h", "30m", 6.0, "ticket"))
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """What the accepted bundle measured and allowed."""
+
+    max_concurrency: int | None
+    max_waiting: float | None
+    ttft_slo_s: float | None
+    cache_hit_ratio: float | None
+    max_context: int | None = None
+    disable_features: tuple[str, ...] = ()
+    ttft_slo_note: str = ""  # why no TTFT SLO could be derived from the measurements
+
+    @property
+    def waiting_cap(self) -> float:
+        """Waiting requests above this are outside the envelope (twice the accepted peak)."""
+        return max(1.0, 2 * (self.max_waiting or 0.0))
+
+
+def envelope(
+    verdict: Mapping[str, Any],
+    steps: Sequence[Mapping[str, Any]] = (),
+    ttft_slo_s: float | None = None,
+) -> Envelope:
+    """The envelope from the verdict and the ramp's steps (`metrics/capacity-steps.jsonl`).
+    The TTFT SLO defaults to 1.5x the p95 TTFT measured at the accepted ceiling."""
+    checks = {c["id"]: c.get("measurements") or {} for c in verdict.get("checks") or []}
+    lim = verdict.get("limits") or {}
+    ramp = checks.get("capacity.concurrency", {})
+    reuse = checks.get("cache.prefix_reuse", {})
+    ceiling = lim.get("max_concurrency") or ramp.get("ceiling")
+    inside = [s for s in steps if not ceiling or (s.get("concurrency") or 0) <= ceiling]
+    waiting = [w for s in inside if (w := _num(s.get("max_waiting"))) is not None]
+    measured = [s for s in inside if _num(s.get("ttft_p95_s")) is not None]
+    # a p95 bounds an SLO only from enough samples (golive.quantiles); older steps name none
+    # but their completed count
+    needed = samples_needed(95)
+    ttfts = [
+        float(s["ttft_p95_s"])
+        for s in measured
+        if (s.get("ttft_samples") or s.get("completed") or 0) >= needed
+    ]
+    note = ""
+    if measured and not ttfts and not ttft_slo_s:
+        most = max(int(s.get("ttft_samples") or s.get("completed") or 0) for s in measured)
+        note = (
+            f"the p95 TTFT inside the envelope came from at most {most} requests per step; a "
+            f"p95 needs {needed} to be bounded at 95% confidence: give --ttft-slo"
+        )
+    # the API's cached_tokens where reported, else the engine's own reuse count
+    warm = _num(reuse.get("warm_cached_tokens_min"))
+    if warm is None:
+        warm = _num(reuse.get("warm_engine_reused_min"))
+    cold = _num(reuse.get("cold_prompt_tokens"))
+    return Envelope(
+        max_concurrency=int(ceiling) if isinstance(ceiling, (int, float)) else None,
+        max_waiting=max(waiting) if waiting else None,
+        ttft_slo_s=ttft_slo_s or (round(1.5 * max(ttfts), 3) if ttfts else None),
+        cache_hit_ratio=warm / cold if warm and cold else None,
+        max_context=lim.get("max_context"),
+        disable_features=tuple(lim.get("disable_features") or ()),
+        ttft_slo_note=note,
+    )
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def guardrail_rules(
+    verdict: Mapping[str, Any], snapshot: Snapshot, env: Envelope
+) -> tuple[dict[str, Any], list[str]]:
+    """(the rules file as data, names of rules left out because their metric is absent)."""
+    names = set(snapshot.samples) | set(snapshot.types)
+    rules: list[dict[str, Any]] = []
+    left_out: list[str] = []
+
+    def have(*metrics: str) -> bool:
+        return all(m in names for m in metrics)
+
+    def add(
+        name: str, needs: Sequence[str], expr: str, for_: str, severity: str, what: str
+    ) -> None:
+        if not have(*needs):
+            left_out.append(f"{name} (needs {', '.join(needs)})")
+            return
+        rules.append(
+            {
+                "alert": name,
+                "expr": expr,
+                "for": for_,
+                "labels": {"severity": severity, "source": "golive"},
+                "annotations": {"summary": what, "accepted_outcome": str(verdict.get("outcome"))},
+            }
+        )
+
+    waiting_cap = env.waiting_cap
+    add(
+        "GoliveQueueBeyondEnvelope",
+        ["vllm:num_requests_waiting"],
+        f"max(vllm:num_requests_waiting) > {waiting_cap:g}",
+        "5m",
+        "page",
+        f"waiting requests above the accepted envelope ({waiting_cap:g}) for 5 minutes",
+    )
+    if env.max_concurrency is not None:
+        add(
+            "GoliveConcurrencyAboveAcceptedCap",
+            ["vllm:num_requests_running", "vllm:num_requests_waiting"],
+            "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting) > "
+            f"{env.max_concurrency}",
+            "5m",
+            "ticket",
+            f"traffic above the accepted concurrency cap {env.max_concurrency}",
+        )
+    if env.max_context is not None:
+        bound = _bucket_at_least(snapshot, "vllm:request_prompt_tokens_bucket", env.max_context)
+        add(
+            "GoliveContextAboveAcceptedCap",
+            ["vllm:request_prompt_tokens_bucket"] if bound else ["prompt-token bucket >= cap"],
+            "sum(rate(vllm:request_prompt_tokens_count[10m])) - "
+            f'sum(rate(vllm:request_prompt_tokens_bucket{{le="{bound}"}}[10m])) > 0',
+            "10m",
+            "ticket",
+            f"requests with more than {env.max_context} prompt tokens (the accepted cap) arrive",
+        )
+    kv = next(
+        (m for m in ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc") if m in names),
+        "vllm:kv_cache_usage_perc",
+    )
+    add(
+        "GoliveKvCacheNearlyFull",
+        [kv],
+        f"max({kv}) > 0.95",
+        "10m",
+        "ticket",
+        "KV cache above 95% for 10 minutes: preemptions and queueing follow",
+    )
+    add(
+        "GoliveErrorRate",
+        ["vllm:request_success_total"],
+        'sum(rate(vllm:request_success_total{finished_reason=~"error|abort"}[5m])) / '
+        "clamp_min(sum(rate(vllm:request_success_total[5m])), 1e-9) > 0.05",
+        "5m",
+        "page",
+        "more than 5% of requests end in error or abort",
+    )
+    add(
+        "GoliveToolCallParseFailures",
+        ["vllm:tool_call_parser_invocations_total"],
+        'sum(rate(vllm:tool_call_parser_invocations_total{outcome!~"tool_call|no_tool_call"}'
+        "[10m])) > 0",
+        "10m",
+        "page",
+        "the tool-call parser reports failures: schema-invalid calls reach clients",
+    )
+    if env.cache_hit_ratio:
+        floor = round(env.cache_hit_ratio * 0.5, 3)
+        add(
+            "GolivePrefixCacheRegression",
+            ["vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"],
+            "sum(rate(vllm:prefix_cache_hits_total[15m])) / "
+            f"clamp_min(sum(rate(vllm:prefix_cache_queries_total[15m])), 1e-9) < {floor}",
+            "30m",
+            "ticket",
+            f"prefix-cache hit ratio below half the accepted {env.cache_hit_ratio:.2f}",
+        )
+    bucket = "vllm:time_to_first_token_seconds_bucket"
+    if env.ttft_slo_note:
+        left_out += [f"GoliveTtftBurnRate{w[0]} ({env.ttft_slo_note})" for w in BURN_WINDOWS]
+    if env.ttft_slo_s is not None:
+        le = _bucket_at_least(snapshot, bucket, env.ttft_slo_s)
+        for long, short, burn, severity in BURN_WINDOWS:
+            limit = burn * TTFT_BUDGET
+            exprs = [
+                f'(1 - sum(rate({bucket}{{le="{le}"}}[{w}])) / '
+                f"clamp_min(sum(rate(vllm:time_to_first_token_seconds_count[{w}])), 1e-9)) "
+                f"> {limit:g}"
+                for w in (long, short)
+            ]
+            add(
+                f"GoliveTtftBurnRate{long}",
+                [bucket] if le else [f"{bucket} with a bound >= {env.ttft_slo_s:g} s"],
+                " and ".join(exprs),
+                "2m",
+                severity,
+                f"TTFT SLO ({env.ttft_slo_s:.2f} s, bucket le={le}) burning {burn}x over "
+                f"{long} and {short}",
+            )
+    groups = [{"name": "golive-accepted-envelope", "rules": rules}]
+    return {"groups": groups}, left_out
+
+
+def _bucket_at_least(snapshot: Snapshot, bucket: str, seconds: float) -> str | None:
+    """The smallest histogram bound at or above the SLO that the engine exposes."""
+    bounds = sorted(
+        {
+            float(le)
+            for s in snapshot.samples.get(bucket, ())
+            if (le := s.label("le")) is not None and le not in ("+Inf", "inf")
+        }
+    )
+    chosen = next((b for b in bounds if b >= seconds), None)
+    return None if chosen is None else f"{chosen:g}"
+
+
+def render(
+    rules: Mapping[str, Any], left_out: Sequence[str], source: str, features: Sequence[str] = ()
+) -> str:
+    head = f"# Prometheus alerting rules generated by golive from {source}\n"
+    for feature in features:
+        head += f"# accepted with this feature disabled (enforce it at the gateway): {feature}\n"
+    if left_out:
+        head += (
+            "# left out (metric not exposed by the accepted engine): " + "; ".join(left_out) + "\n"
+        )
+    return head + yaml.safe_dump(dict(rules), sort_keys=False, width=120)
+
+
+def read_accepted(bundle: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An accepted bundle's verdict and ramp steps (`metrics/capacity-steps.jsonl`): the
+    envelope that guardrails and the watch both keep a deployment inside."""
+    try:
+        verdict = json.loads((bundle / "verdict.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{bundle}/verdict.json: not a readable golive bundle ({exc})") from exc
+    if verdict.get("outcome") not in ACCEPTED:
+        raise ConfigError(
+            f"{bundle} was not accepted (outcome {verdict.get('outcome')}): only "
+            f"{' or '.join(ACCEPTED)} bundles define an envelope to keep"
+        )
+    programme_scope(verdict, bundle, "an accepted envelope")
+    steps = [json.loads(line) for line in _lines(locate(bundle, STEPS)) if line.strip()]
+    return verdict, steps
+
+
+def write_guardrails(bundle: Path, out: Path, ttft_slo_s: float | None = None) -> list[str]:
+    """Read an accepted bundle, write the rules file; returns the rules left out."""
+    verdict, steps = read_accepted(bundle)
+    scrapes = sorted(locate_all(bundle, "metrics/*.prom"), key=lambda p: p.stat().st_mtime)
+    snapshot = None
+    for path in reversed(scrapes):
+        try:
+            snapshot = parse_metrics(path.read_text(encoding="utf-8"))
+        except BadResponse:
+            continue
+        if snapshot.has_vllm_metrics():
+            break
+    if snapshot is None or not snapshot.has_vllm_metrics():
+        raise ConfigError(
+            f"{bundle}/metrics has no readable vLLM scrape: the rules must use the metric "
+            "names the accepted engine exposed"
+        )
+    env = envelope(verdict, steps, ttft_slo_s)
+    rules, left_out = guardrail_rules(verdict, snapshot, env)
+    text = render(rules, left_out, str(bundle), env.disable_features)
+    out.write_text(text, encoding="utf-8")
+    return left_out
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []

@@ -1,0 +1,137 @@
+"""The rollback artifact: accepted bundles in a local registry (a directory), each entry
+keeping image digest, launch command, runtime variables, parallel settings and parser
+options together. The rollback target is always an accepted artifact, never an untracked
+rebuild. Default directory: $GOLIVE_REGISTRY, else ~/.local/share/golive/registry."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from golive.bundle.store import locate
+from golive.errors import ConfigError
+from golive.evidence.startup_log import parse_startup_log
+
+ACCEPTED = ("go-live", "observe-with-limits")
+
+
+def programme_scope(verdict: dict[str, Any], where: Path, use: str) -> None:
+    """Only a bundle of the whole programme can be accepted, signed or watched as such."""
+    scope = verdict.get("scope")
+    if scope != "programme":
+        ran = ", ".join(scope) if isinstance(scope, list) else "unknown (written before scope)"
+        raise ConfigError(
+            f"{where} holds sections only ({ran}), not the whole programme: {use} needs a "
+            "programme bundle from golive run, or golive decide --combine over section bundles"
+        )
+
+
+_SECRET_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+
+def registry_dir(given: Path | None = None) -> Path:
+    if given is not None:
+        return given
+    env = os.environ.get("GOLIVE_REGISTRY")
+    return Path(env) if env else Path.home() / ".local/share/golive/registry"
+
+
+def identity(root: Path) -> dict[str, Any]:
+    """Image, launch command, runtime variables and parsers, from the bundle's evidence; the
+    launch-config digest covers the command, the non-default args and the variables."""
+    container = _json(locate(root, "environment/container.json")) or {}
+    chain = _json(locate(root, "environment/chain.json")) or {}
+    log = locate(root, "environment/startup.log")
+    facts = parse_startup_log(log.read_text(errors="replace")) if log.is_file() else None
+    args = dict(facts.non_default_args) if facts else {}
+    launch = list(container.get("serve_command") or [])
+    launch_known = bool(launch or args)
+    runtime = {
+        k: v
+        for k, v in (container.get("environment") or {}).items()
+        if k.startswith(("VLLM_", "CUDA_", "NCCL_", "HF_"))
+        and not any(h in k.upper() for h in _SECRET_HINTS)
+    }
+    digests = list(container.get("image_digests") or [])
+    image = container.get("image") or chain.get("image")
+    blob = json.dumps([launch, args, runtime], sort_keys=True, default=str).encode()
+    return {
+        "image": image,
+        "image_digest": digests[0] if digests else _digest_of(image),
+        "vllm_version": facts.vllm_version if facts else container.get("vllm_version"),
+        "launch_command": launch,
+        "non_default_args": args,
+        "runtime_variables": runtime,
+        "parallel": {
+            k: args.get(k)
+            for k in (
+                "tensor_parallel_size",
+                "pipeline_parallel_size",
+                "data_parallel_size",
+                "enable_expert_parallel",
+            )
+        },
+        "parsers": {k: args.get(k) for k in ("tool_call_parser", "reasoning_parser")},
+        # None when neither the container's serve command nor the startup args are known
+        "launch_config_digest": "sha256:" + hashlib.sha256(blob).hexdigest()
+        if launch_known
+        else None,
+    }
+
+
+def artifact(root: Path, signature: dict[str, Any]) -> dict[str, Any]:
+    """What a rollback needs, gathered from the bundle's own evidence and the signature."""
+    verdict = _json(root / "verdict.json") or {}
+    return {
+        "bundle": str(root.resolve()),
+        "accepted_at": signature["signed_at"],
+        "outcome": signature["outcome"],
+        "verdict_outcome": verdict.get("outcome"),
+        "reviewer": signature["reviewer"],
+        "bundle_digest": signature["bundle_digest"],
+        **identity(root),
+        "limits": verdict.get("limits") or {},
+    }
+
+
+def _digest_of(image: str | None) -> str | None:
+    return image.split("@", 1)[1] if image and "@" in image else None
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def register(root: Path, signature: dict[str, Any], registry: Path) -> Path | None:
+    """Add a signed, accepted bundle to the registry; other outcomes are not artifacts."""
+    if signature["outcome"] not in ACCEPTED:
+        return None
+    programme_scope(_json(root / "verdict.json") or {}, root, "the rollback registry")
+    entry = artifact(root, signature)
+    try:
+        registry.mkdir(parents=True, exist_ok=True)
+        stamp = entry["accepted_at"].replace(":", "").replace("-", "")
+        path = registry / f"{stamp}-{entry['bundle_digest'][7:19]}.json"
+        path.write_text(json.dumps(entry, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write to the registry {registry}: {exc}") from exc
+    return path
+
+
+def accepted(registry: Path) -> list[dict[str, Any]]:
+    """Accepted artifacts, oldest first."""
+    entries = [e for p in sorted(registry.glob("*.json")) if (e := _json(p))]
+    return sorted(entries, key=lambda e: str(e.get("accepted_at")))
+
+
+def rollback_target(registry: Path, current: Path | None = None) -> dict[str, Any] | None:
+    """The newest accepted artifact that is not the deployment being watched."""
+    skip = str(current.resolve()) if current is not None else None
+    candidates = [e for e in accepted(registry) if e.get("bundle") != skip]
+    return candidates[-1] if candidates else None

@@ -1,0 +1,397 @@
+"""`golive watch`: the post-approval watch window against an accepted bundle.
+
+Every interval: `/health` plus a synthetic completion with a deadline (a hung engine can
+still answer `/health`), a metrics scrape (queue, token rates, prefix-cache counters, error
+and tool-parser outcomes), new lines of a log file (OOM, NCCL/Xid, restarts), GPU memory
+through NVML when run on a node; every few intervals a tool-call probe validated against
+its schema and a prefix-cache probe compared with the accepted bundle. `watch_rules.evaluate`
+decides; each trigger is written to `watch/records.jsonl` with the rollback target, and
+`--on-rollback CMD` runs once per trigger (one at a time, with a cool-down).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from golive.checks.agent.cases import shipped_cases
+from golive.checks.agent.response import Contract, response_findings
+from golive.checks.cache import CacheProtocol
+from golive.checks.cache.rules import engine_reused_tokens
+from golive.checks.capacity.collect import PhaseProgress, Quiet, served_model
+from golive.checks.context import CheckContext, scrape, tokens_per_word
+from golive.errors import BadResponse, ConfigError
+from golive.evidence.sampling import nvml_probe
+from golive.metrics import MetricsDelta, Snapshot, parse_metrics
+from golive.operate.guardrails import Envelope, envelope, read_accepted
+from golive.operate.rollback import registry_dir, rollback_target
+from golive.operate.watch_rules import (
+    Observation,
+    Thresholds,
+    Trigger,
+    classify_log,
+    evaluate,
+    probe_reuse_ratio,
+)
+
+RECORDS = "watch/records.jsonl"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class WatchSettings:
+    accepted: Path
+    duration_s: float
+    interval_s: float = 10.0
+    probe_deadline_s: float = 30.0
+    tool_every: int = 6
+    cache_every: int = 6
+    on_rollback: str | None = None
+    cooldown_s: float = 600.0
+    registry: Path | None = None
+    log_file: Path | None = None
+    repeated: int = 3
+    missing_limit: int = 3
+    progress: PhaseProgress = field(default_factory=Quiet)
+
+
+def thresholds(env: Envelope, repeated: int, missing_limit: int) -> Thresholds:
+    """The accepted envelope as the watch's limits (the same numbers as the guardrails)."""
+    return Thresholds(
+        max_waiting=env.waiting_cap,
+        max_concurrency=env.max_concurrency,
+        repeated=repeated,
+        cache_floor=None if env.cache_hit_ratio is None else round(env.cache_hit_ratio / 2, 3),
+        missing_limit=missing_limit,
+    )
+
+
+def probe_prefix_tokens(verdict: Mapping[str, Any]) -> int:
+    """The cache probe's prefix: the accepted proof's shared prefix plus its user turn."""
+    for check in verdict.get("checks") or []:
+        if check["id"] == "cache.prefix_reuse":
+            shared = (check.get("measurements") or {}).get("shared_prefix_tokens")
+            if isinstance(shared, int) and shared > 0:
+                return shared + 24
+    return 640
+
+
+class Background(Generic[T]):
+    """A probe running beside the intervals: started when due (if not already running),
+    taken in the interval it has finished."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[T] | None = None
+
+    def start(self, make: Callable[[], Awaitable[T]]) -> None:
+        if self.task is None:
+            self.task = asyncio.ensure_future(make())
+
+    def take(self) -> T | None:
+        if self.task is None or not self.task.done():
+            return None
+        task, self.task = self.task, None
+        return task.result()
+
+    async def cancel(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        self.task = None
+
+
+class Watcher:
+    def __init__(self, ctx: CheckContext, settings: WatchSettings, model: str) -> None:
+        self.ctx = ctx
+        self.s = settings
+        self.model = model
+        self.verdict, steps = read_accepted(settings.accepted)
+        self.th = thresholds(
+            envelope(self.verdict, steps), settings.repeated, settings.missing_limit
+        )
+        self.history: list[Observation] = []
+        self.previous: Snapshot | None = None
+        self.fired: dict[str, float] = {}
+        self.rollback_lock = asyncio.Lock()
+        self.last_rollback = -1e18
+        self.triggers: list[dict[str, Any]] = []
+        self.log_offset = 0
+        self.gpu = nvml_probe()
+        self.tool_case = next(c for c in shipped_cases() if c.name == "one_arg.required")
+        self.cache: CacheProtocol | None = None
+        self.cache_warm = False
+        self.cache_probes = 0
+        self.health_probe: Background[tuple[bool, str, int]] = Background()
+        self.last_health: tuple[bool, str, int] | None = None
+        self.tool: Background[tuple[bool, str]] = Background()
+        self.cache_check: Background[float | None] = Background()
+        self.target = rollback_target(registry_dir(settings.registry), settings.accepted)
+
+    async def prepare(self) -> None:
+        ratio, _ = await tokens_per_word(self.ctx, self.model)
+        tokens = probe_prefix_tokens(self.verdict)
+        self.cache = CacheProtocol(self.model, tokens, ratio, "watch-" + uuid.uuid4().hex[:8])
+        if self.s.log_file is not None and self.s.log_file.is_file():
+            self.log_offset = self.s.log_file.stat().st_size  # only what happens from now on
+
+    async def run(self) -> dict[str, Any]:
+        await self.prepare()
+        start = time.monotonic()
+        index = 0
+        self.s.progress.phase("watch", self.s.duration_s)
+        while time.monotonic() - start < self.s.duration_s:
+            began = time.monotonic()
+            observation = await self.observe(index, began - start)
+            self.history.append(observation)
+            self.s.progress.record(observation.healthy and observation.metrics_ok)
+            self.ctx.bundle.append_jsonl("watch/observations.jsonl", asdict(observation))
+            for trigger in evaluate(self.history, self.th):
+                await self.fire(trigger, index)
+            index += 1
+            await asyncio.sleep(max(0.0, self.s.interval_s - (time.monotonic() - began)))
+        for probe in (self.health_probe, self.tool, self.cache_check):
+            await probe.cancel()
+        summary = {
+            "accepted": str(self.s.accepted),
+            "intervals": index,
+            "interval_s": self.s.interval_s,
+            "thresholds": asdict(self.th),
+            "triggers": self.triggers,
+            "rollback_target": self.target,
+            "clean": not any(t["rollback"] for t in self.triggers),
+        }
+        self.ctx.bundle.write_json("watch/summary.json", summary)
+        return summary
+
+    async def observe(self, index: int, t: float) -> Observation:
+        """One interval. The probes run beside the intervals (a slow engine must not
+        stretch them): each is started when due and read in the interval it finishes."""
+        self.health_probe.start(self.health)
+        if self.last_health is None and self.health_probe.task is not None:
+            await asyncio.wait({self.health_probe.task})
+        self.last_health = self.health_probe.take() or self.last_health
+        healthy, detail, retries = self.last_health or (False, "no probe finished yet", 0)
+        snapshot = await self.scrape(index)
+        values = self.rates(snapshot)
+        oom, comm, restart = classify_log(self.new_log_lines())
+        gpu = await self.gpu() if self.gpu is not None else {}
+        if index % self.s.tool_every == self.s.tool_every - 1:
+            self.tool.start(self.tool_probe)
+        if index % self.s.cache_every == 0:
+            self.cache_check.start(self.cache_probe)
+        tool_ok, tool_detail = self.tool.take() or (None, "")
+        cache_ratio = self.cache_check.take()
+        used = [v for v in gpu.values() if v is not None]
+        return Observation(
+            t=round(t, 3),
+            healthy=healthy,
+            health_detail=detail,
+            metrics_ok=snapshot is not None,
+            retries=float(retries),
+            tool_probe_ok=tool_ok,
+            tool_probe_detail=tool_detail,
+            cache_ratio=cache_ratio,
+            oom_lines=oom,
+            comm_lines=comm,
+            restart_lines=restart,
+            gpu_used_mib=sum(used) if used else None,
+            **values,
+        )
+
+    async def health(self) -> tuple[bool, str, int]:
+        record = await self.ctx.target.get("/health", "watch-health")
+        if not record.ok:
+            why = record.failure.message if record.failure else f"HTTP {record.status}"
+            return False, f"/health: {why}", 0
+        body = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": "Reply with the word OK."}],
+            "max_tokens": 2,
+            "temperature": 0,
+        }
+        for attempt in range(2):  # one client retry, counted
+            done = await self.ctx.target.chat(
+                body, "watch-probe", deadline_s=self.s.probe_deadline_s
+            )
+            if done.ok:
+                return True, "ok", attempt
+        why = done.failure.message if done.failure else f"HTTP {done.status}"
+        return False, f"/health 200 but the synthetic completion failed: {why}", 1
+
+    async def scrape(self, index: int) -> Snapshot | None:
+        record = await self.ctx.target.get(self.ctx.metrics_url, "watch-metrics")
+        if not record.ok:
+            return None
+        if index % 10 == 0:
+            self.ctx.bundle.write_text(f"metrics/watch-{index:05d}.prom", record.raw_text)
+        try:
+            snapshot = parse_metrics(record.raw_text, taken_at=record.started_at)
+        except BadResponse:
+            return None
+        return snapshot if snapshot.has_vllm_metrics() else None
+
+    def rates(self, snapshot: Snapshot | None) -> dict[str, float | None]:
+        if snapshot is None:
+            return {}
+        values: dict[str, float | None] = {
+            "running": snapshot.value("num_requests_running"),
+            "waiting": snapshot.value("num_requests_waiting"),
+        }
+        previous, self.previous = self.previous, snapshot
+        if previous is None:
+            return values
+        delta = MetricsDelta(previous, snapshot)
+        seconds = max(delta.seconds, 1e-6)
+        prompt, generated = delta.counter("prompt_tokens"), delta.counter("generation_tokens")
+        parser = snapshot.series("tool_call_parser_invocations")
+        failures = [
+            s for s in parser if s.label("outcome") not in ("tool_call", "no_tool_call", None)
+        ]
+        values.update(
+            prompt_tps=None if prompt is None else prompt / seconds,
+            generation_tps=None if generated is None else generated / seconds,
+            cache_queries=delta.counter("prefix_cache_queries"),
+            cache_hits=delta.counter("prefix_cache_hits"),
+            cached_tokens=delta.counter("prompt_tokens_cached"),
+            errors=sum(
+                delta.counter("request_success", finished_reason=r) or 0.0
+                for r in ("error", "abort")
+            ),
+            parse_failures=sum(
+                delta.counter("tool_call_parser_invocations", outcome=o) or 0.0
+                for o in {s.label("outcome") or "" for s in failures}
+            ),
+        )
+        return values
+
+    def new_log_lines(self) -> list[str]:
+        path = self.s.log_file
+        if path is None or not path.is_file():
+            return []
+        size = path.stat().st_size
+        if size < self.log_offset:  # rotated
+            self.log_offset = 0
+        with path.open("rb") as handle:
+            handle.seek(self.log_offset)
+            data = handle.read()
+        self.log_offset = size
+        return data.decode("utf-8", errors="replace").splitlines()
+
+    async def tool_probe(self) -> tuple[bool, str]:
+        case = self.tool_case
+        body = case.body(self.model, False, 64, 0.0)
+        parsed = self.ctx.save(
+            await self.ctx.target.chat(body, "watch-tool", deadline_s=self.s.probe_deadline_s),
+            "watch-probes",
+        )
+        agent = self.ctx.profile.agent
+        contract = Contract(
+            case.expect,
+            case.tool_schemas,
+            None,
+            agent.forbidden_content_markers,
+            agent.reasoning_fields,
+        )
+        findings = response_findings(parsed, contract)
+        return not findings, "; ".join(f"{f.signature}: {f.detail}" for f in findings)[:300]
+
+    async def cache_probe(self) -> float | None:
+        assert self.cache is not None
+        body = self.cache.body("Watch probe: anything new?")
+        body["max_tokens"] = 1
+        if not self.cache_warm:
+            await self.ctx.target.chat(body, "watch-cache-warmup")
+            self.cache_warm = True
+        self.cache_probes += 1
+        window = f"watch-cache-{self.cache_probes:04d}"
+        before = await scrape(self.ctx, f"{window}-before")
+        parsed = self.ctx.save(await self.ctx.target.chat(body, "watch-cache"), "watch-probes")
+        after = await scrape(self.ctx, f"{window}-after")
+        hits = None
+        if before.snapshot is not None and after.snapshot is not None:
+            hits = engine_reused_tokens(MetricsDelta(before.snapshot, after.snapshot))
+        prompt = (parsed.usage or {}).get("prompt_tokens")
+        return probe_reuse_ratio(prompt, parsed.cached_tokens, hits)
+
+    async def fire(self, trigger: Trigger, index: int) -> None:
+        now = time.monotonic()
+        if now - self.fired.get(trigger.rule, -1e18) < self.s.cooldown_s:
+            return  # de-duplicated: the same rule within its cool-down
+        self.fired[trigger.rule] = now
+        record: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "interval": index,
+            "rule": trigger.rule,
+            "rollback": trigger.rollback,
+            "reason": trigger.reason,
+            "evidence": trigger.evidence,
+            "rollback_target": _target_summary(self.target),
+            "command": None,
+        }
+        if trigger.rollback and self.s.on_rollback:
+            record["command"] = await self.run_rollback(trigger, len(self.triggers))
+        self.triggers.append(record)
+        self.ctx.bundle.append_jsonl(RECORDS, record)
+        self.s.progress.phase(f"watch — {trigger.rule}: {trigger.reason[:80]}", self.s.duration_s)
+
+    async def run_rollback(self, trigger: Trigger, number: int) -> dict[str, Any]:
+        if self.target is None:
+            return {"ran": False, "why": "no earlier accepted artifact in the registry"}
+        if self.rollback_lock.locked():
+            return {"ran": False, "why": "a rollback command is already running"}
+        if time.monotonic() - self.last_rollback < self.s.cooldown_s:
+            return {"ran": False, "why": f"cool-down of {self.s.cooldown_s:g} s"}
+        async with self.rollback_lock:
+            self.last_rollback = time.monotonic()
+            env = {**os.environ, **rollback_env(self.target, trigger.rule)}
+            assert self.s.on_rollback is not None
+            proc = await asyncio.create_subprocess_shell(
+                self.s.on_rollback,
+                env=env,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            output, _ = await proc.communicate()
+            log = f"watch/rollback-{number}.log"
+            self.ctx.bundle.write_text(log, output.decode("utf-8", errors="replace"))
+            return {"ran": True, "exit_code": proc.returncode, "log": log}
+
+
+def rollback_env(target: Mapping[str, Any], rule: str) -> dict[str, str]:
+    """What `--on-rollback` receives: the accepted artifact to go back to."""
+    return {
+        "GOLIVE_TRIGGER": rule,
+        "GOLIVE_ROLLBACK_BUNDLE": str(target.get("bundle") or ""),
+        "GOLIVE_ROLLBACK_IMAGE": str(target.get("image") or ""),
+        "GOLIVE_ROLLBACK_IMAGE_DIGEST": str(target.get("image_digest") or ""),
+        "GOLIVE_ROLLBACK_LAUNCH": shlex.join(target.get("launch_command") or []),
+        "GOLIVE_ROLLBACK_LAUNCH_DIGEST": str(target.get("launch_config_digest") or ""),
+        "GOLIVE_ROLLBACK_RUNTIME": json.dumps(target.get("runtime_variables") or {}),
+    }
+
+
+def _target_summary(target: Mapping[str, Any] | None) -> dict[str, Any] | str:
+    if target is None:
+        return (
+            "no earlier accepted artifact in the registry: roll back by hand to a known "
+            "accepted image, never an untracked rebuild"
+        )
+    keys = ("bundle", "image", "image_digest", "launch_config_digest", "accepted_at")
+    return {k: target.get(k) for k in keys}
+
+
+async def run_watch(ctx: CheckContext, settings: WatchSettings) -> dict[str, Any]:
+    model, _ = await served_model(ctx, "watch-setup")
+    if model is None:
+        raise ConfigError(f"{ctx.target.url('/v1/models')} lists no model: nothing to watch")
+    return await Watcher(ctx, settings, model).run()

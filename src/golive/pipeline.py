@@ -1,0 +1,340 @@
+"""Recipes: open a bundle, run a programme of checks against a target, decide, seal.
+
+Whatever happens inside a programme, the bundle ends with a verdict and a manifest: an
+unexpected crash becomes a critical `integrity` error (outcome `hold`), never a lost run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fnmatch
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from golive import __version__
+from golive.bundle.signing import load_private_key
+from golive.bundle.signoff import UNASSIGNED, build_signoff, bundle_files, render_signoff, unowned
+from golive.bundle.store import MANIFEST, Bundle, size_bytes, verify
+from golive.checks.context import CheckContext, NoTarget, Target
+from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
+from golive.errors import ConfigError
+from golive.evidence.runtime_log import server_log_evidence
+from golive.operate.rollback import ACCEPTED, identity, programme_scope, register, registry_dir
+from golive.operate.watch import WatchSettings, run_watch
+from golive.report.html import render_html
+from golive.report.markdown import bundle_markdown
+from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
+from golive.traffic.client import ClientSettings, TargetClient, read_api_key
+from golive.verdict.decide import decide, limits
+from golive.verdict.interrupt import Guard
+from golive.verdict.ledger import write_ledger
+from golive.verdict.policy import POLICY_FILE, apply_policy, load_policy
+from golive.verdict.rederive import judged_from_evidence
+from golive.verdict.scope import Scope, scope_json, sections_missing, skipped_by_config
+
+Programme = Callable[[CheckContext], Awaitable[list[CheckResult]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    outcome: Outcome
+    bundle: Path
+    data: dict[str, Any]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+async def judge(
+    config: GoliveConfig,
+    out: Path,
+    command: str,
+    programme: Programme,
+    scope: Scope,
+    server_log: Path | None = None,
+    require_target: bool = True,
+    remote: Sequence[RemoteClients] = (),
+    route: Callable[[TargetClient], Target] | None = None,
+) -> Verdict:
+    """Run `programme` against the configured target and write a sealed bundle.
+
+    `server_log`: the server's log file (`--log`), read again when the programme ends: the
+    errors it logged are attributed to the checks whose requests were in flight. `remote`:
+    clients on other machines (--ray) that the ledger counts and a signal stops; `route` puts
+    them behind the target the checks use. `scope`: PROGRAMME, or the sections a section
+    command runs.
+    """
+    if config.target.url is None and require_target:
+        raise ConfigError("no target: give --target URL (or target.url in the config file)")
+    profile = load_profile(config.profile)
+    policy = load_policy(None if config.policy is None else Path(config.policy))
+    api_key = read_api_key(config.target.api_key_env)
+    key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
+    bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
+    bundle.write_text(POLICY_FILE, policy.text)
+    started = _now()
+    bundle.write_text(
+        "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+    )
+    bundle.write_text("config/profile.yaml", profile_text(config.profile))
+    clients: list[TargetClient] = []
+    guard = Guard(remote)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            target: Target = NoTarget()
+            engine: Target | None = None
+            if config.target.url is not None:
+                client = await stack.enter_async_context(TargetClient(client_settings(config)))
+                clients.append(client)
+                guard.watch(client)
+                target = client if route is None else route(client)
+            if config.target.engine_url is not None:
+                behind = await stack.enter_async_context(
+                    TargetClient(client_settings(config, config.target.engine_url))
+                )
+                clients.append(behind)
+                guard.watch(behind)
+                engine = behind
+            done = await guard.run(programme(CheckContext(target, bundle, config, profile, engine)))
+            checks = done if done is not None else []
+    except Exception as exc:
+        checks = [
+            CheckResult(
+                "golive.internal",
+                CheckClass.INTEGRITY,
+                True,
+                Status.ERROR,
+                f"golive stopped early on an unexpected error: {type(exc).__name__}: {exc}",
+            )
+        ]
+    if guard.interruption is not None:
+        checks.append(guard.interruption.check())
+    if clients or remote:
+        sent = sum(c.chat_requests for c in [*clients, *remote])
+        checks.append(write_ledger(bundle, sent))
+    if server_log is not None:
+        checks = server_log_evidence(bundle, server_log, checks)
+    checks = apply_policy(policy.policy, checks)
+    decision = decide(checks, scope, policy.policy.waive)
+    data = verdict_json(config, profile.name, command, started, checks, decision, scope)
+    data.update(
+        waivers=policy.policy.waivers(decision.waived),
+        policy=policy.to_json(),
+        rollback_target=rollback_target(bundle.root),
+        judged_from_evidence=judged_from_evidence(bundle.root, checks),
+    )
+    if guard.interruption is not None:
+        data["interrupted"] = guard.interruption.to_json()
+    data["bundle_bytes"] = size_bytes(bundle.root)  # the evidence, before the reports
+    write_verdict(bundle, data)
+    bundle.seal(key)
+    return Verdict(decision.outcome, out, data)
+
+
+def write_verdict(bundle: Bundle, data: Mapping[str, Any]) -> None:
+    """verdict.json, report.md, the sign-off sheet and report.html."""
+    bundle.write_json("verdict.json", data)
+    bundle.write_text("report.md", bundle_markdown(bundle.root, data))
+    write_signoff(bundle, data, None)
+
+
+def rollback_target(root: Path) -> dict[str, Any]:
+    found = identity(root)
+    return {
+        "image": found["image"],
+        "image_digest": found["image_digest"],
+        "launch_config_digest": found["launch_config_digest"],
+        "becomes_rollback_artifact": "when signed go-live or observe-with-limits",
+    }
+
+
+def write_signoff(bundle: Bundle, data: Mapping[str, Any], signature: Any) -> None:
+    """signoff.json/.md from what the bundle holds, then report.html (which shows them)."""
+    bundle.close()
+    record = build_signoff(data, bundle_files(bundle.root), signature)
+    bundle.write_json("signoff.json", record)
+    bundle.write_text("signoff.md", render_signoff(record))
+    bundle.write_text("report.html", render_html(bundle.root, data))
+
+
+class RemoteClients(Protocol):
+    """Clients on other machines (`traffic/ray_load.RayLoad`)."""
+
+    @property
+    def chat_requests(self) -> int: ...
+
+    def stop(self, reason: str) -> int: ...
+
+
+def client_settings(config: GoliveConfig, url: str | None = None) -> ClientSettings:
+    base = url or config.target.url
+    assert base is not None
+    return ClientSettings(
+        base_url=base,
+        api_key_env=config.target.api_key_env,
+        connect_timeout_s=config.target.connect_timeout_s,
+        read_timeout_s=config.target.read_timeout_s,
+        request_deadline_s=config.target.request_deadline_s,
+        max_response_bytes=int(config.target.max_response_mb * (1 << 20)),
+    )
+
+
+def action_for(check_id: str, rules: Sequence[OwnerRule]) -> dict[str, str]:
+    """Owner, deadline and rollback of a failed item: the first matching rule, else
+    `unassigned` (which the sign-off then reports as an open item)."""
+    rule = next((r for r in rules if fnmatch.fnmatchcase(check_id, r.match)), None)
+    if rule is None:
+        return {
+            "check": check_id,
+            "owner": UNASSIGNED,
+            "deadline": UNASSIGNED,
+            "rollback": UNASSIGNED,
+        }
+    return {
+        "check": check_id,
+        "owner": rule.owner,
+        "deadline": rule.deadline,
+        "rollback": rule.rollback,
+    }
+
+
+def verdict_json(
+    config: GoliveConfig,
+    profile: str,
+    command: str,
+    started: str,
+    checks: Sequence[CheckResult],
+    decision: Decision,
+    scope: Scope,
+) -> dict[str, Any]:
+    """verdict.json as DESIGN.md §1 defines it. `actions`: every item that is not a pass
+    (failed, unmeasured, warned and not waived), each with owner, deadline and rollback."""
+    open_items = [
+        c
+        for c in checks
+        if c.status in (Status.FAIL, Status.ERROR, Status.NO_DATA)
+        or (c.status is Status.WARN and c.id not in decision.waived)
+        or (c.status is Status.SKIPPED and not skipped_by_config(c))
+    ]
+    return {
+        "outcome": decision.outcome.value,
+        "exit_code": decision.outcome.exit_code,
+        "scope": scope_json(scope),
+        "sections_missing": sections_missing(scope),
+        "profile": profile,
+        "target": config.target.url,
+        "command": command,
+        "started_at": started,
+        "finished_at": _now(),
+        "golive_version": __version__,
+        "config_digest": "sha256:"
+        + hashlib.sha256(
+            yaml.safe_dump(config.model_dump(mode="json"), sort_keys=True).encode()
+        ).hexdigest(),
+        "checks": [c.to_json() for c in checks],
+        "rules_fired": [r.to_json() for r in decision.rules_fired],
+        "limits": limits(checks),
+        "skipped_by_config": [
+            {"check": c.id, "reason": c.summary} for c in checks if skipped_by_config(c)
+        ],
+        "actions": [
+            {**action_for(c.id, config.signoff.actions), "status": c.status.value}
+            for c in open_items
+        ],
+        "rollback_target": None,
+    }
+
+
+def sign_bundle(
+    root: Path,
+    reviewer: str,
+    outcome: Outcome,
+    override_reason: str | None,
+    registry: Path | None = None,
+    sign_key: Path | None = None,
+) -> dict[str, Any]:
+    """Record the reviewer's signature over an intact bundle and re-seal it; an accepted
+    outcome registers the bundle as a rollback artifact (`operate/rollback.py`)."""
+    key = None if sign_key is None else load_private_key(sign_key)
+    report = verify(root)
+    if not report.ok:
+        raise ConfigError(
+            f"{root} does not match its manifest (altered {list(report.altered)}, missing "
+            f"{list(report.missing)}, added {list(report.extra)}): refusing to sign it"
+        )
+    data = json.loads((root / "verdict.json").read_text(encoding="utf-8"))
+    previous = json.loads((root / "signoff.json").read_text(encoding="utf-8")).get("signature")
+    if previous:
+        raise ConfigError(
+            f"{root} is already signed by {previous['reviewer']} ({previous['outcome']}); a "
+            "signature is never replaced: run golive again for a new bundle"
+        )
+    verdict_outcome = Outcome(data["outcome"])
+    if not reviewer.strip():
+        raise ConfigError("--reviewer must name a person")
+    check_signable(root, data, outcome, override_reason)
+    manifest = (root / MANIFEST).read_bytes()
+    signature = {
+        "reviewer": reviewer.strip(),
+        "signed_at": _now(),
+        "outcome": outcome.value,
+        "verdict_outcome": verdict_outcome.value,
+        "bundle_digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
+        "override_reason": (override_reason or "").strip() or None,
+    }
+    bundle = Bundle(root)
+    write_signoff(bundle, data, signature)
+    bundle.seal(key)
+    registered = register(root, signature, registry_dir(registry))
+    return {**signature, "registered": None if registered is None else str(registered)}
+
+
+def check_signable(
+    root: Path, data: Mapping[str, Any], outcome: Outcome, override_reason: str | None
+) -> None:
+    """What a signature may claim: an accepted outcome only over the whole programme with
+    every open item owned; an outcome better than the verdict's only with a reason."""
+    verdict_outcome = Outcome(data["outcome"])
+    if outcome is Outcome.SECTION_PASSED:
+        raise ConfigError("section-passed is not a decision to sign: sign a programme bundle")
+    if outcome.value in ACCEPTED:
+        programme_scope(dict(data), root, f"signing {outcome.value}")
+        open_items = unowned(data.get("actions") or [])
+        if open_items:
+            raise ConfigError(
+                f"signing {outcome.value} needs an owner, deadline and rollback action for "
+                f"every limit, warning and gap; unassigned: {', '.join(open_items)} (set "
+                "signoff.actions in the config and run again)"
+            )
+    if outcome.severity < verdict_outcome.severity and not (
+        override_reason and override_reason.strip()
+    ):
+        raise ConfigError(
+            f"the verdict is {verdict_outcome.value}: signing the better outcome "
+            f"{outcome.value} over it needs --override-reason TEXT, recorded with the signature"
+        )
+
+
+async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings) -> dict[str, Any]:
+    """Open a watch bundle, watch the target, seal it (also when interrupted)."""
+    profile = load_profile(config.profile)
+    api_key = read_api_key(config.target.api_key_env)
+    key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
+    bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
+    bundle.write_text(
+        "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+    )
+    try:
+        async with TargetClient(client_settings(config)) as client:
+            ctx = CheckContext(client, bundle, config, profile)
+            return await run_watch(ctx, settings)
+    finally:
+        bundle.seal(key)

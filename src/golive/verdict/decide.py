@@ -1,0 +1,337 @@
+"""The decision: a pure function from check results to one outcome and the rules behind it.
+
+Fail-closed: `go-live` needs the whole programme with every check `pass` (or skipped because
+the config says the class is not used). A critical check that could not measure (`no_data`,
+`error`, an unexplained `skipped`) is `hold`; a non-critical one, or any `warn` the policy
+does not waive by name, is at best observe-with-limits. A section bundle that finds nothing
+wrong is `section-passed`, never `go-live`. Every rule that fires is kept; the worst outcome
+wins (rebuild > expand-capacity > hold > observe-with-limits > section-passed > go-live).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from golive.results import CheckClass, CheckResult, Decision, Outcome, RuleFired, Status
+from golive.verdict.scope import (
+    PROGRAMME,
+    Scope,
+    missing_parts,
+    sections_missing,
+    skipped_by_config,
+)
+
+Rule = Callable[[Sequence[CheckResult]], RuleFired | None]
+# Classifications that a capacity or Agent rule already judges (with limits named).
+_CLASSIFIED = (
+    "expand-capacity",
+    "limit-traffic",
+    "adjust-configuration",
+    "limit-feature",
+    "engine-stalled",
+)
+
+# Where a failed critical check points, by the checklist layer it belongs to.
+_FAILURE_OUTCOME = {
+    CheckClass.ENVIRONMENT: Outcome.REBUILD,
+    CheckClass.STARTUP: Outcome.REBUILD,
+}
+
+
+def nothing_measured(checks: Sequence[CheckResult]) -> RuleFired | None:
+    if checks:
+        return None
+    return RuleFired("nothing-measured", Outcome.HOLD, "no check produced a result", ())
+
+
+def _unmeasured(check: CheckResult) -> bool:
+    """No evidence: could not measure, crashed, or skipped for a reason that is not config."""
+    if check.status is Status.SKIPPED:
+        return not skipped_by_config(check)
+    return check.status in (Status.NO_DATA, Status.ERROR)
+
+
+def missing_evidence(checks: Sequence[CheckResult]) -> RuleFired | None:
+    missing = [c.id for c in checks if c.critical and _unmeasured(c)]
+    if not missing:
+        return None
+    return RuleFired(
+        "missing-evidence",
+        Outcome.HOLD,
+        "critical evidence is missing or unreadable, so nothing can be approved",
+        tuple(missing),
+    )
+
+
+def interrupted(checks: Sequence[CheckResult]) -> RuleFired | None:
+    if not any(c.id == "golive.interrupted" for c in checks):
+        return None
+    return RuleFired(
+        "interrupted",
+        Outcome.HOLD,
+        "golive was stopped by a signal before the programme finished; the bundle is partial",
+        ("golive.interrupted",),
+    )
+
+
+def environment_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
+    failed = [
+        c.id
+        for c in checks
+        if c.critical and c.status is Status.FAIL and c.check_class in _FAILURE_OUTCOME
+    ]
+    if not failed:
+        return None
+    return RuleFired(
+        "environment-mismatch",
+        Outcome.REBUILD,
+        "the environment is not the supported chain, or it failed to start",
+        tuple(failed),
+    )
+
+
+def _classification(check: CheckResult) -> str | None:
+    value = check.measurements.get("classification")
+    return str(value) if value is not None else None
+
+
+def _environment_proven(checks: Sequence[CheckResult]) -> bool:
+    """Every critical chain/startup check present and passed: a failure under load is then
+    the capacity's, not an unknown environment's."""
+    chain = [c for c in checks if c.check_class in _FAILURE_OUTCOME and c.critical]
+    return bool(chain) and all(c.status is Status.PASS for c in chain)
+
+
+def engine_stalled(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """No token with requests in flight (while /health may still say 200): a hung engine is a
+    software fault to fix, never a capacity limit or a reason to buy GPUs."""
+    hit = [c.id for c in checks if _classification(c) == "engine-stalled"]
+    if not hit:
+        return None
+    return RuleFired(
+        "engine-stalled",
+        Outcome.HOLD,
+        "the engine stopped producing tokens with requests in flight (engine stalled with "
+        "/health 200 unless the check says otherwise): a software fault, not capacity — "
+        "capture its stacks (py-spy dump) and fix or report it before going live",
+        tuple(hit),
+    )
+
+
+def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """OOM, queue collapse, stalls or restarts after reasonable limits, on a proven chain."""
+    hit = [c.id for c in checks if _classification(c) == "expand-capacity"]
+    if not hit:
+        return None
+    if not _environment_proven(checks):
+        return RuleFired(
+            "capacity-unattributed",
+            Outcome.HOLD,
+            "the engine failed under load, but the environment is not proven (its critical "
+            "chain and startup checks did not all pass here), so the failure cannot be put on "
+            "capacity: provide the version chain (--log, --host-info, --container-info, "
+            "--image) and run again before concluding expand-capacity",
+            tuple(hit),
+        )
+    return RuleFired(
+        "capacity-exhausted",
+        Outcome.EXPAND_CAPACITY,
+        "sustained load causes OOM, failures, queue collapse or engine termination: expand "
+        "capacity or redesign the deployment",
+        tuple(hit),
+    )
+
+
+def capacity_limited(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """Stable only under a lower ceiling, or context above the intended envelope."""
+    hit = [c.id for c in checks if _classification(c) in ("limit-traffic", "adjust-configuration")]
+    if not hit:
+        return None
+    return RuleFired(
+        "capacity-limited",
+        Outcome.OBSERVE_WITH_LIMITS,
+        "stable only inside a smaller envelope: cap traffic at the measured limits",
+        tuple(hit),
+    )
+
+
+def agent_feature_limited(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """A bounded defect on a non-critical Agent feature: go live without that feature."""
+    hit = [c.id for c in checks if _classification(c) == "limit-feature"]
+    if not hit:
+        return None
+    return RuleFired(
+        "agent-feature-limited",
+        Outcome.OBSERVE_WITH_LIMITS,
+        "a non-critical Agent feature fails in a bounded way: disable or rate-limit it "
+        "(limits.disable_features) and watch it",
+        tuple(hit),
+    )
+
+
+def agent_protocol_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
+    failed = [
+        c.id
+        for c in checks
+        if c.critical and c.status is Status.FAIL and c.check_class is CheckClass.AGENT
+    ]
+    if not failed:
+        return None
+    return RuleFired(
+        "agent-protocol-failure",
+        Outcome.HOLD,
+        "repeated protocol or parser failure on a critical path",
+        tuple(failed),
+    )
+
+
+def limits(checks: Sequence[CheckResult]) -> dict[str, Any]:
+    """The envelope the measurements allow (verdict.json `limits`)."""
+    found: dict[str, Any] = {}
+    features = sorted(
+        {
+            str(c.measurements["limit_disable_feature"])
+            for c in checks
+            if c.measurements.get("limit_disable_feature")
+        }
+    )
+    if features:
+        found["disable_features"] = features
+    # A run in which golive itself was the bottleneck in any load window sets no concurrency
+    # limit: its client was not shown to keep up, so no window of it measures the server's.
+    starved = any(
+        c.id.split("@")[0] == "golive.client_headroom" and c.status is Status.FAIL for c in checks
+    )
+    for check in checks:
+        for key, name in (
+            ("limit_max_concurrency", "max_concurrency"),
+            ("limit_max_context", "max_context"),
+        ):
+            if starved and name == "max_concurrency":
+                continue
+            value = check.measurements.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                found[name] = min(value, found.get(name, value))
+    return found
+
+
+def critical_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
+    failed = [
+        c.id
+        for c in checks
+        if c.critical
+        and c.status is Status.FAIL
+        and c.check_class not in _FAILURE_OUTCOME
+        and c.check_class is not CheckClass.AGENT
+        and _classification(c) not in _CLASSIFIED
+    ]
+    if not failed:
+        return None
+    return RuleFired(
+        "critical-failure",
+        Outcome.HOLD,
+        "a critical check failed; do not go live until it is fixed",
+        tuple(failed),
+    )
+
+
+def non_critical_defect(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """A non-critical check that failed or has no evidence: never a silent pass."""
+    hit = [
+        c.id
+        for c in checks
+        if not c.critical
+        and (c.status is Status.FAIL or _unmeasured(c))
+        and _classification(c) not in _CLASSIFIED
+    ]
+    if not hit:
+        return None
+    return RuleFired(
+        "non-critical-unproven",
+        Outcome.OBSERVE_WITH_LIMITS,
+        "non-critical checks failed or have no evidence: go live only with these named as "
+        "known gaps, each with an owner (actions), or provide the evidence",
+        tuple(hit),
+    )
+
+
+def warned(checks: Sequence[CheckResult], waived: Collection[str] = ()) -> RuleFired | None:
+    """A warn is not a pass: each is a watch item with an owner, unless waived by name."""
+    hit = [
+        c.id
+        for c in checks
+        if c.status is Status.WARN and _classification(c) not in _CLASSIFIED and c.id not in waived
+    ]
+    if not hit:
+        return None
+    return RuleFired(
+        "warnings-observed",
+        Outcome.OBSERVE_WITH_LIMITS,
+        "checks passed with warnings: each is watched with an owner, deadline and rollback "
+        "action (actions), or waived by name in the policy",
+        tuple(hit),
+    )
+
+
+def programme_incomplete(checks: Sequence[CheckResult], scope: Scope) -> RuleFired | None:
+    if scope != PROGRAMME or not checks:
+        return None
+    missing = missing_parts(checks)
+    if not missing:
+        return None
+    return RuleFired(
+        "programme-incomplete",
+        Outcome.HOLD,
+        f"the programme is missing {'; '.join(missing)}: a go-live decision needs every part",
+        (),
+    )
+
+
+def section_only(checks: Sequence[CheckResult], scope: Scope) -> RuleFired | None:
+    missing = sections_missing(scope)
+    if not missing or not checks:
+        return None
+    ran = ", ".join(scope) if scope else "none"
+    return RuleFired(
+        "section-only",
+        Outcome.SECTION_PASSED,
+        f"sections run: {ran}; still missing before a go-live decision: {', '.join(missing)} "
+        "(golive run, or golive decide --combine over section bundles)",
+        (),
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    nothing_measured,
+    interrupted,
+    missing_evidence,
+    environment_failed,
+    engine_stalled,
+    capacity_exhausted,
+    capacity_limited,
+    agent_feature_limited,
+    agent_protocol_failed,
+    critical_failed,
+    non_critical_defect,
+)
+
+
+def decide(
+    checks: Sequence[CheckResult], scope: Scope = PROGRAMME, waived: Collection[str] = ()
+) -> Decision:
+    """`scope`: PROGRAMME or the sections that ran; `waived`: warn check ids the policy
+    waives by name (only warns can be waived)."""
+    waived_warns = tuple(c.id for c in checks if c.status is Status.WARN and c.id in waived)
+    fired = [r for rule in RULES if (r := rule(checks)) is not None]
+    fired += [
+        r
+        for r in (
+            warned(checks, waived_warns),
+            programme_incomplete(checks, scope),
+            section_only(checks, scope),
+        )
+        if r is not None
+    ]
+    outcome = max((r.outcome for r in fired), key=lambda o: o.severity, default=Outcome.GO_LIVE)
+    return Decision(outcome, tuple(fired), waived_warns)
