@@ -1,1 +1,3 @@
-"""After approval: the watch window and its rules, the alerting guardrails, the rollback registry."""
+"""After approval: the watch window and its rules, the alerting guardrails, the rollback
+registry.
+"""
