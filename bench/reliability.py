@@ -1,5 +1,5 @@
 """The figures of docs/reliability.md: how golive behaves when the target, or golive itself,
-fails. Runs against the fault-injecting fake in tests/fakes (no real engine needed; the
+fails. Runs against the fault-injecting fake in tests/helpers/fakes (no real engine needed; the
 real engine's SIGKILL/SIGSTOP and the canary-key run are tests on the real target).
 
     .venv/bin/python bench/reliability.py [--repeats 5] [--fuzz 1500]
@@ -42,7 +42,7 @@ from golive.checks.smoke.collect import run_smoke  # noqa: E402
 from golive.config import load_config  # noqa: E402
 from golive.pipeline import judge  # noqa: E402
 from golive.results import CheckResult  # noqa: E402
-from tests.fakes.vllm import FakeState, fake_vllm  # noqa: E402
+from tests.helpers.fakes.vllm import FakeState, fake_vllm  # noqa: E402
 
 FAULTS = {
     "metrics_500": "smoke.metrics",

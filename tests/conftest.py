@@ -1,29 +1,15 @@
-"""Shared fixtures. The real local vLLM target starts once per session and stops by PID."""
+"""Fixtures every test shares: a private rollback registry, and every sealed bundle a passing
+test leaves re-derives. The real local vLLM target is in tests/target/conftest.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from golive.bundle.store import MANIFEST
-from golive.target.install import ensure_target
-from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
 from golive.verdict.rederive import rederive
-
-
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def real_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningTarget]:
-    """The bundled Qwen model on vLLM (CPU), 127.0.0.1, prefix caching and hermes tools on."""
-    paths = await ensure_target("qwen")
-    run_dir: Path = tmp_path_factory.mktemp("vllm-run")
-    target = await start_target(paths, ServeOptions(), run_dir)
-    try:
-        yield target
-    finally:
-        await stop_target(target)
 
 
 @pytest.fixture(autouse=True)
@@ -62,10 +48,17 @@ def _every_bundle_rederives(request: pytest.FixtureRequest, tmp_path: Path) -> I
         assert again.agrees, f"{manifest.parent}: {list(again.problems)}"
 
 
+TARGET_TESTS = Path(__file__).parent / "target"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that takes a real-engine fixture is a `target` test, marked or not, so
-    `make unit` (-m "not target") never starts vLLM."""
+    """Every test under tests/target (the real local vLLM) is a `target` test, so `make unit`
+    (-m "not target") never starts vLLM; no test elsewhere may be marked `target`."""
     for item in items:
-        names = getattr(item, "fixturenames", ())
-        if any(n == "real_target" or n.endswith("_target") for n in names):
+        inside = item.path.is_relative_to(TARGET_TESTS)
+        if inside:
             item.add_marker(pytest.mark.target)
+        elif item.get_closest_marker("target") is not None:
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked target but is not under tests/target: move it there"
+            )

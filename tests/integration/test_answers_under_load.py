@@ -21,7 +21,7 @@ from golive.checks.context import CheckContext
 from golive.config import load_config
 from golive.pipeline import judge
 from golive.results import CheckResult, Status
-from tests.fakes import serve_app
+from tests.helpers.fakes import serve_app
 
 MODEL = "fake-model"
 

@@ -24,7 +24,7 @@ from golive.checks.context import CheckContext
 from golive.config import load_config
 from golive.pipeline import judge
 from golive.results import CheckResult
-from tests.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.fakes.vllm import FakeState, fake_vllm
 
 # Short load windows on a target that never answers a load request.
 PHASE_S = 2.0

@@ -19,7 +19,7 @@ from golive.config import load_config
 from golive.pipeline import Verdict, judge
 from golive.results import EXIT_USAGE, CheckClass, CheckResult, Outcome, Status
 from golive.verdict.scope import CAPACITY_PHASES, PROGRAMME
-from tests.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.fakes.vllm import FakeState, fake_vllm
 
 
 async def _smoke(out: Path, fault: str | None, *extra: str) -> int:

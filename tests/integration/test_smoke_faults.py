@@ -14,8 +14,8 @@ from golive.cli.main import main
 from golive.config import load_config
 from golive.pipeline import Verdict, judge
 from golive.results import Outcome
-from tests.fakes.gateway import rewriting_gateway
-from tests.fakes.vllm import MODEL, FakeState, fake_vllm
+from tests.helpers.fakes.gateway import rewriting_gateway
+from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
 
 
 async def _smoke(url: str, out: Path, **overrides: object) -> Verdict:

@@ -18,7 +18,7 @@ from golive.bundle.store import read_lines, record_streams, verify
 from golive.checks.smoke.collect import run_smoke
 from golive.config import load_config
 from golive.pipeline import Verdict, judge
-from tests.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.fakes.vllm import FakeState, fake_vllm
 
 CAPS = {
     "target.read_timeout_s": 1.5,

@@ -109,22 +109,29 @@ class Scrape:
 
 
 async def scrape(
-    ctx: CheckContext, window: str, source: Target | None = None, url: str | None = None
+    ctx: CheckContext,
+    window: str | None,
+    source: Target | None = None,
+    url: str | None = None,
+    only: tuple[str, ...] | None = None,
+    label: str | None = None,
 ) -> Scrape:
-    """Scrape `/metrics` (the target's, or `url` through `source`), save the raw text as
-    `metrics/<window>.prom`, parse it."""
+    """Scrape `/metrics` (the target's, or `url` through `source`) and parse it: the one
+    scrape-and-parse of golive. `window`: save the raw text as `metrics/<window>.prom` (None:
+    a sample that is not kept, e.g. the samplers' gauges); `only`: parse just these families."""
     source = source or ctx.target
     url = url or ctx.metrics_url
-    record = await source.get(url, f"metrics-{window}")
+    record = await source.get(url, label or f"metrics-{window}")
     if record.failure is not None and record.status is None:
         return Scrape(None, f"{url} unreachable: {record.failure.message}", None)
     text = record.raw_text
-    evidence = f"metrics/{window}.prom"
-    ctx.bundle.write_text(evidence, text)
+    evidence = None if window is None else f"metrics/{window}.prom"
+    if evidence is not None:
+        ctx.bundle.write_text(evidence, text)
     if not record.ok:
         return Scrape(None, f"{url} answered HTTP {record.status}", evidence)
     try:
-        snapshot = parse_metrics(text, taken_at=record.started_at)
+        snapshot = parse_metrics(text, taken_at=record.started_at, only=only)
     except BadResponse as exc:
         return Scrape(None, f"{url}: {exc}", evidence)
     if not snapshot.has_vllm_metrics():

@@ -29,9 +29,9 @@ from golive.checks.cache import CacheProtocol
 from golive.checks.cache.rules import engine_reused_tokens
 from golive.checks.capacity.collect import PhaseProgress, Quiet, served_model
 from golive.checks.context import CheckContext, scrape, tokens_per_word
-from golive.errors import BadResponse, ConfigError
+from golive.errors import ConfigError
 from golive.evidence.sampling import nvml_probe
-from golive.metrics import MetricsDelta, Snapshot, parse_metrics
+from golive.metrics import MetricsDelta, Snapshot
 from golive.operate.guardrails import Envelope, envelope, read_accepted
 from golive.operate.rollback import registry_dir, rollback_target
 from golive.operate.watch_rules import (
@@ -229,16 +229,9 @@ class Watcher:
         return False, f"/health 200 but the synthetic completion failed: {why}", 1
 
     async def scrape(self, index: int) -> Snapshot | None:
-        record = await self.ctx.target.get(self.ctx.metrics_url, "watch-metrics")
-        if not record.ok:
-            return None
-        if index % 10 == 0:
-            self.ctx.bundle.write_text(f"metrics/watch-{index:05d}.prom", record.raw_text)
-        try:
-            snapshot = parse_metrics(record.raw_text, taken_at=record.started_at)
-        except BadResponse:
-            return None
-        return snapshot if snapshot.has_vllm_metrics() else None
+        """This interval's metrics; every tenth scrape is kept in the bundle."""
+        window = f"watch-{index:05d}" if index % 10 == 0 else None
+        return (await scrape(self.ctx, window, label="watch-metrics")).snapshot
 
     def rates(self, snapshot: Snapshot | None) -> dict[str, float | None]:
         if snapshot is None:

@@ -21,12 +21,11 @@ from golive.checks.capacity.rules import (
     Action,
     Classification,
 )
-from golive.checks.context import CheckContext
+from golive.checks.context import CheckContext, scrape
 from golive.checks.env.judge import STARTUP_LOG
 from golive.evidence.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.evidence.sampling import Curve, Probe
 from golive.evidence.startup_log import StartupFacts
-from golive.metrics import parse_metrics
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import (
     FailureKind,
@@ -259,10 +258,10 @@ def engine_probe(ctx: CheckContext) -> Probe:
         if time.monotonic() - last["t"] < 0.5:  # the engine's gauges at 2 Hz, memory at 5 Hz
             return {}
         last["t"] = time.monotonic()
-        record = await ctx.target.get(ctx.metrics_url, "capacity-gauges")
-        if not record.ok:
+        scraped = await scrape(ctx, None, only=_GAUGES, label="capacity-gauges")
+        snap = scraped.snapshot
+        if snap is None:
             return {}
-        snap = parse_metrics(record.raw_text, only=_GAUGES)
         return {
             "kv_cache_usage_perc": snap.value("kv_cache_usage_perc", "max"),
             "num_requests_running": snap.value("num_requests_running"),

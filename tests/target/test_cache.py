@@ -21,11 +21,9 @@ from golive.results import Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
 from golive.verdict.rederive import rederive
-from tests.scenario import golive_run, rules
-from tests.watching import accepted_bundle, golive_watch
-from tests.watching import rules as watch_rules
-
-pytestmark = pytest.mark.target
+from tests.helpers.scenario import golive_run, rules
+from tests.helpers.watching import accepted_bundle, golive_watch
+from tests.helpers.watching import rules as watch_rules
 
 
 async def _cache(target: RunningTarget, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:

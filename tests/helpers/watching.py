@@ -13,7 +13,7 @@ from typing import Any
 from golive.cli.main import main
 from golive.operate.rollback import register
 
-DATA = Path(__file__).parent / "data" / "accepted"
+DATA = Path(__file__).parents[1] / "data" / "accepted"
 
 
 def accepted_bundle(root: Path) -> Path:

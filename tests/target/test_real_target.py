@@ -28,8 +28,6 @@ from golive.traffic.records import RequestRecord, parse
 from golive.traffic.schedule import Schedule, run_schedule
 from golive.verdict.rederive import rederive
 
-pytestmark = pytest.mark.target
-
 
 def _config(target: RunningTarget, **overrides: str) -> GoliveConfig:
     """Short answers keep the suite fast on 2 CPU cores; the checks are the same."""

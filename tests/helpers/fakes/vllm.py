@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from tests.fakes import serve_app
+from tests.helpers.fakes import serve_app
 
 MODEL = "fake-model"
 

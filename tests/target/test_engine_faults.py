@@ -23,7 +23,7 @@ from golive.pipeline import Verdict, judge
 from golive.results import CheckResult
 from golive.target.server import RunningTarget
 from golive.traffic.client import ClientSettings, TargetClient
-from tests.scenario import SMALL_REQUESTS
+from tests.helpers.scenario import SMALL_REQUESTS
 
 STEP_S, DRAIN_S, FROZEN_S = 8.0, 2.0, 7.0
 SETTINGS = {

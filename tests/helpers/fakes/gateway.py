@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 import aiohttp
 from aiohttp import web
 
-from tests.fakes import serve_app
+from tests.helpers.fakes import serve_app
 
 
 async def _relay(

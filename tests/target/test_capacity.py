@@ -26,9 +26,7 @@ from golive.pipeline import Verdict, judge
 from golive.results import CheckResult, Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
-from tests.scenario import SMALL_REQUESTS, golive_run, rules
-
-pytestmark = pytest.mark.target
+from tests.helpers.scenario import SMALL_REQUESTS, golive_run, rules
 
 # 30 s of sustained load: at least ~30 completions even at concurrency 1 here, the fewest a
 # drift may set a limit on (fewer, and a drift is no_data); the answer probes are the demo's.

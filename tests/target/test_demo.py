@@ -9,11 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.browser import dom, screenshot
-
-pytestmark = pytest.mark.target
+from tests.helpers.browser import dom, screenshot
 
 SECTIONS = ("environment.", "startup.", "smoke.", "capacity.", "cache.", "agent.")
 

@@ -9,13 +9,9 @@ import shlex
 import socket
 from pathlib import Path
 
-import pytest
-
 from golive.cli.main import main
 from golive.target.install import ensure_target
 from golive.target.server import ServeOptions, free_port, serve_argv
-
-pytestmark = pytest.mark.target
 
 
 async def test_launch_records_model_load_and_stops_the_server(tmp_path: Path) -> None:

@@ -7,13 +7,10 @@ import asyncio
 from pathlib import Path
 
 import aiohttp
-import pytest
 
 from golive.bundle.store import verify
 from golive.target.server import RunningTarget
-from tests.watching import accepted_bundle, golive_watch, registry_with_previous, rules
-
-pytestmark = pytest.mark.target
+from tests.helpers.watching import accepted_bundle, golive_watch, registry_with_previous, rules
 
 
 async def _traffic(url: str, model: str, concurrency: int, seconds: float, tokens: int) -> int:

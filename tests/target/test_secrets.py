@@ -5,42 +5,23 @@ and golive's own output are searched for it, plain and base64-encoded at every a
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import secrets
 import sys
 from pathlib import Path
 
-from golive.bundle.store import ZSTD, read_lines, record_streams
+from golive.bundle.store import read_lines, record_streams
 from golive.target.server import RunningTarget
-from tests.scenario import SMALL_RUN
-
-
-def encodings(secret: str) -> dict[str, bytes]:
-    """Byte strings any copy of `secret` would contain, however it was encoded: base64 of
-    the secret at each of the three alignments (its stable middle part), urlsafe too, hex."""
-    raw = secret.encode()
-    found = {"plain": raw, "hex": raw.hex().encode()}
-    for offset in range(3):
-        for name, encode in (("b64", base64.b64encode), ("b64url", base64.urlsafe_b64encode)):
-            encoded = encode(b"\0" * offset + raw)
-            middle = encoded[4 : len(encoded) - 4]  # drop what the neighbours could change
-            found[f"{name}@{offset}"] = middle
-    return found
-
-
-def test_encodings_find_a_key_inside_encoded_headers() -> None:
-    """The search itself can fail: it finds the key in a base64 Basic-auth header."""
-    key = "sk-canary-" + "ab12" * 8
-    header = base64.b64encode(f"user:{key}".encode())
-    assert any(needle in header for needle in encodings(key).values())
-    assert not any(needle in header for needle in encodings("sk-other-" + "cd34" * 8).values())
+from tests.helpers.scenario import SMALL_RUN
+from tests.helpers.secret_search import encodings, file_bytes
 
 
 async def test_canary_key_is_in_no_bundle_file_log_or_report(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
+    """No copy of the key, plain or encoded, in the bundle, the report, the JUnit file or the
+    log; the requests carried it and their saved copies say so, redacted."""
     canary = f"sk-golive-canary-{secrets.token_hex(16)}"
     env = {**os.environ, "GOLIVE_CANARY_KEY": canary}
     config = tmp_path / "run.yaml"
@@ -70,7 +51,7 @@ async def test_canary_key_is_in_no_bundle_file_log_or_report(
         f"{path.relative_to(tmp_path)} ({kind})"
         for path in searched
         for kind, needle in needles.items()
-        if needle in _content(path)
+        if needle in file_bytes(path)
     ]
     assert hits == [], hits
     assert len(searched) > 30
@@ -79,8 +60,3 @@ async def test_canary_key_is_in_no_bundle_file_log_or_report(
     headers = [line["request_headers"] for line in lines if line.get("request_headers")]
     assert headers
     assert all(h["Authorization"] == "***REDACTED***" for h in headers)
-
-
-def _content(path: Path) -> bytes:
-    """A file's bytes, a compressed record stream's decompressed."""
-    return "".join(read_lines(path)).encode() if path.name.endswith(ZSTD) else path.read_bytes()

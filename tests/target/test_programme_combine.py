@@ -10,7 +10,7 @@ from typing import Any
 
 from golive.cli.main import main
 from golive.target.server import RunningTarget
-from tests.scenario import SMALL_RUN, golive_run, rules
+from tests.helpers.scenario import SMALL_RUN, golive_run, rules
 
 CACHE = ["--prefix-tokens", "320", "--warm-repeats", "2", "--cold-samples", "1"]
 

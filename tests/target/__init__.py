@@ -1,0 +1,1 @@
+"""Tests against the real local vLLM (CPU) target: every test here is marked `target`."""
