@@ -72,12 +72,30 @@ class NoTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class ServedModel:
+    """The model golive's requests go to, as the server listed it."""
+
+    model: str
+    max_model_len: int | None
+    evidence: str  # the saved /v1/models answer it was read from
+
+
+@dataclass(slots=True)
+class DeploymentFacts:
+    """What a run learns of the deployment once and every family then uses: the served model
+    (the first /v1/models answer that names one; a failed answer is asked again)."""
+
+    served: ServedModel | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CheckContext:
     target: Target
     bundle: Bundle
     config: GoliveConfig
     profile: Profile
     engine: Target | None = None  # gateway mode: the engine behind a gateway given as target
+    facts: DeploymentFacts = dataclasses.field(default_factory=DeploymentFacts)
 
     @property
     def metrics_url(self) -> str:
@@ -97,6 +115,42 @@ class CheckContext:
         full = sample is None or sample.keep(stream_file, parsed)
         self.bundle.append_jsonl(f"requests/{stream_file}.jsonl", parsed.to_json(full))
         return parsed
+
+
+def served_entry(body: object, wanted: str | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """golive's one rule for the served model in a /v1/models answer: the configured model if
+    it is listed, else (none configured) the first listed. Returns its entry (None: not
+    served, or nothing listed) and every id listed."""
+    entries = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(entries, list):
+        return None, []
+    listed = [e for e in entries if isinstance(e, dict)]
+    served = [str(e.get("id")) for e in listed]
+    if not listed:
+        return None, served
+    model = wanted or served[0]
+    return (listed[served.index(model)] if model in served else None), served
+
+
+def served_of(parsed: ParsedResponse, wanted: str | None, evidence: str) -> ServedModel | None:
+    """The served model in a saved /v1/models answer (`served_entry`), or None."""
+    if not parsed.record.ok:
+        return None
+    entry, _ = served_entry(parsed.json_body, wanted)
+    if entry is None:
+        return None
+    length = entry.get("max_model_len")
+    return ServedModel(str(entry["id"]), length if isinstance(length, int) else None, evidence)
+
+
+async def served_model(ctx: CheckContext, stream_file: str) -> ServedModel | None:
+    """The served model, asked of `/v1/models` once per run: the first family to need it
+    saves the answer in `requests/<stream_file>.jsonl`, the others reuse what it said."""
+    if ctx.facts.served is not None:
+        return ctx.facts.served
+    parsed = ctx.save(await ctx.target.get("/v1/models", "models"), stream_file)
+    ctx.facts.served = served_of(parsed, ctx.config.target.model, f"requests/{stream_file}.jsonl")
+    return ctx.facts.served
 
 
 @dataclass(frozen=True, slots=True)

@@ -203,7 +203,8 @@ async def _run_capacity(
 ) -> int:
     async with ray_clients(args.ray, config, progress_line) as clients:
         with RichProgress(err) as progress:
-            inputs = _capacity_inputs(args, config, log_text, progress, launched, load_span)
+            startup = None if log_text is None else parse_startup_log(log_text)
+            inputs = _capacity_inputs(args, config, startup, progress, launched, load_span)
             inputs = dataclasses.replace(inputs, clients=clients)
 
             async def programme(ctx: CheckContext) -> list[CheckResult]:
@@ -264,7 +265,7 @@ async def _agent(args: argparse.Namespace) -> int:
 def _capacity_inputs(
     args: argparse.Namespace,
     config: GoliveConfig,
-    log_text: str | None,
+    startup: StartupFacts | None,
     progress: RichProgress,
     launched: RunningTarget | None = None,
     load_span: tuple[float, float] | None = None,
@@ -274,7 +275,7 @@ def _capacity_inputs(
     )
     return CapacityInputs(
         target_pid=launched.pid if launched else args.target_pid,
-        startup=None if log_text is None else parse_startup_log(log_text),
+        startup=startup,
         load_curve=launched.load_curve if launched else (),
         sample=sample,
         progress=progress,
@@ -310,7 +311,7 @@ async def _run_plan(
     clients: RayLoad | None,
 ) -> int:
     with RichProgress(err) as progress:
-        capacity = _capacity_inputs(args, config, evidence.log_text, progress)
+        capacity = _capacity_inputs(args, config, startup, progress)  # the log parsed once
         plan = RunPlan(
             evidence=evidence,
             capacity=dataclasses.replace(capacity, clients=clients),

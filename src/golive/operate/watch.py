@@ -27,8 +27,8 @@ from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.response import Contract, response_findings
 from golive.checks.cache import CacheProtocol
 from golive.checks.cache.rules import engine_reused_tokens
-from golive.checks.capacity.collect import PhaseProgress, Quiet, served_model
-from golive.checks.context import CheckContext, scrape, tokens_per_word
+from golive.checks.capacity.collect import PhaseProgress, Quiet
+from golive.checks.context import CheckContext, scrape, served_model, tokens_per_word
 from golive.errors import ConfigError
 from golive.evidence.sampling import nvml_probe
 from golive.metrics import MetricsDelta, Snapshot
@@ -384,7 +384,7 @@ def _target_summary(target: Mapping[str, Any] | None) -> dict[str, Any] | str:
 
 
 async def run_watch(ctx: CheckContext, settings: WatchSettings) -> dict[str, Any]:
-    model, _ = await served_model(ctx, "watch-setup")
-    if model is None:
+    served = await served_model(ctx, "watch-setup")
+    if served is None:
         raise ConfigError(f"{ctx.target.url('/v1/models')} lists no model: nothing to watch")
-    return await Watcher(ctx, settings, model).run()
+    return await Watcher(ctx, settings, served.model).run()

@@ -29,6 +29,7 @@ class FakeState:
     chats: int = 0  # chat requests received
     hanging: int = 0  # chat requests held open right now (their clients still connected)
     peak_hanging: int = 0
+    models_asked: int = 0  # GET /v1/models received
 
 
 async def _hold(state: FakeState) -> None:
@@ -75,6 +76,9 @@ def build_app(state: FakeState) -> web.Application:
         return web.json_response({"version": "0.32.0"})
 
     async def models(_: web.Request) -> web.Response:
+        state.models_asked += 1
+        if state.fault == "models_down_once" and state.models_asked == 1:
+            return web.json_response({"error": "starting"}, status=503)
         return web.json_response(
             {"object": "list", "data": [{"id": MODEL, "object": "model", "max_model_len": 4096}]}
         )

@@ -19,8 +19,8 @@ from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import AgentCase, Kind
 from golive.checks.agent.judge import PLAN, case_to_json, judge_agent, stream_file
 from golive.checks.agent.results import FAILURES, no_model_result
-from golive.checks.capacity.collect import PhaseProgress, Quiet, served_model
-from golive.checks.context import CheckContext, Target, scrape
+from golive.checks.capacity.collect import PhaseProgress, Quiet
+from golive.checks.context import CheckContext, Target, scrape, served_model
 from golive.config import AgentConfig
 from golive.results import CheckResult
 from golive.traffic.records import ParsedResponse
@@ -60,10 +60,10 @@ def agent_settings(
 async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckResult]:
     """Send every case (the evidence), then judge the cases from the bundle as
     `golive decide` does."""
-    model, _ = await served_model(ctx, "agent-setup")
-    if model is None:
+    served = await served_model(ctx, "agent-setup")
+    if served is None:
         return [no_model_result()]
-    runner = _Runner(ctx, settings, model)
+    runner = _Runner(ctx, settings, served.model)
     scrapes: dict[str, str | None] = {}
     for case in settings.cases:
         sends = 2 * settings.repeat * (2 if case.kind is Kind.RETRY else 1)

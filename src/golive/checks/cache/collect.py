@@ -23,8 +23,7 @@ from golive.checks.cache.rules import (
     LoggedCache,
     cached_prompt_tokens,
 )
-from golive.checks.capacity.collect import served_model
-from golive.checks.context import CheckContext, scrape, tokens_per_word
+from golive.checks.context import CheckContext, scrape, served_model, tokens_per_word
 from golive.evidence.startup_log import StartupFacts
 from golive.metrics import MetricsDelta, Snapshot
 from golive.results import CheckResult
@@ -111,9 +110,10 @@ async def run_cache(ctx: CheckContext, settings: CacheSettings) -> list[CheckRes
 async def collect_cache(ctx: CheckContext, settings: CacheSettings) -> dict[str, Any]:
     """Send the protocol's requests, each between two scrapes (`metrics/cache-steps.jsonl`);
     return what was resolved on the way (`metrics/cache-protocol.json`), or why it stopped."""
-    model, max_model_len = await served_model(ctx, FILE)
-    if model is None:
+    served = await served_model(ctx, FILE)
+    if served is None:
         return {"problem": "no served model: /v1/models did not answer"}
+    model, max_model_len = served.model, served.max_model_len
     start = await scrape(ctx, START_SCRAPE)
     if start.snapshot is None:
         return {

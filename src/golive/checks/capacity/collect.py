@@ -232,22 +232,6 @@ def shape_of(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-async def served_model(
-    ctx: CheckContext, stream_file: str = "capacity-setup"
-) -> tuple[str | None, int | None]:
-    parsed = ctx.save(await ctx.target.get("/v1/models", "models"), stream_file)
-    body = parsed.json_body
-    if not parsed.record.ok or not isinstance(body, dict) or not body.get("data"):
-        return None, None
-    served = [e for e in body["data"] if isinstance(e, dict)]
-    wanted = ctx.config.target.model
-    entry = next((e for e in served if e.get("id") == wanted), served[0] if not wanted else None)
-    if entry is None:
-        return None, None
-    length = entry.get("max_model_len")
-    return str(entry["id"]), length if isinstance(length, int) else None
-
-
 _GAUGES = ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting", "num_preemptions")
 
 

@@ -22,7 +22,6 @@ from golive.checks.capacity.collect import (
     merge_curves,
     refusal,
     save_load_evidence,
-    served_model,
 )
 from golive.checks.capacity.judge import (
     LADDER,
@@ -56,6 +55,7 @@ from golive.checks.context import (
     chat_tokens,
     compressed,
     packed,
+    served_model,
     tokens_per_word,
 )
 from golive.evidence.gpu_curve import PhaseSpan
@@ -72,8 +72,8 @@ FRACTIONS = (0.125, 0.25, 0.5, 0.75, 1.0)
 
 async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckResult]:
     """Phase 1, then 2-4 under the memory and engine samplers; stop on engine death."""
-    model, max_model_len = await served_model(ctx)
-    if model is None:
+    served = await served_model(ctx, "capacity-setup")
+    if served is None:
         return [
             cap_result(
                 "capacity.long_input",
@@ -83,7 +83,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
                 (),
             )
         ]
-    run = Run(ctx, inputs, model, max_model_len)
+    run = Run(ctx, inputs, served.model, served.max_model_len)
     ctx.bundle.write_json(WORKLOAD_FILE, {"seed": run.workload_seed})
     probes: list[Probe] = []
     if inputs.target_pid is not None:
@@ -102,7 +102,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
         ("sustained", sustained),
     )
     if ctx.config.capacity.answer_probes and inputs.clients is None:
-        run.probes_at_idle = await send_idle(ctx, model)  # the reference, before any load
+        run.probes_at_idle = await send_idle(ctx, served.model)  # the reference, before any load
     async with sampling(ctx.bundle, "memory/capacity.csv", probes, 0.2, lambda: run.phase) as curve:
         run.memory = curve
         for name, phase in phases:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from golive.bundle.store import BundleReader
-from golive.checks.context import CheckContext, scrape
+from golive.checks.context import CheckContext, scrape, served_of
 from golive.checks.env.judge import CHAIN_INPUTS, chain_inputs, chain_results, saved_inputs
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.chain import ChainInputs, Source
@@ -203,13 +203,12 @@ async def _live_facts(
     if record.record.ok and isinstance(record.json_body, dict) and "version" in record.json_body:
         version = Source(str(record.json_body["version"]), "requests/env.jsonl#/version")
     record = ctx.save(await ctx.target.get("/v1/models", "env-models"), "env")
-    body = record.json_body
-    if record.record.ok and isinstance(body, dict) and body.get("data"):
-        entry = body["data"][0]
-        if isinstance(entry, dict) and entry.get("max_model_len") is not None:
-            models = Source(str(entry["max_model_len"]), "requests/env.jsonl#/v1/models")
-        if isinstance(entry, dict) and entry.get("id"):
-            model = Source(str(entry["id"]), "requests/env.jsonl#/v1/models")
+    served = served_of(record, ctx.config.target.model, "requests/env.jsonl")
+    if served is not None:
+        ctx.facts.served = served
+        model = Source(served.model, "requests/env.jsonl#/v1/models")
+        if served.max_model_len is not None:
+            models = Source(str(served.max_model_len), "requests/env.jsonl#/v1/models")
     metrics = await scrape(ctx, "env")
     info = metrics.snapshot.series("cache_config_info") if metrics.snapshot else ()
     return version, models, model, dict(info[0].labels) if info else {}

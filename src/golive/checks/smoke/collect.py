@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from golive.bundle.store import BundleReader
-from golive.checks.context import CheckContext, Scrape, scrape
+from golive.checks.context import CheckContext, Scrape, ServedModel, scrape
 from golive.checks.smoke.judge import (
     DELTA,
+    EVIDENCE,
     PLAN,
     TEXT_CHECKS,
     judge_smoke,
@@ -38,12 +39,15 @@ async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
     metrics = next(r for r in results if r.id == "smoke.metrics")
     if DELTA in metrics.evidence:
         ctx.bundle.write_json(DELTA, metrics.measurements)
+    listed = next(r for r in results if r.id == "smoke.models")
+    length = listed.measurements.get("max_model_len")
+    max_len = length if isinstance(length, int) else None
+    if model is not None:  # the families after smoke send to this model: no second ask
+        ctx.facts.served = ServedModel(model, max_len, EVIDENCE)
     if ctx.config.smoke.classes and model is not None:
         from golive.checks.smoke.request_classes import run_classes
 
-        listed = next(r for r in results if r.id == "smoke.models")
-        max_len = listed.measurements.get("max_model_len")
-        results += await run_classes(ctx, model, max_len if isinstance(max_len, int) else None)
+        results += await run_classes(ctx, model, max_len)
     return results
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from golive.bundle.store import BundleReader
-from golive.checks.context import transport_problem
+from golive.checks.context import served_entry, transport_problem
 from golive.config import GoliveConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
@@ -128,21 +128,18 @@ def models_result(parsed: ParsedResponse | None, wanted: str | None) -> CheckRes
     problem = transport_problem(parsed, "/v1/models")
     if problem:
         return _result("smoke.models", *problem)
-    body = parsed.json_body
-    entries = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(entries, list) or not entries:
+    entry, served = served_entry(parsed.json_body, wanted)
+    if not served:
         return _result("smoke.models", Status.FAIL, "/v1/models lists no models")
-    served = [str(e.get("id")) for e in entries if isinstance(e, dict)]
-    model = wanted or served[0]
-    if model not in served:
+    if entry is None:
         return _result(
             "smoke.models",
             Status.FAIL,
-            f"model {model!r} is not served here; served: {', '.join(served)} "
+            f"model {wanted!r} is not served here; served: {', '.join(served)} "
             "(fix --model or target.model)",
             {"served": ", ".join(served)},
         )
-    entry = entries[served.index(model)]
+    model = str(entry["id"])
     max_len = entry.get("max_model_len")
     return _result(
         "smoke.models",

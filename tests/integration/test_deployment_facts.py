@@ -1,0 +1,52 @@
+"""The served model is asked of /v1/models once per run and every family reuses it; an
+answer that named no model is asked again by the next family."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from golive.checks.context import CheckContext, ServedModel, served_model
+from golive.config import load_config
+from golive.pipeline import judge
+from golive.results import CheckClass, CheckResult, Status
+from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
+
+
+async def _ask_twice(url: str, out: Path) -> tuple[ServedModel | None, ServedModel | None]:
+    seen: list[ServedModel | None] = []
+
+    async def programme(ctx: CheckContext) -> list[CheckResult]:
+        seen.append(await served_model(ctx, "first-family"))
+        seen.append(await served_model(ctx, "second-family"))
+        return [CheckResult("smoke.health", CheckClass.SMOKE, True, Status.PASS, "asked")]
+
+    await judge(load_config(None, {"target.url": url}), out, "smoke", programme, ("smoke",))
+    return seen[0], seen[1]
+
+
+def _labels(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    return [json.loads(line)["label"] for line in path.read_text().splitlines()]
+
+
+async def test_the_second_family_reuses_the_first_answer(tmp_path: Path) -> None:
+    """Two families, one GET /v1/models: the second is told the model and where it was read."""
+    state = FakeState()
+    async with fake_vllm(state) as url:
+        first, second = await _ask_twice(url, tmp_path / "b")
+    assert state.models_asked == 1
+    assert first == second == ServedModel(MODEL, 4096, "requests/first-family.jsonl")
+    assert _labels(tmp_path / "b/requests/first-family.jsonl") == ["models"]
+    assert _labels(tmp_path / "b/requests/second-family.jsonl") == []
+
+
+async def test_a_failed_answer_is_asked_again(tmp_path: Path) -> None:
+    """A 503 names no model: the next family asks again, and saves that answer as its own."""
+    state = FakeState(fault="models_down_once")
+    async with fake_vllm(state) as url:
+        first, second = await _ask_twice(url, tmp_path / "b")
+    assert state.models_asked == 2
+    assert first is None
+    assert second == ServedModel(MODEL, 4096, "requests/second-family.jsonl")
