@@ -11,7 +11,7 @@ import datetime as dt
 import fnmatch
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,6 +33,16 @@ from golive.report.markdown import bundle_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
 from golive.verdict.decide import decide, limits
+from golive.verdict.document import (
+    VERDICT_FILE,
+    ActionEntry,
+    CheckEntry,
+    Limits,
+    RollbackTarget,
+    SkippedEntry,
+    VerdictDocument,
+    rules_of,
+)
 from golive.verdict.interrupt import Guard
 from golive.verdict.ledger import write_ledger
 from golive.verdict.policy import POLICY_FILE, apply_policy, load_policy
@@ -46,7 +56,12 @@ Programme = Callable[[CheckContext], Awaitable[list[CheckResult]]]
 class Verdict:
     outcome: Outcome
     bundle: Path
-    data: dict[str, Any]
+    document: VerdictDocument
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """verdict.json's content, as written."""
+        return self.document.to_json()
 
 
 def _now() -> str:
@@ -124,45 +139,50 @@ async def judge(
         checks = server_log_evidence(bundle, server_log, checks)
     checks = apply_policy(policy.policy, checks)
     decision = decide(checks, scope, policy.policy.waive)
-    data = verdict_json(config, profile.name, command, started, checks, decision, scope)
-    data.update(
+    document = verdict_document(
+        config,
+        profile.name,
+        command,
+        started,
+        checks,
+        decision,
+        scope,
         waivers=policy.policy.waivers(decision.waived),
-        policy=policy.to_json(),
+        policy=policy.ref(),
         rollback_target=rollback_target(bundle.root),
-        judged_from_evidence=judged_from_evidence(bundle.root, checks),
+        judged_from_evidence=tuple(judged_from_evidence(bundle.root, checks)),
+        interrupted=None if guard.interruption is None else guard.interruption.entry(),
+        bundle_bytes=size_bytes(bundle.root),  # the evidence, before the reports
     )
-    if guard.interruption is not None:
-        data["interrupted"] = guard.interruption.to_json()
-    data["bundle_bytes"] = size_bytes(bundle.root)  # the evidence, before the reports
-    write_verdict(bundle, data)
+    write_verdict(bundle, document)
     bundle.seal(key)
-    return Verdict(decision.outcome, out, data)
+    return Verdict(decision.outcome, out, document)
 
 
-def write_verdict(bundle: Bundle, data: Mapping[str, Any]) -> None:
+def write_verdict(bundle: Bundle, document: VerdictDocument) -> None:
     """verdict.json, report.md, the sign-off sheet and report.html."""
-    bundle.write_json("verdict.json", data)
-    bundle.write_text("report.md", bundle_markdown(bundle.root, data))
-    write_signoff(bundle, data, None)
+    bundle.write_json(VERDICT_FILE, document.to_json())
+    bundle.write_text("report.md", bundle_markdown(bundle.root, document))
+    write_signoff(bundle, document, None)
 
 
-def rollback_target(root: Path) -> dict[str, Any]:
+def rollback_target(root: Path) -> RollbackTarget:
     found = identity(root)
-    return {
-        "image": found["image"],
-        "image_digest": found["image_digest"],
-        "launch_config_digest": found["launch_config_digest"],
-        "becomes_rollback_artifact": "when signed go-live or observe-with-limits",
-    }
+    return RollbackTarget(
+        image=found["image"],
+        image_digest=found["image_digest"],
+        launch_config_digest=found["launch_config_digest"],
+        becomes_rollback_artifact="when signed go-live or observe-with-limits",
+    )
 
 
-def write_signoff(bundle: Bundle, data: Mapping[str, Any], signature: Any) -> None:
+def write_signoff(bundle: Bundle, document: VerdictDocument, signature: Any) -> None:
     """signoff.json/.md from what the bundle holds, then report.html (which shows them)."""
     bundle.close()
-    record = build_signoff(data, bundle_files(bundle.root), signature)
+    record = build_signoff(document, bundle_files(bundle.root), signature)
     bundle.write_json("signoff.json", record)
     bundle.write_text("signoff.md", render_signoff(record))
-    bundle.write_text("report.html", render_html(bundle.root, data))
+    bundle.write_text("report.html", render_html(bundle.root, document))
 
 
 class RemoteClients(Protocol):
@@ -187,26 +207,24 @@ def client_settings(config: GoliveConfig, url: str | None = None) -> ClientSetti
     )
 
 
-def action_for(check_id: str, rules: Sequence[OwnerRule]) -> dict[str, str]:
+def action_for(check: CheckResult, rules: Sequence[OwnerRule]) -> ActionEntry:
     """Owner, deadline and rollback of a failed item: the first matching rule, else
     `unassigned` (which the sign-off then reports as an open item)."""
-    rule = next((r for r in rules if fnmatch.fnmatchcase(check_id, r.match)), None)
+    rule = next((r for r in rules if fnmatch.fnmatchcase(check.id, r.match)), None)
     if rule is None:
-        return {
-            "check": check_id,
-            "owner": UNASSIGNED,
-            "deadline": UNASSIGNED,
-            "rollback": UNASSIGNED,
-        }
-    return {
-        "check": check_id,
-        "owner": rule.owner,
-        "deadline": rule.deadline,
-        "rollback": rule.rollback,
-    }
+        owner = deadline = rollback = UNASSIGNED
+    else:
+        owner, deadline, rollback = rule.owner, rule.deadline, rule.rollback
+    return ActionEntry(
+        check=check.id,
+        owner=owner,
+        deadline=deadline,
+        rollback=rollback,
+        status=check.status.value,
+    )
 
 
-def verdict_json(
+def verdict_document(
     config: GoliveConfig,
     profile: str,
     command: str,
@@ -214,9 +232,11 @@ def verdict_json(
     checks: Sequence[CheckResult],
     decision: Decision,
     scope: Scope,
-) -> dict[str, Any]:
+    **more: Any,
+) -> VerdictDocument:
     """verdict.json as DESIGN.md §1 defines it. `actions`: every item that is not a pass
-    (failed, unmeasured, warned and not waived), each with owner, deadline and rollback."""
+    (failed, unmeasured, warned and not waived), each with owner, deadline and rollback.
+    `more`: the fields the caller knows (waivers, policy, rollback target, ...)."""
     open_items = [
         c
         for c in checks
@@ -224,33 +244,28 @@ def verdict_json(
         or (c.status is Status.WARN and c.id not in decision.waived)
         or (c.status is Status.SKIPPED and not skipped_by_config(c))
     ]
-    return {
-        "outcome": decision.outcome.value,
-        "exit_code": decision.outcome.exit_code,
-        "scope": scope_json(scope),
-        "sections_missing": sections_missing(scope),
-        "profile": profile,
-        "target": config.target.url,
-        "command": command,
-        "started_at": started,
-        "finished_at": _now(),
-        "golive_version": __version__,
-        "config_digest": "sha256:"
-        + hashlib.sha256(
-            yaml.safe_dump(config.model_dump(mode="json"), sort_keys=True).encode()
-        ).hexdigest(),
-        "checks": [c.to_json() for c in checks],
-        "rules_fired": [r.to_json() for r in decision.rules_fired],
-        "limits": limits(checks),
-        "skipped_by_config": [
-            {"check": c.id, "reason": c.summary} for c in checks if skipped_by_config(c)
-        ],
-        "actions": [
-            {**action_for(c.id, config.signoff.actions), "status": c.status.value}
-            for c in open_items
-        ],
-        "rollback_target": None,
-    }
+    digest = hashlib.sha256(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=True).encode())
+    return VerdictDocument(
+        outcome=decision.outcome,
+        exit_code=decision.outcome.exit_code,
+        scope=scope_json(scope),
+        sections_missing=tuple(sections_missing(scope)),
+        profile=profile,
+        target=config.target.url,
+        command=command,
+        started_at=started,
+        finished_at=_now(),
+        golive_version=__version__,
+        config_digest="sha256:" + digest.hexdigest(),
+        checks=tuple(CheckEntry.of(c) for c in checks),
+        rules_fired=rules_of(decision),
+        limits=Limits(**limits(checks)),
+        skipped_by_config=tuple(
+            SkippedEntry(check=c.id, reason=c.summary) for c in checks if skipped_by_config(c)
+        ),
+        actions=tuple(action_for(c, config.signoff.actions) for c in open_items),
+        **more,
+    )
 
 
 def sign_bundle(
@@ -270,17 +285,17 @@ def sign_bundle(
             f"{root} does not match its manifest (altered {list(report.altered)}, missing "
             f"{list(report.missing)}, added {list(report.extra)}): refusing to sign it"
         )
-    data = json.loads((root / "verdict.json").read_text(encoding="utf-8"))
+    document = VerdictDocument.read(root)
     previous = json.loads((root / "signoff.json").read_text(encoding="utf-8")).get("signature")
     if previous:
         raise ConfigError(
             f"{root} is already signed by {previous['reviewer']} ({previous['outcome']}); a "
             "signature is never replaced: run golive again for a new bundle"
         )
-    verdict_outcome = Outcome(data["outcome"])
+    verdict_outcome = document.outcome
     if not reviewer.strip():
         raise ConfigError("--reviewer must name a person")
-    check_signable(root, data, outcome, override_reason)
+    check_signable(document, outcome, override_reason, root)
     manifest = (root / MANIFEST).read_bytes()
     signature = {
         "reviewer": reviewer.strip(),
@@ -291,23 +306,23 @@ def sign_bundle(
         "override_reason": (override_reason or "").strip() or None,
     }
     bundle = Bundle(root)
-    write_signoff(bundle, data, signature)
+    write_signoff(bundle, document, signature)
     bundle.seal(key)
     registered = register(root, signature, registry_dir(registry))
     return {**signature, "registered": None if registered is None else str(registered)}
 
 
 def check_signable(
-    root: Path, data: Mapping[str, Any], outcome: Outcome, override_reason: str | None
+    document: VerdictDocument, outcome: Outcome, override_reason: str | None, root: Path
 ) -> None:
     """What a signature may claim: an accepted outcome only over the whole programme with
     every open item owned; an outcome better than the verdict's only with a reason."""
-    verdict_outcome = Outcome(data["outcome"])
+    verdict_outcome = document.outcome
     if outcome is Outcome.SECTION_PASSED:
         raise ConfigError("section-passed is not a decision to sign: sign a programme bundle")
     if outcome.value in ACCEPTED:
-        programme_scope(dict(data), root, f"signing {outcome.value}")
-        open_items = unowned(data.get("actions") or [])
+        programme_scope(document, root, f"signing {outcome.value}")
+        open_items = unowned(document.actions)
         if open_items:
             raise ConfigError(
                 f"signing {outcome.value} needs an owner, deadline and rollback action for "

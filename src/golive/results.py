@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 
 class Status(enum.StrEnum):
@@ -67,7 +66,7 @@ EXIT_INTERNAL = 3
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """One check's finding, as written into verdict.json."""
+    """One check's finding (verdict.json `checks`: `verdict.document.CheckEntry`)."""
 
     id: str
     check_class: CheckClass
@@ -76,31 +75,6 @@ class CheckResult:
     summary: str
     measurements: Mapping[str, float | int | str | bool | None] = field(default_factory=dict)
     evidence: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """The verdict.json shape (DESIGN.md §1)."""
-        return {
-            "id": self.id,
-            "class": self.check_class.value,
-            "critical": self.critical,
-            "status": self.status.value,
-            "summary": self.summary,
-            "measurements": dict(self.measurements),
-            "evidence": list(self.evidence),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CheckResult:
-        """Read back a check result from a saved verdict.json."""
-        return cls(
-            id=str(data["id"]),
-            check_class=CheckClass(data["class"]),
-            critical=bool(data["critical"]),
-            status=Status(data["status"]),
-            summary=str(data["summary"]),
-            measurements=dict(data.get("measurements", {})),
-            evidence=tuple(data.get("evidence", ())),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +85,6 @@ class RuleFired:
     outcome: Outcome
     reason: str
     check_ids: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "outcome": self.outcome.value,
-            "reason": self.reason,
-            "checks": list(self.check_ids),
-        }
 
 
 @dataclass(frozen=True, slots=True)

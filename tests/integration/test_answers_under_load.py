@@ -92,7 +92,7 @@ async def test_an_answer_that_changes_under_load_fails(
             return judge_answers(BundleReader(ctx.bundle.root), critical)
 
         verdict = await judge(config, tmp_path / "b", "capacity", programme, ("capacity",))
-    check = next(CheckResult.from_json(c) for c in verdict.data["checks"] if c["id"] == CHECK)
+    check = next(c for c in verdict.document.results() if c.id == CHECK)
     assert check.status is Status.FAIL
     assert check.critical is critical
     assert "'arithmetic' answered '42' at idle (correct) and '43' under load (sustained-c4)" in (

@@ -84,7 +84,7 @@ async def test_the_client_reads_the_field_the_server_writes(
             return await run_agent(ctx, settings)
 
         verdict = await judge(config, tmp_path / "b", "agent", programme, ("agent",))
-    checks = {c["id"]: CheckResult.from_json(c) for c in verdict.data["checks"]}
+    checks = {c.id: c for c in verdict.document.results()}
     check = checks["agent.client_reasoning_field"]
     assert check.status is status, check.summary
     assert check.measurements[f"answers_with_{server}"] == 2  # streamed and plain

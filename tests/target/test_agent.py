@@ -139,7 +139,7 @@ async def _gateway_run(
 
     verdict = await judge(config, out, "agent", programme, ("agent",))
     assert verdict.outcome is Outcome.HOLD
-    return {c["id"]: CheckResult.from_json(c) for c in verdict.data["checks"]}
+    return {c.id: c for c in verdict.document.results()}
 
 
 async def test_gateway_rewriting_arguments_is_blamed_on_the_gateway(

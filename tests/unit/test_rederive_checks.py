@@ -17,6 +17,7 @@ from golive.checks.capacity.load_window import STEPS
 from golive.config import GoliveConfig, load_profile
 from golive.errors import BundleError
 from golive.results import CheckClass, CheckResult, Status
+from golive.verdict.document import VerdictDocument
 from golive.verdict.rederive import differences
 
 DATA = Path(__file__).parents[1] / "data"
@@ -112,10 +113,8 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
     tier = DATA / "vllm-gpu-0.24-h200x2-tier"
     (tmp_path / "metrics").mkdir()
     shutil.copy(tier / "capacity-steps.jsonl", tmp_path / STEPS)
-    verdict = json.loads((tier / "verdict.json").read_text())
-    sealed = [
-        CheckResult.from_json(c) for c in verdict["checks"] if c["id"] == "capacity.concurrency"
-    ]
+    verdict = VerdictDocument.read(tier)
+    sealed = [c for c in verdict.results() if c.id == "capacity.concurrency"]
     again = judge_ramp(BundleReader(tmp_path), GoliveConfig().capacity)
     # sealed by an earlier golive: the API-server finding has since been worded by Little's
     # law (the time outside the engine, now a measurement per step); the rest is unchanged

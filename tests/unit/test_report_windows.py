@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 from golive.report.markdown import render_markdown
+from golive.verdict.document import VerdictDocument
+from tests.helpers.verdicts import verdict
 
 TIER = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x2-tier"
 
@@ -15,9 +17,8 @@ def _windows() -> list[dict[str, object]]:
 
 
 def test_the_h200_run_reports_every_window_loaded_for_its_duration() -> None:
-    verdict = json.loads((TIER / "verdict.json").read_text())
     windows = _windows()
-    text = render_markdown(verdict, None, windows)
+    text = render_markdown(VerdictDocument.read(TIER), None, windows)
     assert (
         f"{len(windows)} of {len(windows)} window(s) carried their load for the whole duration."
         in text
@@ -30,7 +31,7 @@ def test_a_window_cut_short_is_named_in_the_report() -> None:
     """The first H200 run: the sustained window hit its request cap after ~25 of 60 s."""
     windows = _windows()
     cut = {**windows[-1], "stopped_by": "request_cap", "wall_s": 25.1}
-    text = render_markdown({"outcome": "hold"}, None, [*windows[:-1], cut])
+    text = render_markdown(verdict("hold"), None, [*windows[:-1], cut])
     assert f"{len(windows) - 1} of {len(windows)} window(s)" in text
     assert "ended early: sustained c16 (request_cap)" in text
 
@@ -47,7 +48,7 @@ def test_golive_own_figures_stand_beside_each_window() -> None:
         },
         "client_bottleneck": "the client, not the server, was the bottleneck: golive used 97%",
     }
-    text = render_markdown({"outcome": "hold"}, None, [*windows[:-1], starved])
+    text = render_markdown(verdict("hold"), None, [*windows[:-1], starved])
     assert "| 18.4 / 41.2, 230.5 | 97% |" in text
     assert "Not judged: the client, not the server, was the bottleneck" in text
     assert text.count("| n/a | n/a |") == len(windows) - 1  # captured before the figures
@@ -76,7 +77,7 @@ def test_each_ramp_p95_stands_with_its_count_and_bound() -> None:
         "ttft_samples": 313,
         "ttft_p95_upper_s": 0.74,
     }
-    text = render_markdown({"outcome": "hold"}, None, [], [small, large])
+    text = render_markdown(verdict("hold"), None, [], [small, large])
     assert "## Latency by ramp step" in text
     assert (
         "| 2 | 15 | 0.900 | 0.950 (n=15 < 59: not a bound) | 0.700 (n=15 < 59: not a bound) |"
@@ -85,4 +86,4 @@ def test_each_ramp_p95_stands_with_its_count_and_bound() -> None:
     assert "| 16 | 313 | 0.900 | 0.950 (≤ 0.981, n=313) | 0.700 (≤ 0.740, n=313) |" in text
     # a bundle from before the counts were kept says so rather than guessing
     old = [json.loads(x) for x in (TIER / "capacity-steps.jsonl").read_text().splitlines()]
-    assert "(samples not recorded)" in render_markdown({"outcome": "hold"}, None, [], old)
+    assert "(samples not recorded)" in render_markdown(verdict("hold"), None, [], old)

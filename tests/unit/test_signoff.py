@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from golive.bundle.signoff import ITEMS, build_signoff, render_signoff
-
-
-def _check(check_id: str, status: str, *evidence: str) -> dict[str, Any]:
-    return {"id": check_id, "status": status, "critical": True, "evidence": list(evidence)}
+from tests.helpers.verdicts import action, verdict
+from tests.helpers.verdicts import check as _check
 
 
 def _states(record: dict[str, Any]) -> dict[int, str]:
@@ -16,22 +14,20 @@ def _states(record: dict[str, Any]) -> dict[int, str]:
 
 
 def test_items_follow_their_checks_and_files() -> None:
-    verdict = {
-        "outcome": "hold",
-        "checks": [
+    held = verdict(
+        "hold",
+        (
             _check("environment.image", "pass", "environment/container.json"),
             _check("environment.host_driver", "fail"),
             _check("capacity.long_input", "pass", "requests/capacity-long_input.jsonl"),
             _check("cache.prefix_reuse", "no_data"),
             _check("agent.one_arg.required", "pass"),
             _check("agent.structured", "warn"),
-        ],
-        "actions": [
-            {"check": "environment.host_driver", "owner": "infra", "deadline": "d", "rollback": "r"}
-        ],
-    }
+        ),
+        (action("environment.host_driver", "infra", "d", "r"),),
+    )
     files = ["verdict.json", "environment/container.json", "requests/capacity-long_input.jsonl"]
-    record = build_signoff(verdict, files)
+    record = build_signoff(held, files)
     states = _states(record)
     assert len(ITEMS) == 17
     assert states[1] == "ticked"
@@ -54,18 +50,11 @@ def test_items_follow_their_checks_and_files() -> None:
 
 
 def test_unassigned_failures_and_signature() -> None:
-    verdict = {
-        "outcome": "hold",
-        "checks": [_check("agent.retry", "fail")],
-        "actions": [
-            {
-                "check": "agent.retry",
-                "owner": "unassigned",
-                "deadline": "unassigned",
-                "rollback": "unassigned",
-            }
-        ],
-    }
+    held = verdict(
+        "hold",
+        (_check("agent.retry", "fail"),),
+        (action("agent.retry", "unassigned", "unassigned", "unassigned"),),
+    )
     signature = {
         "reviewer": "Ana",
         "signed_at": "t",
@@ -74,7 +63,7 @@ def test_unassigned_failures_and_signature() -> None:
         "bundle_digest": "sha256:x",
         "override_reason": None,
     }
-    record = build_signoff(verdict, ["config/effective.yaml"], signature)
+    record = build_signoff(held, ["config/effective.yaml"], signature)
     states = _states(record)
     assert states[15] == "failed"
     assert states[16] == "failed"
@@ -87,15 +76,14 @@ def test_unassigned_failures_and_signature() -> None:
 
 def test_an_item_needs_every_check_it_names() -> None:
     """Item 5 with startup.log passed and environment.driver_runtime at no_data: not ticked."""
-    verdict = {
-        "outcome": "hold",
-        "checks": [
+    held = verdict(
+        "hold",
+        (
             _check("environment.driver_runtime", "no_data"),
             _check("startup.log", "pass", "environment/startup.log"),
-        ],
-        "actions": [],
-    }
-    record = build_signoff(verdict, ["environment/startup.log"])
+        ),
+    )
+    record = build_signoff(held, ["environment/startup.log"])
     assert _states(record)[5] == "missing"
     assert "environment.driver_runtime (no data)" in record["items"][4]["why"]
 
@@ -104,9 +92,9 @@ def test_a_warned_item_is_watched_not_ticked() -> None:
     names = ("agent.one_arg.required", "agent.one_arg.named", "agent.structured")
     checks = [_check(n, "pass") for n in names]
     checks += [_check("agent.multi_turn", "warn"), _check("agent.nested.required", "pass")]
-    record = build_signoff({"outcome": "observe-with-limits", "checks": checks}, [])
+    record = build_signoff(verdict("observe-with-limits", tuple(checks)), [])
     assert _states(record)[13] == "watched"
     assert "agent.multi_turn" in record["items"][12]["why"]
     assert "- [ ] WATCHED 13." in render_signoff(record)
     checks[3] = _check("agent.multi_turn", "pass")
-    assert _states(build_signoff({"outcome": "go-live", "checks": checks}, []))[13] == "ticked"
+    assert _states(build_signoff(verdict("go-live", tuple(checks)), []))[13] == "ticked"

@@ -1,8 +1,8 @@
 """The sign-off record: the checklist's 17 sign-off items and its nine-item evidence package,
 each ticked only from evidence in the bundle (with the paths), and the reviewer's signature.
 
-Pure: built from verdict.json's data and the list of files in the bundle. `golive signoff`
-adds the signature and re-seals (I/O in cli/main.py / pipeline.py).
+Pure: built from the verdict (`verdict.document`) and the list of files in the bundle.
+`golive signoff` adds the signature and re-seals (I/O in cli/main.py / pipeline.py).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument
 from golive.verdict.scope import NOT_USED
 
 TICKED, FAILED, MISSING, WATCHED = "ticked", "failed", "missing", "watched"
@@ -93,8 +94,8 @@ EVIDENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def _matching(checks: Sequence[Mapping[str, Any]], patterns: Sequence[str]) -> list[Any]:
-    return [c for c in checks if any(fnmatch.fnmatchcase(c["id"], p) for p in patterns)]
+def _matching(checks: Sequence[CheckEntry], patterns: Sequence[str]) -> list[CheckEntry]:
+    return [c for c in checks if any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
 
 
 def _files(files: Sequence[str], patterns: Sequence[str]) -> list[str]:
@@ -113,13 +114,13 @@ def _in_part(path: str) -> str:
 
 
 def build_signoff(
-    verdict: Mapping[str, Any],
+    verdict: VerdictDocument,
     files: Sequence[str],
     signature: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """signoff.json: every item with its state, the checks and files behind it."""
-    checks = verdict.get("checks") or []
-    actions = verdict.get("actions") or []
+    checks = verdict.checks
+    actions = verdict.actions
     items = []
     for number, item in enumerate(ITEMS, start=1):
         if number == 16:
@@ -152,64 +153,55 @@ def build_signoff(
             }
         )
     return {
-        "outcome": verdict.get("outcome"),
+        "outcome": verdict.outcome.value,
         "items": items,
         "evidence_package": package,
         "signature": dict(signature) if signature else None,
     }
 
 
-def _passed(check: Mapping[str, Any]) -> bool:
+def _passed(check: CheckEntry) -> bool:
     """pass, or skipped because the config says the class is not used."""
-    if check["status"] == "pass":
+    if check.status == "pass":
         return True
-    return (
-        check["status"] == "skipped"
-        and (check.get("measurements") or {}).get("skip_reason") == NOT_USED
-    )
+    return check.status == "skipped" and check.measurements.get("skip_reason") == NOT_USED
 
 
 def _item_state(
-    item: Item, checks: Sequence[Mapping[str, Any]], files: Sequence[str]
+    item: Item, checks: Sequence[CheckEntry], files: Sequence[str]
 ) -> tuple[str, str, list[str]]:
     """Ticked only when every check the item names is present and passed, and its files
     are saved: one measured check never ticks an item for the others."""
     found = _matching(checks, item.checks)
-    paths = sorted({e for c in found for e in c.get("evidence") or []})
+    paths = sorted({e for c in found for e in c.evidence})
     paths += [f for f in _files(files, item.files) if f not in paths]
-    present = {c["id"] for c in found}
+    present = {c.id for c in found}
     absent = [p for p in item.checks if "*" not in p and p not in present]
-    bad = [c["id"] for c in found if c["status"] in _BAD]
+    bad = [c.id for c in found if c.status in _BAD]
     if bad:
         return FAILED, f"failed: {', '.join(bad)}", paths
-    unmeasured = [
-        c["id"] for c in found if c["status"] in ("no_data", "skipped") and not _passed(c)
-    ]
+    unmeasured = [c.id for c in found if c.status in ("no_data", "skipped") and not _passed(c)]
     if absent or unmeasured or not found:
         gaps = [
             *(f"{a} (not in this bundle)" for a in absent),
             *(f"{u} (no data)" for u in unmeasured),
         ]
         return MISSING, "no evidence: " + ", ".join(gaps or list(item.checks)), paths
-    warned = [c["id"] for c in found if c["status"] == "warn"]
+    warned = [c.id for c in found if c.status == "warn"]
     if warned:
         return WATCHED, f"passed with warnings, watched with an owner: {', '.join(warned)}", paths
     files_absent = [p for p in item.files if not _files(files, (p,))]
     if files_absent:
         return MISSING, f"the saved files are missing ({', '.join(files_absent)})", paths
-    return TICKED, "passed: " + ", ".join(c["id"] for c in found), paths
+    return TICKED, "passed: " + ", ".join(c.id for c in found), paths
 
 
-def unowned(actions: Sequence[Mapping[str, Any]]) -> list[str]:
+def unowned(actions: Sequence[ActionEntry]) -> list[str]:
     """The open items (verdict.json `actions`) without an owner, deadline or rollback."""
-    return [
-        a["check"]
-        for a in actions
-        if UNASSIGNED in (a.get("owner"), a.get("deadline"), a.get("rollback"))
-    ]
+    return [a.check for a in actions if UNASSIGNED in (a.owner, a.deadline, a.rollback)]
 
 
-def _actions_state(actions: Sequence[Mapping[str, Any]]) -> tuple[str, str, list[str]]:
+def _actions_state(actions: Sequence[ActionEntry]) -> tuple[str, str, list[str]]:
     open_items = unowned(actions)
     if not actions:
         return TICKED, "no failed item", ["verdict.json"]

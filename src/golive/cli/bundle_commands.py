@@ -21,6 +21,7 @@ from golive.pipeline import sign_bundle
 from golive.report.html import render_html
 from golive.report.markdown import bundle_markdown, scope_line
 from golive.results import Outcome
+from golive.verdict.document import VerdictDocument, rules_of
 from golive.verdict.rederive import rederive
 
 BUNDLE_COMMANDS = ("verify", "decide", "signoff", "guardrails", "rollback", "report")
@@ -71,7 +72,7 @@ def _decide(args: argparse.Namespace, err: Console) -> int:
                 {
                     "sealed": result.sealed.value,
                     "outcome": derived.outcome.value,
-                    "rules_fired": [r.to_json() for r in derived.rules_fired],
+                    "rules_fired": [r.model_dump(mode="json") for r in rules_of(derived)],
                     "agrees": result.agrees,
                     "problems": list(result.problems),
                     "rejudged_from_evidence": list(result.rejudged),
@@ -102,13 +103,14 @@ def _combine(args: argparse.Namespace, err: Console) -> int:
     verdict = combine(
         args.combine, args.out, load_config(args.config, overrides), args.max_age_days
     )
-    data = verdict.data
+    document = verdict.document
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(json.dumps(verdict.data, indent=2))
     else:
-        print(f"combined {len(data['parts'])} bundles: {data['outcome']} ({scope_line(data)})")
-        for rule in data["rules_fired"]:
-            print(f"  {rule['outcome']} ({rule['rule']}): {', '.join(rule['checks'])}")
+        parts = len(document.parts or ())
+        print(f"combined {parts} bundles: {document.outcome} ({scope_line(document)})")
+        for rule in document.rules_fired:
+            print(f"  {rule.outcome} ({rule.rule}): {', '.join(rule.checks)}")
     err.print(f"bundle: {args.out}", highlight=False, soft_wrap=True)
     return verdict.outcome.exit_code
 
@@ -170,10 +172,7 @@ def _report(args: argparse.Namespace) -> int:
     """Render report.html and report.md from a bundle into another directory (the sealed
     bundle is never rewritten)."""
     root: Path = args.bundle
-    try:
-        verdict = json.loads((root / "verdict.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{root}/verdict.json: not a readable golive bundle ({exc})") from exc
+    verdict = VerdictDocument.read(root)
     out: Path = args.output or root.with_name(root.name + "-report")
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.html").write_text(render_html(root, verdict), encoding="utf-8")

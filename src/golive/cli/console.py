@@ -7,7 +7,6 @@ import argparse
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -15,6 +14,7 @@ from rich.table import Table
 from golive.errors import ConfigError
 from golive.pipeline import Verdict
 from golive.report.junit import write_junit
+from golive.verdict.document import VerdictDocument
 
 err = Console(stderr=True)
 STYLE = {
@@ -46,33 +46,33 @@ def default_out(prefix: str) -> Path:
 def finish(verdict: Verdict, args: argparse.Namespace) -> int:
     junit: Path | None = getattr(args, "junit", None)
     if junit is not None:
-        write_junit(verdict.data, junit)
+        write_junit(verdict.document, junit)
         err.print(f"junit: {junit}")
     if args.json:
         print(json.dumps(verdict.data, indent=2))
     else:
-        print_table(verdict.data)
+        print_table(verdict.document)
     err.print(f"bundle: {verdict.bundle}")
     return verdict.outcome.exit_code
 
 
-def print_table(data: dict[str, Any]) -> None:
-    missing = data.get("sections_missing") or []
-    if missing:
+def print_table(verdict: VerdictDocument) -> None:
+    title = f"golive {verdict.command}: {verdict.outcome}"
+    if verdict.sections_missing:
+        ran = ", ".join(verdict.scope) if isinstance(verdict.scope, tuple) else ""
         Console().print(
-            f"golive {data['command']}: {data['outcome']} (sections: "
-            f"{', '.join(data.get('scope') or [])}); still missing before a go-live decision: "
-            f"{', '.join(missing)}",
+            f"{title} (sections: {ran}); still missing before a go-live decision: "
+            f"{', '.join(verdict.sections_missing)}",
             soft_wrap=True,
             highlight=False,
         )
-    table = Table(title=f"golive {data['command']}: {data['outcome']}", title_justify="left")
+    table = Table(title=title, title_justify="left")
     table.add_column("check")
     table.add_column("status")
     table.add_column("summary", overflow="fold")
-    for check in data["checks"]:
-        style = STYLE.get(check["status"], "")
-        table.add_row(check["id"], f"[{style}]{check['status']}[/{style}]", check["summary"])
+    for check in verdict.checks:
+        style = STYLE.get(check.status, "")
+        table.add_row(check.id, f"[{style}]{check.status}[/{style}]", check.summary)
     Console().print(table)
-    for rule in data["rules_fired"]:
-        Console().print(f"{rule['outcome']}: {rule['reason']} ({', '.join(rule['checks'])})")
+    for rule in verdict.rules_fired:
+        Console().print(f"{rule.outcome}: {rule.reason} ({', '.join(rule.checks)})")

@@ -21,6 +21,7 @@ from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
 from golive.operate.rollback import ACCEPTED, programme_scope
 from golive.quantiles import samples_needed
+from golive.verdict.document import VerdictDocument
 
 TTFT_BUDGET = 0.01  # 99% of requests under the accepted TTFT
 # Google SRE multi-window burn rates: (long window, short window, burn rate, severity)
@@ -46,17 +47,17 @@ class Envelope:
 
 
 def envelope(
-    verdict: Mapping[str, Any],
+    verdict: VerdictDocument,
     steps: Sequence[Mapping[str, Any]] = (),
     ttft_slo_s: float | None = None,
 ) -> Envelope:
     """The envelope from the verdict and the ramp's steps (`metrics/capacity-steps.jsonl`).
     The TTFT SLO defaults to 1.5x the p95 TTFT measured at the accepted ceiling."""
-    checks = {c["id"]: c.get("measurements") or {} for c in verdict.get("checks") or []}
-    lim = verdict.get("limits") or {}
-    ramp = checks.get("capacity.concurrency", {})
-    reuse = checks.get("cache.prefix_reuse", {})
-    ceiling = lim.get("max_concurrency") or ramp.get("ceiling")
+    lim = verdict.limits
+    reuse = verdict.measurements("cache.prefix_reuse")
+    ceiling = lim.max_concurrency or _num(
+        verdict.measurements("capacity.concurrency").get("ceiling")
+    )
     inside = [s for s in steps if not ceiling or (s.get("concurrency") or 0) <= ceiling]
     waiting = [w for s in inside if (w := _num(s.get("max_waiting"))) is not None]
     measured = [s for s in inside if _num(s.get("ttft_p95_s")) is not None]
@@ -85,8 +86,8 @@ def envelope(
         max_waiting=max(waiting) if waiting else None,
         ttft_slo_s=ttft_slo_s or (round(1.5 * max(ttfts), 3) if ttfts else None),
         cache_hit_ratio=warm / cold if warm and cold else None,
-        max_context=lim.get("max_context"),
-        disable_features=tuple(lim.get("disable_features") or ()),
+        max_context=lim.max_context,
+        disable_features=lim.disable_features,
         ttft_slo_note=note,
     )
 
@@ -96,7 +97,7 @@ def _num(value: Any) -> float | None:
 
 
 def guardrail_rules(
-    verdict: Mapping[str, Any], snapshot: Snapshot, env: Envelope
+    verdict: VerdictDocument, snapshot: Snapshot, env: Envelope
 ) -> tuple[dict[str, Any], list[str]]:
     """(the rules file as data, names of rules left out because their metric is absent)."""
     names = set(snapshot.samples) | set(snapshot.types)
@@ -118,7 +119,7 @@ def guardrail_rules(
                 "expr": expr,
                 "for": for_,
                 "labels": {"severity": severity, "source": "golive"},
-                "annotations": {"summary": what, "accepted_outcome": str(verdict.get("outcome"))},
+                "annotations": {"summary": what, "accepted_outcome": verdict.outcome.value},
             }
         )
 
@@ -245,16 +246,13 @@ def render(
     return head + yaml.safe_dump(dict(rules), sort_keys=False, width=120)
 
 
-def read_accepted(bundle: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_accepted(bundle: Path) -> tuple[VerdictDocument, list[dict[str, Any]]]:
     """An accepted bundle's verdict and ramp steps (`metrics/capacity-steps.jsonl`): the
     envelope that guardrails and the watch both keep a deployment inside."""
-    try:
-        verdict = json.loads((bundle / "verdict.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{bundle}/verdict.json: not a readable golive bundle ({exc})") from exc
-    if verdict.get("outcome") not in ACCEPTED:
+    verdict = VerdictDocument.read(bundle)
+    if verdict.outcome not in ACCEPTED:
         raise ConfigError(
-            f"{bundle} was not accepted (outcome {verdict.get('outcome')}): only "
+            f"{bundle} was not accepted (outcome {verdict.outcome}): only "
             f"{' or '.join(ACCEPTED)} bundles define an envelope to keep"
         )
     programme_scope(verdict, bundle, "an accepted envelope")

@@ -14,15 +14,16 @@ from typing import Any
 from golive.bundle.store import locate
 from golive.errors import ConfigError
 from golive.evidence.startup_log import parse_startup_log
+from golive.verdict.document import VerdictDocument
 
 ACCEPTED = ("go-live", "observe-with-limits")
 
 
-def programme_scope(verdict: dict[str, Any], where: Path, use: str) -> None:
+def programme_scope(verdict: VerdictDocument, where: Path, use: str) -> None:
     """Only a bundle of the whole programme can be accepted, signed or watched as such."""
-    scope = verdict.get("scope")
+    scope = verdict.scope
     if scope != "programme":
-        ran = ", ".join(scope) if isinstance(scope, list) else "unknown (written before scope)"
+        ran = ", ".join(scope) if isinstance(scope, tuple) else "unknown (written before scope)"
         raise ConfigError(
             f"{where} holds sections only ({ran}), not the whole programme: {use} needs a "
             "programme bundle from golive run, or golive decide --combine over section bundles"
@@ -84,16 +85,16 @@ def identity(root: Path) -> dict[str, Any]:
 
 def artifact(root: Path, signature: dict[str, Any]) -> dict[str, Any]:
     """What a rollback needs, gathered from the bundle's own evidence and the signature."""
-    verdict = _json(root / "verdict.json") or {}
+    verdict = VerdictDocument.read(root)
     return {
         "bundle": str(root.resolve()),
         "accepted_at": signature["signed_at"],
         "outcome": signature["outcome"],
-        "verdict_outcome": verdict.get("outcome"),
+        "verdict_outcome": verdict.outcome.value,
         "reviewer": signature["reviewer"],
         "bundle_digest": signature["bundle_digest"],
         **identity(root),
-        "limits": verdict.get("limits") or {},
+        "limits": verdict.to_json()["limits"],
     }
 
 
@@ -112,7 +113,7 @@ def register(root: Path, signature: dict[str, Any], registry: Path) -> Path | No
     """Add a signed, accepted bundle to the registry; other outcomes are not artifacts."""
     if signature["outcome"] not in ACCEPTED:
         return None
-    programme_scope(_json(root / "verdict.json") or {}, root, "the rollback registry")
+    programme_scope(VerdictDocument.read(root), root, "the rollback registry")
     entry = artifact(root, signature)
     try:
         registry.mkdir(parents=True, exist_ok=True)

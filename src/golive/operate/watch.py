@@ -42,6 +42,7 @@ from golive.operate.watch_rules import (
     evaluate,
     probe_reuse_ratio,
 )
+from golive.verdict.document import VerdictDocument
 
 RECORDS = "watch/records.jsonl"
 T = TypeVar("T")
@@ -75,13 +76,11 @@ def thresholds(env: Envelope, repeated: int, missing_limit: int) -> Thresholds:
     )
 
 
-def probe_prefix_tokens(verdict: Mapping[str, Any]) -> int:
+def probe_prefix_tokens(verdict: VerdictDocument) -> int:
     """The cache probe's prefix: the accepted proof's shared prefix plus its user turn."""
-    for check in verdict.get("checks") or []:
-        if check["id"] == "cache.prefix_reuse":
-            shared = (check.get("measurements") or {}).get("shared_prefix_tokens")
-            if isinstance(shared, int) and shared > 0:
-                return shared + 24
+    shared = verdict.measurements("cache.prefix_reuse").get("shared_prefix_tokens")
+    if isinstance(shared, int) and not isinstance(shared, bool) and shared > 0:
+        return shared + 24
     return 640
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,8 @@ from golive.bundle.store import locate
 from golive.checks.capacity.load_window import STEPS
 from golive.report.markdown import chain_rows, scope_line
 from golive.report.plots import bar_chart, interval_chart, line_chart
+from golive.results import CheckClass
+from golive.verdict.document import VerdictDocument
 
 _OUTCOME_COLOUR = {
     "go-live": "#1a7f37",
@@ -32,12 +33,12 @@ _ENV = jinja2.Environment(
 )
 
 
-def render_html(root: Path, verdict: Mapping[str, Any]) -> str:
+def render_html(root: Path, verdict: VerdictDocument) -> str:
     chain = _json(locate(root, "environment/chain.json"))
     signoff = _json(root / "signoff.json")
     return _ENV.get_template("report.html.j2").render(
         v=verdict,
-        colour=_OUTCOME_COLOUR.get(str(verdict.get("outcome")), "#555"),
+        colour=_OUTCOME_COLOUR.get(verdict.outcome, "#555"),
         chain_rows=chain_rows(chain) if isinstance(chain, dict) else [],
         memory_svgs=memory_charts(locate(root, "memory/capacity.csv")),
         latency_svgs=latency_charts(locate(root, STEPS)),
@@ -148,15 +149,16 @@ def cache_charts(path: Path) -> list[str]:
     return [c for c in charts if c]
 
 
-def agent_chart(verdict: Mapping[str, Any]) -> str:
+def agent_chart(verdict: VerdictDocument) -> str:
     rows = []
-    for check in verdict.get("checks") or []:
-        m = check.get("measurements") or {}
-        if check.get("class") == "agent" and isinstance(m.get("pass_rate"), (int, float)):
+    for check in verdict.checks:
+        m = check.measurements
+        rate = m.get("pass_rate")
+        if check.check_class is CheckClass.AGENT and isinstance(rate, (int, float)):
             rows.append(
                 (
-                    str(check["id"]).removeprefix("agent."),
-                    float(m["pass_rate"]),
+                    check.id.removeprefix("agent."),
+                    float(rate),
                     float(m.get("wilson_low") or 0.0),
                     float(m.get("wilson_high") or 1.0),
                 )

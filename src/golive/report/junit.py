@@ -5,33 +5,33 @@ when the check is critical (fail-closed), `skipped` is skipped; the outcome is a
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from golive.verdict.document import CheckEntry, VerdictDocument
 
 
-def junit_xml(verdict: Mapping[str, Any]) -> str:
-    checks = verdict.get("checks") or []
+def junit_xml(verdict: VerdictDocument) -> str:
+    checks = verdict.checks
     root = ET.Element(
         "testsuites",
-        name=f"golive {verdict.get('command')}",
+        name=f"golive {verdict.command}",
         tests=str(len(checks)),
     )
-    by_class: dict[str, list[Mapping[str, Any]]] = {}
+    by_class: dict[str, list[CheckEntry]] = {}
     for check in checks:
-        by_class.setdefault(str(check["class"]), []).append(check)
+        by_class.setdefault(check.check_class.value, []).append(check)
     failures = errors = 0
     for name, members in by_class.items():
         suite = ET.SubElement(root, "testsuite", name=f"golive.{name}", tests=str(len(members)))
         props = ET.SubElement(suite, "properties")
-        ET.SubElement(props, "property", name="outcome", value=str(verdict.get("outcome")))
+        ET.SubElement(props, "property", name="outcome", value=verdict.outcome.value)
         counts = {"failures": 0, "errors": 0, "skipped": 0}
         for check in members:
-            case = ET.SubElement(suite, "testcase", classname=f"golive.{name}", name=check["id"])
-            status, summary = check["status"], str(check["summary"])
-            evidence = ", ".join(check.get("evidence") or [])
+            case = ET.SubElement(suite, "testcase", classname=f"golive.{name}", name=check.id)
+            status, summary = check.status.value, check.summary
+            evidence = ", ".join(check.evidence)
             text = f"{summary}\nevidence: {evidence}" if evidence else summary
-            if status == "fail" or (status == "no_data" and check.get("critical")):
+            if status == "fail" or (status == "no_data" and check.critical):
                 ET.SubElement(case, "failure", message=summary[:500], type=status).text = text
                 counts["failures"] += 1
             elif status == "error":
@@ -52,5 +52,5 @@ def junit_xml(verdict: Mapping[str, Any]) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_junit(verdict: Mapping[str, Any], path: Path) -> None:
+def write_junit(verdict: VerdictDocument, path: Path) -> None:
     path.write_text(junit_xml(verdict), encoding="utf-8")

@@ -10,6 +10,7 @@ from typing import Any
 from golive.bundle.store import locate
 from golive.checks.capacity.load_window import STEPS, WATCHDOG
 from golive.quantiles import samples_needed
+from golive.verdict.document import Limits, VerdictDocument
 
 _MARK = {
     "pass": "PASS",
@@ -21,7 +22,7 @@ _MARK = {
 }
 
 
-def bundle_markdown(root: Path, verdict: Mapping[str, Any]) -> str:
+def bundle_markdown(root: Path, verdict: VerdictDocument) -> str:
     """report.md for the bundle at `root`: the verdict, its version chain and load windows."""
     chain_path = locate(root, "environment/chain.json")
     chain = json.loads(chain_path.read_text()) if chain_path.is_file() else None
@@ -36,25 +37,25 @@ def _rows(root: Path, rel: str) -> list[dict[str, Any]]:
 
 
 def render_markdown(
-    verdict: Mapping[str, Any],
+    verdict: VerdictDocument,
     chain: Mapping[str, Any] | None = None,
     windows: Sequence[Mapping[str, Any]] = (),
     steps: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     lines = [
-        f"# golive verdict: **{verdict['outcome']}**",
+        f"# golive verdict: **{verdict.outcome}**",
         "",
-        f"- target: `{verdict.get('target')}`",
-        f"- profile: `{verdict.get('profile')}`",
-        f"- command: `{verdict.get('command')}`",
-        f"- started: {verdict.get('started_at')}  finished: {verdict.get('finished_at')}",
-        f"- golive {verdict.get('golive_version')}",
+        f"- target: `{verdict.target}`",
+        f"- profile: `{verdict.profile}`",
+        f"- command: `{verdict.command}`",
+        f"- started: {verdict.started_at}  finished: {verdict.finished_at}",
+        f"- golive {verdict.golive_version}",
         f"- scope: {scope_line(verdict)}",
         "",
         "## Why",
         "",
     ]
-    rules = verdict.get("rules_fired") or []
+    rules = verdict.rules_fired
     if not rules:
         lines.append(
             "No decision rule fired: the whole programme ran and every check passed with "
@@ -62,17 +63,16 @@ def render_markdown(
         )
     for rule in rules:
         lines.append(
-            f"- **{rule['outcome']}** ({rule['rule']}): {rule['reason']} — checks: "
-            + ", ".join(f"`{c}`" for c in rule["checks"])
+            f"- **{rule.outcome}** ({rule.rule}): {rule.reason} — checks: "
+            + ", ".join(f"`{c}`" for c in rule.checks)
         )
-    lines += _limits(verdict.get("limits") or {})
-    for waiver in verdict.get("waivers") or []:
+    lines += _limits(verdict.limits)
+    for waiver in verdict.waivers:
         lines.append(
-            f"- warn `{waiver['check']}` waived by the policy: {waiver['reason']} "
-            f"(owner {waiver['owner']})"
+            f"- warn `{waiver.check}` waived by the policy: {waiver.reason} (owner {waiver.owner})"
         )
-    for skipped in verdict.get("skipped_by_config") or []:
-        lines.append(f"- `{skipped['check']}` skipped by the config: {skipped['reason']}")
+    for skipped in verdict.skipped_by_config:
+        lines.append(f"- `{skipped.check}` skipped by the config: {skipped.reason}")
     lines += [
         "",
         "## Checks",
@@ -80,12 +80,12 @@ def render_markdown(
         "| check | status | critical | summary | evidence |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for check in verdict.get("checks") or []:
-        evidence = ", ".join(f"`{e}`" for e in check.get("evidence") or [])
-        summary = str(check["summary"]).replace("|", "\\|").replace("\n", " ")
+    for check in verdict.checks:
+        evidence = ", ".join(f"`{e}`" for e in check.evidence)
+        summary = check.summary.replace("|", "\\|").replace("\n", " ")
         lines.append(
-            f"| `{check['id']}` | {_MARK.get(check['status'], check['status'])} | "
-            f"{'yes' if check['critical'] else 'no'} | {summary} | {evidence} |"
+            f"| `{check.id}` | {_MARK.get(check.status, check.status)} | "
+            f"{'yes' if check.critical else 'no'} | {summary} | {evidence} |"
         )
     if chain is not None:
         lines += ["", *_chain_section(chain)]
@@ -93,7 +93,7 @@ def render_markdown(
         lines += ["", *load_windows(windows)]
     if steps:
         lines += ["", *latency_by_step(steps)]
-    actions = verdict.get("actions") or []
+    actions = verdict.actions
     if actions:
         lines += [
             "",
@@ -103,8 +103,7 @@ def render_markdown(
             "| --- | --- | --- | --- | --- |",
         ]
         lines += [
-            f"| `{a['check']}` | {a.get('status', '')} | {a['owner']} | {a['deadline']} | "
-            f"{a['rollback']} |"
+            f"| `{a.check}` | {a.status or ''} | {a.owner} | {a.deadline} | {a.rollback} |"
             for a in actions
         ]
     return "\n".join(lines) + "\n"
@@ -194,13 +193,13 @@ def _client(window: Mapping[str, Any]) -> str:
     return f"{send}, {figures.get('loop_lag_p99_ms')} | " + ("n/a" if cpu is None else f"{cpu:.0%}")
 
 
-def scope_line(verdict: Mapping[str, Any]) -> str:
+def scope_line(verdict: VerdictDocument) -> str:
     """What the bundle covers, in words (verdict.json `scope`)."""
-    scope = verdict.get("scope")
+    scope = verdict.scope
     if scope == "programme":
         return "the whole programme (a go-live decision)"
-    ran = ", ".join(scope) if isinstance(scope, list) else "not recorded"
-    missing = ", ".join(verdict.get("sections_missing") or [])
+    ran = ", ".join(scope) if isinstance(scope, tuple) else "not recorded"
+    missing = ", ".join(verdict.sections_missing)
     return f"sections {ran} only; still missing before a go-live decision: {missing}"
 
 
@@ -286,15 +285,14 @@ def _cell(value: Any) -> str:
     )
 
 
-def _limits(limits: dict[str, Any]) -> list[str]:
+def _limits(limits: Limits) -> list[str]:
     """The envelope to go live inside: traffic caps and features to switch off."""
-    if not limits:
+    if not limits.any():
         return []
     lines = ["", "## Limits to go live with", ""]
     names = {"max_concurrency": "max concurrency", "max_context": "max context (tokens)"}
-    for key, label in names.items():
-        if key in limits:
-            lines.append(f"- {label}: **{limits[key]}**")
-    for feature in limits.get("disable_features") or []:
+    for key, value in limits.named():
+        lines.append(f"- {names[key]}: **{value}**")
+    for feature in limits.disable_features:
         lines.append(f"- disable or rate-limit: **{feature}**")
     return lines

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
-import json
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,9 +25,10 @@ from golive.bundle.store import MANIFEST, PARTS, Bundle
 from golive.config import GoliveConfig
 from golive.errors import BundleError, ConfigError
 from golive.operate.rollback import identity
-from golive.pipeline import Verdict, rollback_target, verdict_json, write_verdict
+from golive.pipeline import Verdict, rollback_target, verdict_document, write_verdict
 from golive.results import CheckResult
 from golive.verdict.decide import decide
+from golive.verdict.document import PartEntry, VerdictDocument
 from golive.verdict.policy import POLICY_FILE, apply_policy, load_policy
 from golive.verdict.rederive import rederive
 from golive.verdict.scope import PROGRAMME, SECTIONS, Scope, scope_from_json
@@ -48,7 +48,7 @@ DEPLOYMENT_KEYS = (
 @dataclass(frozen=True, slots=True)
 class Part:
     root: Path
-    verdict: Mapping[str, Any]
+    verdict: VerdictDocument
     sections: tuple[str, ...]
     manifest_sha256: str
     finished_at: dt.datetime
@@ -67,16 +67,16 @@ def read_part(root: Path) -> Part:
         raise ConfigError(f"{root}: {exc}") from exc
     if not again.agrees:
         raise ConfigError(f"{root}: its verdict does not re-derive ({'; '.join(again.problems)})")
-    verdict = json.loads((root / "verdict.json").read_text(encoding="utf-8"))
-    scope = scope_from_json(verdict.get("scope"))
+    verdict = VerdictDocument.read(root)
+    scope = scope_from_json(verdict.scope)
     if scope == PROGRAMME or not scope:
         raise ConfigError(
-            f"{root} is not a section bundle (scope {verdict.get('scope')!r}): combine the "
+            f"{root} is not a section bundle (scope {verdict.scope!r}): combine the "
             "bundles of golive env, smoke, capacity, cache and agent"
         )
     try:
-        finished = dt.datetime.fromisoformat(str(verdict["finished_at"]))
-    except (KeyError, ValueError) as exc:
+        finished = dt.datetime.fromisoformat(verdict.finished_at)
+    except ValueError as exc:
         raise ConfigError(f"{root}/verdict.json: no readable finished_at ({exc})") from exc
     manifest = (root / MANIFEST).read_bytes()
     return Part(
@@ -89,20 +89,21 @@ def read_part(root: Path) -> Part:
     )
 
 
-def deployment_of(root: Path, verdict: Mapping[str, Any]) -> dict[str, str | None]:
+def deployment_of(root: Path, verdict: VerdictDocument) -> dict[str, str | None]:
     """The facts that tell one deployment from another, from the bundle's own evidence."""
     found = identity(root)
-    checks = {c.get("id"): c.get("measurements") or {} for c in verdict.get("checks") or []}
     version = (
         found["vllm_version"]
-        or checks.get("environment.vllm_version", {}).get("vllm_version")
-        or checks.get("smoke.version", {}).get("vllm_version")
+        or verdict.measurements("environment.vllm_version").get("vllm_version")
+        or verdict.measurements("smoke.version").get("vllm_version")
     )
     config = _yaml(root / "config/effective.yaml")
-    model = (config.get("target") or {}).get("model") or checks.get("smoke.models", {}).get("model")
+    model = (config.get("target") or {}).get("model") or verdict.measurements("smoke.models").get(
+        "model"
+    )
     return {
-        "target": verdict.get("target"),
-        "profile": verdict.get("profile"),
+        "target": verdict.target,
+        "profile": verdict.profile,
         "image_digest": found["image_digest"],
         "vllm_version": None if version is None else str(version),
         "served_model": None if model is None else str(model),
@@ -148,8 +149,7 @@ def part_checks(part: Part) -> list[CheckResult]:
     """A part's checks with evidence paths inside the combined bundle; golive's own
     per-run checks (ledger, interrupts) keep the part's name so none is lost."""
     out = []
-    for raw in part.verdict.get("checks") or []:
-        check = CheckResult.from_json(raw)
+    for check in part.verdict.results():
         evidence = tuple(f"{PARTS}/{part.name}/{e}" for e in check.evidence)
         check_id = f"{check.id}@{part.name}" if check.id.startswith("golive.") else check.id
         out.append(dataclasses.replace(check, id=check_id, evidence=evidence))
@@ -184,30 +184,31 @@ def combine(
     )
     decision = decide(checks, scope, policy.policy.waive)
     first = parts[0].verdict
-    data = verdict_json(
+    document = verdict_document(
         config,
-        str(first.get("profile")),
+        first.profile,
         "decide --combine",
         started.isoformat(timespec="seconds"),
         checks,
         decision,
         scope,
+        waivers=policy.policy.waivers(decision.waived),
+        policy=policy.ref(),
+        parts=tuple(
+            PartEntry(
+                bundle=str(p.root.resolve()),
+                dir=f"{PARTS}/{p.name}",
+                scope=p.sections,
+                outcome=p.verdict.outcome,
+                finished_at=p.verdict.finished_at,
+                manifest_sha256=p.manifest_sha256,
+            )
+            for p in parts
+        ),
+        rollback_target=rollback_target(out),
     )
-    data["target"] = next((p.deployment["target"] for p in parts if p.deployment["target"]), None)
-    data["waivers"] = policy.policy.waivers(decision.waived)
-    data["policy"] = policy.to_json()
-    data["parts"] = [
-        {
-            "bundle": str(p.root.resolve()),
-            "dir": f"{PARTS}/{p.name}",
-            "scope": list(p.sections),
-            "outcome": p.verdict.get("outcome"),
-            "finished_at": p.verdict.get("finished_at"),
-            "manifest_sha256": p.manifest_sha256,
-        }
-        for p in parts
-    ]
-    data["rollback_target"] = rollback_target(out)
-    write_verdict(bundle, data)
+    target = next((p.deployment["target"] for p in parts if p.deployment["target"]), None)
+    document = document.model_copy(update={"target": target})
+    write_verdict(bundle, document)
     bundle.seal()
-    return Verdict(decision.outcome, out, data)
+    return Verdict(decision.outcome, out, document)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from golive.results import CheckClass, CheckResult, Status
+from golive.verdict.document import InterruptionEntry
 
 T = TypeVar("T")
 CANCEL_AFTER_S = 0.25  # callers save the aborted requests' records in this time
@@ -36,13 +37,13 @@ class Interruption:
     aborted_in_flight: int
     stopped_in_s: float  # from the signal until the programme had ended
 
-    def to_json(self) -> dict[str, Any]:
+    def entry(self) -> InterruptionEntry:
         """verdict.json `interrupted`."""
-        return {
-            "signal": self.signal,
-            "at": dt.datetime.fromtimestamp(self.at, dt.UTC).isoformat(),
-            "stopped_in_s": round(self.stopped_in_s, 3),
-        }
+        return InterruptionEntry(
+            signal=self.signal,
+            at=dt.datetime.fromtimestamp(self.at, dt.UTC).isoformat(),
+            stopped_in_s=round(self.stopped_in_s, 3),
+        )
 
     def check(self) -> CheckResult:
         return CheckResult(

@@ -24,6 +24,7 @@ from pydantic import Field, ValidationError
 from golive.config import StrictModel
 from golive.errors import ConfigError
 from golive.results import CheckResult
+from golive.verdict.document import PolicyRef, WaiverEntry
 
 DEFAULT = "policy-default.yaml"
 POLICY_FILE = "config/policy.yaml"  # where a bundle keeps the policy it was judged by
@@ -45,12 +46,12 @@ class Policy(StrictModel):
         default_factory=dict, description="warn check id (exact) -> reason and owner"
     )
 
-    def waivers(self, waived: Sequence[str]) -> list[dict[str, str]]:
+    def waivers(self, waived: Sequence[str]) -> tuple[WaiverEntry, ...]:
         """verdict.json `waivers`: the warns this policy waived, with reason and owner."""
-        return [
-            {"check": check, "reason": self.waive[check].reason, "owner": self.waive[check].owner}
+        return tuple(
+            WaiverEntry(check=check, reason=self.waive[check].reason, owner=self.waive[check].owner)
             for check in waived
-        ]
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +63,9 @@ class LoadedPolicy:
     def sha256(self) -> str:
         return "sha256:" + hashlib.sha256(self.text.encode()).hexdigest()
 
-    def to_json(self) -> dict[str, str | int]:
-        return {"name": self.policy.name, "version": self.policy.version, "sha256": self.sha256}
+    def ref(self) -> PolicyRef:
+        """verdict.json `policy`: which policy decided, and its digest."""
+        return PolicyRef(name=self.policy.name, version=self.policy.version, sha256=self.sha256)
 
 
 def load_policy(path: Path | None) -> LoadedPolicy:

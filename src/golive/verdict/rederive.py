@@ -11,8 +11,7 @@ recomputed: the check judged from it differs.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,10 +44,10 @@ from golive.checks.smoke.request_classes_judge import CHECKS as CLASS_CHECKS
 from golive.checks.smoke.request_classes_judge import FILE as CLASSES_FILE
 from golive.checks.smoke.request_classes_judge import judge_saved_classes
 from golive.config import GoliveConfig, Profile, load_profile, parse_config, parse_profile
-from golive.errors import ConfigError
 from golive.evidence.runtime_log import SERVER_LOG, corroborate, request_spans, runtime_errors
 from golive.results import CheckResult, Decision, Outcome
 from golive.verdict.decide import decide
+from golive.verdict.document import PartEntry, VerdictDocument
 from golive.verdict.ledger import CHECK_ID as LEDGER_CHECK
 from golive.verdict.ledger import SENT_FILE as LEDGER_SENT
 from golive.verdict.ledger import judge_ledger
@@ -181,31 +180,23 @@ class Rederived:
 
 
 def rederive(root: Path) -> Rederived:
-    verdict_path = root / "verdict.json"
-    try:
-        data = json.loads(verdict_path.read_text(encoding="utf-8"))
-        sealed = Outcome(data["outcome"])
-        checks = [CheckResult.from_json(c) for c in data["checks"]]
-        scope = scope_from_json(data.get("scope"))
-    except OSError as exc:
-        raise ConfigError(
-            f"{verdict_path}: cannot be read ({exc.strerror}); is it a bundle?"
-        ) from exc
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{verdict_path}: not a golive verdict ({exc})") from exc
+    data = VerdictDocument.read(root)
+    sealed = data.outcome
+    checks = data.results()
+    scope = scope_from_json(data.scope)
     problems = _manifest_problems(root)
     policy_path = root / POLICY_FILE
     policy: Policy | None = None
     if policy_path.is_file():
         loaded = parse_policy(policy_path.read_text(encoding="utf-8"), str(policy_path))
-        recorded = (data.get("policy") or {}).get("sha256")
+        recorded = None if data.policy is None else data.policy.sha256
         if recorded != loaded.sha256:
             problems.append(
                 f"{POLICY_FILE} has digest {loaded.sha256}, verdict.json names {recorded}"
             )
         policy = loaded.policy
-    if data.get("parts"):  # a combined bundle: each part is re-derived as it was sealed
-        rejudged, owned = _rederive_parts(root, data["parts"], problems)
+    if data.parts:  # a combined bundle: each part is re-derived as it was sealed
+        rejudged, owned = _rederive_parts(root, data.parts, problems)
     else:
         checks, rejudged, owned = _rejudge(root, data, checks, policy, problems)
     if policy is not None:
@@ -215,7 +206,7 @@ def rederive(root: Path) -> Rederived:
         problems.append(
             f"re-derived outcome {decision.outcome.value} differs from the sealed {sealed.value}"
         )
-    sealed_rules = [r.get("rule") for r in data.get("rules_fired") or []]
+    sealed_rules = [r.rule for r in data.rules_fired]
     derived_rules = [r.rule for r in decision.rules_fired]
     if sealed_rules != derived_rules:
         problems.append(f"rules fired differ: sealed {sealed_rules}, re-derived {derived_rules}")
@@ -226,12 +217,12 @@ def rederive(root: Path) -> Rederived:
 
 
 def _rederive_parts(
-    root: Path, parts: Sequence[Mapping[str, Any]], problems: list[str]
+    root: Path, parts: Sequence[PartEntry], problems: list[str]
 ) -> tuple[list[str], set[str]]:
     rejudged: set[str] = set()
     owned: set[str] = set()
     for part in parts:
-        where = str(part.get("dir") or "")
+        where = part.dir
         again = rederive(root / where)
         problems.extend(f"{where}: {problem}" for problem in again.problems)
         rejudged.update(again.rejudged)
@@ -257,14 +248,14 @@ def _manifest_problems(root: Path) -> list[str]:
 
 def _rejudge(
     root: Path,
-    data: Mapping[str, Any],
+    data: VerdictDocument,
     checks: list[CheckResult],
     policy: Policy | None,
     problems: list[str],
 ) -> tuple[list[CheckResult], list[str], set[str]]:
     """The sealed checks with every judge that reads the bundle run again; differences go to
     `problems`. Also: the judges that ran, and the ids of the checks they own."""
-    listed = set(data.get("judged_from_evidence") or ())
+    listed = set(data.judged_from_evidence)
     present = set(judged_from_evidence(root, checks))
     reader = BundleReader(root)
     saved = Saved(_profile(reader, data), _config(reader))
@@ -303,19 +294,19 @@ def _config(reader: BundleReader) -> GoliveConfig:
     return parse_config(text, str(reader.root / "config/effective.yaml"))
 
 
-def _profile(reader: BundleReader, data: Mapping[str, Any]) -> Profile:
+def _profile(reader: BundleReader, data: VerdictDocument) -> Profile:
     text = reader.text("config/profile.yaml")
     if text is not None:
         return parse_profile(text, str(reader.root / "config/profile.yaml"))
-    return load_profile(str(data.get("profile") or "generic"))
+    return load_profile(data.profile or "generic")
 
 
-def _logged_errors(reader: BundleReader, data: Mapping[str, Any]) -> list[Any]:
+def _logged_errors(reader: BundleReader, data: VerdictDocument) -> list[Any]:
     """The errors of the server log the run kept, read as the run read them."""
     text = reader.text(SERVER_LOG)
     if text is None:
         return []
-    started = str(data.get("started_at") or "")
+    started = data.started_at
     year = int(started[:4]) if started[:4].isdigit() else 1970
     return list(runtime_errors(text, year, None))
 

@@ -34,7 +34,7 @@ def scope_from_json(value: object) -> Scope:
     """verdict.json `scope`; bundles written before the field existed were sections."""
     if value == PROGRAMME:
         return PROGRAMME
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return tuple(value)
     return ()
 

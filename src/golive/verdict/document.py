@@ -1,0 +1,229 @@
+"""verdict.json as a typed model: the one shape the run writes it from, and `golive decide`,
+report, signoff, guardrails, watch and combine read it back with (DESIGN.md §1).
+
+Fields that older golive versions did not write have defaults, so their bundles still read;
+an unknown field or a wrong type is an error that names the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from golive.errors import ConfigError
+from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
+
+Measurement = float | int | str | bool | None
+VERDICT_FILE = "verdict.json"
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class CheckEntry(_Entry):
+    """One check result, as verdict.json `checks` holds it."""
+
+    id: str
+    check_class: CheckClass = Field(alias="class")
+    critical: bool
+    status: Status
+    summary: str
+    measurements: dict[str, Measurement] = Field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, result: CheckResult) -> CheckEntry:
+        return cls(
+            id=result.id,
+            check_class=result.check_class,
+            critical=result.critical,
+            status=result.status,
+            summary=result.summary,
+            measurements=dict(result.measurements),
+            evidence=result.evidence,
+        )
+
+    def result(self) -> CheckResult:
+        return CheckResult(
+            self.id,
+            self.check_class,
+            self.critical,
+            self.status,
+            self.summary,
+            dict(self.measurements),
+            self.evidence,
+        )
+
+
+class RuleEntry(_Entry):
+    """A decision rule that fired (verdict.json `rules_fired`)."""
+
+    rule: str
+    outcome: Outcome
+    reason: str
+    checks: tuple[str, ...]
+
+
+class Limits(_Entry):
+    """The envelope to go live inside (verdict.json `limits`); absent: no such limit."""
+
+    max_concurrency: int | None = None
+    max_context: int | None = None
+    disable_features: tuple[str, ...] = ()
+
+    def named(self) -> list[tuple[str, int]]:
+        """The numeric limits that are set, by verdict.json name."""
+        return [
+            (name, value)
+            for name, value in (
+                ("max_concurrency", self.max_concurrency),
+                ("max_context", self.max_context),
+            )
+            if value is not None
+        ]
+
+    def any(self) -> bool:
+        return bool(self.named() or self.disable_features)
+
+
+class ActionEntry(_Entry):
+    """An open item with its owner, deadline and rollback (verdict.json `actions`)."""
+
+    check: str
+    owner: str
+    deadline: str
+    rollback: str
+    status: str | None = None
+
+
+class SkippedEntry(_Entry):
+    check: str
+    reason: str
+
+
+class WaiverEntry(_Entry):
+    check: str
+    reason: str
+    owner: str
+
+
+class PolicyRef(_Entry):
+    name: str
+    version: int
+    sha256: str
+
+
+class RollbackTarget(_Entry):
+    image: str | None
+    image_digest: str | None
+    launch_config_digest: str | None
+    becomes_rollback_artifact: str
+
+
+class InterruptionEntry(_Entry):
+    signal: str
+    at: str
+    stopped_in_s: float
+
+
+class PartEntry(_Entry):
+    """A section bundle inside a combined bundle (verdict.json `parts`)."""
+
+    bundle: str
+    dir: str
+    scope: tuple[str, ...]
+    outcome: Outcome | None
+    finished_at: str | None
+    manifest_sha256: str
+
+
+# Written only when they apply (an interrupted run, a combined bundle, a run's evidence size).
+_WHEN_SET = ("interrupted", "parts", "bundle_bytes")
+
+
+class VerdictDocument(_Entry):
+    """verdict.json."""
+
+    outcome: Outcome
+    exit_code: int | None = None
+    scope: str | tuple[str, ...] | None = None  # "programme" or the sections a command ran
+    sections_missing: tuple[str, ...] = ()
+    profile: str
+    target: str | None = None
+    command: str | None = None
+    started_at: str
+    finished_at: str
+    golive_version: str
+    config_digest: str | None = None
+    checks: tuple[CheckEntry, ...]
+    rules_fired: tuple[RuleEntry, ...]
+    limits: Limits = Limits()
+    skipped_by_config: tuple[SkippedEntry, ...] = ()
+    actions: tuple[ActionEntry, ...] = ()
+    rollback_target: RollbackTarget | None = None
+    waivers: tuple[WaiverEntry, ...] = ()
+    policy: PolicyRef | None = None
+    judged_from_evidence: tuple[str, ...] = ()
+    interrupted: InterruptionEntry | None = None
+    bundle_bytes: int | None = None
+    parts: tuple[PartEntry, ...] | None = None
+
+    def results(self) -> list[CheckResult]:
+        return [c.result() for c in self.checks]
+
+    def check(self, check_id: str) -> CheckEntry | None:
+        return next((c for c in self.checks if c.id == check_id), None)
+
+    def measurements(self, check_id: str) -> dict[str, Measurement]:
+        """A check's measurements; {} where the check is not in the verdict."""
+        found = self.check(check_id)
+        return {} if found is None else found.measurements
+
+    def to_json(self) -> dict[str, Any]:
+        """verdict.json's content (the names users' scripts read)."""
+        data = self.model_dump(mode="json", by_alias=True)
+        data["limits"] = self.limits.model_dump(mode="json", exclude_defaults=True)
+        for key in _WHEN_SET:
+            if data[key] is None:
+                del data[key]
+        return data
+
+    @classmethod
+    def from_json(cls, data: object, source: str = VERDICT_FILE) -> VerdictDocument:
+        """Validate a parsed verdict.json; errors name `source` and the field."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise _not_a_verdict(source, exc) from exc
+
+    @classmethod
+    def read(cls, root: Path) -> VerdictDocument:
+        """The bundle's verdict.json, or a ConfigError naming the file and what is wrong."""
+        path = root / VERDICT_FILE
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot be read ({exc.strerror}); is it a bundle?") from exc
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            raise _not_a_verdict(str(path), exc) from exc
+
+
+def _not_a_verdict(source: str, exc: ValidationError) -> ConfigError:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    return ConfigError(
+        f"{source}: not a golive verdict: field {where}: {first['msg']} "
+        f"({exc.error_count()} problem(s)); was it written by golive and left unedited?"
+    )
+
+
+def rules_of(decision: Decision) -> tuple[RuleEntry, ...]:
+    return tuple(
+        RuleEntry(rule=r.rule, outcome=r.outcome, reason=r.reason, checks=r.check_ids)
+        for r in decision.rules_fired
+    )
