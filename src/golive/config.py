@@ -200,6 +200,30 @@ class SignoffConfig(StrictModel):
     )
 
 
+class CacheConfig(StrictModel):
+    """The prefix-cache proof's protocol."""
+
+    prefix_tokens: int | None = Field(
+        None, ge=16, description="shared prefix size in tokens; default: from the block size"
+    )
+    warm_repeats: int = Field(5, ge=1, le=100, description="warm requests")
+    cold_samples: int = Field(3, ge=1, le=100, description="cold requests for the TTFT test")
+
+
+class WatchConfig(StrictModel):
+    """The post-approval watch window."""
+
+    duration_s: float = Field(600.0, gt=0, description="length of the watch window, seconds")
+    interval_s: float = Field(10.0, gt=0, description="seconds between observations")
+    probe_deadline_s: float = Field(30.0, gt=0, description="synthetic request deadline")
+    tool_every: int = Field(6, ge=1, description="tool-call probe every N intervals")
+    cache_every: int = Field(6, ge=1, description="cache probe every N intervals")
+    repeated: int = Field(3, ge=1, description="intervals outside the envelope before a trigger")
+    missing_limit: int = Field(3, ge=1, description="silent intervals before an alert")
+    on_rollback: str | None = Field(None, description="command run on a rollback trigger")
+    cooldown_s: float = Field(600.0, ge=0, description="seconds between two rollbacks")
+
+
 class RecordsConfig(StrictModel):
     """What the bundle keeps of the capacity phases' requests (thousands a minute on a GPU):
     every request's timings, status, ids and usage always; full bodies for every failure and
@@ -218,7 +242,9 @@ class GoliveConfig(StrictModel):
     smoke: SmokeConfig = SmokeConfig()
     environment: EnvironmentConfig = EnvironmentConfig()
     capacity: CapacityConfig = CapacityConfig()
+    cache: CacheConfig = CacheConfig()
     agent: AgentConfig = AgentConfig()
+    watch: WatchConfig = WatchConfig()
     signoff: SignoffConfig = SignoffConfig()
     records: RecordsConfig = RecordsConfig()
     policy: str | None = Field(None, description="decision policy file (default: bundled)")

@@ -45,6 +45,9 @@ DEMO_SETTINGS = {
     "capacity.long_max_tokens": 4,
     "capacity.step_duration_s": 8,
     "capacity.duration_s": 25,  # >= 30 completions at concurrency 4, one slot probing answers
+    "cache.prefix_tokens": 640,
+    "cache.warm_repeats": 3,
+    "cache.cold_samples": 2,
     "agent.repeat": 1,
     "agent.temperature": 0.0,
     "agent.concurrency": 8,
@@ -102,7 +105,7 @@ async def run_demo(
                 load_curve=target.load_curve,
                 progress=phases or Quiet(),
             ),
-            cache=CacheSettings(prefix_tokens=640, warm_repeats=3, cold_samples=2, startup=startup),
+            cache=CacheSettings.from_config(config, startup),
             agent=agent_settings(config.agent, cases_for(config.agent), phases),
         )
 

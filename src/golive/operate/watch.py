@@ -29,6 +29,7 @@ from golive.checks.cache import CacheProtocol
 from golive.checks.cache.rules import engine_reused_tokens
 from golive.checks.capacity.collect import PhaseProgress, Quiet
 from golive.checks.context import CheckContext, scrape, served_model, tokens_per_word
+from golive.config import GoliveConfig
 from golive.errors import ConfigError
 from golive.evidence.sampling import nvml_probe
 from golive.metrics import MetricsDelta, Snapshot
@@ -63,6 +64,33 @@ class WatchSettings:
     repeated: int = 3
     missing_limit: int = 3
     progress: PhaseProgress = field(default_factory=Quiet)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: GoliveConfig,
+        accepted: Path,
+        registry: Path | None = None,
+        log_file: Path | None = None,
+        progress: PhaseProgress | None = None,
+    ) -> WatchSettings:
+        """The watch as the config's `watch` section sets it, against `accepted`."""
+        watch = config.watch
+        return cls(
+            accepted=accepted,
+            duration_s=watch.duration_s,
+            interval_s=watch.interval_s,
+            probe_deadline_s=watch.probe_deadline_s,
+            tool_every=watch.tool_every,
+            cache_every=watch.cache_every,
+            on_rollback=watch.on_rollback,
+            cooldown_s=watch.cooldown_s,
+            registry=registry,
+            log_file=log_file,
+            repeated=watch.repeated,
+            missing_limit=watch.missing_limit,
+            progress=progress or Quiet(),
+        )
 
 
 def thresholds(env: Envelope, repeated: int, missing_limit: int) -> Thresholds:

@@ -24,6 +24,7 @@ from golive.checks.cache.rules import (
     cached_prompt_tokens,
 )
 from golive.checks.context import CheckContext, scrape, served_model, tokens_per_word
+from golive.config import GoliveConfig
 from golive.evidence.startup_log import StartupFacts
 from golive.metrics import MetricsDelta, Snapshot
 from golive.results import CheckResult
@@ -39,6 +40,12 @@ class CacheSettings:
     warm_repeats: int = 5
     cold_samples: int = 3
     startup: StartupFacts | None = None
+
+    @classmethod
+    def from_config(cls, config: GoliveConfig, startup: StartupFacts | None) -> CacheSettings:
+        """The protocol as the config's `cache` section sets it, with the startup log's facts."""
+        cache = config.cache
+        return cls(cache.prefix_tokens, cache.warm_repeats, cache.cold_samples, startup)
 
 
 class CacheProtocol:
