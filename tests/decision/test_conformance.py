@@ -682,6 +682,8 @@ def _normal(text: str) -> str:
 
 @pytest.mark.parametrize(("build", "expect"), SCENARIOS, ids=[b.__name__ for b, _ in SCENARIOS])
 async def test_scenario(build: Build, expect: Expect, tmp_path: Path) -> None:
+    """Each checklist scenario gives the checklist's outcome, by the rule it names and citing the
+    checks behind it."""
     if inspect.iscoroutinefunction(build):
         verdict = await build(tmp_path)
     else:  # `golive env` runs its own event loop, as on the command line
@@ -704,6 +706,8 @@ async def test_scenario(build: Build, expect: Expect, tmp_path: Path) -> None:
 
 
 def test_every_scenario_quotes_the_checklist() -> None:
+    """Every scenario quotes the checklist sentence it implements, word for word, so an outcome
+    comes from the checklist and not from the code."""
     assert len(SCENARIOS) >= 40
     checklist = _normal(CHECKLIST)
     for build, _ in SCENARIOS:
@@ -713,6 +717,7 @@ def test_every_scenario_quotes_the_checklist() -> None:
 
 
 def test_both_outcomes_of_each_checklist_branch_are_covered() -> None:
+    """Every outcome the checklist can give is reached by at least one scenario."""
     outcomes = {expect.outcome for _, expect in SCENARIOS}
     assert outcomes == {
         "go-live",

@@ -78,6 +78,8 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def test_the_bundle_is_intact_and_every_request_is_recorded(bundle: Path) -> None:
+    """The GPU run's bundle verifies, re-derives in golive decide, and holds a record of every one
+    of the 1,000+ requests sent."""
     assert verify(bundle).ok
     again = rederive(bundle)  # `golive decide`: every check judged again from the evidence
     assert again.agrees, list(again.problems)
@@ -87,6 +89,8 @@ def test_the_bundle_is_intact_and_every_request_is_recorded(bundle: Path) -> Non
 
 
 def test_the_version_chain_and_the_kv_cache_are_read_from_the_engine(bundle: Path) -> None:
+    """The vLLM version, the KV cache size and the parallel layout are read from the GPU engine
+    itself."""
     checks = _checks(bundle)
     version = checks["environment.vllm_version"]
     assert version["status"] == "pass", version["summary"]
@@ -101,6 +105,7 @@ def test_the_version_chain_and_the_kv_cache_are_read_from_the_engine(bundle: Pat
 
 
 def test_memory_curves_come_from_nvml_on_the_host(bundle: Path) -> None:
+    """GPU memory curves are sampled through NVML on the host, through every pressure phase."""
     header, *rows = (bundle / "memory/capacity.csv").read_text().splitlines()
     gpus = [name for name in header.split(",") if name.startswith("gpu") and "used" in name]
     assert gpus, header
@@ -110,6 +115,8 @@ def test_memory_curves_come_from_nvml_on_the_host(bundle: Path) -> None:
 
 
 def test_every_capacity_window_carried_its_load_for_its_whole_duration(bundle: Path) -> None:
+    """At GPU speed every load window ran its whole duration under its request cap, with golive
+    never the bottleneck."""
     windows = _jsonl(bundle / "metrics/capacity-watchdog.jsonl")
     assert windows
     loaded = [w for w in windows if w["phase"] in ("concurrency", "sustained")]
@@ -125,6 +132,7 @@ def test_every_capacity_window_carried_its_load_for_its_whole_duration(bundle: P
 
 
 def test_no_limit_without_the_measurement_behind_it(bundle: Path) -> None:
+    """A concurrency or context limit in the verdict always has a measured step beyond it."""
     verdict = _verdict(bundle)
     limit = verdict["limits"].get("max_concurrency")
     steps = _jsonl(bundle / "metrics/capacity-steps.jsonl")
@@ -144,6 +152,8 @@ def test_no_limit_without_the_measurement_behind_it(bundle: Path) -> None:
 
 
 def test_cache_reuse_is_proven_on_the_engine_counters(bundle: Path) -> None:
+    """Prefix reuse on the GPU engine is shown by its own counters, with the warm-up step reusing
+    nothing."""
     reuse = _checks(bundle)["cache.prefix_reuse"]
     assert reuse["status"] == "pass", reuse["summary"]
     m = reuse["measurements"]
@@ -154,6 +164,8 @@ def test_cache_reuse_is_proven_on_the_engine_counters(bundle: Path) -> None:
 
 
 def test_the_bundle_stays_small_at_gpu_speed(bundle: Path) -> None:
+    """Thousands of requests a minute still leave a bundle under the size cap: capacity streams
+    compressed, most bodies sampled out, failures kept whole."""
     verdict = _verdict(bundle)
     assert verdict["bundle_bytes"] < MAX_BUNDLE_BYTES, verdict["bundle_bytes"]
     streams = record_streams(bundle, "capacity-*")

@@ -79,6 +79,8 @@ def _app(in_flight: list[int]) -> web.Application:
 async def test_an_answer_that_changes_under_load_fails(
     tmp_path: Path, profile: str, critical: bool
 ) -> None:
+    """A server that answers a known-answer probe right at idle and wrong while batched fails
+    capacity.answers_under_load, critical under kimi-k3."""
     async with serve_app(_app([0])) as url:
         config = load_config(None, {"target.url": url, "target.model": MODEL, "profile": profile})
 

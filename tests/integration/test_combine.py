@@ -62,6 +62,8 @@ async def _all(root: Path, **changed: Any) -> list[Path]:
 
 
 async def test_five_passing_sections_make_a_go_live_programme(tmp_path: Path) -> None:
+    """Five passing section bundles combine into one go-live programme bundle that keeps each part
+    whole and re-derives."""
     parts = await _all(tmp_path / "parts")
     for part in parts:
         assert json.loads((part / "verdict.json").read_text())["outcome"] == "section-passed"
@@ -79,6 +81,8 @@ async def test_five_passing_sections_make_a_go_live_programme(tmp_path: Path) ->
 
 
 async def test_a_combined_programme_decides_by_the_same_rules(tmp_path: Path) -> None:
+    """A combined bundle is decided by the same rules as golive run: a failed cache part holds, two
+    parts are only section-passed."""
     parts = await _all(tmp_path / "parts", cache={"status": Status.FAIL})
     verdict = combine(parts, tmp_path / "combined", load_config(None, {}))
     assert verdict.outcome is Outcome.HOLD
@@ -98,6 +102,8 @@ async def test_a_combined_programme_decides_by_the_same_rules(tmp_path: Path) ->
 async def test_parts_of_different_deployments_are_refused(
     tmp_path: Path, changed: dict[str, Any], phrase: str
 ) -> None:
+    """Parts that describe different deployments are refused, naming what differs, and nothing is
+    written."""
     parts = await _all(tmp_path / "parts", **changed)
     with pytest.raises(ConfigError) as info:
         combine(parts, tmp_path / "combined", load_config(None, {}))
@@ -107,6 +113,8 @@ async def test_parts_of_different_deployments_are_refused(
 
 @pytest.mark.tampers_bundle
 async def test_stale_duplicated_or_altered_parts_are_refused(tmp_path: Path) -> None:
+    """A part older than the allowed age, a section given twice, or an altered part is refused with
+    the reason."""
     parts = await _all(tmp_path / "parts")
     later = dt.datetime.now(dt.UTC) + dt.timedelta(days=8)
     with pytest.raises(ConfigError, match="older than 7 days"):
@@ -121,6 +129,8 @@ async def test_stale_duplicated_or_altered_parts_are_refused(tmp_path: Path) -> 
 
 
 async def test_cli_combine_and_its_usage_errors(tmp_path: Path, capsys: Any) -> None:
+    """golive decide --combine prints the combined outcome; a missing --out or a programme bundle as
+    a part is a usage error."""
     parts = [str(p) for p in await _all(tmp_path / "parts")]
     out = tmp_path / "combined"
     argv = ["decide", "--combine", *parts, "--out", str(out)]

@@ -122,6 +122,7 @@ def test_bad_evidence_files_are_usage_errors(
 
 
 def test_missing_log_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A --log path that does not exist is a usage error naming the file."""
     assert main(["env", "--log", str(tmp_path / "nope.log")]) == 2
     assert "nope.log: cannot be read" in capsys.readouterr().err
 

@@ -132,6 +132,8 @@ async def _wait_for(predicate: Any, timeout_s: float) -> None:
 async def test_signal_stops_the_load_within_a_second_and_seals_a_hold(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
+    """SIGINT or SIGTERM during a load stops every request within a second and seals a partial
+    bundle that holds, with every sent request recorded."""
     state = FakeState(fault="hang_tools")
     out = tmp_path / "b"
     async with fake_vllm(state) as url:
@@ -165,6 +167,8 @@ async def test_signal_stops_the_load_within_a_second_and_seals_a_hold(
 
 
 async def test_sigkill_leaves_every_written_record_readable(tmp_path: Path) -> None:
+    """A killed run leaves no manifest, but every record line it wrote is whole JSON and the memory
+    curve is there."""
     state = FakeState(fault="hang_tools")
     out = tmp_path / "b"
     async with fake_vllm(state) as url:

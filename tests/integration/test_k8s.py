@@ -114,6 +114,8 @@ async def _env(cluster: Cluster, out: Path, *extra: str) -> tuple[int, dict[str,
 
 
 async def test_pods_agree_and_their_nodes_become_hosts(cluster: Cluster, tmp_path: Path) -> None:
+    """The selected engine pods agree on the image, a restart is a warn, and their nodes' labels
+    become host evidence."""
     for i in range(2):
         cluster.add_node(f"gpu-{i}")
         cluster.add_pod(f"vllm-{i}", f"gpu-{i}", restarts=i)
@@ -135,6 +137,7 @@ async def test_pods_agree_and_their_nodes_become_hosts(cluster: Cluster, tmp_pat
 
 
 async def test_a_pod_on_another_digest_is_caught(cluster: Cluster, tmp_path: Path) -> None:
+    """One pod on another image digest fails the image check by name: rebuild."""
     for i in range(3):
         cluster.add_node(f"gpu-{i}")
         cluster.add_pod(f"vllm-{i}", f"gpu-{i}", OTHER if i == 2 else DIGEST)
@@ -147,6 +150,7 @@ async def test_a_pod_on_another_digest_is_caught(cluster: Cluster, tmp_path: Pat
 
 
 async def test_mixed_driver_labels_are_rebuild(cluster: Cluster, tmp_path: Path) -> None:
+    """Nodes whose labels show different driver branches are rebuild, naming the node."""
     cluster.add_node("gpu-0")
     cluster.add_node("gpu-1", "575.57.08")
     cluster.add_pod("vllm-0", "gpu-0")
@@ -158,6 +162,7 @@ async def test_mixed_driver_labels_are_rebuild(cluster: Cluster, tmp_path: Path)
 
 
 async def test_no_matching_pod_is_no_data(cluster: Cluster, tmp_path: Path) -> None:
+    """No pod matching the selector is no_data and hold, never a pass."""
     cluster.add_pod("other-0", "gpu-0", labels={"app": "web"})
     code, checks = await _env(cluster, tmp_path / "b")
     assert checks["environment.k8s_images"]["status"] == "no_data"

@@ -41,6 +41,8 @@ def _checks(verdict: Verdict) -> dict[str, dict[str, Any]]:
 async def test_every_node_reports_and_a_mixed_driver_is_rebuild(
     cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
+    """Every node of the Ray cluster reports its host and container facts; the one on an R575 driver
+    makes the chain rebuild."""
     verdict = await _env(
         cluster.address, tmp_path / "b", expect_nodes=3, timeout_s=60, container=True
     )
@@ -60,6 +62,8 @@ async def test_every_node_reports_and_a_mixed_driver_is_rebuild(
 async def test_fewer_nodes_than_declared_is_a_finding(
     cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
+    """A cluster with fewer alive nodes than --expect-nodes fails the node count, saying both
+    numbers."""
     verdict = await _env(cluster.address, tmp_path / "b", expect_nodes=4, timeout_s=60)
     count = _checks(verdict)["environment.node_count"]
     assert count["status"] == "fail"
@@ -92,4 +96,5 @@ async def test_a_node_removed_mid_collection_is_no_data(
     [(4, 3, [2, 1, 1]), (1, 3, [1]), (3, 3, [1, 1, 1]), (400, 3, [134, 133, 133])],
 )
 def test_a_window_splits_evenly_over_the_clients(total: int, parts: int, shares: list[int]) -> None:
+    """A window's concurrency splits over the client actors as evenly as whole requests allow."""
     assert split(total, parts) == shares

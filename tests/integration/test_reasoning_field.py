@@ -68,6 +68,8 @@ def _app(field: str) -> web.Application:
 async def test_the_client_reads_the_field_the_server_writes(
     tmp_path: Path, server: str, client: str, status: Status
 ) -> None:
+    """agent.client_reasoning_field passes when the client's field is the one the server writes and
+    fails naming both when not."""
     async with serve_app(_app(server)) as url:
         config = load_config(
             None,
@@ -95,6 +97,8 @@ async def test_the_client_reads_the_field_the_server_writes(
 
 
 def test_no_reasoning_at_all_cannot_confirm_the_field() -> None:
+    """With no reasoning in any answer the field cannot be confirmed: no_data, pointing at
+    --reasoning-parser."""
     status, summary = classify_reasoning_field({"reasoning": 0}, "reasoning")
     assert status == "no_data"
     assert "--reasoning-parser" in summary
@@ -102,6 +106,8 @@ def test_no_reasoning_at_all_cannot_confirm_the_field() -> None:
 
 @pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
 def test_a_stream_keeps_the_field_its_deltas_used(field: str) -> None:
+    """A reassembled stream keeps reasoning under the key its deltas used, and not under the other
+    spelling."""
     raw = (
         f'data: {{"choices":[{{"index":0,"delta":{{"{field}":"think"}}}}]}}\n\n'
         'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'

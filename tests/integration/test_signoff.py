@@ -116,6 +116,8 @@ PROGRAMME_PASSED = [
 async def test_a_programme_bundle_signs_go_live_and_becomes_the_rollback_artifact(
     tmp_path: Path, capsys: Any
 ) -> None:
+    """A go-live programme bundle re-derives, signs, re-seals and is registered as the rollback
+    artifact."""
     out = tmp_path / "b"
     verdict = await _programme(out, PROGRAMME_PASSED)
     assert verdict.outcome is Outcome.GO_LIVE
@@ -179,6 +181,8 @@ async def test_observe_with_limits_signs_only_with_every_warn_owned(
 
 
 async def test_a_policy_waiver_is_named_in_the_verdict(tmp_path: Path) -> None:
+    """A warn waived by the policy lets go-live stand, and the verdict names the waiver with its
+    reason and owner."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "name: waive-slow-ttft\nversion: 1\nwaive:\n  smoke.text:\n"
@@ -201,6 +205,8 @@ async def test_a_policy_waiver_is_named_in_the_verdict(tmp_path: Path) -> None:
 
 
 async def test_failing_bundle_needs_an_override_to_sign_go_live(tmp_path: Path) -> None:
+    """A section bundle is never signed go-live; a programme bundle that holds is, only with a
+    recorded override reason."""
     out = tmp_path / "b"
     junit = tmp_path / "junit.xml"
     code = await _smoke(out, "stale_metrics", "--junit", str(junit))
@@ -232,6 +238,8 @@ async def test_failing_bundle_needs_an_override_to_sign_go_live(tmp_path: Path) 
 
 @pytest.mark.tampers_bundle
 async def test_decide_notices_a_tampered_verdict(tmp_path: Path, capsys: Any) -> None:
+    """Statuses edited into verdict.json do not survive golive decide: the evidence is judged again
+    and still says hold."""
     out = tmp_path / "b"
     assert await _smoke(out, "stale_metrics") == Outcome.HOLD.exit_code
     assert await _cli("decide", str(out)) == 0
@@ -252,6 +260,8 @@ async def test_decide_notices_a_tampered_verdict(tmp_path: Path, capsys: Any) ->
 
 
 async def test_policy_file_changes_weight_and_is_recorded(tmp_path: Path) -> None:
+    """A policy making a failed check non-critical gives observe-with-limits naming it, and the
+    policy's name, version and text are in the bundle."""
     policy = tmp_path / "policy.yaml"
     policy.write_text("name: lenient-metrics\nversion: 3\ncritical:\n  'smoke.metrics': false\n")
     out = tmp_path / "b"
@@ -271,6 +281,7 @@ async def test_policy_file_changes_weight_and_is_recorded(tmp_path: Path) -> Non
     [("version: 1\n", "name"), ("name: x\nversion: 0\n", "version"), ("name: [\n", "YAML")],
 )
 async def test_bad_policy_is_a_usage_error(tmp_path: Path, text: str, needle: str) -> None:
+    """A malformed policy file is a usage error before any request is sent."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(text)
     code = await _smoke(tmp_path / "b", None, "--policy", str(policy))

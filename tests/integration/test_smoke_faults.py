@@ -46,6 +46,7 @@ async def test_healthy_fake_is_section_passed_never_go_live(tmp_path: Path) -> N
 
 
 async def test_a_version_that_is_not_a_version_fails(tmp_path: Path) -> None:
+    """A /version answer that is not a package version fails smoke.version, and the section holds."""
     async with fake_vllm(FakeState(fault="odd_version")) as url:
         verdict = await _smoke(url, tmp_path / "b")
     assert _status(verdict)["smoke.version"] == "fail"
@@ -138,6 +139,7 @@ async def test_broken_streams_fail_the_stream_check(
 
 
 async def test_http_500_is_a_failure_with_the_server_message(tmp_path: Path) -> None:
+    """An HTTP 500 on the text request fails smoke.text with the server's own message."""
     async with fake_vllm(FakeState(fault="http_500")) as url:
         verdict = await _smoke(url, tmp_path / "b")
     assert _status(verdict)["smoke.text"] == "fail"
@@ -184,6 +186,7 @@ def test_cli_exit_codes_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_cli_config_error_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A misspelt config key exits 2 naming the key."""
     bad = tmp_path / "c.yaml"
     bad.write_text("target:\n  urll: http://127.0.0.1:1\n")
     assert main(["smoke", "--target", "http://127.0.0.1:1", "--config", str(bad)]) == 2

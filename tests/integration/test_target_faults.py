@@ -61,6 +61,8 @@ def _lines(root: Path) -> list[dict[str, Any]]:
 async def test_each_fault_is_recorded_and_never_passes(
     tmp_path: Path, fault: str, check_id: str, phrase: str
 ) -> None:
+    """Each server fault is a named failure, never a pass, inside the run's time caps, with every
+    request recorded."""
     state = FakeState(fault=fault)
     started = time.monotonic()
     async with fake_vllm(state) as url:

@@ -53,6 +53,8 @@ def _examples(out: Path) -> list[dict[str, Any]]:
 async def test_qwen_required_and_named_pass_auto_writes_calls_into_content(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
+    """On the real Qwen, required and named tool calls pass while tool_choice=auto writes the call
+    into content: a bounded, named defect."""
     out = tmp_path / "b"
     cases = ("one_arg.required", "one_arg.named", "one_arg.auto", "retry")
     code, verdict = await _cli(
@@ -145,6 +147,8 @@ async def _gateway_run(
 async def test_gateway_rewriting_arguments_is_blamed_on_the_gateway(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
+    """A gateway that rewrites tool-call arguments is blamed on the gateway: the engine's own
+    answers are clean."""
     async with rewriting_gateway(real_target.url) as gateway:
         checks = await _gateway_run(
             gateway, real_target.url, tmp_path / "b", ("one_arg.required",), 2
@@ -189,6 +193,7 @@ async def smollm2_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncItera
 
 
 async def test_smollm2_schema_failures_hold(smollm2_target: RunningTarget, tmp_path: Path) -> None:
+    """The weak model's schema-breaking tool calls on critical cases hold."""
     out = tmp_path / "b"
     code, verdict = await _cli(
         smollm2_target.url,
@@ -216,6 +221,7 @@ async def test_smollm2_schema_failures_hold(smollm2_target: RunningTarget, tmp_p
 async def test_golive_run_with_the_weak_model_is_hold(
     smollm2_target: RunningTarget, tmp_path: Path
 ) -> None:
+    """golive run on the weak model holds, citing its tool-call protocol failure."""
     code, verdict = await golive_run(smollm2_target, tmp_path / "b")
     assert code == Outcome.HOLD.exit_code
     assert "agent.one_arg.required" in rules(verdict)["agent-protocol-failure"]

@@ -120,6 +120,8 @@ async def _assert_rederives(bundle: Path) -> None:
 async def test_prefix_shorter_than_a_block_blames_the_test(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
+    """A shared prefix shorter than one cache block holds as a test too small, saying it proves
+    nothing about the runtime."""
     code, verdict = await _cache(real_target, tmp_path / "b", "--prefix-tokens", "64")
     reuse = _checks(verdict)["cache.prefix_reuse"]
     assert code == Outcome.HOLD.exit_code
@@ -129,6 +131,7 @@ async def test_prefix_shorter_than_a_block_blames_the_test(
 
 
 async def test_metrics_out_of_reach_is_no_data(real_target: RunningTarget, tmp_path: Path) -> None:
+    """Engine metrics out of reach make reuse no_data and hold, never a pass on the flag alone."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         closed = sock.getsockname()[1]
@@ -157,6 +160,7 @@ async def nocache_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncItera
 
 
 async def test_prefix_caching_off_is_hold(nocache_target: RunningTarget, tmp_path: Path) -> None:
+    """A server with prefix caching off shows no measured reuse: cache not accepted, hold."""
     code, verdict = await _cache(nocache_target, tmp_path / "b", "--prefix-tokens", "256")
     reuse = _checks(verdict)["cache.prefix_reuse"]
     assert code == Outcome.HOLD.exit_code

@@ -15,6 +15,8 @@ from golive.target.server import ServeOptions, free_port, serve_argv
 
 
 async def test_launch_records_model_load_and_stops_the_server(tmp_path: Path) -> None:
+    """capacity --launch starts the server, records its model load from the log and load curve, runs
+    the phases and stops it."""
     paths = await ensure_target("qwen")
     port = free_port()
     command = shlex.join(

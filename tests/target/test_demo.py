@@ -15,6 +15,8 @@ SECTIONS = ("environment.", "startup.", "smoke.", "capacity.", "cache.", "agent.
 
 
 def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) -> None:
+    """golive demo runs the whole programme on the local vLLM, gives observe-with-limits naming the
+    auto tool-call defect, and stops the server."""
     golive = Path(sys.executable).with_name("golive")
     out = tmp_path / "demo"
     junit = tmp_path / "junit.xml"

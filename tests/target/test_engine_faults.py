@@ -66,6 +66,8 @@ async def _ramp_started(
 async def test_frozen_engine_is_recorded_and_the_run_stays_in_its_caps(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
+    """An engine frozen mid-ramp: its requests time out and are recorded, the ramp is not a
+    pass, every window stays inside its caps, and the engine serves again after SIGCONT."""
     out = tmp_path / "b"
     run = await _ramp_started(real_target, out, SETTINGS)
     tree = process_tree(real_target.pid)

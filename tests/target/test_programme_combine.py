@@ -38,6 +38,7 @@ def _client_stalled(verdict: dict[str, Any]) -> bool:
 async def test_sections_combined_decide_as_run_does(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
+    """The five section commands combined decide the deployment as golive run does."""
     code, run = await golive_run(real_target, tmp_path / "run")
     assert run["scope"] == "programme"
     log = ["--log", str(real_target.log_path)]

@@ -39,6 +39,7 @@ async def _traffic(url: str, model: str, concurrency: int, seconds: float, token
 async def test_watch_is_clean_under_normal_traffic(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
+    """The watch stays clean while normal traffic inside the accepted envelope runs."""
     accepted = accepted_bundle(tmp_path / "accepted")
     watch = golive_watch(
         real_target.url,
@@ -71,6 +72,8 @@ async def test_watch_is_clean_under_normal_traffic(
 async def test_burst_beyond_accepted_concurrency_fires_the_queue_trigger(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
+    """A burst beyond the accepted concurrency fires the queue trigger and runs --on-rollback with
+    the previous artifact's facts."""
     accepted = accepted_bundle(tmp_path / "accepted")
     registry = registry_with_previous(tmp_path)
     seen = tmp_path / "rollback.env"

@@ -92,6 +92,8 @@ def _sse(*deltas: dict[str, Any], done: bool = True) -> bytes:
     ],
 )
 def test_real_qwen_answers(case: str, signatures: list[str]) -> None:
+    """Real Qwen answers give exactly the findings the contract expects, and fit the openai SDK's
+    types."""
     parsed = parse(_record(QWEN[case]["response"]))
     found = [f.signature for f in response_findings(parsed, _contract(case))]
     assert found == signatures
@@ -122,10 +124,13 @@ def test_real_qwen_answers(case: str, signatures: list[str]) -> None:
     ],
 )
 def test_transport_and_framing_failures(record: RequestRecord, case: str, signature: str) -> None:
+    """Transport and stream-framing failures each give their own signature."""
     assert signature in [f.signature for f in response_findings(parse(record), _contract(case))]
 
 
 def test_a_clear_refusal_of_invalid_history_is_accepted() -> None:
+    """A clear 400 for an invalid tool-call history passes that case, and is a failure on a case
+    that needs an answer."""
     refusal = {
         "error": {"message": "arguments are not JSON", "type": "BadRequestError", "code": 400}
     }
@@ -175,12 +180,15 @@ def test_a_clear_refusal_of_invalid_history_is_accepted() -> None:
 def test_more_broken_promises(
     message: dict[str, Any], finish: str, expect: Expect, signature: str
 ) -> None:
+    """Each kind of broken tool-call promise in a message is found with its signature."""
     tools = CASES["one_arg.required"].tool_schemas
     found = check_message(message, finish, expect, tools, reasoning_fields=("reasoning",))
     assert signature in [f.signature for f in found]
 
 
 def test_truncated_call_with_length_is_noticeable() -> None:
+    """A tool call cut by max_tokens with finish_reason length is an honest truncation, not a
+    finding."""
     message = {
         "tool_calls": [
             {
@@ -195,6 +203,8 @@ def test_truncated_call_with_length_is_noticeable() -> None:
 
 
 def test_sdk_rejects_what_a_gateway_helpfully_decoded() -> None:
+    """Arguments decoded into an object, or an unknown finish_reason, are what the openai SDK
+    rejects."""
     body = QWEN["nested.required"]["response"]
     call = body["choices"][0]["message"]["tool_calls"][0]
     broken = json.loads(json.dumps(body))
@@ -212,6 +222,8 @@ def test_sdk_rejects_what_a_gateway_helpfully_decoded() -> None:
 
 
 def test_retry_duplicate_only_when_the_given_up_attempt_held_a_whole_call() -> None:
+    """A retried request is a duplicate only when the attempt given up on already held a whole tool
+    call."""
     tools = CASES["retry"].tool_schemas
     whole = {
         "tool_calls": [
@@ -248,6 +260,8 @@ def test_retry_duplicate_only_when_the_given_up_attempt_held_a_whole_call() -> N
 
 
 def test_hidden_retries_from_the_engines_prompt_counter() -> None:
+    """More prompts admitted by the engine than golive sent shows hidden retries; without counters
+    nothing is claimed."""
     before = parse_metrics('vllm:prompt_tokens_total{engine="0",model_name="m"} 100\n')
     after = parse_metrics('vllm:prompt_tokens_total{engine="0",model_name="m"} 1100\n')
     admitted = engine_admitted(MetricsDelta(before, after), 100)
@@ -262,6 +276,8 @@ def test_hidden_retries_from_the_engines_prompt_counter() -> None:
 
 
 def test_user_schema_file_becomes_named_cases(tmp_path: Path) -> None:
+    """A user's tool schema file becomes one named case per tool, with its own prompt and
+    criticality."""
     path = tmp_path / "tools.yaml"
     path.write_text(
         "tools:\n"
@@ -294,6 +310,7 @@ def test_user_schema_file_becomes_named_cases(tmp_path: Path) -> None:
     ],
 )
 def test_bad_schema_files_name_the_file_and_field(tmp_path: Path, text: str, needle: str) -> None:
+    """A bad tool schema file is refused naming the file and the field."""
     path = tmp_path / "tools.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError) as info:
@@ -303,6 +320,7 @@ def test_bad_schema_files_name_the_file_and_field(tmp_path: Path, text: str, nee
 
 
 def test_select_applies_criticality_and_rejects_unknown_names() -> None:
+    """Case selection applies the configured criticality and refuses an unknown case name."""
     chosen = select(shipped_cases(), ["one_arg.auto", "retry"], ["one_arg.auto"], ["retry"])
     assert [(c.name, c.critical) for c in chosen] == [("one_arg.auto", True), ("retry", False)]
     assert chosen[1].feature == "retry"
@@ -347,6 +365,8 @@ def _run(
 def test_case_result_and_decision(
     case: str, failures: int, status: Status, outcome: Outcome
 ) -> None:
+    """A case's failure count maps to pass, warn or fail and to the outcome the checklist gives for
+    it."""
     runs = [
         _run(
             "plain", i, *(["tool_calls.empty"] if i < failures else []), layer=Layer.MODEL_OR_PARSER
@@ -370,6 +390,7 @@ def test_case_result_and_decision(
 
 
 def test_retry_case_that_never_timed_out_proves_nothing() -> None:
+    """A retry case whose client deadline never fired proves nothing: no_data and hold."""
     facts = {
         "attempts_sent": 5,
         "timeouts_exercised": 0,
@@ -399,6 +420,7 @@ def test_retry_without_the_engine_counters_is_no_data() -> None:
 
 
 def test_parity_mismatch_follows_the_twin_that_a_gateway_broke() -> None:
+    """A stream/plain mismatch is blamed on the twin whose answer a gateway changed."""
     call = {
         "tool_calls": [
             {

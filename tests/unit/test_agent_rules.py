@@ -40,6 +40,7 @@ def _stream_message(name: str) -> tuple[dict[str, Any], str | None]:
 
 
 def test_real_required_call_passes_and_matches_the_plain_answer() -> None:
+    """A real streamed required call passes and matches its non-streamed twin."""
     message, finish = _stream_message("sse_tool_required.txt")
     assert check_message(message, finish, Expect.CALL, WEATHER) == []
     plain = json.loads((DATA / "nonstream_tool_required.json").read_text())["choices"][0]["message"]
@@ -91,6 +92,7 @@ def _msg(args: str, name: str = "get_weather", ids: tuple[str, ...] = ("a",)) ->
 def test_each_broken_promise_has_its_signature(
     message: dict[str, Any], finish: str, expect: Expect, signature: str
 ) -> None:
+    """Each broken promise in an answer gives its own signature."""
     schema = {
         "type": "object",
         "properties": {"decision": {"enum": ["approve", "reject"]}},
@@ -103,6 +105,7 @@ def test_each_broken_promise_has_its_signature(
 
 
 def test_wilson_interval() -> None:
+    """The Wilson interval of a pass rate matches the textbook values."""
     low, high = wilson(20, 20)
     assert high == 1.0
     assert 0.83 < low < 0.84
@@ -125,11 +128,13 @@ def test_wilson_interval() -> None:
 def test_layer_attribution(
     engine: list[str], gateway: list[str], sdk: bool, dup: bool, layer: Layer
 ) -> None:
+    """A failure is blamed on the layer its findings point to: engine, gateway, SDK or retry."""
     as_findings = [[Finding(s, s) for s in engine], [Finding(s, s) for s in gateway]]
     assert attribute(as_findings[0], as_findings[1], sdk, dup) is layer
 
 
 def test_summary_groups_failures() -> None:
+    """A case's summary counts runs, passes and each failure signature."""
     runs = [[], [Finding("tool_calls.empty", "")], [], [Finding("tool_calls.empty", "")]]
     summary = summarise("auto", runs)
     assert (summary.runs, summary.passed, summary.rate) == (4, 2, 0.5)

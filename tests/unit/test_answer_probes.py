@@ -72,6 +72,8 @@ IDLE = [
 def test_answers_under_load_against_the_idle_reference(
     under_load: list[ProbeAnswer], status: Status, said: str
 ) -> None:
+    """Answers under load are judged against the same probe's idle answer: once wrong warns, twice
+    fails."""
     got, summary, measurements = classify_answers([*IDLE, *under_load])
     assert got is status
     assert said in summary
@@ -91,6 +93,7 @@ def test_a_window_too_small_to_spare_a_slot_is_not_judged(tmp_path: Path) -> Non
 
 
 def test_no_correct_idle_answer_proves_nothing() -> None:
+    """With no probe right at idle nothing under load can be judged: no_data."""
     wrong = [_a(p, "idle", False, "?") for p in BY_NAME]
     got, summary, _ = classify_answers([*wrong, _a("arithmetic", "sustained-c4", False, "?")])
     assert got is Status.NO_DATA
@@ -131,4 +134,5 @@ def _call(arguments: str, name: str = "get_weather") -> dict[str, Any]:
     ],
 )
 def test_what_a_correct_answer_is(probe: str, message: dict[str, Any], right: bool) -> None:
+    """Each probe's rule for a correct answer accepts the right shapes and refuses the wrong ones."""
     assert correct(BY_NAME[probe], parse(_answer(message))) is right

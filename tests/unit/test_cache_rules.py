@@ -97,18 +97,24 @@ def test_reuse_is_proven_without_the_api_field() -> None:
 def test_cache_not_accepted_diagnoses(
     cold: CacheStep, warm: list[CacheStep], shared: int, enabled: bool, phrase: str
 ) -> None:
+    """Each way reuse can fail to show (caching off, prefix too small, counters still) is not
+    accepted, with its own diagnosis."""
     verdict = judge_reuse(cold, warm, shared_tokens=shared, block_size=128, caching_enabled=enabled)
     assert not verdict.accepted
     assert phrase in verdict.diagnosis
 
 
 def test_counters_moving_more_than_our_traffic_flag_a_shared_server() -> None:
+    """Engine counters moving more than golive's own traffic are accepted but flagged as a shared
+    server."""
     verdict = judge_reuse(_step("c", 0, 0), [_step("w", 1408, 9000)], 1521, 128, True)
     assert verdict.accepted
     assert verdict.shared_server
 
 
 def test_controls_and_rank_test() -> None:
+    """A control that reuses nothing is invalidated, and the cold/warm TTFT rank test gives the
+    exact p-value and Cliff's delta."""
     assert control_invalidated(_step("x", 0, 0), 1408, 128)
     assert not control_invalidated(_step("x", 1408, 1408), 1408, 128)
     test = rank_test([18.0, 17.5, 18.4], [0.9, 0.8, 1.1, 0.95, 0.85])
@@ -143,6 +149,8 @@ def test_controls_and_rank_test() -> None:
 def test_retention_must_be_known_not_assumed(
     measurements: dict[str, str | None], hybrid: bool, status: Status
 ) -> None:
+    """Cache retention passes only where its granularity is known; a hybrid cache with no documented
+    interval warns, caching off fails."""
     from golive.checks.cache.retention import judge_retention
 
     assert judge_retention(measurements, hybrid, "boundaries").status is status
@@ -200,6 +208,8 @@ def test_the_cold_request_comes_after_a_warm_up_of_the_same_shape_behind_another
 
 
 def test_a_slow_warm_up_is_named_and_kept_out_of_the_comparison() -> None:
+    """The real 89.8 s first request on the Kimi-Linear H200 run is named as a warm-up and kept out
+    of the cold/warm comparison."""
     rows = (
         (DATA.parent / "vllm-gpu-0.24-kimi-linear-mini-h200x2/cache-steps.jsonl")
         .read_text()

@@ -86,6 +86,8 @@ def _step(
     ],
 )
 def test_concurrency_ramp(steps: list[StepStats], action: Action, ceiling: int | None) -> None:
+    """The ramp's steps give the checklist's action (stable, limit traffic, expand capacity) and the
+    ceiling the measurements support."""
     result = classify_concurrency(steps, POLICY)
     assert result.action is action
     assert result.ceiling == ceiling
@@ -153,6 +155,8 @@ def test_small_queue_times_are_noise() -> None:
     ],
 )
 def test_long_input(steps: list[LongStep], action: Action, largest: int) -> None:
+    """The long-input ladder gives the largest context served and whether the configuration or the
+    traffic must change."""
     result = classify_long_input(
         steps,
         max_context=1024 if action is Action.ADJUST_CONFIGURATION else 512,
@@ -163,6 +167,7 @@ def test_long_input(steps: list[LongStep], action: Action, largest: int) -> None
 
 
 def test_no_long_input_step_is_no_data() -> None:
+    """A ladder with no step measured is no_data, never a pass."""
     assert classify_long_input([], 1024, 512).action is Action.NO_DATA
 
 
@@ -180,6 +185,8 @@ def test_no_long_input_step_is_no_data() -> None:
 def test_sustained_judges_only_what_it_measured(
     total: int, errors: int, refused: int, preemptions: float | None, action: Action
 ) -> None:
+    """The sustained phase is judged on errors, refusals and preemptions it measured; what it did
+    not measure is not a pass."""
     flat = trend([(float(t), 2.0 + (0.01 if t % 2 else -0.01)) for t in range(20)])
     result = classify_sustained(
         flat, [1.0, 1.0], errors, total, False, 4, refused=refused, preemptions=preemptions
@@ -206,6 +213,8 @@ def test_a_drift_over_few_completions_sets_no_limit(completed: int, action: Acti
 
 
 def test_trend_finds_a_rising_line_and_its_interval() -> None:
+    """The latency trend finds a rising slope with a confidence interval above zero, and a noisy
+    flat line straddling zero."""
     points = [(float(t), 1.0 + 0.05 * t + (0.01 if t % 2 else -0.01)) for t in range(60)]
     fitted = trend(points)
     assert fitted is not None
@@ -228,6 +237,8 @@ def test_trend_finds_a_rising_line_and_its_interval() -> None:
     ],
 )
 def test_sustained(slope: float, errors: int, died: bool, action: Action) -> None:
+    """Latency drift, errors and an engine death under sustained load map to the checklist's
+    actions; a drift halves the concurrency."""
     fitted = trend([(float(t), 1.0 + slope * t + (0.02 if t % 2 else -0.02)) for t in range(40)])
     result = classify_sustained(fitted, [1.0, 1.0, 1.05, 0.98], errors, 40, died, concurrency=8)
     assert result.action is action
@@ -244,6 +255,8 @@ def _cap(cid: str, classification: str, **m: int) -> CheckResult:
 
 
 def test_decision_maps_the_three_actions_and_collects_limits() -> None:
+    """The three capacity actions map to observe-with-limits with limits, and to expand-capacity
+    when the chain is proven."""
     chain = [
         CheckResult("environment.vllm_version", CheckClass.ENVIRONMENT, True, Status.PASS, "v"),
         CheckResult("startup.log", CheckClass.STARTUP, True, Status.PASS, "log"),
@@ -318,6 +331,7 @@ def test_a_held_back_queue_is_a_ceiling() -> None:
 def test_a_window_must_carry_the_load_it_was_asked_to(
     duration: float, wall: float, stopped_by: str, peak: int, concurrency: int, covered: bool
 ) -> None:
+    """A window cut short in time or concurrency is not judged as if it carried its load."""
     reason = window_coverage(duration, wall, stopped_by, 3840, peak, concurrency)
     assert (reason is None) is covered
 
@@ -450,6 +464,8 @@ def test_a_gain_within_counting_noise_of_the_threshold_is_not_a_knee() -> None:
 
 
 def test_a_clear_knee_names_where_the_time_went() -> None:
+    """A throughput knee on the calibrated H200 steps names its gain with its error and where the
+    extra time went."""
     steps = _calibrated_steps()
     flat = dataclasses.replace(
         steps[32], completed=1540, e2e_p50_s=(steps[16].e2e_p50_s or 0.0) * 2

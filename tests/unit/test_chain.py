@@ -103,6 +103,7 @@ def test_r575_host_under_kimi_is_rebuild_despite_the_cuda_line() -> None:
 
 
 def test_a_newer_driver_is_fine() -> None:
+    """A driver newer than the minimum, with a matching CUDA, passes both driver checks."""
     inputs = _inputs(
         hosts=_hosts(_host("x1", driver="590.10.01", cuda="13.1")), container=_container()
     )
@@ -120,6 +121,8 @@ def test_a_newer_driver_is_fine() -> None:
     ],
 )
 def test_vllm_version_rules_under_kimi(version: str, status: Status, phrase: str) -> None:
+    """Under kimi-k3 the vLLM version must be at least the profile's minimum, and the summary says
+    why not."""
     result = check_vllm_version(
         _inputs(
             live_version=Source(version, "requests/env.jsonl"),
@@ -143,6 +146,8 @@ def test_vllm_version_rules_under_kimi(version: str, status: Status, phrase: str
 def test_a_nightly_version_in_the_official_image_is_not_a_custom_build(
     image: str | None, status: Status, phrase: str
 ) -> None:
+    """A dev version in the profile's official image is that image's nightly, not a custom build;
+    elsewhere it is one."""
     version = "0.27.2.dev41+g1f3c9d2"
     result = check_vllm_version(
         _inputs(
@@ -183,6 +188,8 @@ def test_custom_build_under_generic_needs_its_build_record() -> None:
 
 
 def test_layers_that_disagree_on_vllm_are_named() -> None:
+    """When the log and the live server disagree on the vLLM version, both are named with their
+    sources."""
     log = parse_startup_log(
         "(APIServer pid=1) INFO 01-01 00:00:00 [a.py:1] vLLM API server version 0.28.0\n"
     )
@@ -208,12 +215,14 @@ def test_layers_that_disagree_on_vllm_are_named() -> None:
     ],
 )
 def test_image_rules_under_kimi(image: str, status: Status, phrase: str) -> None:
+    """Under kimi-k3 the image must be the profile's, pinned by digest."""
     result = check_image(_inputs(image=Source(image, "--image")))
     assert result.status is status
     assert phrase in result.summary
 
 
 def test_split_image_handles_registries_with_ports() -> None:
+    """An image reference splits into repository, tag and digest, a registry port included."""
     assert split_image("registry:5000/vllm/vllm-openai:kimi-k3@sha256:ab") == (
         "registry:5000/vllm/vllm-openai",
         "kimi-k3",
@@ -223,6 +232,7 @@ def test_split_image_handles_registries_with_ports() -> None:
 
 
 def test_cuda_12_container_under_kimi_fails() -> None:
+    """A CUDA 12 container fails under kimi-k3, which needs CUDA 13."""
     result = check_container_cuda(
         _inputs(container=_container(torch_cuda="12.9", cudart_version=12090))
     )
@@ -231,6 +241,7 @@ def test_cuda_12_container_under_kimi_fails() -> None:
 
 
 def test_cpu_torch_is_fine_for_generic_but_not_for_kimi() -> None:
+    """A CPU torch build passes under the generic profile and fails under kimi-k3."""
     cpu = _container(torch_cuda=None, torch_version="2.13.0+cpu")
     assert check_container_cuda(_inputs("generic", container=cpu)).status is Status.PASS
     assert check_container_cuda(_inputs(container=cpu)).status is Status.FAIL
@@ -251,6 +262,7 @@ def test_cuda_compat_on_consumer_gpus_fails_and_on_datacenter_gpus_warns() -> No
 
 
 def test_gpu_count_class_and_fabric() -> None:
+    """Too few GPUs for the profile, and a fabric still in progress, fail the GPU check."""
     two = _inputs(hosts=_hosts(_host("x2")))
     assert "needs at least 8" in check_gpus(two).summary
     generic = check_gpus(_inputs("generic", hosts=_hosts(_host("x2"))))
@@ -290,6 +302,8 @@ def test_missing_evidence_is_no_data_never_pass() -> None:
 
 
 def test_startup_failure_is_rebuild_and_cites_lines() -> None:
+    """A startup error in the log fails the startup check citing its lines, and the outcome is
+    rebuild."""
     log = parse_startup_log(
         "INFO boot\n(EngineCore_DP0 pid=9) ERROR 01-01 00:00:00 [core.py:1] RuntimeError: NCCL error: "
         "unhandled system error\nEngineCore failed to start.\n"
@@ -301,6 +315,7 @@ def test_startup_failure_is_rebuild_and_cites_lines() -> None:
 
 
 def test_declared_parallel_layout_must_match_the_log() -> None:
+    """The declared tp/pp layout must match the log and fit the GPUs there are."""
     log = parse_startup_log(
         "INFO 01-01 00:00:00 [u.py:1] non-default args: {'tensor_parallel_size': 8}\n"
     )
@@ -329,6 +344,7 @@ def test_a_log_without_the_args_line_is_missing_evidence_not_rebuild() -> None:
 
 
 def test_a_container_where_torch_does_not_import_is_unknown_not_a_cpu_build() -> None:
+    """A container where torch does not import is no_data with the import error, not a CPU build."""
     broken = _container(
         torch_version=None, torch_cuda=None, errors=("import torch failed: libcudart.so.13",)
     )

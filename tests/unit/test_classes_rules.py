@@ -60,6 +60,8 @@ def _answer(content: str, prompt_tokens: int | None) -> ParsedResponse:
 def test_multimodal_needs_the_image_to_reach_the_model(
     with_image: int | None, without: int, content: str, status: Status
 ) -> None:
+    """The multimodal class passes only when the image's tokens reached the model and the answer
+    shows it."""
     result = judge_multimodal(_answer(content, with_image), _answer("?", without))
     assert result.status is status
 
@@ -77,6 +79,7 @@ def test_multimodal_needs_the_image_to_reach_the_model(
 def test_shared_prompt_must_arrive_unchanged_and_be_answered(
     prompts: list[int | None], answers: list[str], status: Status
 ) -> None:
+    """The shared prompt must arrive with the same token count every time and be answered."""
     result = judge_shared_prompt(prompts, [None] * len(prompts), answers)
     assert result.status is status
 
@@ -118,6 +121,7 @@ def _line(
 def test_a_short_load_is_judged_from_its_saved_lines(
     lines: list[dict[str, object]], status: Status, summary: str
 ) -> None:
+    """The short load's result comes from its saved record lines alone."""
     result = load_result("smoke.sustained", lines, "x")
     assert result.status is status
     assert result.summary == summary

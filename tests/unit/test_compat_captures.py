@@ -46,6 +46,7 @@ def _json(folder: Path, name: str) -> Any:
 
 
 def test_the_matrix_spans_five_releases_with_the_kimi_minimum_and_the_newest() -> None:
+    """The version matrix holds five releases, Kimi K3's minimum and the newest among them."""
     versions = [_version(p) for p in CAPTURES]
     assert len(versions) >= 5, versions
     assert {"0.27.1", "0.32.0"} <= set(versions)  # Kimi K3's minimum, the newest here
@@ -53,6 +54,8 @@ def test_the_matrix_spans_five_releases_with_the_kimi_minimum_and_the_newest() -
 
 @by_version
 def test_the_startup_log_is_read(folder: Path) -> None:
+    """Each release's startup log is read: version, KV cache, max_model_len and tool choice, no
+    fatal line."""
     facts = parse_startup_log((folder / "startup.log").read_text())
     model = _json(folder, "models.json")["data"][0]
     assert facts.vllm_version == _version(folder)
@@ -65,6 +68,7 @@ def test_the_startup_log_is_read(folder: Path) -> None:
 
 @by_version
 def test_the_api_names_the_version_and_the_model(folder: Path) -> None:
+    """Each release's /version and /v1/models name the version and the model the answers came from."""
     assert _json(folder, "version.json")["version"] == _version(folder)
     model = _json(folder, "models.json")["data"][0]
     served = _json(folder, "answer-tool-plain.json")["request"]["model"]
@@ -73,6 +77,7 @@ def test_the_api_names_the_version_and_the_model(folder: Path) -> None:
 
 @by_version
 def test_every_metric_golive_judges_by_is_exposed_and_moves_under_load(folder: Path) -> None:
+    """Every metric golive judges by is exposed by each release and its counters move under load."""
     idle = parse_metrics((folder / "metrics-idle.prom").read_text())
     after = parse_metrics((folder / "metrics-after-load.prom").read_text())
     for name in NEEDED:
@@ -84,6 +89,8 @@ def test_every_metric_golive_judges_by_is_exposed_and_moves_under_load(folder: P
 
 @by_version
 def test_the_tool_call_answers_read_back_and_agree_with_the_verdict(folder: Path) -> None:
+    """Each release's saved tool-call answers parse again and agree with the status its verdict
+    gave."""
     case = next(c for c in shipped_cases() if c.name == "one_arg.required")
     contract = contract_of(case, load_profile("generic"))
     stream = reparsed(_json(folder, "answer-tool-stream.json"))
@@ -103,6 +110,7 @@ def test_the_tool_call_answers_read_back_and_agree_with_the_verdict(folder: Path
 
 @by_version
 def test_the_verdict_chain_agrees_with_the_captures(folder: Path) -> None:
+    """Each release's verdict names the release it ran on."""
     summary = _json(folder, "verdict-summary.json")
     assert summary["vllm_version"] == _version(folder)
     assert summary["outcome"] in (
@@ -119,4 +127,5 @@ def test_the_verdict_chain_agrees_with_the_captures(folder: Path) -> None:
 
 
 def test_docs_compat_is_rendered_from_these_captures() -> None:
+    """docs/compat.md is exactly what the captures render to."""
     assert DOC.read_text() == render(CAPTURES), "run: python -m compat.matrix"

@@ -33,6 +33,7 @@ def test_unknown_key_names_file_field_and_allowed_keys(tmp_path: Path) -> None:
 
 
 def test_bad_value_says_what_was_given(tmp_path: Path) -> None:
+    """A URL without a scheme is refused naming the key and the fix."""
     path = tmp_path / "c.yaml"
     path.write_text("target:\n  url: localhost:8000\n")
     with pytest.raises(ConfigError, match=r"target\.url.*http://HOST:PORT"):
@@ -46,6 +47,7 @@ def test_api_key_env_refuses_a_key_value() -> None:
 
 
 def test_missing_and_malformed_files(tmp_path: Path) -> None:
+    """An unreadable config file and one that is not a mapping are refused, saying which."""
     with pytest.raises(ConfigError, match="cannot be read"):
         load_config(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
@@ -67,5 +69,6 @@ def test_kimi_profile_holds_the_recipe_facts() -> None:
 
 
 def test_unknown_profile_lists_the_bundled_ones() -> None:
+    """An unknown profile name lists the bundled profiles."""
     with pytest.raises(ConfigError, match="generic, kimi-k3"):
         load_profile("kimi-k9")

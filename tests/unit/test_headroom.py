@@ -63,6 +63,8 @@ def _figures(
     ],
 )
 def test_bottleneck(figures: ClientFigures, e2e_s: float, why: str | None) -> None:
+    """Send lag, event-loop lag or CPU beyond the limit names golive itself as the bottleneck;
+    within them nothing is said."""
     found = bottleneck(figures, POLICY, e2e_s)
     if why is None:
         assert found is None
@@ -78,6 +80,7 @@ def _hog(stop: threading.Event) -> None:
 
 
 async def test_the_monitor_sees_a_starved_event_loop() -> None:
+    """The client monitor measures a busy thread starving the event loop as lag and CPU."""
     idle, busy = ClientMonitor(), ClientMonitor()
     async with running_beside(idle.watch()):
         await asyncio.sleep(0.5)
@@ -103,6 +106,8 @@ async def test_the_monitor_sees_a_starved_event_loop() -> None:
 
 
 def test_the_check_passes_only_when_every_window_had_headroom() -> None:
+    """golive.client_headroom passes only when every load window had headroom, and fails critically
+    naming how many did not."""
     good = {"phase": "concurrency", "concurrency_cap": 4, "client": _figures().to_json()}
     short = {
         **good,
@@ -123,6 +128,7 @@ def test_the_check_passes_only_when_every_window_had_headroom() -> None:
 
 
 def test_figures_round_for_the_bundle() -> None:
+    """The client's figures are rounded as the bundle keeps them."""
     row = ClientFigures(0.12345, 1.23456, 2.0, 0.5, 0.9, 0.04567, 10, 100, 0.33333).to_json()
     assert row["send_lag_p99_ms"] == 1.235
     assert row["cpu_share"] == 0.046

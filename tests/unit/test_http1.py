@@ -95,6 +95,7 @@ async def _chat(url: str, read_timeout_s: float = 10.0) -> RequestRecord:
 
 
 async def test_keep_alive_reuses_one_connection() -> None:
+    """Five requests go over one kept-alive connection, each with golive's request id."""
     async with scripted(json_answer) as (url, server), TargetClient(ClientSettings(url)) as client:
         records = [await client.get("/health", "h") for _ in range(5)]
     assert [r.status for r in records] == [200] * 5
@@ -123,6 +124,8 @@ async def test_each_socket_read_is_one_stamped_chunk() -> None:
 
 
 async def test_answer_delimited_by_close_is_complete_and_not_reused() -> None:
+    """An answer ended by closing the connection is complete, and that connection is not reused."""
+
     async def close_delimited(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello ")
         await writer.drain()
@@ -171,6 +174,8 @@ async def test_a_kept_alive_connection_closed_as_it_is_reused_is_sent_again() ->
 
 
 async def test_a_fresh_connection_closed_before_answering_is_not_sent_again() -> None:
+    """A fresh connection closed before any answer is a disconnect failure, not sent a second time."""
+
     async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.close()
 
@@ -184,6 +189,8 @@ async def test_a_fresh_connection_closed_before_answering_is_not_sent_again() ->
 
 
 async def test_server_closing_mid_stream_keeps_what_arrived() -> None:
+    """A server closing mid-stream leaves a disconnect failure that keeps the bytes that arrived."""
+
     async def reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + _chunk(SSE[0]))
         await writer.drain()
@@ -200,6 +207,8 @@ async def test_server_closing_mid_stream_keeps_what_arrived() -> None:
 
 
 async def test_silent_server_is_a_read_timeout() -> None:
+    """A server that goes silent is cut at the read timeout, saying how long it was silent."""
+
     async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
         await writer.drain()
@@ -238,6 +247,8 @@ async def test_slow_drip_is_not_a_read_timeout_but_the_deadline_stops_it() -> No
 
 
 async def test_garbage_answer_is_a_transport_failure() -> None:
+    """An answer that is not HTTP is a transport failure."""
+
     async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(b"SSH-2.0-OpenSSH_9.2\r\n\r\n")
         await writer.drain()
@@ -250,6 +261,8 @@ async def test_garbage_answer_is_a_transport_failure() -> None:
 
 
 async def test_pool_never_opens_more_than_its_limit() -> None:
+    """Eight requests at once never open more connections than the pool's limit."""
+
     async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await asyncio.sleep(0.05)
         await json_answer(reader, writer)
@@ -265,6 +278,7 @@ async def test_pool_never_opens_more_than_its_limit() -> None:
 
 
 async def test_unreachable_port_is_a_connect_failure() -> None:
+    """A closed port is a connect failure."""
     async with scripted(json_answer) as (url, _):
         pass  # the listener is closed now
     record = await _chat(url)
@@ -274,6 +288,8 @@ async def test_unreachable_port_is_a_connect_failure() -> None:
 
 
 def test_constant_arrivals_are_evenly_spaced_and_capped() -> None:
+    """Constant arrivals are evenly spaced and stop at the request cap; Poisson arrivals keep the
+    rate."""
     schedule = Schedule("rate", 10, 5, rate_per_s=250, arrival="constant")
     assert list(arrival_offsets_ns(schedule)) == [0, 4_000_000, 8_000_000, 12_000_000, 16_000_000]
     poisson = list(arrival_offsets_ns(Schedule("rate", 10, 1000, rate_per_s=100, seed=3)))
@@ -338,6 +354,7 @@ async def test_abort_in_flight_returns_records_and_stop_refuses_new_requests() -
 
 
 async def test_saved_requests_redact_credential_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key goes to the server but every credential header is redacted in the saved request."""
     monkeypatch.setenv("GOLIVE_TEST_KEY", "sk-secret-value")
     async with scripted(json_answer) as (url, server):
         settings = ClientSettings(url, api_key_env="GOLIVE_TEST_KEY")

@@ -24,10 +24,12 @@ from golive.evidence.k8s_env import K8sReport, K8sSource, _matches, node_hosts
     ],
 )
 def test_selector(selector: str, labels: dict[str, str], selected: bool) -> None:
+    """Label selectors match pods as Kubernetes matches them."""
     assert _matches(labels, selector) is selected
 
 
 def test_nodes_without_gpu_labels_give_no_host_facts() -> None:
+    """Only nodes with GPU labels become hosts, with driver and GPU count from the labels."""
     report = K8sReport(
         K8sSource("llm", "app=vllm"),
         (),
@@ -45,6 +47,7 @@ def test_nodes_without_gpu_labels_give_no_host_facts() -> None:
 def test_env_without_the_kubernetes_client_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Without the kubernetes client, --k8s-namespace is a usage error naming the extra to install."""
     monkeypatch.setitem(sys.modules, "kubernetes", None)
     assert main(["env", "--k8s-namespace", "llm", "--selector", "app=vllm"]) == 2
     assert "pip install 'golive[k8s]'" in capsys.readouterr().err

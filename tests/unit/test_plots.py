@@ -10,6 +10,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 def test_line_chart_shades_phases_and_draws_each_series() -> None:
+    """A line chart draws each series, skips a missing sample and labels the phases."""
     svg = line_chart(
         "Memory by phase",
         "time (s)",
@@ -28,12 +29,14 @@ def test_line_chart_shades_phases_and_draws_each_series() -> None:
 
 
 def test_empty_inputs_draw_nothing() -> None:
+    """Charts with no data draw nothing rather than an empty frame."""
     assert line_chart("t", "x", "y", [], {"a": []}) == ""
     assert bar_chart("t", "y", [], {}) == ""
     assert interval_chart("t", []) == ""
 
 
 def test_bar_and_interval_charts() -> None:
+    """Bar heights follow the values, and interval dots are coloured and placed by pass rate."""
     bars = ET.fromstring(
         bar_chart(
             "Reuse", "tokens", ["cold-0", "warm-0"], {"prompt": [700, 704], "cached": [0, 640]}

@@ -11,6 +11,7 @@ from golive.quantiles import percentile, quantile, samples_needed
 
 
 def test_percentile_interpolates() -> None:
+    """Percentiles interpolate between samples; none of nothing."""
     assert percentile([], 50) is None
     assert percentile([3.0, 1.0, 2.0], 50) == 2.0
     assert percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)
@@ -21,6 +22,7 @@ def test_percentile_interpolates() -> None:
     [(95, 0.95, 59), (95, 0.99, 90), (99, 0.95, 299), (99, 0.99, 459), (50, 0.95, 5)],
 )
 def test_samples_a_bound_needs(q: float, confidence: float, needed: int) -> None:
+    """The number of samples a distribution-free bound needs at each quantile and confidence."""
     assert samples_needed(q, confidence) == needed
 
 

@@ -53,11 +53,13 @@ def _cluster(entries: list[dict[str, Any]], alive: int) -> ClusterReport:
 def test_node_results(
     entries: list[dict[str, Any]], alive: int, expect: int | None, statuses: dict[str, str]
 ) -> None:
+    """Each Ray node's report, a missing one or too few nodes give their check status."""
     results = node_results(RaySource("http://h:8265", expect), _cluster(entries, alive), None)
     assert {r.id: r.status.value for r in results} == statuses
 
 
 def test_twin_hostnames_are_told_apart_by_node_id() -> None:
+    """Two nodes with one hostname are told apart by their Ray node id."""
     cluster = _cluster(
         [
             {"node_id": "1" * 56, "hostname": "vm", "host": HOST},
@@ -70,6 +72,7 @@ def test_twin_hostnames_are_told_apart_by_node_id() -> None:
 
 
 def test_no_cluster_evidence_is_no_data() -> None:
+    """A cluster that does not answer is no_data, saying why."""
     [result] = node_results(RaySource("http://h:8265", 3), None, "the Jobs API does not answer")
     assert result.status.value == "no_data"
     assert "does not answer" in result.summary
@@ -78,11 +81,13 @@ def test_no_cluster_evidence_is_no_data() -> None:
 def test_env_without_ray_installed_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Without Ray installed, --ray is a usage error naming the extra to install."""
     monkeypatch.setitem(sys.modules, "ray.job_submission", None)
     assert main(["env", "--ray", "http://127.0.0.1:1"]) == 2
     assert "pip install 'golive[ray]'" in capsys.readouterr().err
 
 
 def test_expect_nodes_needs_ray(capsys: pytest.CaptureFixture[str]) -> None:
+    """--expect-nodes without --ray is a usage error."""
     assert main(["env", "--expect-nodes", "2"]) == 2
     assert "give --ray ADDRESS" in capsys.readouterr().err

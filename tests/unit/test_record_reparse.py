@@ -98,6 +98,8 @@ def _record(
     ids=["stream", "plain", "refused", "cut-stream", "not-json", "timeout", "resent"],
 )
 def test_a_saved_line_reads_back_as_the_live_answer(record: RequestRecord) -> None:
+    """A saved record line parses back to exactly the live answer: body, stream, failure, timings
+    and ids."""
     live = parse(record)
     again = reparsed(json.loads(json.dumps(live.to_json())))
     assert again.completion == live.completion
@@ -114,6 +116,7 @@ def test_a_saved_line_reads_back_as_the_live_answer(record: RequestRecord) -> No
 
 
 def test_a_sampled_out_line_cannot_be_judged_again() -> None:
+    """A line saved without its body refuses to be judged again."""
     line = parse(_record(False, (PLAIN,))).to_json(full=False)
     with pytest.raises(ValueError, match="saved without its body"):
         reparsed(line)

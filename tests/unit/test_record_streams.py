@@ -75,6 +75,7 @@ def _streamed(n: int, tokens: int = 24, status: int = 200) -> ParsedResponse:
 
 
 def test_a_sampled_out_record_keeps_timings_status_ids_and_usage_but_no_text() -> None:
+    """A sampled-out record keeps timings, status, ids and usage, but no answer text."""
     parsed = _streamed(7)
     full, slim = parsed.to_json(), parsed.to_json(full=False)
     for key in (
@@ -103,6 +104,7 @@ def test_a_sampled_out_record_keeps_timings_status_ids_and_usage_but_no_text() -
 
 
 def test_the_sample_keeps_every_failure_the_first_records_and_one_in_n() -> None:
+    """The body sample keeps the first records, every failure and one in N of the rest."""
     sample = BodySample.of_share(first=3, share=0.25)
     kept = [sample.keep("capacity-sustained", _streamed(n)) for n in range(15)]
     assert kept == [
@@ -136,6 +138,8 @@ def _write_phase(bundle: Bundle, stream: str, count: int, sample: BodySample | N
 
 
 def test_a_compressed_stream_is_read_by_golive_and_by_zstd(tmp_path: Path) -> None:
+    """A compressed record stream, appended in two frames, reads back whole with golive and with
+    zstd."""
     bundle = Bundle.create(tmp_path / "b")
     _write_phase(bundle, "capacity-sustained", 40, None)
     plain = (tmp_path / "b/requests/capacity-sustained.jsonl").read_text()
@@ -167,6 +171,7 @@ def test_a_compressed_stream_is_read_by_golive_and_by_zstd(tmp_path: Path) -> No
 
 
 def test_a_damaged_compressed_stream_is_named_by_the_ledger(tmp_path: Path) -> None:
+    """A damaged compressed stream is an error of the ledger naming the file."""
     bundle = Bundle.create(tmp_path / "b")
     _write_phase(bundle, "capacity-concurrency", 10, None)
     bundle.compress("requests/capacity-concurrency.jsonl")

@@ -52,6 +52,8 @@ def _check(status: Status = Status.PASS, summary: str = "ok", **m: float | None)
 def test_differences_name_check_field_and_both_values(
     sealed: list[CheckResult], again: list[CheckResult], named: list[str]
 ) -> None:
+    """Each difference between sealed and re-judged checks names the check, the field and both
+    values."""
     assert differences(sealed, again) == named
 
 
@@ -64,12 +66,14 @@ def _bundle(root: Path, protocol: object | None, steps: list[dict[str, object]])
 
 
 def test_missing_cache_evidence_is_no_data_naming_the_file(tmp_path: Path) -> None:
+    """With the cache evidence gone the judge says no_data naming the missing file."""
     (only,) = judge_cache(_bundle(tmp_path, None, []), load_profile("generic"))
     assert only.status is Status.NO_DATA
     assert PROTOCOL_FILE in only.summary
 
 
 def test_a_collector_that_stopped_says_why(tmp_path: Path) -> None:
+    """A cache collector that stopped early is judged no_data with its own reason."""
     protocol = {"problem": "no served model: /v1/models did not answer"}
     (only,) = judge_cache(_bundle(tmp_path, protocol, []), load_profile("generic"))
     assert only.status is Status.NO_DATA
@@ -100,6 +104,7 @@ def test_the_h200_steps_judge_from_files_alone(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_evidence_line_names_the_file_and_line(tmp_path: Path) -> None:
+    """An evidence line that is not JSON is refused naming the file and line."""
     reader = _bundle(tmp_path, {"target_tokens": 1}, [{"step": "cold-0"}])
     with (tmp_path / STEPS_FILE).open("a") as steps:
         steps.write("{not json\n")

@@ -17,6 +17,7 @@ def _windows() -> list[dict[str, object]]:
 
 
 def test_the_h200_run_reports_every_window_loaded_for_its_duration() -> None:
+    """The H200 run's report says every load window carried its load for the whole duration."""
     windows = _windows()
     text = render_markdown(VerdictDocument.read(TIER), None, windows)
     assert (
@@ -37,6 +38,8 @@ def test_a_window_cut_short_is_named_in_the_report() -> None:
 
 
 def test_golive_own_figures_stand_beside_each_window() -> None:
+    """golive's own lag and CPU stand beside each window, and a starved window is said not to be
+    judged."""
     windows = _windows()
     starved = {
         **windows[-1],

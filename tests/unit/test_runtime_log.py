@@ -31,6 +31,8 @@ def _agent_check() -> CheckResult:
 
 
 def test_a_tool_parser_traceback_on_the_h200_is_one_error_with_its_exception() -> None:
+    """A tool-parser traceback from the H200 log is one error with its source, message, exception
+    and time."""
     text = (DATA / "runtime-tool-parser-error.log").read_text()
     errors = runtime_errors(text, 2026, UTC)
     assert len(errors) == 1  # fourteen ERROR lines, one traceback
@@ -45,6 +47,7 @@ def test_a_tool_parser_traceback_on_the_h200_is_one_error_with_its_exception() -
 
 
 def test_errors_before_the_server_was_ready_are_startup_not_serving() -> None:
+    """Errors logged before the server was ready belong to startup, not to any request."""
     startup = (DATA / "startup.log").read_text()
     lines = startup.splitlines(keepends=True)
     ready = next(i for i, line in enumerate(lines) if "Starting vLLM server on" in line)
@@ -58,6 +61,8 @@ def test_errors_before_the_server_was_ready_are_startup_not_serving() -> None:
 
 
 def test_the_error_corroborates_the_check_whose_requests_were_in_flight() -> None:
+    """A serving error is attributed to the check whose tool-parsing request was in flight that
+    second, and to no other."""
     errors = runtime_errors((DATA / "runtime-tool-parser-error.log").read_text(), 2026, UTC)
     spans = [
         Span("agent.one_arg.required", "agent-one_arg.required-required-3", AT - 0.4, AT + 0.2),
@@ -86,6 +91,7 @@ def test_the_error_corroborates_the_check_whose_requests_were_in_flight() -> Non
 
 
 def test_an_error_with_nothing_in_flight_is_kept_but_blames_no_check() -> None:
+    """An error with no request in flight is kept in the bundle but blames no check."""
     errors = runtime_errors((DATA / "runtime-tool-parser-error.log").read_text(), 2026, UTC)
     far = [Span("agent.one_arg.required", "a", AT + 60, AT + 61)]
     checks, rows = corroborate([_agent_check()], errors, far)

@@ -102,6 +102,7 @@ async def test_rate_mode_keeps_its_schedule_and_records_lag() -> None:
 
 
 def test_poisson_offsets_are_reproducible_and_have_the_right_mean() -> None:
+    """Poisson arrivals are reproducible from their seed, ordered, and have the asked mean gap."""
     a = poisson_offsets_ns(10.0, 2000, seed=1)
     assert a == poisson_offsets_ns(10.0, 2000, seed=1)
     assert a == sorted(a)
@@ -110,5 +111,6 @@ def test_poisson_offsets_are_reproducible_and_have_the_right_mean() -> None:
 
 
 def test_unbounded_schedules_are_refused() -> None:
+    """A schedule without a positive duration is refused: load is always bounded."""
     with pytest.raises(ValueError, match="positive duration"):
         Schedule("concurrency", duration_s=0, max_requests=1)

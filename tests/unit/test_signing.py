@@ -49,6 +49,7 @@ def _sealed(root: Path, private: Path | None) -> Path:
 
 
 def test_signed_bundle_verifies_with_its_key(tmp_path: Path) -> None:
+    """A signed bundle verifies with its public key, the signature kept outside the hashed manifest."""
     private, public = _keys(tmp_path)
     root = _sealed(tmp_path / "b", private)
     report = verify(root, load_public_key(public))
@@ -60,6 +61,7 @@ def test_signed_bundle_verifies_with_its_key(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("change", ["altered", "missing", "extra"])
 def test_any_file_change_fails_verify(tmp_path: Path, change: str) -> None:
+    """An altered, missing or added file fails verify, with or without the key."""
     private, public = _keys(tmp_path)
     root = _sealed(tmp_path / "b", private)
     if change == "altered":
@@ -93,6 +95,7 @@ def test_a_recomputed_manifest_is_caught_only_by_the_signature(tmp_path: Path) -
 
 
 def test_wrong_key_and_missing_signature_fail(tmp_path: Path) -> None:
+    """Another key, or no signature where a key is given, fails verify saying which."""
     private, _ = _keys(tmp_path)
     _, other_public = _keys(tmp_path, "other")
     signed = _sealed(tmp_path / "signed", private)
@@ -108,6 +111,7 @@ def test_wrong_key_and_missing_signature_fail(tmp_path: Path) -> None:
 
 
 def test_resealing_without_a_key_drops_the_stale_signature(tmp_path: Path) -> None:
+    """Re-sealing without a key drops the signature that no longer covers the manifest."""
     private, _ = _keys(tmp_path)
     root = _sealed(tmp_path / "b", private)
     assert (root / SIGNATURE).exists()
@@ -119,6 +123,8 @@ def test_resealing_without_a_key_drops_the_stale_signature(tmp_path: Path) -> No
 
 
 def test_cli_verify_with_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """golive verify --key says whether the signature is valid; without a key it checks the files
+    only."""
     private, public = _keys(tmp_path)
     _, other = _keys(tmp_path, "other")
     root = _sealed(tmp_path / "b", private)
@@ -143,6 +149,7 @@ def test_cli_verify_with_key(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_bad_signing_keys_are_named(
     tmp_path: Path, content: bytes | str | None, phrase: str
 ) -> None:
+    """A key that is not an unencrypted Ed25519 PEM is refused saying what it is."""
     path = tmp_path / "key.pem"
     if content == "rsa":
         rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)

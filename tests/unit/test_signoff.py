@@ -14,6 +14,8 @@ def _states(record: dict[str, Any]) -> dict[int, str]:
 
 
 def test_items_follow_their_checks_and_files() -> None:
+    """Each sign-off item is ticked, failed or missing from its checks and saved files, one passed
+    check never ticking the others."""
     held = verdict(
         "hold",
         (
@@ -50,6 +52,8 @@ def test_items_follow_their_checks_and_files() -> None:
 
 
 def test_unassigned_failures_and_signature() -> None:
+    """A failure with no owner leaves item 16 failed; a signature ticks item 17 and names the
+    reviewer."""
     held = verdict(
         "hold",
         (_check("agent.retry", "fail"),),
@@ -89,6 +93,7 @@ def test_an_item_needs_every_check_it_names() -> None:
 
 
 def test_a_warned_item_is_watched_not_ticked() -> None:
+    """An item with a warned check is watched with an owner, not ticked, until the check passes."""
     names = ("agent.one_arg.required", "agent.one_arg.named", "agent.structured")
     checks = [_check(n, "pass") for n in names]
     checks += [_check("agent.multi_turn", "warn"), _check("agent.nested.required", "pass")]

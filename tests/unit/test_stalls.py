@@ -61,6 +61,8 @@ def _frozen() -> list[RequestRecord]:
 
 
 def test_a_frozen_engine_with_health_200_is_a_stall() -> None:
+    """No byte of any answer for longer than the stall limit while /health answers 200 is an engine
+    stall, with its figures."""
     found = stall_in(_frozen(), _probes(0, 31), stall_s=20, concurrency=2)
     assert found is not None
     assert found.startswith("engine stalled: no byte of any answer for 24.6 s")
@@ -69,6 +71,7 @@ def test_a_frozen_engine_with_health_200_is_a_stall() -> None:
 
 
 def test_health_failing_during_the_stall_is_said() -> None:
+    """When /health also failed during the stall, the finding says how often."""
     probes = [*_probes(0, 10), *_probes(10, 31, ok=False)]
     found = stall_in(_frozen(), probes, stall_s=20, concurrency=2)
     assert found is not None
@@ -89,16 +92,19 @@ def test_health_failing_during_the_stall_is_said() -> None:
     ],
 )
 def test_not_a_stall(records: list[RequestRecord], concurrency: int) -> None:
+    """Slow but progressing answers are not a stall."""
     assert stall_in(records, _probes(0, 40), stall_s=20, concurrency=concurrency) is None
 
 
 def test_a_single_request_window_stalls_alone() -> None:
+    """A window of one request stalls on that request alone."""
     found = stall_in([_req(0, 0.0, [24.0], 25.0)], _probes(0, 25), stall_s=20, concurrency=1)
     assert found is not None
     assert "for 24.0 s" in found
 
 
 def test_a_stall_is_judged_before_any_capacity_reading() -> None:
+    """A stalled step is judged a stall before any capacity reading of it."""
     step = StepStats(2, 10, 16, 31.0, 1.0, 3.0, 0.5, 0.0, 0.0, 2.0, 0.0, stall="engine stalled: x")
     stable = StepStats(1, 40, 0, 20.0, 0.5, 0.6, 0.1, 0.0, 0.0, 1.0, 0.0)
     result = classify_concurrency([stable, step], StabilityPolicy())

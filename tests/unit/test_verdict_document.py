@@ -52,6 +52,7 @@ def test_an_edited_status_is_refused_naming_file_and_field(tmp_path: Path) -> No
 
 
 def test_an_unknown_field_and_a_missing_file_are_named(tmp_path: Path) -> None:
+    """A field golive never writes, and a missing verdict.json, are refused by name."""
     data = json.loads(CURRENT[0].read_text())
     data["approved_by"] = "someone"
     (tmp_path / "verdict.json").write_text(json.dumps(data))

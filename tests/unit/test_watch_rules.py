@@ -49,10 +49,12 @@ def _rules(history: list[Observation], th: Thresholds = TH) -> list[str]:
     ],
 )
 def test_triggers(history: list[Observation], rules: list[str]) -> None:
+    """Each history of observations fires the watch rules the checklist names for it."""
     assert _rules(history) == rules
 
 
 def test_rollback_versus_alert() -> None:
+    """Bad health twice is a rollback; metrics missing is an alert, since silence is not health."""
     (health,) = evaluate([replace(OK, healthy=False)] * 2, TH)
     assert health.rollback
     (silent,) = evaluate([replace(OK, metrics_ok=False)] * 3, TH)
@@ -61,11 +63,13 @@ def test_rollback_versus_alert() -> None:
 
 
 def test_no_cache_floor_means_no_cache_trigger() -> None:
+    """Without an accepted cache ratio there is no cache-regression trigger."""
     history = [replace(OK, cache_ratio=0.0)] * 2
     assert _rules(history, replace(TH, cache_floor=None)) == []
 
 
 def test_log_lines_are_classified() -> None:
+    """Log lines are classified as OOM, communication failures and container restarts."""
     oom, comm, restarts = classify_log(
         [
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",

@@ -12,6 +12,7 @@ from golive.traffic.workload import AgentWorkload, WorkloadShape, read_sample
 
 
 def test_same_request_number_gives_the_same_body() -> None:
+    """A workload gives the same body for the same request number, and another for the next."""
     workload = AgentWorkload(WorkloadShape(seed=3), "m")
     assert workload.body(17) == workload.body(17)
     assert workload.body(17) != workload.body(18)
@@ -41,6 +42,8 @@ def test_bodies_carry_the_production_shape() -> None:
 
 
 def test_user_sample_file(tmp_path: Path) -> None:
+    """A user's sample file becomes bodies for the served model; a bad line is refused by file and
+    line."""
     path = tmp_path / "s.jsonl"
     path.write_text('{"model": "x", "messages": [{"role": "user", "content": "hi"}]}\n\n')
     assert read_sample(path, "served") == [

@@ -1,0 +1,40 @@
+"""The suite's own shape (issue 18): every test says what it proves, and the real-engine
+tests live under tests/target."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).parents[1]
+
+
+def _tests() -> list[tuple[Path, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    found = []
+    for path in sorted(TESTS.rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+                "test"
+            ):
+                found.append((path, node))
+    return found
+
+
+def test_every_test_has_a_docstring_saying_what_it_proves() -> None:
+    """A test function without a docstring is named here with its file."""
+    tests = _tests()
+    assert len(tests) > 300
+    bare = [f"{p.relative_to(TESTS)}::{n.name}" for p, n in tests if not ast.get_docstring(n)]
+    assert bare == []
+
+
+def test_only_tests_under_target_start_a_real_engine() -> None:
+    """A test outside tests/target that asks for a real-engine fixture is named here."""
+    engine = ("real_target", "smollm2_target", "nocache_target", "tight_target")
+    outside = [
+        f"{p.relative_to(TESTS)}::{n.name}"
+        for p, n in _tests()
+        if "target" not in p.relative_to(TESTS).parts[:1]
+        and any(a.arg in engine for a in n.args.args)
+    ]
+    assert outside == []
