@@ -151,3 +151,14 @@ def test_pass_hat_k_counts_every_repeat() -> None:
     every = summarise("no_call", [[]] * 6)
     assert every.pass_hat(6) == 1.0
     assert every.pass_hat(8) is None  # fewer runs than k: not measured, never a default
+
+
+@pytest.mark.parametrize(
+    "message",
+    [{"tool_calls": 1}, {"tool_calls": "get_weather"}, {"tool_calls": [3, None]}],
+)
+def test_tool_calls_that_are_not_a_list_of_objects_are_a_finding(message: dict[str, Any]) -> None:
+    """A server answering tool_calls as a number, a string or a list of non-objects (found by
+    the fuzz test, which crashed the contract) is a named finding, not a crash."""
+    findings = check_message(message, "tool_calls", Expect.CALL, WEATHER)
+    assert "tool_calls.malformed" in [f.signature for f in findings]

@@ -68,8 +68,20 @@ def check_message(
     if expect is Expect.INCOMPLETE and finish_reason == "length":
         return []  # cut short, and flagged: a client that reads finish_reason can notice
     findings: list[Finding] = []
-    calls = message.get("tool_calls") or []
+    listed = message.get("tool_calls") or []
+    if not isinstance(listed, list):
+        findings.append(
+            Finding("tool_calls.malformed", f"tool_calls is a {type(listed).__name__}, not a list")
+        )
+        listed = []
+    calls = [c for c in listed if isinstance(c, dict)]
+    if len(calls) != len(listed):
+        findings.append(
+            Finding("tool_calls.malformed", f"{len(listed) - len(calls)} tool call(s) not objects")
+        )
     content = message.get("content") or ""
+    if not isinstance(content, str):
+        content = str(content)
     call_like = looks_like_call(content, tools)
     if expect is Expect.CALL and not calls:
         findings.append(
