@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 
 from golive.checks.capacity.collect import CapacityInputs
+from golive.checks.capacity.load_window import WATCHDOG
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
@@ -111,9 +112,9 @@ def _hog(stop: threading.Event) -> None:
 async def test_a_starved_client_is_not_judged_as_the_server(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
-    """Busy threads in golive's own process take its CPU and its event loop: the windows are
-    golive's, not the engine's — golive.client_headroom fails, the ramp is no_data, and the
-    verdict is hold, never a capacity limit."""
+    """Busy threads in golive's own process take its CPU and its event loop: the windows they
+    starved are golive's, not the engine's — golive.client_headroom fails, a ramp that had a
+    starved step is no_data, and the verdict is hold, never a capacity limit."""
     stop = threading.Event()
     hogs = [threading.Thread(target=_hog, args=(stop,), daemon=True) for _ in range(4)]
     for hog in hogs:
@@ -133,8 +134,14 @@ async def test_a_starved_client_is_not_judged_as_the_server(
     assert headroom["status"] == "fail", headroom["summary"]
     assert "limited by golive itself" in headroom["summary"]
     ramp = checks["capacity.concurrency"]
-    assert ramp["status"] == "no_data", ramp["summary"]
-    assert "the client, not the server, was the bottleneck" in ramp["summary"]
+    windows = [json.loads(x) for x in (tmp_path / "b" / WATCHDOG).read_text().splitlines()]
+    starved = [w for w in windows if w["client_bottleneck"]]
+    assert starved, windows
+    # each window is judged by its own figures: on a busy 2-core box the hogs may starve
+    # the calibration or sustained window and leave a ramp step its headroom
+    if any(w["phase"] == "concurrency" for w in starved):
+        assert ramp["status"] == "no_data", ramp["summary"]
+        assert "the client, not the server, was the bottleneck" in ramp["summary"]
     assert verdict.outcome is Outcome.HOLD
     assert "max_concurrency" not in verdict.data["limits"]
 
