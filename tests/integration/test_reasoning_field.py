@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from golive.checks.agent.collect import agent_settings, run_agent
+from golive.checks.agent.collect import AgentSettings, run_agent
 from golive.checks.agent.rules import classify_reasoning_field
 from golive.checks.agent.select import cases_for
 from golive.checks.context import CheckContext
@@ -80,7 +80,7 @@ async def test_the_client_reads_the_field_the_server_writes(
                 "agent.client_reasoning_field": client,
             },
         )
-        settings = agent_settings(config.agent, cases_for(config.agent))
+        settings = AgentSettings.from_config(config, cases_for(config.agent))
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_agent(ctx, settings)

@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 
 from golive.bundle.store import Bundle, verify
-from golive.checks.agent.collect import agent_settings, run_agent
+from golive.checks.agent.collect import AgentSettings, run_agent
 from golive.checks.agent.rules import Layer
 from golive.checks.agent.select import cases_for
 from golive.checks.context import CheckContext
@@ -134,7 +134,7 @@ async def _gateway_run(
             "agent.concurrency": 8,
         },
     )
-    settings = agent_settings(config.agent, cases_for(config.agent))
+    settings = AgentSettings.from_config(config, cases_for(config.agent))
 
     async def programme(ctx: CheckContext) -> list[CheckResult]:
         return await run_agent(ctx, settings)

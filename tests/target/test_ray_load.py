@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from golive.bundle.store import read_lines, record_streams
-from golive.checks.agent.collect import agent_settings, run_agent
+from golive.checks.agent.collect import AgentSettings, run_agent
 from golive.checks.agent.select import cases_for
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.load_window import CLIENTS
@@ -103,7 +103,7 @@ async def test_agent_requests_leave_from_the_three_clients(
             "agent.cases": ["one_arg.required"],
         },
     )
-    settings = agent_settings(config.agent, cases_for(config.agent))
+    settings = AgentSettings.from_config(config, cases_for(config.agent))
     load = await asyncio.to_thread(RayLoad, cluster.cluster.address, client_settings(config))
     try:
 

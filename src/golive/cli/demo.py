@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from golive.checks.agent.collect import agent_settings
+from golive.checks.agent.collect import AgentSettings
 from golive.checks.agent.select import cases_for
 from golive.checks.cache import CacheSettings
 from golive.checks.capacity.collect import CapacityInputs, PhaseProgress, Quiet
@@ -106,7 +106,7 @@ async def run_demo(
                 progress=phases or Quiet(),
             ),
             cache=CacheSettings.from_config(config, startup),
-            agent=agent_settings(config.agent, cases_for(config.agent), phases),
+            agent=AgentSettings.from_config(config, cases_for(config.agent), phases),
         )
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from golive.checks.agent.collect import agent_settings, run_agent
+from golive.checks.agent.collect import AgentSettings, run_agent
 from golive.checks.agent.select import cases_for
 from golive.checks.cache import CacheSettings, run_cache
 from golive.checks.capacity.collect import CapacityInputs
@@ -246,7 +246,7 @@ async def _agent(args: argparse.Namespace) -> int:
     out = args.out or default_out("golive-agent")
     async with ray_clients(args.ray, config, progress_line) as clients:
         with RichProgress(err) as progress:
-            settings = agent_settings(config.agent, cases, progress)
+            settings = AgentSettings.from_config(config, cases, progress)
 
             async def programme(ctx: CheckContext) -> list[CheckResult]:
                 return await run_agent(ctx, settings)
@@ -306,7 +306,7 @@ async def _run_plan(
             evidence=evidence,
             capacity=dataclasses.replace(capacity, clients=clients),
             cache=CacheSettings.from_config(config, startup),
-            agent=agent_settings(config.agent, cases, progress),
+            agent=AgentSettings.from_config(config, cases, progress),
         )
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:

@@ -21,40 +21,27 @@ from golive.checks.agent.judge import PLAN, case_to_json, judge_agent, stream_fi
 from golive.checks.agent.results import FAILURES, no_model_result
 from golive.checks.capacity.collect import PhaseProgress, Quiet
 from golive.checks.context import CheckContext, Target, scrape, served_model
-from golive.config import AgentConfig
+from golive.config import AgentConfig, GoliveConfig
 from golive.results import CheckResult
 from golive.traffic.records import ParsedResponse
 
 
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
+    """The Agent suite as the config's `agent` section sets it, with the cases it selected."""
+
     cases: tuple[AgentCase, ...]
-    repeat: int = 20
-    temperature: float = 0.6
-    top_p: float | None = None
-    max_tokens: int = 160
-    concurrency: int = 4
-    repeated_failures: int = 2
-    retry_deadline_fraction: float = 0.5
-    client_reasoning_field: str | None = None
+    config: AgentConfig = field(default_factory=AgentConfig)
     progress: PhaseProgress = field(default_factory=Quiet)
 
-
-def agent_settings(
-    config: AgentConfig, cases: tuple[AgentCase, ...], progress: PhaseProgress | None = None
-) -> AgentSettings:
-    return AgentSettings(
-        cases=cases,
-        repeat=config.repeat,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        max_tokens=config.max_tokens,
-        concurrency=config.concurrency,
-        repeated_failures=config.repeated_failures,
-        retry_deadline_fraction=config.retry_deadline_fraction,
-        client_reasoning_field=config.client_reasoning_field,
-        progress=progress or Quiet(),
-    )
+    @classmethod
+    def from_config(
+        cls,
+        config: GoliveConfig,
+        cases: tuple[AgentCase, ...],
+        progress: PhaseProgress | None = None,
+    ) -> AgentSettings:
+        return cls(cases, config.agent, progress or Quiet())
 
 
 async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckResult]:
@@ -66,7 +53,7 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
     runner = _Runner(ctx, settings, served.model)
     scrapes: dict[str, str | None] = {}
     for case in settings.cases:
-        sends = 2 * settings.repeat * (2 if case.kind is Kind.RETRY else 1)
+        sends = 2 * settings.config.repeat * (2 if case.kind is Kind.RETRY else 1)
         settings.progress.phase(f"agent: {case.name}", sends * (2 if ctx.engine else 1))
         if case.kind is Kind.RETRY:
             scrapes = await runner.retry_case(case)
@@ -76,11 +63,11 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
         PLAN,
         {
             "cases": [case_to_json(c) for c in settings.cases],
-            "repeat": settings.repeat,
-            "temperature": settings.temperature,
-            "repeated_failures": settings.repeated_failures,
-            "retry_deadline_fraction": settings.retry_deadline_fraction,
-            "client_reasoning_field": settings.client_reasoning_field,
+            "repeat": settings.config.repeat,
+            "temperature": settings.config.temperature,
+            "repeated_failures": settings.config.repeated_failures,
+            "retry_deadline_fraction": settings.config.retry_deadline_fraction,
+            "client_reasoning_field": settings.config.client_reasoning_field,
             "gateway": ctx.engine is not None,
             "retry_scrapes": scrapes,
         },
@@ -96,10 +83,10 @@ class _Runner:
         self.ctx = ctx
         self.settings = settings
         self.model = model
-        self.gate = asyncio.Semaphore(settings.concurrency)
+        self.gate = asyncio.Semaphore(settings.config.concurrency)
 
     def body(self, case: AgentCase, stream: bool) -> dict[str, Any]:
-        s = self.settings
+        s = self.settings.config
         body = case.body(self.model, stream, s.max_tokens, s.temperature)
         if s.top_p is not None:
             body["top_p"] = s.top_p
@@ -131,7 +118,11 @@ class _Runner:
 
     async def plain_case(self, case: AgentCase) -> None:
         await asyncio.gather(
-            *(self.one(case, s, i) for i in range(self.settings.repeat) for s in (True, False))
+            *(
+                self.one(case, s, i)
+                for i in range(self.settings.config.repeat)
+                for s in (True, False)
+            )
         )
 
     async def retry_case(self, case: AgentCase) -> dict[str, str | None]:
@@ -144,7 +135,7 @@ class _Runner:
         )
         e2e = (reference.e2e_ms or 10_000.0) / 1000
         ttft = (reference.ttft_ms or 0.0) / 1000
-        deadline = ttft + (e2e - ttft) * self.settings.retry_deadline_fraction
+        deadline = ttft + (e2e - ttft) * self.settings.config.retry_deadline_fraction
 
         async def pair(stream: bool, i: int) -> None:
             mode = "stream" if stream else "plain"
@@ -163,7 +154,7 @@ class _Runner:
                 await self.send(self.ctx.target, case, body, f"{label}-retry", headers=key)
 
         await asyncio.gather(
-            *(pair(s, i) for i in range(self.settings.repeat) for s in (True, False))
+            *(pair(s, i) for i in range(self.settings.config.repeat) for s in (True, False))
         )
         after = await self.engine_snapshot("agent-retry-after", settle=True)
         return {"before": before, "after": after}
