@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from golive.bundle.store import MANIFEST
+from golive.bundle.layout import MANIFEST
 from golive.verdict.rederive import rederive
 
 

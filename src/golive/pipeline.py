@@ -19,9 +19,20 @@ from typing import Any, Protocol
 import yaml
 
 from golive import __version__
+from golive.bundle.layout import (
+    EFFECTIVE_CONFIG,
+    MANIFEST,
+    POLICY,
+    PROFILE,
+    REPORT_HTML,
+    REPORT_MD,
+    SIGNOFF_JSON,
+    SIGNOFF_MD,
+    VERDICT,
+)
 from golive.bundle.signing import load_private_key
 from golive.bundle.signoff import UNASSIGNED, build_signoff, bundle_files, render_signoff, unowned
-from golive.bundle.store import MANIFEST, Bundle, size_bytes, verify
+from golive.bundle.store import Bundle, size_bytes, verify
 from golive.checks.context import CheckContext, NoTarget, Target
 from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
 from golive.errors import ConfigError
@@ -34,7 +45,6 @@ from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
 from golive.verdict.decide import decide, limits
 from golive.verdict.document import (
-    VERDICT_FILE,
     ActionEntry,
     CheckEntry,
     Limits,
@@ -45,7 +55,7 @@ from golive.verdict.document import (
 )
 from golive.verdict.interrupt import Guard
 from golive.verdict.ledger import write_ledger
-from golive.verdict.policy import POLICY_FILE, apply_policy, load_policy
+from golive.verdict.policy import apply_policy, load_policy
 from golive.verdict.rederive import judged_from_evidence
 from golive.verdict.scope import Scope, scope_json, sections_missing, skipped_by_config
 
@@ -94,12 +104,12 @@ async def judge(
     api_key = read_api_key(config.target.api_key_env)
     key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
     bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
-    bundle.write_text(POLICY_FILE, policy.text)
+    bundle.write_text(POLICY, policy.text)
     started = _now()
     bundle.write_text(
-        "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+        EFFECTIVE_CONFIG, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
     )
-    bundle.write_text("config/profile.yaml", profile_text(config.profile))
+    bundle.write_text(PROFILE, profile_text(config.profile))
     clients: list[TargetClient] = []
     guard = Guard(remote)
     try:
@@ -161,8 +171,8 @@ async def judge(
 
 def write_verdict(bundle: Bundle, document: VerdictDocument) -> None:
     """verdict.json, report.md, the sign-off sheet and report.html."""
-    bundle.write_json(VERDICT_FILE, document.to_json())
-    bundle.write_text("report.md", bundle_markdown(bundle.root, document))
+    bundle.write_json(VERDICT, document.to_json())
+    bundle.write_text(REPORT_MD, bundle_markdown(bundle.root, document))
     write_signoff(bundle, document, None)
 
 
@@ -180,9 +190,9 @@ def write_signoff(bundle: Bundle, document: VerdictDocument, signature: Any) -> 
     """signoff.json/.md from what the bundle holds, then report.html (which shows them)."""
     bundle.close()
     record = build_signoff(document, bundle_files(bundle.root), signature)
-    bundle.write_json("signoff.json", record)
-    bundle.write_text("signoff.md", render_signoff(record))
-    bundle.write_text("report.html", render_html(bundle.root, document))
+    bundle.write_json(SIGNOFF_JSON, record)
+    bundle.write_text(SIGNOFF_MD, render_signoff(record))
+    bundle.write_text(REPORT_HTML, render_html(bundle.root, document))
 
 
 class RemoteClients(Protocol):
@@ -286,7 +296,7 @@ def sign_bundle(
             f"{list(report.missing)}, added {list(report.extra)}): refusing to sign it"
         )
     document = VerdictDocument.read(root)
-    previous = json.loads((root / "signoff.json").read_text(encoding="utf-8")).get("signature")
+    previous = json.loads((root / SIGNOFF_JSON).read_text(encoding="utf-8")).get("signature")
     if previous:
         raise ConfigError(
             f"{root} is already signed by {previous['reviewer']} ({previous['outcome']}); a "
@@ -345,7 +355,7 @@ async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings)
     key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
     bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
     bundle.write_text(
-        "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+        EFFECTIVE_CONFIG, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
     )
     try:
         async with TargetClient(client_settings(config)) as client:

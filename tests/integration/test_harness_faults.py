@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from golive.bundle.layout import CAPACITY_WATCHDOG
 from golive.bundle.store import read_lines, record_streams, verify
 from golive.checks.capacity.collect import CapacityInputs
-from golive.checks.capacity.load_window import WATCHDOG
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
@@ -58,7 +58,7 @@ async def test_a_hung_target_cannot_stretch_a_phase(tmp_path: Path) -> None:
 
         config = load_config(None, {"target.url": url, **CAPACITY})
         verdict = await judge(config, out, "capacity", programme, ("capacity",))
-    windows = [json.loads(line) for line in (out / WATCHDOG).read_text().splitlines()]
+    windows = [json.loads(line) for line in (out / CAPACITY_WATCHDOG).read_text().splitlines()]
     # the calibration window, then the ramp stops at its first failing step; the sustained
     # phase still runs, at the cap
     assert [(w["phase"], w["concurrency_cap"]) for w in windows] == [

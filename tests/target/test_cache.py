@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from golive.bundle.layout import CACHE_STEPS
 from golive.bundle.store import Bundle
-from golive.checks.cache.rules import STEPS_FILE as STEPS
 from golive.cli.main import main
 from golive.results import Outcome
 from golive.target.install import ensure_target
@@ -93,7 +93,7 @@ async def test_prefix_caching_on_is_accepted(real_target: RunningTarget, tmp_pat
         {**s, "d_hits": 0.0, "d_prompt_tokens_cached": 0.0} if s["step"].startswith("warm-") else s
         for s in steps
     ]
-    (edited / STEPS).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (edited / CACHE_STEPS).write_text("".join(json.dumps(r) + "\n" for r in rows))
     Bundle(edited).seal()
     again = rederive(edited)
     assert not again.agrees

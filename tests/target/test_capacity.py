@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from golive.bundle.layout import CAPACITY_WATCHDOG
 from golive.checks.capacity.collect import CapacityInputs
-from golive.checks.capacity.load_window import WATCHDOG
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
@@ -134,7 +134,7 @@ async def test_a_starved_client_is_not_judged_as_the_server(
     assert headroom["status"] == "fail", headroom["summary"]
     assert "limited by golive itself" in headroom["summary"]
     ramp = checks["capacity.concurrency"]
-    windows = [json.loads(x) for x in (tmp_path / "b" / WATCHDOG).read_text().splitlines()]
+    windows = [json.loads(x) for x in (tmp_path / "b" / CAPACITY_WATCHDOG).read_text().splitlines()]
     starved = [w for w in windows if w["client_bottleneck"]]
     assert starved, windows
     # each window is judged by its own figures: on a busy 2-core box the hogs may starve

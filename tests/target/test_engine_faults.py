@@ -12,9 +12,9 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from golive.bundle.layout import CAPACITY_WATCHDOG
 from golive.bundle.store import read_lines, record_streams, verify
 from golive.checks.capacity.collect import CapacityInputs
-from golive.checks.capacity.load_window import WATCHDOG
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
@@ -86,7 +86,7 @@ async def test_frozen_engine_is_recorded_and_the_run_stays_in_its_caps(
     ]
     kinds = {(r["failure"] or {}).get("kind") for r in records}
     assert "timeout" in kinds, kinds
-    for window in (json.loads(w) for w in (out / WATCHDOG).read_text().splitlines()):
+    for window in (json.loads(w) for w in (out / CAPACITY_WATCHDOG).read_text().splitlines()):
         assert window["wall_s"] <= window["duration_s"] + DRAIN_S + 1.5, window
         assert window["peak_in_flight"] <= window["concurrency_cap"]
     assert verify(out).ok

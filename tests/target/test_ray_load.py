@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from golive.bundle.layout import CAPACITY_CLIENTS
 from golive.bundle.store import read_lines, record_streams
 from golive.checks.agent.collect import AgentSettings, run_agent
 from golive.checks.agent.select import cases_for
 from golive.checks.capacity.collect import CapacityInputs
-from golive.checks.capacity.load_window import CLIENTS
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config import load_config
@@ -57,7 +57,7 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
     finally:
         load.close()
     assert len(load.actors) == 3
-    windows = [json.loads(line) for line in (out / CLIENTS).read_text().splitlines()]
+    windows = [json.loads(line) for line in (out / CAPACITY_CLIENTS).read_text().splitlines()]
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for w in windows:
         groups.setdefault((w["phase"], w["window_concurrency"]), []).append(w)

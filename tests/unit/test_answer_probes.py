@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from golive.bundle.layout import ANSWER_PROBES_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.answer_probes import (
     BY_NAME,
-    PROBE_PLAN,
     ProbeAnswer,
     classify_answers,
     correct,
@@ -85,9 +85,9 @@ def test_a_window_too_small_to_spare_a_slot_is_not_judged(tmp_path: Path) -> Non
     batching hardly changes an answer there): the check is not made, in the run and again."""
     assert [probe_lanes(c) for c in (1, 3, 4, 8, 64)] == [0, 0, 1, 2, 16]
     (tmp_path / "metrics").mkdir()
-    (tmp_path / PROBE_PLAN).write_text(json.dumps({"where": "sustained-c2", "lanes": 0}))
+    (tmp_path / ANSWER_PROBES_PLAN).write_text(json.dumps({"where": "sustained-c2", "lanes": 0}))
     assert judge_answers(BundleReader(tmp_path), critical=True) == []
-    (tmp_path / PROBE_PLAN).write_text(json.dumps({"where": "sustained-c8", "lanes": 2}))
+    (tmp_path / ANSWER_PROBES_PLAN).write_text(json.dumps({"where": "sustained-c8", "lanes": 2}))
     [check] = judge_answers(BundleReader(tmp_path), critical=True)
     assert check.status is Status.NO_DATA  # no answers saved at all: nothing measured
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from golive.bundle.store import MANIFEST, Bundle, verify
+from golive.bundle.layout import MANIFEST
+from golive.bundle.store import Bundle, verify
 from golive.errors import BundleError
 
 # the bundles here are built and altered by hand: manifests and signatures, not verdicts

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import zstandard
 
+from golive.bundle.layout import LEDGER_SENT
 from golive.bundle.store import Bundle, BundleReader, read_lines, record_streams, size_bytes
 from golive.results import Status
 from golive.traffic.records import (
@@ -25,7 +26,7 @@ from golive.traffic.records import (
     parse,
 )
 from golive.traffic.workload import AgentWorkload, WorkloadShape
-from golive.verdict.ledger import SENT_FILE, judge_ledger, ledger_check, write_ledger
+from golive.verdict.ledger import judge_ledger, ledger_check, write_ledger
 
 URL = "http://127.0.0.1:8000/v1/chat/completions"
 WORKLOAD = AgentWorkload(WorkloadShape(), "m")
@@ -213,12 +214,12 @@ def test_the_ledger_is_judged_again_from_the_saved_count(tmp_path: Path) -> None
     bundle = Bundle.create(tmp_path / "b")
     _write_phase(bundle, "capacity-concurrency", 12, None)
     assert write_ledger(bundle, 12).status is Status.PASS
-    assert json.loads((tmp_path / "b" / SENT_FILE).read_text()) == {"sent": 12}
+    assert json.loads((tmp_path / "b" / LEDGER_SENT).read_text()) == {"sent": 12}
     bundle.close()
     stream = tmp_path / "b/requests/capacity-concurrency.jsonl"
     stream.write_text("".join(stream.read_text().splitlines(keepends=True)[1:]))
     again = judge_ledger(BundleReader(tmp_path / "b"))
     assert again.status is Status.ERROR
     assert again.measurements == {"sent": 12, "recorded": 11}
-    (tmp_path / "b" / SENT_FILE).unlink()
+    (tmp_path / "b" / LEDGER_SENT).unlink()
     assert judge_ledger(BundleReader(tmp_path / "b")).status is Status.NO_DATA

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS, CAPACITY_STEPS
 from golive.bundle.store import BundleReader
 from golive.checks.cache import judge_cache
-from golive.checks.cache.rules import PROTOCOL_FILE, STEPS_FILE
 from golive.checks.capacity.judge import judge_model_load, judge_ramp
-from golive.checks.capacity.load_window import STEPS
 from golive.config import GoliveConfig, load_profile
 from golive.errors import BundleError
 from golive.results import CheckClass, CheckResult, Status
@@ -60,8 +59,8 @@ def test_differences_name_check_field_and_both_values(
 def _bundle(root: Path, protocol: object | None, steps: list[dict[str, object]]) -> BundleReader:
     (root / "metrics").mkdir(parents=True)
     if protocol is not None:
-        (root / PROTOCOL_FILE).write_text(json.dumps(protocol))
-    (root / STEPS_FILE).write_text("".join(json.dumps(s) + "\n" for s in steps))
+        (root / CACHE_PROTOCOL).write_text(json.dumps(protocol))
+    (root / CACHE_STEPS).write_text("".join(json.dumps(s) + "\n" for s in steps))
     return BundleReader(root)
 
 
@@ -69,7 +68,7 @@ def test_missing_cache_evidence_is_no_data_naming_the_file(tmp_path: Path) -> No
     """With the cache evidence gone the judge says no_data naming the missing file."""
     (only,) = judge_cache(_bundle(tmp_path, None, []), load_profile("generic"))
     assert only.status is Status.NO_DATA
-    assert PROTOCOL_FILE in only.summary
+    assert CACHE_PROTOCOL in only.summary
 
 
 def test_a_collector_that_stopped_says_why(tmp_path: Path) -> None:
@@ -106,10 +105,10 @@ def test_the_h200_steps_judge_from_files_alone(tmp_path: Path) -> None:
 def test_an_unreadable_evidence_line_names_the_file_and_line(tmp_path: Path) -> None:
     """An evidence line that is not JSON is refused naming the file and line."""
     reader = _bundle(tmp_path, {"target_tokens": 1}, [{"step": "cold-0"}])
-    with (tmp_path / STEPS_FILE).open("a") as steps:
+    with (tmp_path / CACHE_STEPS).open("a") as steps:
         steps.write("{not json\n")
     with pytest.raises(BundleError, match=r"cache-steps\.jsonl:2: not a JSON line"):
-        reader.jsonl(STEPS_FILE)
+        reader.jsonl(CACHE_STEPS)
 
 
 def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path: Path) -> None:
@@ -117,7 +116,7 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
     `metrics/capacity-steps.jsonl` alone gives the sealed status, summary and measurements."""
     tier = DATA / "vllm-gpu-0.24-h200x2-tier"
     (tmp_path / "metrics").mkdir()
-    shutil.copy(tier / "capacity-steps.jsonl", tmp_path / STEPS)
+    shutil.copy(tier / "capacity-steps.jsonl", tmp_path / CAPACITY_STEPS)
     verdict = VerdictDocument.read(tier)
     sealed = [c for c in verdict.results() if c.id == "capacity.concurrency"]
     again = judge_ramp(BundleReader(tmp_path), GoliveConfig().capacity)
@@ -132,7 +131,7 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
     # an edited step is named: the c16 step's queue made ten seconds long
     rows = [json.loads(x) for x in (tier / "capacity-steps.jsonl").read_text().splitlines()]
     edited = [{**r, "queue_mean_s": 10.0} if r["concurrency"] == 16 else r for r in rows]
-    (tmp_path / STEPS).write_text("".join(json.dumps(r) + "\n" for r in edited))
+    (tmp_path / CAPACITY_STEPS).write_text("".join(json.dumps(r) + "\n" for r in edited))
     changed = differences(sealed, [judge_ramp(BundleReader(tmp_path), GoliveConfig().capacity)])
     assert "capacity.concurrency measurements.ceiling: sealed 16, re-derived 8" in changed
     assert any(c.startswith("capacity.concurrency summary: sealed ") for c in changed)

@@ -6,12 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from golive.evidence.runtime_log import (
-    SERVER_LOG,
-    Span,
-    corroborate,
-    runtime_errors,
-)
+from golive.bundle.layout import SERVER_LOG
+from golive.evidence.runtime_log import Span, corroborate, runtime_errors
 from golive.results import CheckClass, CheckResult, Status
 
 DATA = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x2"

@@ -11,8 +11,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from golive.bundle.layout import MANIFEST
 from golive.bundle.signing import SIGNATURE, load_private_key, load_public_key
-from golive.bundle.store import MANIFEST, Bundle, verify
+from golive.bundle.store import Bundle, verify
 from golive.cli.main import main
 from golive.errors import ConfigError
 

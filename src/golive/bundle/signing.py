@@ -22,6 +22,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from golive.bundle.layout import MANIFEST
 from golive.errors import BundleError, ConfigError
 
 SIGNATURE = "manifest-signature.json"
@@ -74,7 +75,7 @@ def sign_manifest(root: Path, manifest: bytes, key: Ed25519PrivateKey) -> Path:
     record = {
         "algorithm": ALGORITHM,
         "key_fingerprint": fingerprint(key.public_key()),
-        "signed": "manifest-sha256.txt",
+        "signed": MANIFEST,
         "signature": base64.b64encode(key.sign(manifest)).decode("ascii"),
     }
     path = root / SIGNATURE

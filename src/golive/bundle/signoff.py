@@ -12,6 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golive.bundle.layout import (
+    CACHE_STEPS,
+    CONTAINER,
+    EFFECTIVE_CONFIG,
+    PARTS,
+    SIGNOFF_JSON,
+    STARTUP_LOG,
+    VERDICT,
+)
 from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument
 from golive.verdict.scope import NOT_USED
 
@@ -82,15 +91,15 @@ ITEMS: tuple[Item, ...] = (
 )
 
 EVIDENCE: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Container image and digest", ("environment/container.json",)),
-    ("vLLM version and launch command", ("environment/startup.log", "environment/container.json")),
+    ("Container image and digest", (CONTAINER,)),
+    ("vLLM version and launch command", (STARTUP_LOG, CONTAINER)),
     ("Host driver output", ("environment/nvidia-smi-*.xml", "environment/host-*.json")),
-    ("Container-visible CUDA and GPU information", ("environment/container.json",)),
-    ("Startup logs", ("environment/startup.log",)),
+    ("Container-visible CUDA and GPU information", (CONTAINER,)),
+    ("Startup logs", (STARTUP_LOG,)),
     ("Memory curves before and after any OOM", ("memory/*.csv",)),
-    ("Cold and warm prefix-cache results", ("metrics/cache-steps.jsonl",)),
+    ("Cold and warm prefix-cache results", (CACHE_STEPS,)),
     ("Agent tool-call test results", ("requests/agent.*.jsonl",)),
-    ("Test sample, concurrency, context settings, and reviewer name", ("config/effective.yaml",)),
+    ("Test sample, concurrency, context settings, and reviewer name", (EFFECTIVE_CONFIG,)),
 )
 
 
@@ -110,7 +119,7 @@ def _files(files: Sequence[str], patterns: Sequence[str]) -> list[str]:
 def _in_part(path: str) -> str:
     """`parts/<name>/rest` -> `rest`; other paths unchanged."""
     head, _, rest = path.partition("/")
-    return rest.partition("/")[2] if head == "parts" and rest.count("/") else path
+    return rest.partition("/")[2] if head == PARTS and rest.count("/") else path
 
 
 def build_signoff(
@@ -132,7 +141,7 @@ def build_signoff(
                 if signature
                 else "not signed yet: golive signoff BUNDLE --reviewer NAME --outcome OUTCOME"
             )
-            paths = ["signoff.json"] if signature else []
+            paths = [SIGNOFF_JSON] if signature else []
         else:
             state, why, paths = _item_state(item, checks, files)
         items.append(
@@ -204,13 +213,13 @@ def unowned(actions: Sequence[ActionEntry]) -> list[str]:
 def _actions_state(actions: Sequence[ActionEntry]) -> tuple[str, str, list[str]]:
     open_items = unowned(actions)
     if not actions:
-        return TICKED, "no failed item", ["verdict.json"]
+        return TICKED, "no failed item", [VERDICT]
     if open_items:
-        return FAILED, f"no owner/deadline/rollback for: {', '.join(open_items)}", ["verdict.json"]
+        return FAILED, f"no owner/deadline/rollback for: {', '.join(open_items)}", [VERDICT]
     return (
         TICKED,
         f"{len(actions)} failed item(s), each with owner, deadline, rollback",
-        ["verdict.json"],
+        [VERDICT],
     )
 
 

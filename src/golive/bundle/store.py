@@ -20,10 +20,10 @@ from typing import IO, Any
 import zstandard
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from golive.bundle.layout import MANIFEST, PARTS
 from golive.bundle.signing import SIGNATURE, SignatureCheck, check_signature, sign_manifest
 from golive.errors import BundleError
 
-MANIFEST = "manifest-sha256.txt"
 SUBDIRS = ("config", "environment", "requests", "metrics", "memory")
 REDACTED = "***REDACTED***"
 ZSTD = ".zst"  # a compressed record stream: `zstd -dc FILE` or golive.bundle.store.read_lines
@@ -193,9 +193,6 @@ def _hash_tree(root: Path) -> dict[str, str]:
                 sha.update(block)
         digests[rel] = sha.hexdigest()
     return digests
-
-
-PARTS = "parts"  # a combined bundle (golive decide --combine) keeps each section bundle here
 
 
 def locate(root: Path, rel: str) -> Path:

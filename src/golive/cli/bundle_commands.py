@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from golive.bundle.layout import REPORT_HTML, REPORT_MD
 from golive.bundle.signing import load_public_key
 from golive.bundle.store import verify
 from golive.config import load_config
@@ -175,7 +176,7 @@ def _report(args: argparse.Namespace) -> int:
     verdict = VerdictDocument.read(root)
     out: Path = args.output or root.with_name(root.name + "-report")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.html").write_text(render_html(root, verdict), encoding="utf-8")
-    (out / "report.md").write_text(bundle_markdown(root, verdict), encoding="utf-8")
+    (out / REPORT_HTML).write_text(render_html(root, verdict), encoding="utf-8")
+    (out / REPORT_MD).write_text(bundle_markdown(root, verdict), encoding="utf-8")
     print(f"wrote {out / 'report.html'} and {out / 'report.md'}")
     return 0

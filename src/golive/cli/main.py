@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from golive.bundle.layout import STARTUP_LOG
 from golive.checks.agent.collect import AgentSettings, run_agent
 from golive.checks.agent.select import cases_for
 from golive.checks.cache import CacheSettings, run_cache
@@ -208,7 +209,7 @@ async def _run_capacity(
 
             async def programme(ctx: CheckContext) -> list[CheckResult]:
                 if log_text is not None:
-                    ctx.bundle.write_text("environment/startup.log", log_text)
+                    ctx.bundle.write_text(STARTUP_LOG, log_text)
                 return await run_capacity(ctx, inputs)
 
             remote = () if clients is None else (clients,)
@@ -232,7 +233,7 @@ async def _cache(args: argparse.Namespace) -> int:
 
     async def programme(ctx: CheckContext) -> list[CheckResult]:
         if log_text is not None:
-            ctx.bundle.write_text("environment/startup.log", log_text)
+            ctx.bundle.write_text(STARTUP_LOG, log_text)
         return await run_cache(ctx, settings)
 
     out = args.out or default_out("golive-cache")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
+from golive.bundle.layout import CONTAINER, STARTUP_LOG
 from golive.config import CustomBuild, ParallelConfig, Profile
 from golive.evidence.facts import ContainerInfo, HostInfo
 from golive.evidence.startup_log import StartupFacts
@@ -38,9 +39,9 @@ class ChainInputs:
     live_model: Source | None = None  # the served model id from /v1/models
     image: Source | None = None
     startup: StartupFacts | None = None
-    startup_path: str = "environment/startup.log"
+    startup_path: str = STARTUP_LOG
     container: ContainerInfo | None = None
-    container_path: str = "environment/container.json"
+    container_path: str = CONTAINER
     hosts: tuple[tuple[HostInfo, str], ...] = ()
     declared_parallel: ParallelConfig | None = None
     custom_build: CustomBuild | None = None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from golive.bundle.layout import K8S_PODS
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.facts import GpuInfo, HostInfo
 from golive.results import CheckClass, CheckResult, Status
@@ -199,7 +200,7 @@ def node_hosts(report: K8sReport) -> list[HostInfo]:
 def k8s_results(report: K8sReport, image: str | None) -> list[CheckResult]:
     """environment.k8s_images (critical) and environment.k8s_restarts."""
     where = f"{report.source.namespace}/{report.source.selector}"
-    evidence = ("environment/k8s-pods.json",)
+    evidence = (K8S_PODS,)
     if not report.pods:
         return [
             CheckResult(

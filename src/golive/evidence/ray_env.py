@@ -25,13 +25,13 @@ from typing import Any
 from pydantic import ValidationError
 
 import golive
+from golive.bundle.layout import RAY_NODES
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.facts import ContainerInfo, HostInfo
 from golive.results import CheckClass, CheckResult, Status
 
 MARKER = "GOLIVE-RAY-NODES"
 SETUP_S = 300.0  # runtime-env setup and job start, on top of the collection timeout
-RAW = "environment/ray-nodes.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +140,7 @@ def node_results(
     source: RaySource, cluster: ClusterReport | None, problem: str | None
 ) -> list[CheckResult]:
     """environment.node_count, and environment.node.<name> for every node that did not report."""
-    evidence = (RAW,) if cluster is not None else ()
+    evidence = (RAY_NODES,) if cluster is not None else ()
     if cluster is None:
         return [
             CheckResult(

@@ -19,6 +19,7 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
+from golive.bundle.layout import SERVER_LOG, SERVER_LOG_ERRORS
 from golive.bundle.store import Bundle, read_lines, record_streams
 from golive.evidence.startup_log import parse_startup_log
 from golive.results import CheckResult
@@ -29,8 +30,6 @@ _LINE = re.compile(
 )
 SLACK_S = 1.0  # the log's stamps are whole seconds: an error stamped S happened in [S, S+1)
 PARSER_SOURCE = re.compile(r"tool_parser|reasoning|parser\.py")  # blames tool-parsing requests
-SERVER_LOG = "environment/server.log"  # the server's log as it was when the run ended
-ERRORS_FILE = "environment/server-log-errors.json"  # each error and what was in flight
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,5 +218,5 @@ def server_log_evidence(
     if not errors:
         return list(checks)
     corroborated, rows = corroborate(checks, errors, request_spans(bundle.root))
-    bundle.write_json(ERRORS_FILE, {"errors": len(errors), "attributed": rows})
+    bundle.write_json(SERVER_LOG_ERRORS, {"errors": len(errors), "attributed": rows})
     return corroborated

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
+from golive.bundle.layout import CAPACITY_STEPS
 from golive.bundle.store import locate, locate_all
-from golive.checks.capacity.load_window import STEPS
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
 from golive.operate.rollback import ACCEPTED, programme_scope
@@ -256,7 +256,7 @@ def read_accepted(bundle: Path) -> tuple[VerdictDocument, list[dict[str, Any]]]:
             f"{' or '.join(ACCEPTED)} bundles define an envelope to keep"
         )
     programme_scope(verdict, bundle, "an accepted envelope")
-    steps = [json.loads(line) for line in _lines(locate(bundle, STEPS)) if line.strip()]
+    steps = [json.loads(line) for line in _lines(locate(bundle, CAPACITY_STEPS)) if line.strip()]
     return verdict, steps
 
 

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from golive.bundle.layout import CHAIN, CONTAINER, STARTUP_LOG
 from golive.bundle.store import locate
 from golive.errors import ConfigError
 from golive.evidence.startup_log import parse_startup_log
@@ -43,9 +44,9 @@ def registry_dir(given: Path | None = None) -> Path:
 def identity(root: Path) -> dict[str, Any]:
     """Image, launch command, runtime variables and parsers, from the bundle's evidence; the
     launch-config digest covers the command, the non-default args and the variables."""
-    container = _json(locate(root, "environment/container.json")) or {}
-    chain = _json(locate(root, "environment/chain.json")) or {}
-    log = locate(root, "environment/startup.log")
+    container = _json(locate(root, CONTAINER)) or {}
+    chain = _json(locate(root, CHAIN)) or {}
+    log = locate(root, STARTUP_LOG)
     facts = parse_startup_log(log.read_text(errors="replace")) if log.is_file() else None
     args = dict(facts.non_default_args) if facts else {}
     launch = list(container.get("serve_command") or [])

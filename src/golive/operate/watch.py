@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from golive.bundle.layout import WATCH_OBSERVATIONS, WATCH_RECORDS, WATCH_SUMMARY
 from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.response import Contract, response_findings
 from golive.checks.cache import CacheProtocol
@@ -45,7 +46,6 @@ from golive.operate.watch_rules import (
 )
 from golive.verdict.document import VerdictDocument
 
-RECORDS = "watch/records.jsonl"
 T = TypeVar("T")
 
 
@@ -181,7 +181,7 @@ class Watcher:
             observation = await self.observe(index, began - start)
             self.history.append(observation)
             self.s.progress.record(observation.healthy and observation.metrics_ok)
-            self.ctx.bundle.append_jsonl("watch/observations.jsonl", asdict(observation))
+            self.ctx.bundle.append_jsonl(WATCH_OBSERVATIONS, asdict(observation))
             for trigger in evaluate(self.history, self.th):
                 await self.fire(trigger, index)
             index += 1
@@ -197,7 +197,7 @@ class Watcher:
             "rollback_target": self.target,
             "clean": not any(t["rollback"] for t in self.triggers),
         }
-        self.ctx.bundle.write_json("watch/summary.json", summary)
+        self.ctx.bundle.write_json(WATCH_SUMMARY, summary)
         return summary
 
     async def observe(self, index: int, t: float) -> Observation:
@@ -361,7 +361,7 @@ class Watcher:
         if trigger.rollback and self.s.on_rollback:
             record["command"] = await self.run_rollback(trigger, len(self.triggers))
         self.triggers.append(record)
-        self.ctx.bundle.append_jsonl(RECORDS, record)
+        self.ctx.bundle.append_jsonl(WATCH_RECORDS, record)
         self.s.progress.phase(f"watch — {trigger.rule}: {trigger.reason[:80]}", self.s.duration_s)
 
     async def run_rollback(self, trigger: Trigger, number: int) -> dict[str, Any]:

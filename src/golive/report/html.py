@@ -11,8 +11,8 @@ from typing import Any
 
 import jinja2
 
+from golive.bundle.layout import CACHE_STEPS, CAPACITY_STEPS, CHAIN, MEMORY_CURVE, SIGNOFF_JSON
 from golive.bundle.store import locate
-from golive.checks.capacity.load_window import STEPS
 from golive.report.markdown import chain_rows, scope_line
 from golive.report.plots import bar_chart, interval_chart, line_chart
 from golive.results import CheckClass
@@ -34,15 +34,15 @@ _ENV = jinja2.Environment(
 
 
 def render_html(root: Path, verdict: VerdictDocument) -> str:
-    chain = _json(locate(root, "environment/chain.json"))
-    signoff = _json(root / "signoff.json")
+    chain = _json(locate(root, CHAIN))
+    signoff = _json(root / SIGNOFF_JSON)
     return _ENV.get_template("report.html.j2").render(
         v=verdict,
         colour=_OUTCOME_COLOUR.get(verdict.outcome, "#555"),
         chain_rows=chain_rows(chain) if isinstance(chain, dict) else [],
-        memory_svgs=memory_charts(locate(root, "memory/capacity.csv")),
-        latency_svgs=latency_charts(locate(root, STEPS)),
-        cache_svgs=cache_charts(locate(root, "metrics/cache-steps.jsonl")),
+        memory_svgs=memory_charts(locate(root, MEMORY_CURVE)),
+        latency_svgs=latency_charts(locate(root, CAPACITY_STEPS)),
+        cache_svgs=cache_charts(locate(root, CACHE_STEPS)),
         agent_svg=agent_chart(verdict),
         signoff=signoff if isinstance(signoff, dict) else None,
         scope=scope_line(verdict),

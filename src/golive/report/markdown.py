@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from golive.bundle.layout import CAPACITY_STEPS, CAPACITY_WATCHDOG, CHAIN
 from golive.bundle.store import locate
-from golive.checks.capacity.load_window import STEPS, WATCHDOG
 from golive.quantiles import samples_needed
 from golive.verdict.document import Limits, VerdictDocument
 
@@ -24,9 +24,11 @@ _MARK = {
 
 def bundle_markdown(root: Path, verdict: VerdictDocument) -> str:
     """report.md for the bundle at `root`: the verdict, its version chain and load windows."""
-    chain_path = locate(root, "environment/chain.json")
+    chain_path = locate(root, CHAIN)
     chain = json.loads(chain_path.read_text()) if chain_path.is_file() else None
-    return render_markdown(verdict, chain, _rows(root, WATCHDOG), _rows(root, STEPS))
+    return render_markdown(
+        verdict, chain, _rows(root, CAPACITY_WATCHDOG), _rows(root, CAPACITY_STEPS)
+    )
 
 
 def _rows(root: Path, rel: str) -> list[dict[str, Any]]:

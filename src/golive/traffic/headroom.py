@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from golive.bundle.layout import CAPACITY_WATCHDOG
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import NS_PER_MS, RequestRecord
 
@@ -185,7 +186,7 @@ def headroom_check(windows: Sequence[Mapping[str, Any]]) -> CheckResult:
     """`golive.client_headroom` from the windows' watchdog rows (each with `client` figures
     and `client_bottleneck`)."""
     measured = [w for w in windows if isinstance(w.get("client"), Mapping)]
-    evidence = ("metrics/capacity-watchdog.jsonl",)
+    evidence = (CAPACITY_WATCHDOG,)
     if not measured:
         return CheckResult(
             CHECK_ID,

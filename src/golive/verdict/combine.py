@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from golive.bundle.store import MANIFEST, PARTS, Bundle
+from golive.bundle.layout import EFFECTIVE_CONFIG, MANIFEST, PARTS, POLICY
+from golive.bundle.store import Bundle
 from golive.config import GoliveConfig
 from golive.errors import BundleError, ConfigError
 from golive.operate.rollback import identity
@@ -29,7 +30,7 @@ from golive.pipeline import Verdict, rollback_target, verdict_document, write_ve
 from golive.results import CheckResult
 from golive.verdict.decide import decide
 from golive.verdict.document import PartEntry, VerdictDocument
-from golive.verdict.policy import POLICY_FILE, apply_policy, load_policy
+from golive.verdict.policy import apply_policy, load_policy
 from golive.verdict.rederive import rederive
 from golive.verdict.scope import PROGRAMME, SECTIONS, Scope, scope_from_json
 
@@ -97,7 +98,7 @@ def deployment_of(root: Path, verdict: VerdictDocument) -> dict[str, str | None]
         or verdict.measurements("environment.vllm_version").get("vllm_version")
         or verdict.measurements("smoke.version").get("vllm_version")
     )
-    config = _yaml(root / "config/effective.yaml")
+    config = _yaml(root / EFFECTIVE_CONFIG)
     model = (config.get("target") or {}).get("model") or verdict.measurements("smoke.models").get(
         "model"
     )
@@ -173,9 +174,9 @@ def combine(
     bundle = Bundle.create(out)
     for part in parts:
         shutil.copytree(part.root, out / PARTS / part.name)
-    bundle.write_text(POLICY_FILE, policy.text)
+    bundle.write_text(POLICY, policy.text)
     bundle.write_text(
-        "config/effective.yaml", yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+        EFFECTIVE_CONFIG, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
     )
     checks = apply_policy(policy.policy, [c for p in parts for c in part_checks(p)])
     covered = {s for p in parts for s in p.sections}

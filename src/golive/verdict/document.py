@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from golive.bundle.layout import PARTS, VERDICT
 from golive.errors import ConfigError
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
 
 Measurement = float | int | str | bool | None
-VERDICT_FILE = "verdict.json"
 
 
 class _Entry(BaseModel):
@@ -141,7 +141,7 @@ class PartEntry(_Entry):
 
 
 # Written only when they apply (an interrupted run, a combined bundle, a run's evidence size).
-_WHEN_SET = ("interrupted", "parts", "bundle_bytes")
+_WHEN_SET = ("interrupted", PARTS, "bundle_bytes")
 
 
 class VerdictDocument(_Entry):
@@ -192,7 +192,7 @@ class VerdictDocument(_Entry):
         return data
 
     @classmethod
-    def from_json(cls, data: object, source: str = VERDICT_FILE) -> VerdictDocument:
+    def from_json(cls, data: object, source: str = VERDICT) -> VerdictDocument:
         """Validate a parsed verdict.json; errors name `source` and the field."""
         try:
             return cls.model_validate(data)
@@ -202,7 +202,7 @@ class VerdictDocument(_Entry):
     @classmethod
     def read(cls, root: Path) -> VerdictDocument:
         """The bundle's verdict.json, or a ConfigError naming the file and what is wrong."""
-        path = root / VERDICT_FILE
+        path = root / VERDICT
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:

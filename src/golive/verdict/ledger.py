@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from golive.bundle.layout import LEDGER_SENT
 from golive.bundle.store import Bundle, BundleReader, read_lines, record_streams
 from golive.errors import BundleError
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.client import CHAT_PATH
 
 CHECK_ID = "golive.ledger"
-SENT_FILE = "metrics/ledger.json"  # what the clients counted as sent, beside the records
 
 
 def count_records(root: Path) -> tuple[int, list[str], tuple[str, ...]]:
@@ -46,21 +46,21 @@ def count_records(root: Path) -> tuple[int, list[str], tuple[str, ...]]:
 
 def write_ledger(bundle: Bundle, sent: int) -> CheckResult:
     """Save the clients' count of chat requests sent, then judge it against the records."""
-    bundle.write_json(SENT_FILE, {"sent": sent})
+    bundle.write_json(LEDGER_SENT, {"sent": sent})
     return judge_ledger(BundleReader(bundle.root))
 
 
 def judge_ledger(evidence: BundleReader) -> CheckResult:
     """`golive.ledger` from the bundle: the saved count of requests sent against the record
     lines under `requests/` (the run calls it, and `golive decide` again)."""
-    saved = evidence.json(SENT_FILE)
+    saved = evidence.json(LEDGER_SENT)
     if not isinstance(saved, dict) or not isinstance(saved.get("sent"), int):
         return CheckResult(
             CHECK_ID,
             CheckClass.INTEGRITY,
             True,
             Status.NO_DATA,
-            f"no count of the requests sent ({SENT_FILE}): the records cannot be balanced",
+            f"no count of the requests sent ({LEDGER_SENT}): the records cannot be balanced",
         )
     return ledger_check(evidence.root, int(saved["sent"]))
 

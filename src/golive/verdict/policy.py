@@ -27,7 +27,6 @@ from golive.results import CheckResult
 from golive.verdict.document import PolicyRef, WaiverEntry
 
 DEFAULT = "policy-default.yaml"
-POLICY_FILE = "config/policy.yaml"  # where a bundle keeps the policy it was judged by
 
 
 class Waiver(StrictModel):

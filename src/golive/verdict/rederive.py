@@ -16,27 +16,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from golive.bundle.layout import (
+    AGENT_PLAN,
+    CACHE_PROTOCOL,
+    CAPACITY_LADDER,
+    CAPACITY_STEPS,
+    CAPACITY_SUSTAINED,
+    CAPACITY_WATCHDOG,
+    CHAIN_INPUTS,
+    EFFECTIVE_CONFIG,
+    LEDGER_SENT,
+    POLICY,
+    PROFILE,
+    SERVER_LOG,
+    SMOKE_PLAN,
+    STARTUP_LOG,
+)
 from golive.bundle.store import ZSTD, BundleReader, locate, verify
-from golive.checks.agent.judge import PLAN as AGENT_PLAN
 from golive.checks.agent.judge import judge_agent
 from golive.checks.cache import judge_cache
-from golive.checks.cache.rules import PROTOCOL_FILE as CACHE_PROTOCOL
 from golive.checks.capacity.answer_probes import CHECK as ANSWERS_CHECK
 from golive.checks.capacity.answer_probes import EVIDENCE as ANSWERS_EVIDENCE
 from golive.checks.capacity.answer_probes import judge_answers
 from golive.checks.capacity.judge import (
-    LADDER,
-    SUSTAINED,
     judge_headroom,
     judge_long_input,
     judge_model_load,
     judge_ramp,
     judge_sustained,
 )
-from golive.checks.capacity.load_window import STEPS, WATCHDOG
-from golive.checks.env.judge import CHAIN_CHECKS, CHAIN_INPUTS, STARTUP_LOG, judge_chain
+from golive.checks.env.judge import CHAIN_CHECKS, judge_chain
 from golive.checks.smoke.judge import CHECKS as SMOKE_CHECKS
-from golive.checks.smoke.judge import PLAN as SMOKE_PLAN
 from golive.checks.smoke.judge import judge_smoke
 from golive.checks.smoke.request_classes import SUSTAINED_STREAM as SMOKE_SUSTAINED
 from golive.checks.smoke.request_classes import judge_sessions, judge_short_sustained
@@ -44,14 +54,13 @@ from golive.checks.smoke.request_classes_judge import CHECKS as CLASS_CHECKS
 from golive.checks.smoke.request_classes_judge import FILE as CLASSES_FILE
 from golive.checks.smoke.request_classes_judge import judge_saved_classes
 from golive.config import GoliveConfig, Profile, load_profile, parse_config, parse_profile
-from golive.evidence.runtime_log import SERVER_LOG, corroborate, request_spans, runtime_errors
+from golive.evidence.runtime_log import corroborate, request_spans, runtime_errors
 from golive.results import CheckResult, Decision, Outcome
 from golive.verdict.decide import decide
 from golive.verdict.document import PartEntry, VerdictDocument
 from golive.verdict.ledger import CHECK_ID as LEDGER_CHECK
-from golive.verdict.ledger import SENT_FILE as LEDGER_SENT
 from golive.verdict.ledger import judge_ledger
-from golive.verdict.policy import POLICY_FILE, Policy, apply_policy, parse_policy
+from golive.verdict.policy import Policy, apply_policy, parse_policy
 from golive.verdict.scope import scope_from_json
 
 
@@ -98,19 +107,19 @@ EVIDENCE_JUDGES = (
     EvidenceJudge(
         "capacity.long_input",
         ("capacity.long_input",),
-        LADDER,
+        CAPACITY_LADDER,
         lambda r, s: [judge_long_input(r)],
     ),
     EvidenceJudge(
         "capacity.concurrency",
         ("capacity.concurrency",),
-        STEPS,
+        CAPACITY_STEPS,
         lambda r, s: [judge_ramp(r, s.config.capacity)],
     ),
     EvidenceJudge(
         "capacity.sustained",
         ("capacity.sustained",),
-        SUSTAINED,
+        CAPACITY_SUSTAINED,
         lambda r, s: [judge_sustained(r, s.config.capacity)],
     ),
     EvidenceJudge(
@@ -147,7 +156,7 @@ EVIDENCE_JUDGES = (
     EvidenceJudge(
         "golive.client_headroom",
         ("golive.client_headroom",),
-        WATCHDOG,
+        CAPACITY_WATCHDOG,
         lambda r, s: [judge_headroom(r)],
     ),
 )
@@ -185,15 +194,13 @@ def rederive(root: Path) -> Rederived:
     checks = data.results()
     scope = scope_from_json(data.scope)
     problems = _manifest_problems(root)
-    policy_path = root / POLICY_FILE
+    policy_path = root / POLICY
     policy: Policy | None = None
     if policy_path.is_file():
         loaded = parse_policy(policy_path.read_text(encoding="utf-8"), str(policy_path))
         recorded = None if data.policy is None else data.policy.sha256
         if recorded != loaded.sha256:
-            problems.append(
-                f"{POLICY_FILE} has digest {loaded.sha256}, verdict.json names {recorded}"
-            )
+            problems.append(f"{POLICY} has digest {loaded.sha256}, verdict.json names {recorded}")
         policy = loaded.policy
     if data.parts:  # a combined bundle: each part is re-derived as it was sealed
         rejudged, owned = _rederive_parts(root, data.parts, problems)
@@ -288,16 +295,16 @@ def _rejudge(
 
 
 def _config(reader: BundleReader) -> GoliveConfig:
-    text = reader.text("config/effective.yaml")
+    text = reader.text(EFFECTIVE_CONFIG)
     if text is None:
         return GoliveConfig()
-    return parse_config(text, str(reader.root / "config/effective.yaml"))
+    return parse_config(text, str(reader.root / EFFECTIVE_CONFIG))
 
 
 def _profile(reader: BundleReader, data: VerdictDocument) -> Profile:
-    text = reader.text("config/profile.yaml")
+    text = reader.text(PROFILE)
     if text is not None:
-        return parse_profile(text, str(reader.root / "config/profile.yaml"))
+        return parse_profile(text, str(reader.root / PROFILE))
     return load_profile(data.profile or "generic")
 
 

@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from golive.bundle.layout import AGENT_FAILURES, AGENT_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import AgentCase, Kind
-from golive.checks.agent.judge import PLAN, case_to_json, judge_agent, stream_file
-from golive.checks.agent.results import FAILURES, no_model_result
+from golive.checks.agent.judge import case_to_json, judge_agent, stream_file
+from golive.checks.agent.results import no_model_result
 from golive.checks.capacity.collect import PhaseProgress, Quiet
 from golive.checks.context import CheckContext, Target, scrape, served_model
 from golive.config import AgentConfig, GoliveConfig
@@ -60,7 +61,7 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
         else:
             await runner.plain_case(case)
     ctx.bundle.write_json(
-        PLAN,
+        AGENT_PLAN,
         {
             "cases": [case_to_json(c) for c in settings.cases],
             "repeat": settings.config.repeat,
@@ -74,7 +75,7 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
     )
     judged = judge_agent(BundleReader(ctx.bundle.root), ctx.profile)
     for example in judged.examples:
-        ctx.bundle.append_jsonl(FAILURES, example)
+        ctx.bundle.append_jsonl(AGENT_FAILURES, example)
     return judged.results
 
 

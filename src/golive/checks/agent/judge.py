@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golive.bundle.layout import AGENT_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import AgentCase, Kind
 from golive.checks.agent.response import (
@@ -39,7 +40,6 @@ from golive.metrics import MetricsDelta, Snapshot, parse_metrics
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import FailureKind, ParsedResponse, reparsed
 
-PLAN = "metrics/agent-plan.json"  # the cases as run and the settings that judge them
 MODES = ("stream", "plain")
 
 
@@ -144,7 +144,7 @@ def _parity(run: Run, twin: Run | None) -> Run:
 
 def judge_agent(evidence: BundleReader, profile: Profile) -> AgentJudgement:
     """Every planned case's check, from its saved answers."""
-    plan = evidence.json(PLAN)
+    plan = evidence.json(AGENT_PLAN)
     if not isinstance(plan, Mapping):
         return AgentJudgement([], [])
     cases = [case_from_json(c) for c in plan.get("cases") or ()]

@@ -9,11 +9,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golive.bundle.layout import AGENT_FAILURES
 from golive.checks.agent.cases import AgentCase
 from golive.checks.agent.rules import Finding, Layer, summarise
 from golive.results import CheckClass, CheckResult, Status
 
-FAILURES = "requests/agent-failures.jsonl"
 EXAMPLES_PER_SIGNATURE = 3
 
 
@@ -63,7 +63,7 @@ def case_result(
     if gateway:
         evidence += (f"requests/agent.{case.name}.engine.jsonl",)
     if failed:
-        evidence += (FAILURES,)
+        evidence += (AGENT_FAILURES,)
     measurements: dict[str, Any] = {
         "runs": summary.runs,
         "passed": summary.passed,

@@ -12,13 +12,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS
 from golive.bundle.store import BundleReader
 from golive.checks.cache.judge import block_size, judge_cache, labels_of
 from golive.checks.cache.rules import (
     CACHE_FILE,
-    PROTOCOL_FILE,
     START_SCRAPE,
-    STEPS_FILE,
     CacheStep,
     LoggedCache,
     cached_prompt_tokens,
@@ -110,7 +109,7 @@ class CacheProtocol:
 async def run_cache(ctx: CheckContext, settings: CacheSettings) -> list[CheckResult]:
     """Collect the cache evidence into the bundle, then judge it from there."""
     protocol = await collect_cache(ctx, settings)
-    ctx.bundle.write_json(PROTOCOL_FILE, protocol)
+    ctx.bundle.write_json(CACHE_PROTOCOL, protocol)
     return judge_cache(BundleReader(ctx.bundle.root), ctx.profile)
 
 
@@ -206,5 +205,5 @@ async def _step(
         cached_counter=None if delta is None else cached_prompt_tokens(delta),
         ok=parsed.record.ok and not parsed.problems,
     )
-    ctx.bundle.append_jsonl(STEPS_FILE, step.to_json())
+    ctx.bundle.append_jsonl(CACHE_STEPS, step.to_json())
     return after.snapshot or before

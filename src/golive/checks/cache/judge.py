@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS
 from golive.bundle.store import BundleReader
 from golive.checks.cache.retention import retention_result
 from golive.checks.cache.rules import (
-    PROTOCOL_FILE,
     START_SCRAPE,
-    STEPS_FILE,
     CacheStep,
     LoggedCache,
     cache_result,
@@ -35,14 +34,14 @@ USER_TURN_TOKENS = 24  # the part of a cold prompt that is not shared with the w
 
 
 def judge_cache(evidence: BundleReader, profile: Profile) -> list[CheckResult]:
-    protocol = evidence.json(PROTOCOL_FILE)
+    protocol = evidence.json(CACHE_PROTOCOL)
     if not isinstance(protocol, Mapping):
         return [
             cache_result(
                 "cache.prefix_reuse",
                 True,
                 Status.NO_DATA,
-                f"no cache evidence: {PROTOCOL_FILE} is missing from the bundle",
+                f"no cache evidence: {CACHE_PROTOCOL} is missing from the bundle",
             )
         ]
     if protocol.get("problem"):
@@ -59,14 +58,14 @@ def judge_cache(evidence: BundleReader, profile: Profile) -> list[CheckResult]:
     logged = LoggedCache.from_json(protocol.get("startup"))
     block = block_size(labels, logged, profile.cache.block_size_hint)
     enabled = prefix_caching(labels, logged)
-    steps = {row["step"]: CacheStep.from_json(row) for row in evidence.jsonl(STEPS_FILE)}
+    steps = {row["step"]: CacheStep.from_json(row) for row in evidence.jsonl(CACHE_STEPS)}
     if "cold-0" not in steps:
         return [
             cache_result(
                 "cache.prefix_reuse",
                 True,
                 Status.NO_DATA,
-                f"the cold request's step is missing from {STEPS_FILE}: reuse not judged",
+                f"the cold request's step is missing from {CACHE_STEPS}: reuse not judged",
             )
         ]
     prompt = steps["cold-0"].prompt_tokens or int(protocol["target_tokens"])
@@ -232,7 +231,8 @@ def controls_result(
                 "cache.controls",
                 False,
                 Status.NO_DATA,
-                f"the control {control!r} has no step in {STEPS_FILE}: the controls are not judged",
+                f"the control {control!r} has no step in {CACHE_STEPS}: the controls are not "
+                "judged",
             )
         found[f"{control}_reused_tokens"] = step.reused
         found[f"{control}_cached_tokens"] = step.cached_tokens

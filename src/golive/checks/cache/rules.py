@@ -8,11 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golive.bundle.layout import CACHE_STEPS
 from golive.metrics import MetricsDelta
 from golive.results import CheckClass, CheckResult, Status
 
-STEPS_FILE = "metrics/cache-steps.jsonl"
-PROTOCOL_FILE = "metrics/cache-protocol.json"  # what the collector resolved and sent
 START_SCRAPE = "cache-00-start"  # metrics/cache-00-start.prom: the engine's cache config
 
 
@@ -291,5 +290,5 @@ def cache_result(
         status,
         summary,
         dict(measurements or {}),
-        evidence or (f"requests/{CACHE_FILE}.jsonl", STEPS_FILE),
+        evidence or (f"requests/{CACHE_FILE}.jsonl", CACHE_STEPS),
     )

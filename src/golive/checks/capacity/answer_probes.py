@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from golive.bundle.layout import ANSWER_PROBES_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import WEATHER
 from golive.checks.agent.response import message_of
@@ -31,7 +32,6 @@ from golive.traffic.records import ParsedResponse, RequestRecord, reparsed
 
 STREAM = "answer-probes"
 EVIDENCE = f"requests/{STREAM}.jsonl"
-PROBE_PLAN = "metrics/answer-probes.json"  # where the probes went under load, in how many slots
 CHECK = "capacity.answers_under_load"
 MAX_WRONG = 1  # a probe right at idle and wrong under load more often than this fails
 
@@ -311,7 +311,7 @@ def judge_answers(evidence: BundleReader, critical: bool) -> list[CheckResult]:
     """`capacity.answers_under_load` from `requests/answer-probes.jsonl` alone; none where the
     sustained window was too small to spare a slot (`metrics/answer-probes.json`: below
     concurrency 4 batching hardly changes an answer, and a probe would change the load)."""
-    plan = evidence.json(PROBE_PLAN)
+    plan = evidence.json(ANSWER_PROBES_PLAN)
     if isinstance(plan, Mapping) and plan.get("lanes") == 0:
         return []
     status, summary, measurements = classify_answers(_answers(evidence))

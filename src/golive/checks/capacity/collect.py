@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from golive.bundle.layout import LOAD_CURVE, MEMORY_CURVE, STARTUP_LOG, TERMINATION
 from golive.checks.capacity.rules import (
     Action,
     Classification,
 )
 from golive.checks.context import CheckContext, scrape
-from golive.checks.env.judge import STARTUP_LOG
 from golive.evidence.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.evidence.sampling import Curve, Probe
 from golive.evidence.startup_log import StartupFacts
@@ -87,9 +87,6 @@ class CapacityInputs:
     load_span: tuple[float, float] | None = None  # wall clock of a launch golive made
     progress: PhaseProgress = field(default_factory=Quiet)
     clients: LoadClients | None = None  # spread the load windows over these (--ray)
-
-
-LOAD_CURVE = "memory/load.csv"
 
 
 def cap_result(
@@ -196,7 +193,7 @@ class Run:
         in_flight = [*self.in_flight.values(), *([shape_of(body)] if body else [])]
         self.death = reason
         self.dead.set()
-        self.ctx.bundle.write_json("memory/termination.json", self.termination(reason, in_flight))
+        self.ctx.bundle.write_json(TERMINATION, self.termination(reason, in_flight))
         return False
 
     def termination(self, reason: str, in_flight: list[dict[str, Any]]) -> dict[str, Any]:
@@ -214,7 +211,7 @@ class Run:
             },
             "topology": None if startup is None else startup.parallel(),
             "preceding_memory_curve": rows,
-            "memory_curve_file": "memory/capacity.csv",
+            "memory_curve_file": MEMORY_CURVE,
         }
 
 

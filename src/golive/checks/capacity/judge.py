@@ -8,9 +8,21 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from golive.bundle.layout import (
+    CAPACITY_CONCURRENCY_REQUESTS,
+    CAPACITY_LADDER,
+    CAPACITY_LONG_INPUT_REQUESTS,
+    CAPACITY_STEPS,
+    CAPACITY_SUSTAINED,
+    CAPACITY_SUSTAINED_REQUESTS,
+    CAPACITY_WATCHDOG,
+    LOAD_CURVE,
+    MEMORY_CURVE,
+    STARTUP_LOG,
+    TERMINATION,
+)
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.collect import LOAD_CURVE, cap_result, classified
-from golive.checks.capacity.load_window import STEPS, WATCHDOG
+from golive.checks.capacity.collect import cap_result, classified
 from golive.checks.capacity.rules import (
     Action,
     Classification,
@@ -28,23 +40,17 @@ from golive.checks.capacity.windows import (
     thirds_growth,
     trend,
 )
-from golive.checks.env.judge import STARTUP_LOG
 from golive.config import CapacityConfig
 from golive.evidence.startup_log import parse_startup_log
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.headroom import headroom_check
 from golive.traffic.records import saved_answered, saved_e2e_s
 
-TERMINATION = "memory/termination.json"
-SUSTAINED = "metrics/capacity-sustained.json"  # the sustained window's StepStats and cap
-SUSTAINED_STREAM = "requests/capacity-sustained.jsonl"
-LADDER = "metrics/capacity-long_input.json"  # the long-input ladder: each step's outcome
-
 
 def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     """`capacity.concurrency`: each ramp step's stability, the knee and the ceiling."""
     policy = StabilityPolicy(max_queue_s=config.max_queue_s, max_queue_share=config.max_queue_share)
-    steps = [StepStats.from_json(row) for row in evidence.jsonl(STEPS)]
+    steps = [StepStats.from_json(row) for row in evidence.jsonl(CAPACITY_STEPS)]
     result = classify_concurrency(steps, policy)
     measurements: dict[str, Any] = {"steps": len(steps), "ceiling": result.ceiling}
     for s in steps:
@@ -64,7 +70,7 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
         measurements["api_server_bound"] = frontend
         if "API server bound" not in result.reason:
             result = dataclasses.replace(result, reason=f"{result.reason}; {frontend}")
-    evidence_paths = ["requests/capacity-concurrency.jsonl", STEPS, "memory/capacity.csv"]
+    evidence_paths = [CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_STEPS, MEMORY_CURVE]
     if evidence.text(TERMINATION) is not None:
         evidence_paths.append(TERMINATION)
     return classified("capacity.concurrency", result, measurements, evidence_paths)
@@ -72,25 +78,27 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
 
 def judge_headroom(evidence: BundleReader) -> CheckResult:
     """`golive.client_headroom`: every load window's own figures for golive."""
-    return headroom_check(evidence.jsonl(WATCHDOG))
+    return headroom_check(evidence.jsonl(CAPACITY_WATCHDOG))
 
 
 def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     """`capacity.sustained`: the latency trend over the window's answers (each one's send
     time and end-to-end latency, from its record) and the window's own figures."""
-    row = evidence.json(SUSTAINED)
+    row = evidence.json(CAPACITY_SUSTAINED)
     if not isinstance(row, dict):
         return cap_result(
             "capacity.sustained",
             Status.NO_DATA,
-            f"no sustained window in the bundle ({SUSTAINED} is missing)",
+            f"no sustained window in the bundle ({CAPACITY_SUSTAINED} is missing)",
             {},
             (),
         )
     stats = StepStats.from_json(row)
     label = str(row.get("label"))
     window = [
-        r for r in evidence.jsonl(SUSTAINED_STREAM) if str(r.get("label")).split("@")[0] == label
+        r
+        for r in evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS)
+        if str(r.get("label")).split("@")[0] == label
     ]
     t0 = min((float(r["started_at"]) for r in window), default=0.0)
     done = [
@@ -143,7 +151,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         "request_cap": row.get("request_cap"),
         "window_rps": ", ".join(f"{w:.2f}" for w in windows),
     }
-    evidence_paths = [SUSTAINED_STREAM, SUSTAINED, "memory/capacity.csv"]
+    evidence_paths = [CAPACITY_SUSTAINED_REQUESTS, CAPACITY_SUSTAINED, MEMORY_CURVE]
     return classified("capacity.sustained", result, measurements, evidence_paths)
 
 
@@ -160,10 +168,14 @@ def window_throughput(done_at: Sequence[float], duration_s: float, windows: int 
 def judge_long_input(evidence: BundleReader) -> CheckResult:
     """`capacity.long_input` from the ladder the collector saved: each context size and how
     the server answered it (served, rejected for its length, refused, failed, died)."""
-    ladder = evidence.json(LADDER)
+    ladder = evidence.json(CAPACITY_LADDER)
     if not isinstance(ladder, Mapping):
         return cap_result(
-            "capacity.long_input", Status.NO_DATA, f"no long-input ladder ({LADDER})", {}, ()
+            "capacity.long_input",
+            Status.NO_DATA,
+            f"no long-input ladder ({CAPACITY_LADDER})",
+            {},
+            (),
         )
     steps = [
         LongStep(
@@ -197,7 +209,7 @@ def judge_long_input(evidence: BundleReader) -> CheckResult:
         "capacity.long_input",
         result,
         measurements,
-        ("requests/capacity-long_input.jsonl", LADDER, "memory/capacity.csv"),
+        (CAPACITY_LONG_INPUT_REQUESTS, CAPACITY_LADDER, MEMORY_CURVE),
     )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
+from golive.bundle.layout import CAPACITY_CALIBRATION, CAPACITY_CLIENTS, CAPACITY_WATCHDOG
 from golive.checks.capacity.answer_probes import ProbeSlots, is_probe
 from golive.checks.capacity.collect import Run, gauge_max, gauge_mean, refusal, seconds
 from golive.checks.capacity.rules import StepStats, request_cap, window_coverage
@@ -26,10 +27,6 @@ from golive.traffic.headroom import (
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
 from golive.traffic.schedule import MakeBody, Schedule, Send, run_schedule
 from golive.traffic.workload import AgentWorkload, WorkloadShape
-
-WATCHDOG = "metrics/capacity-watchdog.jsonl"  # each load window's caps and how it ended
-STEPS = "metrics/capacity-steps.jsonl"  # one row per ramp step (StepStats)
-CLIENTS = "metrics/capacity-clients.jsonl"  # --ray: each client's share of each window
 
 
 def ramp(top: int) -> list[int]:
@@ -111,7 +108,8 @@ async def load_window(
             )
         for window in clients.windows[seen:]:
             run.ctx.bundle.append_jsonl(
-                CLIENTS, {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)}
+                CAPACITY_CLIENTS,
+                {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)},
             )
     parsed = [parse(r) for r in loaded.records if not is_probe(r)]
     ok = [p for p in parsed if p.record.ok and not p.problems]
@@ -139,7 +137,7 @@ async def load_window(
         "client_bottleneck": short,
     }
     run.windows.append(row)
-    run.ctx.bundle.append_jsonl(WATCHDOG, row)
+    run.ctx.bundle.append_jsonl(CAPACITY_WATCHDOG, row)
     after = await scrape(run.ctx, f"capacity-{label}-after")
     window = run.memory.rows[first_row:] if run.memory else []
     queue_mean = preemptions = None
@@ -216,7 +214,7 @@ async def calibrate(run: Run) -> float:
     )
     rate = max(len(answered), 1) / max(stats.wall_s, 1e-3)
     run.ctx.bundle.write_json(
-        "metrics/capacity-calibration.json",
+        CAPACITY_CALIBRATION,
         {"requests": len(answered), "wall_s": stats.wall_s, "rate_per_slot": rate},
     )
     return rate

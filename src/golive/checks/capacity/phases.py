@@ -6,14 +6,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from golive.bundle.store import BundleReader
-from golive.checks.capacity.answer_probes import (
-    PROBE_PLAN,
-    ProbeSlots,
-    judge_answers,
-    probe_lanes,
-    send_idle,
+from golive.bundle.layout import (
+    ANSWER_PROBES_PLAN,
+    CAPACITY_LADDER,
+    CAPACITY_PHASES,
+    CAPACITY_SETUP_REQUESTS,
+    CAPACITY_STEPS,
+    CAPACITY_SUSTAINED,
+    CAPACITY_WORKLOAD,
+    MEMORY_CURVE,
+    TERMINATION,
 )
+from golive.bundle.store import BundleReader
+from golive.checks.capacity.answer_probes import ProbeSlots, judge_answers, probe_lanes, send_idle
 from golive.checks.capacity.collect import (
     CapacityInputs,
     Run,
@@ -24,8 +29,6 @@ from golive.checks.capacity.collect import (
     save_load_evidence,
 )
 from golive.checks.capacity.judge import (
-    LADDER,
-    SUSTAINED,
     judge_headroom,
     judge_long_input,
     judge_model_load,
@@ -34,7 +37,6 @@ from golive.checks.capacity.judge import (
 )
 from golive.checks.capacity.load_window import (
     CALIBRATION_CAP,
-    STEPS,
     calibrate,
     load_window,
     ramp,
@@ -84,7 +86,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
             )
         ]
     run = Run(ctx, inputs, served.model, served.max_model_len)
-    ctx.bundle.write_json(WORKLOAD_FILE, {"seed": run.workload_seed})
+    ctx.bundle.write_json(CAPACITY_WORKLOAD, {"seed": run.workload_seed})
     probes: list[Probe] = []
     if inputs.target_pid is not None:
         probes.append(host_probe(inputs.target_pid))
@@ -103,7 +105,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     )
     if ctx.config.capacity.answer_probes and inputs.clients is None:
         run.probes_at_idle = await send_idle(ctx, served.model)  # the reference, before any load
-    async with sampling(ctx.bundle, "memory/capacity.csv", probes, 0.2, lambda: run.phase) as curve:
+    async with sampling(ctx.bundle, MEMORY_CURVE, probes, 0.2, lambda: run.phase) as curve:
         run.memory = curve
         for name, phase in phases:
             if run.dead.is_set():
@@ -113,7 +115,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
                         Status.FAIL,
                         f"not run: the engine terminated earlier ({run.death})",
                         {"classification": Action.EXPAND_CAPACITY.value},
-                        ("memory/termination.json",),
+                        (TERMINATION,),
                     )
                 )
                 continue
@@ -125,20 +127,17 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     if run.probes_at_idle and not run.dead.is_set():
         critical = ctx.profile.capacity.answers_under_load_critical
         results += judge_answers(BundleReader(ctx.bundle.root), critical)
-    compressed(ctx, "requests/capacity-setup.jsonl")
+    compressed(ctx, CAPACITY_SETUP_REQUESTS)
     thaw()
     if run.windows:
         results.append(judge_headroom(BundleReader(ctx.bundle.root)))
     ctx.bundle.write_json(
-        "metrics/capacity-phases.json",
+        CAPACITY_PHASES,
         [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],
     )
     if inputs.gpu_curves:
         results.append(merge_curves(ctx, inputs, run.timeline))
     return results
-
-
-WORKLOAD_FILE = "metrics/capacity-workload.json"  # the seed of this run's prompts
 
 
 def _long_body(run: Run, words: int, n: int) -> dict[str, Any]:
@@ -231,7 +230,7 @@ async def long_input(run: Run) -> CheckResult:
         steps.append(await _long_step(run, mid, ratio, len(steps)))
     recovered = run.dead.is_set() is False and await run.check_alive("health after long inputs")
     run.ctx.bundle.write_json(
-        LADDER,
+        CAPACITY_LADDER,
         {
             "max_context": max_context,
             "max_model_len": run.max_model_len,
@@ -287,7 +286,7 @@ async def concurrency_ramp(run: Run) -> CheckResult:
         # the next cap is sized from the fastest per-slot rate measured so far: a calibration
         # slowed by a first-request cost must not end the next window early on its cap
         run.rate_per_slot = max(run.rate_per_slot, stats.throughput_rps / level)
-        run.ctx.bundle.append_jsonl(STEPS, {**stats.to_json(), "request_cap": cap})
+        run.ctx.bundle.append_jsonl(CAPACITY_STEPS, {**stats.to_json(), "request_cap": cap})
         if classify_concurrency([*stable_so_far, stats], policy).ceiling != stats.concurrency:
             break  # the ceiling is known; more load past it proves nothing
         stable_so_far.append(stats)
@@ -311,11 +310,11 @@ async def sustained(run: Run) -> CheckResult:
     if run.probes_at_idle:  # the reference answers exist: probe under the same load
         lanes = probe_lanes(level)
         where = f"sustained-c{level}"
-        run.ctx.bundle.write_json(PROBE_PLAN, {"where": where, "lanes": lanes})
+        run.ctx.bundle.write_json(ANSWER_PROBES_PLAN, {"where": where, "lanes": lanes})
         if lanes:
             probes = ProbeSlots(run.ctx, run.model, where, config.probe_repeats, lanes)
     stats, _ = await load_window(run, level, config.duration_s, cap, 1_000_000, probes=probes)
     run.ctx.bundle.write_json(
-        SUSTAINED, {**stats.to_json(), "request_cap": cap, "label": f"c{level}"}
+        CAPACITY_SUSTAINED, {**stats.to_json(), "request_cap": cap, "label": f"c{level}"}
     )
     return judge_sustained(BundleReader(run.ctx.bundle.root), config)

@@ -14,15 +14,23 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from golive.bundle.layout import (
+    CHAIN,
+    CHAIN_INPUTS,
+    CONTAINER,
+    ENV_REQUESTS,
+    K8S_PODS,
+    RAY_NODES,
+    STARTUP_LOG,
+)
 from golive.bundle.store import BundleReader
 from golive.checks.context import CheckContext, scrape, served_of
-from golive.checks.env.judge import CHAIN_INPUTS, chain_inputs, chain_results, saved_inputs
+from golive.checks.env.judge import chain_inputs, chain_results, saved_inputs
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.chain import ChainInputs, Source
 from golive.evidence.facts import ContainerInfo, HostInfo, read_facts
 from golive.evidence.k8s_env import K8sSource, k8s_results, node_hosts, read_cluster
 from golive.evidence.nvidia import parse_nvidia_smi_xml
-from golive.evidence.ray_env import RAW as RAY_RAW
 from golive.evidence.ray_env import RaySource, collect_cluster, node_results
 from golive.results import CheckClass, CheckResult, Status
 
@@ -104,7 +112,7 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
     if evidence.k8s is not None:
         evidence, k8s_checks = await _from_k8s(ctx, evidence, evidence.k8s)
     if evidence.log_text is not None:
-        bundle.write_text("environment/startup.log", evidence.log_text)
+        bundle.write_text(STARTUP_LOG, evidence.log_text)
     for node, xml in evidence.host_raw:
         bundle.write_text(f"environment/nvidia-smi-{node}.xml", xml)
     hosts, container, node_checks = list(evidence.hosts), evidence.container, []
@@ -115,7 +123,7 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
         except EvidenceError as exc:
             problem = str(exc)
         if cluster is not None:
-            bundle.write_json(RAY_RAW, cluster.raw)
+            bundle.write_json(RAY_NODES, cluster.raw)
             hosts += [n.host for n in cluster.nodes if n.host is not None and n.error is None]
             for member in cluster.nodes:
                 if member.container is not None:
@@ -129,7 +137,7 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
         bundle.write_text(rel, host.model_dump_json(indent=2))
         host_paths.append((host, rel))
     if container is not None:
-        bundle.write_text("environment/container.json", container.model_dump_json(indent=2))
+        bundle.write_text(CONTAINER, container.model_dump_json(indent=2))
     live_version, live_len, live_model, cache_info = await _live_facts(ctx)
     saved = saved_inputs(
         (live_version, live_len, live_model),
@@ -143,7 +151,7 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
     inputs = chain_inputs(BundleReader(bundle.root), ctx.profile, ctx.config)
     assert inputs is not None  # written just above
     results = chain_results(inputs)
-    bundle.write_json("environment/chain.json", chain_report(inputs, results))
+    bundle.write_json(CHAIN, chain_report(inputs, results))
     return [*results, *node_checks, *k8s_checks]
 
 
@@ -165,7 +173,7 @@ async def _from_k8s(
             )
         ]
     pods = [{k: v for k, v in asdict(p).items() if k != "log"} for p in report.pods]
-    ctx.bundle.write_json("environment/k8s-pods.json", {"pods": pods, "nodes": report.node_labels})
+    ctx.bundle.write_json(K8S_PODS, {"pods": pods, "nodes": report.node_labels})
     for pod in report.pods:
         if pod.log is not None:
             ctx.bundle.write_text(f"environment/pod-{pod.name}.log", pod.log)
@@ -203,7 +211,7 @@ async def _live_facts(
     if record.record.ok and isinstance(record.json_body, dict) and "version" in record.json_body:
         version = Source(str(record.json_body["version"]), "requests/env.jsonl#/version")
     record = ctx.save(await ctx.target.get("/v1/models", "env-models"), "env")
-    served = served_of(record, ctx.config.target.model, "requests/env.jsonl")
+    served = served_of(record, ctx.config.target.model, ENV_REQUESTS)
     if served is not None:
         ctx.facts.served = served
         model = Source(served.model, "requests/env.jsonl#/v1/models")

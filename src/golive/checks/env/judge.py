@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from golive.bundle.layout import CHAIN_INPUTS, CONTAINER, STARTUP_LOG
 from golive.bundle.store import BundleReader
 from golive.config import GoliveConfig, Profile
 from golive.errors import BundleError
@@ -30,10 +31,6 @@ from golive.evidence.startup_rules import (
     other_launch,
 )
 from golive.results import CheckResult
-
-CHAIN_INPUTS = "environment/chain-inputs.json"  # what the chain rules read, and where
-STARTUP_LOG = "environment/startup.log"
-CONTAINER = "environment/container.json"
 
 # the ids of the chain rules' checks, in RULES' order (a test holds the two together)
 CHAIN_CHECKS = (

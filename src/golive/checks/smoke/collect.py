@@ -10,16 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from golive.bundle.layout import SMOKE_DELTA, SMOKE_PLAN, SMOKE_REQUESTS
 from golive.bundle.store import BundleReader
 from golive.checks.context import CheckContext, Scrape, ServedModel, scrape
-from golive.checks.smoke.judge import (
-    DELTA,
-    EVIDENCE,
-    PLAN,
-    TEXT_CHECKS,
-    judge_smoke,
-    saved_models,
-)
+from golive.checks.smoke.judge import TEXT_CHECKS, judge_smoke, saved_models
 from golive.results import CheckResult
 
 
@@ -34,16 +28,18 @@ async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
             body = text_request(ctx, model, stream=check_id == "smoke.text_stream")
             ctx.save(await ctx.target.chat(body, check_id), "smoke")
     after = await scrape(ctx, "smoke-after")
-    ctx.bundle.write_json(PLAN, {"scrapes": {"before": _noted(before), "after": _noted(after)}})
+    ctx.bundle.write_json(
+        SMOKE_PLAN, {"scrapes": {"before": _noted(before), "after": _noted(after)}}
+    )
     results = judge_smoke(BundleReader(ctx.bundle.root), ctx.config)
     metrics = next(r for r in results if r.id == "smoke.metrics")
-    if DELTA in metrics.evidence:
-        ctx.bundle.write_json(DELTA, metrics.measurements)
+    if SMOKE_DELTA in metrics.evidence:
+        ctx.bundle.write_json(SMOKE_DELTA, metrics.measurements)
     listed = next(r for r in results if r.id == "smoke.models")
     length = listed.measurements.get("max_model_len")
     max_len = length if isinstance(length, int) else None
     if model is not None:  # the families after smoke send to this model: no second ask
-        ctx.facts.served = ServedModel(model, max_len, EVIDENCE)
+        ctx.facts.served = ServedModel(model, max_len, SMOKE_REQUESTS)
     if ctx.config.smoke.classes and model is not None:
         from golive.checks.smoke.request_classes import run_classes
 

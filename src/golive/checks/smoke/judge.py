@@ -11,6 +11,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from golive.bundle.layout import SMOKE_DELTA, SMOKE_PLAN, SMOKE_REQUESTS
 from golive.bundle.store import BundleReader
 from golive.checks.context import served_entry, transport_problem
 from golive.config import GoliveConfig
@@ -19,9 +20,6 @@ from golive.metrics import MetricsDelta, Snapshot, parse_metrics
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import ParsedResponse, reparsed
 
-EVIDENCE = "requests/smoke.jsonl"
-PLAN = "metrics/smoke-plan.json"  # what the collector saw of each scrape
-DELTA = "metrics/smoke-delta.json"
 TEXT_CHECKS = ("smoke.text", "smoke.text_stream")  # also their requests' labels
 CHECKS = ("smoke.health", "smoke.version", "smoke.models", *TEXT_CHECKS, "smoke.metrics")
 
@@ -31,7 +29,7 @@ def _result(
     status: Status,
     summary: str,
     measurements: Mapping[str, float | int | str | bool | None] | None = None,
-    evidence: tuple[str, ...] = (EVIDENCE,),
+    evidence: tuple[str, ...] = (SMOKE_REQUESTS,),
 ) -> CheckResult:
     return CheckResult(
         id=check_id,
@@ -46,10 +44,10 @@ def _result(
 
 def judge_smoke(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:
     """health, version, models, text, text_stream and metrics, in that order."""
-    plan = evidence.json(PLAN)
+    plan = evidence.json(SMOKE_PLAN)
     if not isinstance(plan, Mapping):
         return []
-    answers = {str(line["label"]): reparsed(line) for line in evidence.jsonl(EVIDENCE)}
+    answers = {str(line["label"]): reparsed(line) for line in evidence.jsonl(SMOKE_REQUESTS)}
     models = models_result(answers.get("models"), config.target.model)
     model = models.measurements.get("model")
     texts = [
@@ -67,7 +65,7 @@ def judge_smoke(evidence: BundleReader, config: GoliveConfig) -> list[CheckResul
 
 
 def _unsaved(check_id: str, what: str) -> CheckResult:
-    return _result(check_id, Status.NO_DATA, f"no saved answer to {what} in {EVIDENCE}")
+    return _result(check_id, Status.NO_DATA, f"no saved answer to {what} in {SMOKE_REQUESTS}")
 
 
 def health_result(parsed: ParsedResponse | None) -> CheckResult:
@@ -116,7 +114,7 @@ def version_result(parsed: ParsedResponse | None) -> CheckResult:
 def saved_models(evidence: BundleReader, wanted: str | None) -> CheckResult:
     """smoke.models from the saved /v1/models answer alone: what sizes the requests after it
     (the model the text requests go to, the max_model_len the classes are sized by)."""
-    line = next((x for x in evidence.jsonl(EVIDENCE) if x.get("label") == "models"), None)
+    line = next((x for x in evidence.jsonl(SMOKE_REQUESTS) if x.get("label") == "models"), None)
     return models_result(None if line is None else reparsed(line), wanted)
 
 
@@ -258,7 +256,7 @@ def metrics_result(
         "block_size": labels.get("block_size"),
         "engines": len({dict(x.labels).get("engine") for x in running}),
     }
-    files = (*files, DELTA)
+    files = (*files, SMOKE_DELTA)
     if served == 0:
         return _result(
             "smoke.metrics",
