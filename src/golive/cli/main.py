@@ -12,9 +12,6 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import shlex
-import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +43,7 @@ from golive.operate.watch import WatchSettings
 from golive.pipeline import judge, watch_bundle
 from golive.programme import RunPlan, run_programme
 from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
-from golive.target.server import RunningTarget, launch, stop_target
+from golive.target.server import RunningTarget, launched_server
 from golive.traffic.workload import read_sample
 from golive.verdict.scope import PROGRAMME
 
@@ -168,28 +165,12 @@ async def _capacity(args: argparse.Namespace) -> int:
         log_text = None if args.log is None else read_input(args.log, "--log")
         return await _run_capacity(args, config, out, log_text, None, server_log=args.log)
     assert config.target.url is not None
-    log_path = Path(tempfile.mkdtemp(prefix="golive-launch-")) / "server.log"
-    started = time.time()
-    target = await launch(
-        shlex.split(args.launch),
-        config.target.url,
-        log_path,
-        config.target.model or "",
-        progress=progress_line,
-    )
-    try:
+    served = config.target.model or ""
+    async with launched_server(args.launch, config.target.url, served, progress_line) as up:
+        log_text = up.log_path.read_text(errors="replace")
         return await _run_capacity(
-            args,
-            config,
-            out,
-            log_path.read_text(errors="replace"),
-            target,
-            (started, time.time()),
-            log_path,
+            args, config, out, log_text, up.target, up.load_span, up.log_path
         )
-    finally:
-        await stop_target(target)
-        progress_line(f"stopped the launched server (pid {target.pid}); its log: {log_path}")
 
 
 async def _run_capacity(

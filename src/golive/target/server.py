@@ -6,8 +6,10 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import shlex
 import signal
 import socket
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -229,3 +231,28 @@ async def running_target(
         yield target
     finally:
         await stop_target(target)
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A server golive started from the user's command (`capacity --launch`)."""
+
+    target: RunningTarget
+    log_path: Path
+    load_span: tuple[float, float]  # wall-clock start and healthy: the model load
+
+
+@contextlib.asynccontextmanager
+async def launched_server(
+    command: str, url: str, served_name: str, progress: Progress = print
+) -> AsyncIterator[Launched]:
+    """Start `command` (e.g. "vllm serve ..."), its log in a new temporary folder, wait until
+    `url` is healthy; stop it by PID however the block ends, saying where its log is."""
+    log_path = Path(tempfile.mkdtemp(prefix="golive-launch-")) / "server.log"
+    started = time.time()
+    target = await launch(shlex.split(command), url, log_path, served_name, progress=progress)
+    try:
+        yield Launched(target, log_path, (started, time.time()))
+    finally:
+        await stop_target(target)
+        progress(f"stopped the launched server (pid {target.pid}); its log: {log_path}")
