@@ -30,7 +30,7 @@ from golive.checks.cache import CacheProtocol
 from golive.checks.cache.rules import engine_reused_tokens
 from golive.checks.capacity.collect import PhaseProgress, Quiet
 from golive.checks.context import CheckContext, scrape, served_model, tokens_per_word
-from golive.config import GoliveConfig
+from golive.config import GoliveConfig, WatchConfig
 from golive.errors import ConfigError
 from golive.evidence.sampling import nvml_probe
 from golive.metrics import MetricsDelta, Snapshot
@@ -51,18 +51,12 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class WatchSettings:
+    """The watch as the config's `watch` section sets it, against an accepted bundle."""
+
     accepted: Path
-    duration_s: float
-    interval_s: float = 10.0
-    probe_deadline_s: float = 30.0
-    tool_every: int = 6
-    cache_every: int = 6
-    on_rollback: str | None = None
-    cooldown_s: float = 600.0
+    config: WatchConfig = field(default_factory=WatchConfig)
     registry: Path | None = None
     log_file: Path | None = None
-    repeated: int = 3
-    missing_limit: int = 3
     progress: PhaseProgress = field(default_factory=Quiet)
 
     @classmethod
@@ -74,23 +68,7 @@ class WatchSettings:
         log_file: Path | None = None,
         progress: PhaseProgress | None = None,
     ) -> WatchSettings:
-        """The watch as the config's `watch` section sets it, against `accepted`."""
-        watch = config.watch
-        return cls(
-            accepted=accepted,
-            duration_s=watch.duration_s,
-            interval_s=watch.interval_s,
-            probe_deadline_s=watch.probe_deadline_s,
-            tool_every=watch.tool_every,
-            cache_every=watch.cache_every,
-            on_rollback=watch.on_rollback,
-            cooldown_s=watch.cooldown_s,
-            registry=registry,
-            log_file=log_file,
-            repeated=watch.repeated,
-            missing_limit=watch.missing_limit,
-            progress=progress or Quiet(),
-        )
+        return cls(accepted, config.watch, registry, log_file, progress or Quiet())
 
 
 def thresholds(env: Envelope, repeated: int, missing_limit: int) -> Thresholds:
@@ -144,7 +122,7 @@ class Watcher:
         self.model = model
         self.verdict, steps = read_accepted(settings.accepted)
         self.th = thresholds(
-            envelope(self.verdict, steps), settings.repeated, settings.missing_limit
+            envelope(self.verdict, steps), settings.config.repeated, settings.config.missing_limit
         )
         self.history: list[Observation] = []
         self.previous: Snapshot | None = None
@@ -175,8 +153,8 @@ class Watcher:
         await self.prepare()
         start = time.monotonic()
         index = 0
-        self.s.progress.phase("watch", self.s.duration_s)
-        while time.monotonic() - start < self.s.duration_s:
+        self.s.progress.phase("watch", self.s.config.duration_s)
+        while time.monotonic() - start < self.s.config.duration_s:
             began = time.monotonic()
             observation = await self.observe(index, began - start)
             self.history.append(observation)
@@ -185,13 +163,13 @@ class Watcher:
             for trigger in evaluate(self.history, self.th):
                 await self.fire(trigger, index)
             index += 1
-            await asyncio.sleep(max(0.0, self.s.interval_s - (time.monotonic() - began)))
+            await asyncio.sleep(max(0.0, self.s.config.interval_s - (time.monotonic() - began)))
         for probe in (self.health_probe, self.tool, self.cache_check):
             await probe.cancel()
         summary = {
             "accepted": str(self.s.accepted),
             "intervals": index,
-            "interval_s": self.s.interval_s,
+            "interval_s": self.s.config.interval_s,
             "thresholds": asdict(self.th),
             "triggers": self.triggers,
             "rollback_target": self.target,
@@ -212,9 +190,9 @@ class Watcher:
         values = self.rates(snapshot)
         oom, comm, restart = classify_log(self.new_log_lines())
         gpu = await self.gpu() if self.gpu is not None else {}
-        if index % self.s.tool_every == self.s.tool_every - 1:
+        if index % self.s.config.tool_every == self.s.config.tool_every - 1:
             self.tool.start(self.tool_probe)
-        if index % self.s.cache_every == 0:
+        if index % self.s.config.cache_every == 0:
             self.cache_check.start(self.cache_probe)
         tool_ok, tool_detail = self.tool.take() or (None, "")
         cache_ratio = self.cache_check.take()
@@ -248,7 +226,7 @@ class Watcher:
         }
         for attempt in range(2):  # one client retry, counted
             done = await self.ctx.target.chat(
-                body, "watch-probe", deadline_s=self.s.probe_deadline_s
+                body, "watch-probe", deadline_s=self.s.config.probe_deadline_s
             )
             if done.ok:
                 return True, "ok", attempt
@@ -311,7 +289,9 @@ class Watcher:
         case = self.tool_case
         body = case.body(self.model, False, 64, 0.0)
         parsed = self.ctx.save(
-            await self.ctx.target.chat(body, "watch-tool", deadline_s=self.s.probe_deadline_s),
+            await self.ctx.target.chat(
+                body, "watch-tool", deadline_s=self.s.config.probe_deadline_s
+            ),
             "watch-probes",
         )
         agent = self.ctx.profile.agent
@@ -345,7 +325,7 @@ class Watcher:
 
     async def fire(self, trigger: Trigger, index: int) -> None:
         now = time.monotonic()
-        if now - self.fired.get(trigger.rule, -1e18) < self.s.cooldown_s:
+        if now - self.fired.get(trigger.rule, -1e18) < self.s.config.cooldown_s:
             return  # de-duplicated: the same rule within its cool-down
         self.fired[trigger.rule] = now
         record: dict[str, Any] = {
@@ -358,25 +338,27 @@ class Watcher:
             "rollback_target": _target_summary(self.target),
             "command": None,
         }
-        if trigger.rollback and self.s.on_rollback:
+        if trigger.rollback and self.s.config.on_rollback:
             record["command"] = await self.run_rollback(trigger, len(self.triggers))
         self.triggers.append(record)
         self.ctx.bundle.append_jsonl(WATCH_RECORDS, record)
-        self.s.progress.phase(f"watch — {trigger.rule}: {trigger.reason[:80]}", self.s.duration_s)
+        self.s.progress.phase(
+            f"watch — {trigger.rule}: {trigger.reason[:80]}", self.s.config.duration_s
+        )
 
     async def run_rollback(self, trigger: Trigger, number: int) -> dict[str, Any]:
         if self.target is None:
             return {"ran": False, "why": "no earlier accepted artifact in the registry"}
         if self.rollback_lock.locked():
             return {"ran": False, "why": "a rollback command is already running"}
-        if time.monotonic() - self.last_rollback < self.s.cooldown_s:
-            return {"ran": False, "why": f"cool-down of {self.s.cooldown_s:g} s"}
+        if time.monotonic() - self.last_rollback < self.s.config.cooldown_s:
+            return {"ran": False, "why": f"cool-down of {self.s.config.cooldown_s:g} s"}
         async with self.rollback_lock:
             self.last_rollback = time.monotonic()
             env = {**os.environ, **rollback_env(self.target, trigger.rule)}
-            assert self.s.on_rollback is not None
+            assert self.s.config.on_rollback is not None
             proc = await asyncio.create_subprocess_shell(
-                self.s.on_rollback,
+                self.s.config.on_rollback,
                 env=env,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
