@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,14 +18,13 @@ from golive.bundle.store import REDACTED
 from golive.traffic.sse import StreamResult, decode_events, reassemble
 
 NS_PER_MS = 1_000_000
-_CREDENTIAL_WORDS = ("auth", "key", "token", "cookie", "secret", "password", "signature")
+_CREDENTIAL = re.compile("auth|key|token|cookie|secret|password|signature", re.IGNORECASE)
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """Headers as saved in the bundle: any credential-bearing header's value replaced."""
     return {
-        name: REDACTED if any(w in name.lower() for w in _CREDENTIAL_WORDS) else value
-        for name, value in headers.items()
+        name: REDACTED if _CREDENTIAL.search(name) else value for name, value in headers.items()
     }
 
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+import msgspec
 
 DONE = "[DONE]"
 
 
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
-    """One dispatched event: its `event:` name, joined `data:` lines and completing chunk."""
+class SSEEvent(NamedTuple):
+    """One dispatched event: its `event:` name, joined `data:` lines and completing chunk (a
+    tuple: a long stream makes thousands of them, and a tuple is the cheapest to make)."""
 
     data: str
     event: str = "message"
@@ -32,37 +34,80 @@ def decode_events(chunks: Iterable[bytes]) -> tuple[list[SSEEvent], str]:
 
     A trailing event without its blank-line terminator is still returned (servers that close
     the connection right after the last `data:` line exist), and the leftover text is what
-    could not be framed at all.
+    could not be framed at all. Streams with LF line ends (what vLLM sends) are framed by
+    whole events; any CR in the stream takes the line-by-line reading of the SSE spec.
     """
-    events: list[SSEEvent] = []
+    chunks = tuple(chunks)
+    if any(b"\r" in chunk for chunk in chunks):
+        return decode_events_by_line(chunks)
+    framer = _Framer()
     buffer = b""
-    data_lines: list[str] = []
-    event_name = "message"
+    index = -1
+    for index, chunk in enumerate(chunks):
+        buffer += chunk
+        if b"\n\n" not in buffer:
+            continue
+        *blocks, buffer = buffer.split(b"\n\n")
+        for block in blocks:
+            if block.startswith(b"data: ") and b"\n" not in block and not framer.pending:
+                framer.events.append(
+                    SSEEvent(block[6:].decode("utf-8", "replace"), "message", index)
+                )
+                continue
+            for raw in block.split(b"\n"):
+                framer.line(raw, index)
+            framer.line(b"", index)
+    *lines, tail = buffer.split(b"\n")
+    for raw in lines:
+        framer.line(raw, index)
+    return framer.finish(tail, index)
+
+
+def decode_events_by_line(chunks: Iterable[bytes]) -> tuple[list[SSEEvent], str]:
+    """`decode_events` line by line, as the SSE spec reads it (CR, LF or CRLF line ends)."""
+    framer = _Framer()
+    buffer = b""
     index = -1
     for index, chunk in enumerate(chunks):
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for raw in lines:
-            line = raw.rstrip(b"\r").decode("utf-8", errors="replace")
-            if not line:
-                if data_lines:
-                    events.append(SSEEvent("\n".join(data_lines), event_name, index))
-                data_lines, event_name = [], "message"
-                continue
-            name, value = _field(line)
-            if name == "data":
-                data_lines.append(value)
-            elif name == "event":
-                event_name = value or "message"
-    tail = buffer.decode("utf-8", errors="replace").rstrip("\r")
-    if tail:
-        name, value = _field(tail)
+            framer.line(raw, index)
+    return framer.finish(buffer, index)
+
+
+@dataclass(slots=True)
+class _Framer:
+    """The SSE event state machine: `data:` lines gather until a blank line dispatches them."""
+
+    events: list[SSEEvent] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # data lines of the event being read
+    event_name: str = "message"
+
+    def line(self, raw: bytes, index: int) -> None:
+        line = raw.rstrip(b"\r").decode("utf-8", errors="replace")
+        if not line:
+            if self.pending:
+                self.events.append(SSEEvent("\n".join(self.pending), self.event_name, index))
+            self.pending, self.event_name = [], "message"
+            return
+        name, value = _field(line)
         if name == "data":
-            data_lines.append(value)
-            tail = ""
-    if data_lines:
-        events.append(SSEEvent("\n".join(data_lines), event_name, max(index, 0)))
-    return events, tail
+            self.pending.append(value)
+        elif name == "event":
+            self.event_name = value or "message"
+
+    def finish(self, buffer: bytes, index: int) -> tuple[list[SSEEvent], str]:
+        """The events, with a trailing `data:` line and an undispatched event kept."""
+        tail = buffer.decode("utf-8", errors="replace").rstrip("\r")
+        if tail:
+            name, value = _field(tail)
+            if name == "data":
+                self.pending.append(value)
+                tail = ""
+        if self.pending:
+            self.events.append(SSEEvent("\n".join(self.pending), self.event_name, max(index, 0)))
+        return self.events, tail
 
 
 def _field(line: str) -> tuple[str, str]:
@@ -141,100 +186,190 @@ class _ToolCallParts:
     arguments: list[str] = field(default_factory=list)
 
 
+class _Delta(msgspec.Struct):
+    content: str | None = None
+    reasoning: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[Any] | None = None
+
+
+class _Choice(msgspec.Struct):
+    index: int = 0
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _Chunk(msgspec.Struct):
+    """The fields of a chat-completion chunk that reassembly reads; a chunk whose fields
+    have other types (or that carries `error`) is read by the general path instead."""
+
+    id: str | None = None
+    model: str | None = None
+    choices: list[_Choice] | None = None
+    usage: dict[str, Any] | None = None
+    error: Any = msgspec.UNSET
+
+
+_CHUNK = msgspec.json.Decoder(_Chunk)
+
+
 def reassemble(events: Sequence[SSEEvent]) -> StreamResult:
-    """Fold chat-completion chunk events into one `StreamResult` (choice 0 only)."""
-    content: list[str] = []
-    reasoning: list[str] = []
-    reasoning_keys: list[str] = []
-    calls: dict[int, _ToolCallParts] = {}
-    malformed: list[str] = []
-    token_chunks: list[int] = []
+    """Fold chat-completion chunk events into one `StreamResult` (choice 0 only).
+
+    Each event is decoded as a typed chunk (msgspec: one C pass, no dicts for the fields
+    nobody reads); an event that does not fit that shape — not JSON, another type, an
+    error — goes through the general path, which reads any JSON as the old code did."""
+    fold = _Fold()
+    decode, unset = _CHUNK.decode, msgspec.UNSET
+    content, tokens = fold.content, fold.token_chunks
+    for event in events:
+        data = event.data
+        if data == DONE or data.strip() == DONE:
+            fold.done = True
+            continue
+        if event.event != "message":
+            fold.general(event)
+            continue
+        try:
+            chunk = decode(data)
+        except msgspec.MsgspecError:
+            fold.general(event)
+            continue
+        if chunk.error is not unset:
+            fold.general(event)
+            continue
+        if not fold.response_id or not fold.model or chunk.usage is not None:
+            fold.ids(chunk)
+        for choice in chunk.choices or ():
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            if delta is not None:
+                if delta.tool_calls is None and delta.reasoning is None:
+                    if delta.reasoning_content is None:  # the common token: text only
+                        if delta.content:
+                            content.append(delta.content)
+                            tokens.append(event.chunk_index)
+                    elif fold.delta(delta.content, None, delta.reasoning_content, None):
+                        tokens.append(event.chunk_index)
+                elif fold.delta(
+                    delta.content, delta.reasoning, delta.reasoning_content, delta.tool_calls
+                ):
+                    tokens.append(event.chunk_index)
+            if choice.finish_reason:
+                fold.finish_reason = choice.finish_reason
+    return fold.result(len(events))
+
+
+@dataclass(slots=True)
+class _Fold:
+    """The parts of one answer as its events arrive."""
+
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    reasoning_keys: list[str] = field(default_factory=list)
+    calls: dict[int, _ToolCallParts] = field(default_factory=dict)
+    malformed: list[str] = field(default_factory=list)
+    token_chunks: list[int] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Mapping[str, Any] | None = None
     response_id: str | None = None
     model: str | None = None
     error: Mapping[str, Any] | None = None
-    done = False
-    for event in events:
-        if event.data.strip() == DONE:
-            done = True
-            continue
+    done: bool = False
+
+    def ids(self, chunk: _Chunk) -> None:
+        """The response id and model (the first given), and the usage (the last given)."""
+        self.response_id = self.response_id or chunk.id
+        self.model = self.model or chunk.model
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+
+    def general(self, event: SSEEvent) -> None:
+        """Any JSON payload, read field by field with its types checked."""
         try:
             payload = json.loads(event.data)
         except json.JSONDecodeError:
-            malformed.append(event.data[:200])
-            continue
+            self.malformed.append(event.data[:200])
+            return
         if not isinstance(payload, dict):
-            malformed.append(event.data[:200])
-            continue
+            self.malformed.append(event.data[:200])
+            return
         if event.event == "error" or "error" in payload:
             raw_error = payload.get("error", payload)
-            error = raw_error if isinstance(raw_error, dict) else {"message": str(raw_error)}
-            continue
-        response_id = response_id or payload.get("id")
-        model = model or payload.get("model")
+            self.error = raw_error if isinstance(raw_error, dict) else {"message": str(raw_error)}
+            return
+        self.response_id = self.response_id or payload.get("id")
+        self.model = self.model or payload.get("model")
         if isinstance(payload.get("usage"), dict):
-            usage = payload["usage"]
-        for choice in payload.get("choices") or ():
+            self.usage = payload["usage"]
+        choices = payload.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
-            if _fold_delta(delta, content, reasoning, calls, reasoning_keys):
-                token_chunks.append(event.chunk_index)
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                delta = {}
+            calls = delta.get("tool_calls")
+            if self.delta(
+                delta.get("content"),
+                delta.get("reasoning"),
+                delta.get("reasoning_content"),
+                calls if isinstance(calls, list) else (),
+            ):
+                self.token_chunks.append(event.chunk_index)
             if choice.get("finish_reason"):
-                finish_reason = choice["finish_reason"]
-    return StreamResult(
-        content="".join(content),
-        reasoning="".join(reasoning),
-        reasoning_field=reasoning_keys[0] if reasoning_keys else None,
-        tool_calls=tuple(
-            ToolCall(i, p.id, p.type, p.name, "".join(p.arguments))
-            for i, p in sorted(calls.items())
-        ),
-        finish_reason=finish_reason,
-        usage=usage,
-        response_id=response_id,
-        model=model,
-        done=done,
-        error=error,
-        malformed=tuple(malformed),
-        chunk_count=len(events),
-        first_token_chunk=token_chunks[0] if token_chunks else None,
-        token_chunks=tuple(token_chunks),
-    )
+                self.finish_reason = choice["finish_reason"]
 
-
-def _fold_delta(
-    delta: Mapping[str, Any],
-    content: list[str],
-    reasoning: list[str],
-    calls: dict[int, _ToolCallParts],
-    reasoning_keys: list[str],
-) -> bool:
-    """Add one delta to the parts; True when it carried model output (a token)."""
-    produced = False
-    text = delta.get("content")
-    if isinstance(text, str) and text:
-        content.append(text)
-        produced = True
-    for key in ("reasoning", "reasoning_content"):
-        thought = delta.get(key)
-        if isinstance(thought, str) and thought:
-            reasoning.append(thought)
-            if not reasoning_keys:
-                reasoning_keys.append(key)
+    def delta(
+        self, text: Any, thought: Any, thought_content: Any, calls: Sequence[Any] | None
+    ) -> bool:
+        """Add one delta to the parts; True when it carried model output (a token)."""
+        produced = False
+        if isinstance(text, str) and text:
+            self.content.append(text)
             produced = True
-            break
-    for raw in delta.get("tool_calls") or ():
-        if not isinstance(raw, dict):
-            continue
-        parts = calls.setdefault(int(raw.get("index", 0)), _ToolCallParts())
-        parts.id = parts.id or raw.get("id")
-        parts.type = parts.type or raw.get("type")
-        function = raw.get("function") or {}
-        if function.get("name") and parts.name is None:
-            parts.name = str(function["name"])
-        if isinstance(function.get("arguments"), str) and function["arguments"]:
-            parts.arguments.append(function["arguments"])
-        produced = True
-    return produced
+        for key, value in (("reasoning", thought), ("reasoning_content", thought_content)):
+            if isinstance(value, str) and value:
+                self.reasoning.append(value)
+                if not self.reasoning_keys:
+                    self.reasoning_keys.append(key)
+                produced = True
+                break
+        for raw in calls or ():
+            at = raw.get("index", 0) if isinstance(raw, dict) else None
+            if not isinstance(at, int):
+                continue  # not a tool-call delta: the client could not place it either
+            parts = self.calls.setdefault(at, _ToolCallParts())
+            parts.id = parts.id or raw.get("id")
+            parts.type = parts.type or raw.get("type")
+            function = raw.get("function")
+            if not isinstance(function, dict):
+                function = {}
+            if function.get("name") and parts.name is None:
+                parts.name = str(function["name"])
+            if isinstance(function.get("arguments"), str) and function["arguments"]:
+                parts.arguments.append(function["arguments"])
+            produced = True
+        return produced
+
+    def result(self, events: int) -> StreamResult:
+        return StreamResult(
+            content="".join(self.content),
+            reasoning="".join(self.reasoning),
+            reasoning_field=self.reasoning_keys[0] if self.reasoning_keys else None,
+            tool_calls=tuple(
+                ToolCall(i, p.id, p.type, p.name, "".join(p.arguments))
+                for i, p in sorted(self.calls.items())
+            ),
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            response_id=self.response_id,
+            model=self.model,
+            done=self.done,
+            error=self.error,
+            malformed=tuple(self.malformed),
+            chunk_count=events,
+            first_token_chunk=self.token_chunks[0] if self.token_chunks else None,
+            token_chunks=tuple(self.token_chunks),
+        )
