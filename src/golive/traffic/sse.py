@@ -1,11 +1,12 @@
 """Pure Server-Sent-Events decoding and chat-completion stream reassembly.
 
-The client keeps the raw chunks of a stream with their arrival times; everything here runs
-after the fact, so the hot path does no parsing. `decode_events` turns chunks into events
-(tolerating lines split across chunks, CRLF, comments and multi-line data) and remembers in
-which chunk each event completed, so first-token time can be read off afterwards.
-`reassemble` folds chat-completion chunks into one message: content, reasoning, tool calls
-by index, finish reason, usage and any error event.
+The client keeps the raw chunks of a stream with their arrival times; this runs once the
+answer is complete (a capacity window reads each answer as it arrives, so it is on the load's
+path: a 64-token answer costs ~100 µs, see docs/performance.md). `decode_events` turns chunks
+into events (tolerating lines split across chunks, CRLF, comments and multi-line data) and
+remembers in which chunk each event completed, so first-token time can be read off
+afterwards. `reassemble` folds chat-completion chunks into one message: content, reasoning,
+tool calls by index, finish reason, usage and any error event.
 """
 
 from __future__ import annotations
