@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from golive.traffic.client import ClientSettings, TargetClient
 from golive.bundle.store import Bundle
+from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.records import BodySample, ParsedResponse, RequestRecord, parse
 from golive.traffic.schedule import Schedule, run_schedule
 
