@@ -95,7 +95,7 @@ def artifact(root: Path, signature: dict[str, Any]) -> dict[str, Any]:
         "reviewer": signature["reviewer"],
         "bundle_digest": signature["bundle_digest"],
         **identity(root),
-        "limits": verdict.to_json()["limits"],
+        "limits": verdict.limits.to_json(),
     }
 
 

@@ -88,6 +88,10 @@ class Limits(_Entry):
     def any(self) -> bool:
         return bool(self.named() or self.disable_features)
 
+    def to_json(self) -> dict[str, Any]:
+        """verdict.json `limits`: only the limits that are set."""
+        return self.model_dump(mode="json", exclude_defaults=True)
+
 
 class ActionEntry(_Entry):
     """An open item with its owner, deadline and rollback (verdict.json `actions`)."""
@@ -185,7 +189,7 @@ class VerdictDocument(_Entry):
     def to_json(self) -> dict[str, Any]:
         """verdict.json's content (the names users' scripts read)."""
         data = self.model_dump(mode="json", by_alias=True)
-        data["limits"] = self.limits.model_dump(mode="json", exclude_defaults=True)
+        data["limits"] = self.limits.to_json()
         for key in _WHEN_SET:
             if data[key] is None:
                 del data[key]
