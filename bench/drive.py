@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from golive.bundle.store import Bundle
+from golive.checks.context import CheckContext
+from golive.config import GoliveConfig, load_profile
 from golive.traffic.client import ClientSettings, TargetClient
-from golive.traffic.records import BodySample, ParsedResponse, RequestRecord, parse
-from golive.traffic.schedule import Schedule, run_schedule
+from golive.traffic.records import ParsedResponse, RequestRecord, parse
+from golive.traffic.schedule import LoadResult, Schedule, run_schedule
 
 
 def _body(tokens: int, prompt_words: int = 48, n: int | None = None) -> dict[str, Any]:
@@ -56,7 +58,7 @@ def _complete(parsed: ParsedResponse, tokens: int) -> bool:
 
 
 def _valid(record: RequestRecord, tokens: int) -> bool:
-    return record.ok and _complete(parse(record), tokens)
+    return _complete(parse(record), tokens)
 
 
 def _rss_mb() -> float:
@@ -77,19 +79,18 @@ async def max_rps(url: str, concurrency: int, duration: float, tokens: int) -> d
     parsed (SSE framing, each event's JSON, reassembly), checked and written to a bundle's
     record stream (full bodies sampled as `records` sets them) as it arrives."""
     settings = ClientSettings(url, max_connections=concurrency)
-    sample = BodySample.of_share(20, 0.02)  # the records section's defaults
     with tempfile.TemporaryDirectory() as tmp:
         bundle = Bundle.create(Path(tmp) / "bundle")
         valid = 0
         async with TargetClient(settings) as client:
+            # the run's own record path: parse, sample the bodies as `records` sets, append
+            ctx = CheckContext(client, bundle, GoliveConfig(), load_profile("generic"))
+            sample = ctx.body_sample()
 
             async def send(body: Mapping[str, Any], label: str, due: int) -> RequestRecord:
                 nonlocal valid
                 record = await client.chat(body, label, due)
-                parsed = parse(record)
-                keep = sample.keep("capacity-max", parsed)
-                bundle.append_jsonl("requests/capacity-max.jsonl", parsed.to_json(keep))
-                valid += _complete(parsed, tokens)
+                valid += _complete(ctx.save(record, "capacity-max", sample), tokens)
                 return record
 
             warm = Schedule("concurrency", 1.0, 10**7, concurrency=concurrency, drain_s=5)
@@ -101,16 +102,7 @@ async def max_rps(url: str, concurrency: int, duration: float, tokens: int) -> d
             cpu = _cpu_s() - cpu0
             opened = client.connections_opened
         bundle.close()
-    return {
-        "requests": len(result.records),
-        "valid": valid,
-        "wall_s": result.wall_s,
-        "rps": valid / result.wall_s,
-        "cpu_s": cpu,
-        "cpu_us_per_request": cpu / max(len(result.records), 1) * 1e6,
-        "connections_opened": opened,
-        "rss_mb": _rss_mb(),
-    }
+    return {**_window(result, valid, cpu), "connections_opened": opened, "rss_mb": _rss_mb()}
 
 
 async def max_rps_send_only(
@@ -129,14 +121,18 @@ async def max_rps_send_only(
             load, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "max"
         )
         cpu = _cpu_s() - cpu0
-    valid = sum(_valid(r, tokens) for r in result.records)
+    return _window(result, sum(_valid(r, tokens) for r in result.records), cpu)
+
+
+def _window(result: LoadResult, valid: int, cpu_s: float) -> dict[str, Any]:
+    """A max_rps window's figures: valid answers per second, golive's CPU per request."""
     return {
         "requests": len(result.records),
         "valid": valid,
         "wall_s": result.wall_s,
         "rps": valid / result.wall_s,
-        "cpu_s": cpu,
-        "cpu_us_per_request": cpu / max(len(result.records), 1) * 1e6,
+        "cpu_s": cpu_s,
+        "cpu_us_per_request": cpu_s / max(len(result.records), 1) * 1e6,
     }
 
 
