@@ -50,7 +50,7 @@ def decode_events(chunks: Iterable[bytes]) -> tuple[list[SSEEvent], str]:
             continue
         *blocks, buffer = buffer.split(b"\n\n")
         for block in blocks:
-            if block.startswith(b"data: ") and b"\n" not in block and not framer.pending:
+            if block.startswith(b"data: ") and b"\n" not in block:  # one data line
                 framer.events.append(
                     SSEEvent(block[6:].decode("utf-8", "replace"), "message", index)
                 )
