@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from golive.traffic.pacing import pacer
 from golive.traffic.records import RequestRecord
 
 Send = Callable[[Mapping[str, Any], str, int], Awaitable[RequestRecord]]
@@ -33,11 +34,6 @@ Abort = Callable[[str], object]
 """Ends the requests in flight at once, each returning its record (`abort_in_flight`)."""
 
 ABORT_GRACE_S = 1.0
-
-SPIN_NS = 1_100_000
-"""Fixed-rate arrivals wake this long before they are due and yield to the loop until then:
-the loop's timers wake up to 1 ms late (epoll counts milliseconds), which alone would put
-the median send ~0.5 ms behind schedule. Costs CPU only in that last stretch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,19 +178,16 @@ async def _arrivals(
 ) -> None:
     gate = asyncio.Semaphore(schedule.max_in_flight)
     in_flight: set[asyncio.Task[None]] = set()
+    due = pacer()  # a timerfd on Linux: woken at the moment, nothing spins
 
     async def one(n: int, scheduled_ns: int) -> None:
-        async with gate:
-            while time.perf_counter_ns() < scheduled_ns:  # the last stretch: yield, not sleep
-                await asyncio.sleep(0)
+        async with gate:  # a full gate holds the send: its lag counts from scheduled_ns
             keep(await send(make_body(n), label, scheduled_ns))
 
     try:
         for offset in arrival_offsets_ns(schedule):
             scheduled_ns = start_ns + offset
-            delay = (scheduled_ns - SPIN_NS - time.perf_counter_ns()) / 1e9
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await due.until(scheduled_ns)
             n = take()
             if n is None:
                 break
@@ -204,6 +197,7 @@ async def _arrivals(
         if in_flight:
             await asyncio.gather(*in_flight)
     finally:
+        due.close()
         for task in in_flight:
             task.cancel()
 
