@@ -59,6 +59,11 @@ class Timings:
     def ms_since_sent(self, stamp: int | None) -> float | None:
         return None if stamp is None else (stamp - self.sent_ns) / NS_PER_MS
 
+    def ms_since_intended(self, stamp: int | None) -> float | None:
+        """From the moment the schedule meant the request to leave (for a closed loop, the
+        moment its slot was free: the same as sent, to microseconds)."""
+        return None if stamp is None else (stamp - self.scheduled_ns) / NS_PER_MS
+
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:
@@ -113,6 +118,17 @@ class ParsedResponse:
         return self.record.timings.ms_since_sent(self.record.timings.end_ns)
 
     @property
+    def ttft_from_intended_ms(self) -> float | None:
+        """Time to first token from when the schedule meant to send the request (a rate
+        schedule's request the client sent late waited too: coordinated omission)."""
+        return self.record.timings.ms_since_intended(self.first_token_ns)
+
+    @property
+    def e2e_from_intended_ms(self) -> float | None:
+        """Latency from the intended send time (AIPerf's effective latency)."""
+        return self.record.timings.ms_since_intended(self.record.timings.end_ns)
+
+    @property
     def completion(self) -> dict[str, Any] | None:
         """The answer in `chat.completion` shape, whichever way it was delivered."""
         if self.stream is not None:
@@ -156,6 +172,8 @@ class ParsedResponse:
                 "first_byte": timings.ms_since_sent(timings.first_byte_ns),
                 "first_token": self.ttft_ms,
                 "end": self.e2e_ms,
+                "first_token_from_intended": self.ttft_from_intended_ms,
+                "end_from_intended": self.e2e_from_intended_ms,
                 "chunks": [timings.ms_since_sent(t) for t in timings.chunk_ns]
                 if record.stream
                 else [],

@@ -10,7 +10,14 @@ from typing import Any
 
 from golive.bundle.layout import CAPACITY_CALIBRATION, CAPACITY_CLIENTS, CAPACITY_WATCHDOG
 from golive.checks.capacity.answer_probes import ProbeSlots, is_probe
-from golive.checks.capacity.collect import Run, gauge_max, gauge_mean, refusal, seconds
+from golive.checks.capacity.collect import (
+    LoadClients,
+    Run,
+    gauge_max,
+    gauge_mean,
+    refusal,
+    seconds,
+)
 from golive.checks.capacity.rules import StepStats, request_cap, window_coverage
 from golive.checks.capacity.stalls import HealthWatch, stall_in
 from golive.checks.context import scrape
@@ -24,9 +31,10 @@ from golive.traffic.headroom import (
     collector_paused,
     worst,
 )
+from golive.traffic.load_split import Offset
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
 from golive.traffic.schedule import MakeBody, Schedule, Send, run_schedule
-from golive.traffic.workload import AgentWorkload, WorkloadShape
+from golive.traffic.workload import AgentWorkload, SampleWorkload, WorkloadShape
 
 
 def ramp(top: int) -> list[int]:
@@ -39,9 +47,9 @@ def ramp(top: int) -> list[int]:
 
 
 def workload(run: Run) -> Callable[[int], dict[str, Any]]:
+    """The run's request bodies (a method of a plain object: it travels to --workers)."""
     if run.inputs.sample:
-        sample = run.inputs.sample
-        return lambda n: {**sample[n % len(sample)], "model": run.model}
+        return SampleWorkload(run.inputs.sample, run.model).body
     c = run.ctx.config.capacity
     shape = WorkloadShape(
         system_prompt_words=c.system_prompt_words,
@@ -83,7 +91,7 @@ async def load_window(
     monitor, health = ClientMonitor(), HealthWatch(run.ctx.target)
     if clients is None:
         send: Send = run.send
-        body: MakeBody = lambda n: make(offset + n)  # noqa: E731
+        body: MakeBody = Offset(make, offset)
         if probes is not None:
             send, body = _with_probes(run, probes, body)
         with collector_paused():
@@ -98,22 +106,22 @@ async def load_window(
                 )
     else:
         seen = len(clients.windows)
-        async with running_beside(health.poll()):
+        async with running_beside(health.poll()), running_beside(_stop_on_death(run, clients)):
             loaded = await clients.run(
-                schedule,
-                lambda n: make(offset + n),
-                label,
-                run.received,
-                f"{run.phase}-{label}",
+                schedule, Offset(make, offset), label, run, f"{run.phase}-{label}"
             )
         for window in clients.windows[seen:]:
             run.ctx.bundle.append_jsonl(
                 CAPACITY_CLIENTS,
                 {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)},
             )
-    parsed = [parse(r) for r in loaded.records if not is_probe(r)]
+    # each answer was parsed as it was saved (here, by a worker, or on arrival from Ray)
+    parsed = [run.parsed.get(r.request_id) or parse(r) for r in loaded.records]
+    parsed = [p for p in parsed if not is_probe(p.record)]
+    run.parsed.clear()
     ok = [p for p in parsed if p.record.ok and not p.problems]
-    e2e = [p.e2e_ms for p in ok if p.e2e_ms is not None]
+    # latency from the intended send time: a request the client sent late is not a fast one
+    e2e = [v for p in ok if (v := p.e2e_from_intended_ms) is not None]
     median = seconds(percentile(e2e, 50))
     if clients is None:
         client = monitor.figures(loaded.records)
@@ -148,7 +156,7 @@ async def load_window(
         preemptions = delta.counter("num_preemptions")
     refused = [p for p in parsed if p.record.refused]
     e2e_p95 = quantile(e2e, 95)
-    ttft_p95 = quantile([p.ttft_ms for p in ok if p.ttft_ms is not None], 95)
+    ttft_p95 = quantile([v for p in ok if (v := p.ttft_from_intended_ms) is not None], 95)
     stats = StepStats(
         concurrency=concurrency,
         completed=len(ok),
@@ -188,6 +196,13 @@ async def load_window(
         stall=stall_in(loaded.records, health.probes, run.ctx.config.capacity.stall_s, concurrency),
     )
     return stats, parsed
+
+
+async def _stop_on_death(run: Run, clients: LoadClients) -> None:
+    """The load clients stop issuing once the engine is found dead (as `stop=run.dead` does
+    for golive's own loop)."""
+    await run.dead.wait()
+    clients.stop(f"the engine terminated ({run.death})")
 
 
 def _with_probes(run: Run, probes: ProbeSlots, make: MakeBody) -> tuple[Send, MakeBody]:
