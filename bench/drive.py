@@ -2,6 +2,7 @@
 driven exactly as the load phases drive it, one measure per call; prints one JSON object.
 
     python drive.py max_rps  URL --concurrency 64 --duration 10   (end to end)
+    python drive.py max_rps_workers URL --concurrency 64 --duration 10 --workers 2
     python drive.py max_rps_send_only URL --concurrency 64 --duration 10
     python drive.py rate     URL --rate 500 --duration 5
     python drive.py timing   URL --concurrency 8 --requests 200
@@ -17,19 +18,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import resource
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from golive.bundle.store import Bundle
-from golive.checks.context import CheckContext
+from golive.checks.context import CheckContext, body_sample
 from golive.config import GoliveConfig, load_profile
 from golive.traffic.client import ClientSettings, TargetClient
+from golive.traffic.headroom import collector_paused
+from golive.traffic.process_load import ProcessLoad
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
 from golive.traffic.schedule import LoadResult, Schedule, run_schedule
 
@@ -124,6 +128,53 @@ async def max_rps_send_only(
     return _window(result, sum(_valid(r, tokens) for r in result.records), cpu)
 
 
+class _Recorded:
+    """The capacity run's sink for worker processes: each worker's parsed answer and its
+    bundle line, appended as it arrives (what `Run.received_parsed` does)."""
+
+    stream_file = "capacity-max"
+
+    def __init__(self, bundle: Bundle, tokens: int) -> None:
+        self.bundle = bundle
+        self.tokens = tokens
+        self.valid = 0
+
+    def received_parsed(self, batch: Sequence[tuple[ParsedResponse, str]]) -> None:
+        lines = "".join(line for _, line in batch)
+        self.bundle.append_text(f"requests/{self.stream_file}.jsonl", lines)
+        self.valid += sum(_complete(parsed, self.tokens) for parsed, _ in batch)
+
+
+async def max_rps_workers(
+    url: str, concurrency: int, duration: float, tokens: int, workers: int
+) -> dict[str, Any]:
+    """`max_rps` with the engine in `workers` processes (`--workers`): each worker sends,
+    parses and renders its answers' bundle lines; this process appends them to the bundle.
+    CPU is every process's: the workers' own figures plus this one's."""
+    settings = ClientSettings(url, max_connections=concurrency)
+    make = functools.partial(_body, tokens, 48)  # a fresh body per request, picklable
+    with tempfile.TemporaryDirectory() as tmp:
+        bundle = Bundle.create(Path(tmp) / "bundle")
+        sink = _Recorded(bundle, tokens)
+        load = ProcessLoad(settings, workers, body_sample(GoliveConfig()))
+        try:
+            warm = Schedule("concurrency", 1.0, 10**7, concurrency=concurrency, drain_s=5)
+            await load.run(warm, make, "warm", sink, "warm")
+            sink.valid = 0
+            seen = len(load.windows)
+            cpu0 = _cpu_s()
+            window = Schedule("concurrency", duration, 10**8, concurrency=concurrency, drain_s=5)
+            result = await load.run(window, make, "max", sink, "max")
+            main_cpu = _cpu_s() - cpu0
+        finally:
+            load.close()
+        bundle.close()
+    mine = [w for w in load.windows[seen:] if w.client != "main"]
+    worker_cpu = sum((w.cpu_share or 0.0) * (w.wall_s or 0.0) for w in mine)
+    figures = _window(result, sink.valid, main_cpu + worker_cpu)
+    return {**figures, "workers": workers, "main_cpu_s": main_cpu, "worker_cpu_s": worker_cpu}
+
+
 def _window(result: LoadResult, valid: int, cpu_s: float) -> dict[str, Any]:
     """A max_rps window's figures: valid answers per second, golive's CPU per request."""
     return {
@@ -150,13 +201,17 @@ async def rate(url: str, per_s: float, duration: float, tokens: int) -> dict[str
             arrival="constant",
             drain_s=5,
         )
-        result = await run_schedule(
-            load, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "rate"
-        )
+        cpu0 = _cpu_s()
+        with collector_paused():  # as a capacity window runs: no collector pause mid-window
+            result = await run_schedule(
+                load, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "rate"
+            )
+        cpu = _cpu_s() - cpu0
     return {
         "requests": len(result.records),
         "valid": sum(_valid(r, tokens) for r in result.records),
         "wall_s": result.wall_s,
+        "cpu_share": cpu / result.wall_s,
         "sends": [
             [r.request_id, r.timings.scheduled_ns, r.timings.sent_ns] for r in result.records
         ],
@@ -237,7 +292,16 @@ def _summary(record: RequestRecord, tokens: int) -> dict[str, Any]:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "measure", choices=("max_rps", "max_rps_send_only", "rate", "timing", "streams", "long")
+        "measure",
+        choices=(
+            "max_rps",
+            "max_rps_workers",
+            "max_rps_send_only",
+            "rate",
+            "timing",
+            "streams",
+            "long",
+        ),
     )
     parser.add_argument("url")
     parser.add_argument("url2", nargs="?")
@@ -248,10 +312,14 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--hold", type=float, default=15.0)
     parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--prompt-tokens", type=int, default=200_000)
     args = parser.parse_args(argv)
     runs: Mapping[str, Any] = {
         "max_rps": lambda: max_rps(args.url, args.concurrency, args.duration, args.tokens),
+        "max_rps_workers": lambda: max_rps_workers(
+            args.url, args.concurrency, args.duration, args.tokens, args.workers
+        ),
         "max_rps_send_only": lambda: max_rps_send_only(
             args.url, args.concurrency, args.duration, args.tokens
         ),

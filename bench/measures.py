@@ -181,6 +181,7 @@ def send_lag(env: Env, tool: str, rate: int) -> list[Row]:
         Row(tool, f"send_lag_p99_ms_{rate}rps", _pct(lags, 0.99), "ms", 2),
     ]
     if tool == "golive":
+        rows.append(Row(tool, f"client_cpu_pct_{rate}rps", r["cpu_share"] * 100, "% of a core"))
         by_id = {e["id"]: e["arrival_ns"] for e in log}
         exact = [(by_id[rid] - scheduled) / 1e6 for rid, scheduled, _ in r["sends"] if rid in by_id]
         rows += [

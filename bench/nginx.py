@@ -11,6 +11,7 @@ so one server serves every output length; `/slow/...` drips the body at a fixed 
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from pathlib import Path
 from net import wait_port
 
 CONF = """
-worker_processes 1;
+worker_processes {workers};
 worker_rlimit_nofile 30000;
 pid {root}/nginx.pid;
 error_log {root}/error.log warn;
@@ -67,18 +68,25 @@ http {{
 class Nginx:
     """Start nginx pinned to `cpu` with its own config and document root; stop it by PID."""
 
-    def __init__(self, root: Path, port: int, cpu: int, slow_rate_bytes: int = 64) -> None:
-        self.root, self.port, self.cpu = root, port, cpu
+    def __init__(
+        self, root: Path, port: int, cpu: int | str, slow_rate_bytes: int = 64, workers: int = 1
+    ) -> None:
+        self.root, self.port, self.cpu = root, port, cpu  # cpu: one, or a taskset list
         self.slow_rate = slow_rate_bytes
+        self.workers = workers
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        binary = os.environ.get("GOLIVE_BENCH_NGINX") or shutil.which("nginx") or "/usr/sbin/nginx"
         self.root.chmod(0o755)  # the worker runs as an unprivileged user when started as root
         for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         conf = self.root / "nginx.conf"
-        conf.write_text(CONF.format(root=self.root, port=self.port, slow_rate=self.slow_rate))
+        conf.write_text(
+            CONF.format(
+                root=self.root, port=self.port, slow_rate=self.slow_rate, workers=self.workers
+            )
+        )
         self.proc = subprocess.Popen(
             ["taskset", "-c", str(self.cpu), binary, "-c", str(conf), "-p", str(self.root)],
             stdout=subprocess.DEVNULL,

@@ -7,7 +7,8 @@
     │   └── BadResponse             reachable, but the answer is not what the protocol promises
     ├── LocalTargetError            the bundled CPU vLLM could not be set up, started or stopped
     ├── BundleError                 the evidence bundle could not be written, read or sealed
-    └── EvidenceError               an evidence file given by the user cannot be read
+    ├── EvidenceError               an evidence file given by the user cannot be read
+    └── LoadClientError             a load client (a --workers process) stopped answering
 
 Library errors (transport, pydantic, yaml, OSError) are translated into these at the module
 that talks to the library; nothing above that layer catches a foreign exception.
@@ -46,3 +47,7 @@ class BundleError(GoliveError):
 
 class EvidenceError(GoliveError):
     """A user-supplied evidence file is missing or unreadable."""
+
+
+class LoadClientError(GoliveError):
+    """A load client golive started (a `--workers` process) died or stopped answering."""

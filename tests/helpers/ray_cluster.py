@@ -18,7 +18,8 @@ import pytest
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils", reason="needs golive[ray]")
-from golive.traffic.ray_load import RayLoad, split  # noqa: E402 - imports Ray: after the lines above
+from golive.traffic.load_split import split  # noqa: E402
+from golive.traffic.ray_load import RayLoad  # noqa: E402 - imports Ray: after the lines above
 
 __all__ = ["XML", "LoopbackCluster", "RayLoad", "split", "three_node_cluster"]
 

@@ -27,6 +27,7 @@ INPUTS = {
     "--target-pid": "a process on this machine",
     "--gpu-curve": "node curve files",
     "--ray": "the cluster the load leaves from",
+    "--workers": "the processes of this machine the load leaves from",
     "--launch": "a server command this run starts",
     "--accepted": "the bundle the watch keeps the deployment inside",
     "--registry": "where accepted bundles are registered",

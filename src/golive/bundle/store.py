@@ -30,6 +30,11 @@ ZSTD = ".zst"  # a compressed record stream: `zstd -dc FILE` or golive.bundle.st
 ZSTD_LEVEL = 9
 
 
+def jsonl_text(obj: Any) -> str:
+    """One JSON line as every record stream in a bundle holds it."""
+    return json.dumps(obj, ensure_ascii=False, default=str) + "\n"
+
+
 class Bundle:
     """A bundle directory being written. Paths given to methods are relative to it."""
 
@@ -63,7 +68,7 @@ class Bundle:
 
     def append_jsonl(self, rel: str, obj: Any) -> None:
         """Append one JSON line and flush it to the OS at once."""
-        self.append_text(rel, json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        self.append_text(rel, jsonl_text(obj))
 
     def append_text(self, rel: str, text: str) -> None:
         """Append text (one or more whole lines) and flush it to the OS at once."""

@@ -103,8 +103,7 @@ class CheckContext:
 
     def body_sample(self) -> BodySample:
         """Which high-volume records keep their full bodies (`records` in the config)."""
-        kept = self.config.records
-        return BodySample.of_share(kept.full_body_first, kept.full_body_share)
+        return body_sample(self.config)
 
     def save(
         self, record: RequestRecord, stream_file: str, sample: BodySample | None = None
@@ -115,6 +114,12 @@ class CheckContext:
         full = sample is None or sample.keep(stream_file, parsed)
         self.bundle.append_jsonl(f"requests/{stream_file}.jsonl", parsed.to_json(full))
         return parsed
+
+
+def body_sample(config: GoliveConfig) -> BodySample:
+    """Which high-volume records keep their full bodies, as `records` in `config` says."""
+    kept = config.records
+    return BodySample.of_share(kept.full_body_first, kept.full_body_share)
 
 
 def served_entry(body: object, wanted: str | None) -> tuple[dict[str, Any] | None, list[str]]:

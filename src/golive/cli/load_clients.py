@@ -1,7 +1,8 @@
-"""`--ray ADDRESS` on `capacity`, `agent` and `run`: the client actors for one command.
+"""`--ray ADDRESS` and `--workers N` on `capacity` and `run` (`--ray` on `agent` too): the load
+clients for one command, released when it ends, whatever happened.
 
-Ray is imported only when the flag is given (`golive[ray]`); the actors are released when
-the command ends, whatever happened.
+Ray is imported only when `--ray` is given (`golive[ray]`). `--workers` is for one machine:
+the two do not combine (with Ray, each node's client is one process; add nodes instead).
 """
 
 from __future__ import annotations
@@ -11,21 +12,49 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from golive.checks.context import body_sample
 from golive.config import GoliveConfig
+from golive.errors import ConfigError
 from golive.evidence.ray_env import require_ray
 from golive.pipeline import client_settings
+from golive.traffic.process_load import ProcessLoad, worker_count
 
 if TYPE_CHECKING:
     from golive.traffic.ray_load import RayLoad
 
 
 @contextlib.asynccontextmanager
-async def ray_clients(
-    address: str | None, config: GoliveConfig, progress: Callable[[str], None]
-) -> AsyncIterator[RayLoad | None]:
-    if address is None:
+async def load_clients(
+    address: str | None,
+    workers: str | None,
+    config: GoliveConfig,
+    progress: Callable[[str], None],
+) -> AsyncIterator[RayLoad | ProcessLoad | None]:
+    count = 1 if workers is None else worker_count(workers)
+    if address is not None and count > 1:
+        raise ConfigError(
+            f"--ray and --workers {workers} do not combine: with --ray every node sends "
+            "from one client; give one of them"
+        )
+    if address is not None:
+        async with _ray(address, config, progress) as load:
+            yield load
+        return
+    if count == 1:  # one process: the engine runs in golive's own loop
         yield None
         return
+    processes = ProcessLoad(client_settings(config), count, body_sample(config))
+    progress(f"workers: load from {count} processes")
+    try:
+        yield processes
+    finally:
+        await asyncio.to_thread(processes.close)
+
+
+@contextlib.asynccontextmanager
+async def _ray(
+    address: str, config: GoliveConfig, progress: Callable[[str], None]
+) -> AsyncIterator[RayLoad]:
     require_ray()
     from golive.traffic.ray_load import RayLoad
 
@@ -37,8 +66,11 @@ async def ray_clients(
         load.close()
 
 
-def judge_options(load: RayLoad | None) -> dict[str, Any]:
-    """What `judge` needs to send chat requests from the actors and count them."""
+def judge_options(load: RayLoad | ProcessLoad | None) -> dict[str, Any]:
+    """What `judge` needs to count the clients' requests and, with Ray, to send the other
+    chat requests from the actors too (worker processes carry only the load windows)."""
     if load is None:
         return {}
+    if isinstance(load, ProcessLoad):
+        return {"remote": (load,)}
     return {"remote": (load,), "route": load.target}

@@ -29,9 +29,9 @@ from golive.checks.env.collect import EnvEvidence, env_programme, load_evidence
 from golive.checks.smoke.collect import run_smoke
 from golive.cli.bundle_commands import BUNDLE_COMMANDS, bundle_command
 from golive.cli.console import default_out, err, finish, progress_line, read_input
+from golive.cli.load_clients import judge_options, load_clients
 from golive.cli.parser import build_parser, config_overrides
 from golive.cli.progress import RichProgress
-from golive.cli.ray_clients import judge_options, ray_clients
 from golive.config import GoliveConfig, load_config
 from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
@@ -48,6 +48,7 @@ from golive.traffic.workload import read_sample
 from golive.verdict.scope import PROGRAMME
 
 if TYPE_CHECKING:
+    from golive.traffic.process_load import ProcessLoad
     from golive.traffic.ray_load import RayLoad
 
 
@@ -182,7 +183,7 @@ async def _run_capacity(
     load_span: tuple[float, float] | None = None,
     server_log: Path | None = None,
 ) -> int:
-    async with ray_clients(args.ray, config, progress_line) as clients:
+    async with load_clients(args.ray, args.workers, config, progress_line) as clients:
         with RichProgress(err) as progress:
             startup = None if log_text is None else parse_startup_log(log_text)
             inputs = _capacity_inputs(args, config, startup, progress, launched, load_span)
@@ -226,7 +227,7 @@ async def _agent(args: argparse.Namespace) -> int:
     config = load_config(args.config, config_overrides(args))
     cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
     out = args.out or default_out("golive-agent")
-    async with ray_clients(args.ray, config, progress_line) as clients:
+    async with load_clients(args.ray, args.workers, config, progress_line) as clients:
         with RichProgress(err) as progress:
             settings = AgentSettings.from_config(config, cases, progress)
 
@@ -269,7 +270,7 @@ async def _run(args: argparse.Namespace) -> int:
     cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
     startup = None if evidence.log_text is None else parse_startup_log(evidence.log_text)
     out = args.out or default_out("golive-run")
-    async with ray_clients(args.ray, config, progress_line) as clients:
+    async with load_clients(args.ray, args.workers, config, progress_line) as clients:
         return await _run_plan(args, config, evidence, cases, startup, out, clients)
 
 
@@ -280,7 +281,7 @@ async def _run_plan(
     cases: Any,
     startup: StartupFacts | None,
     out: Path,
-    clients: RayLoad | None,
+    clients: RayLoad | ProcessLoad | None,
 ) -> int:
     with RichProgress(err) as progress:
         capacity = _capacity_inputs(args, config, startup, progress)  # the log parsed once

@@ -183,12 +183,21 @@ def _capacity_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _ray_option(parser: argparse.ArgumentParser) -> None:
+def _ray_option(parser: argparse.ArgumentParser, workers: bool = True) -> None:
     parser.add_argument(
         "--ray",
         metavar="ADDRESS",
         help="send the traffic from one client actor per node of this (load) Ray cluster, "
         "as ray.init takes it: HEAD:6379, ray://HEAD:10001, auto",
+    )
+    if not workers:
+        parser.set_defaults(workers=None)
+        return
+    parser.add_argument(
+        "--workers",
+        metavar="N",
+        help="run the load windows' traffic engine in N processes of this machine, each "
+        "with its own event loop (auto: one per core but one; default 1: in golive's own)",
     )
 
 
@@ -303,7 +312,7 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     _target_options(agent)
     add_config_flags(agent, (*AGENT_FLAGS, ConfigFlag("--concurrency", "agent.concurrency", "N")))
-    _ray_option(agent)
+    _ray_option(agent, workers=False)
     run = sub.add_parser(
         "run",
         help="the whole programme: chain (rebuild stops), request classes, pressure phases, "

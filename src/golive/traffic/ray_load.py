@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
 import socket
-import statistics
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -31,7 +29,14 @@ import golive
 from golive.errors import ConfigError
 from golive.evidence.sampling import running_beside
 from golive.traffic.client import ClientSettings, TargetClient
-from golive.traffic.headroom import ClientFigures, ClientMonitor
+from golive.traffic.headroom import ClientMonitor
+from golive.traffic.load_split import (
+    ClientWindow,
+    Interleaved,
+    client_window,
+    shares,
+    stopped_by,
+)
 from golive.traffic.records import RequestRecord
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule, run_schedule
 
@@ -117,37 +122,10 @@ class LoadClient:
         return aborted + (0 if self.client is None else self.client.abort_in_flight(reason))
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class ClientWindow:
-    """How one client's share of a window went (per-client scheduling accuracy)."""
+class RecordSink(Protocol):
+    """Where a window's records go as they arrive (the capacity run's `Run`)."""
 
-    client: str
-    share: int  # this client's concurrency in the window
-    requests: int
-    sent: int
-    lag_p50_ms: float | None
-    lag_p99_ms: float | None
-    wall_s: float | None
-    stopped_by: str | None
-    lag_max_ms: float | None = None
-    loop_lag_p99_ms: float | None = None  # the client's event loop (its own headroom)
-    loop_lag_max_ms: float | None = None
-    cpu_share: float | None = None  # the client process's CPU over the window (1.0 = a core)
-    ticks: int = 0
-    lag_mean_ms: float | None = None
-
-    def figures(self) -> ClientFigures:
-        return ClientFigures(
-            self.lag_p50_ms,
-            self.lag_p99_ms,
-            self.lag_max_ms,
-            self.loop_lag_p99_ms,
-            self.loop_lag_max_ms,
-            self.cpu_share,
-            self.requests,
-            self.ticks,
-            self.lag_mean_ms,
-        )
+    def received(self, record: RequestRecord) -> None: ...
 
 
 class RayLoad:
@@ -201,35 +179,24 @@ class RayLoad:
         schedule: Schedule,
         make_body: MakeBody,
         label: str,
-        on_record: Callable[[RequestRecord], None],
+        sink: RecordSink,
         key: str,
     ) -> LoadResult:
-        """One load window split across the actors; records are handed to `on_record` as
-        they arrive. `key` tells this window's counts apart from the earlier ones'."""
+        """One load window split across the actors; records are handed to `sink.received`
+        as they arrive. `key` tells this window's counts apart from the earlier ones'."""
         started = time.perf_counter_ns()
-        count = len(self.actors)
-        if schedule.mode == "concurrency":
-            count = min(count, schedule.concurrency)
-        count = min(count, schedule.max_requests)
-        shares = split(schedule.concurrency, count) if schedule.mode == "concurrency" else []
-        caps = split(schedule.max_requests, count)
+        parts = shares(schedule, len(self.actors))
+        count = len(parts)
         records: list[RequestRecord] = []
         done: dict[str, dict[str, Any]] = {}
 
         async def one(i: int) -> None:
             name = self.names[i]
-            share = dataclasses.replace(
-                schedule,
-                concurrency=shares[i] if shares else schedule.concurrency,
-                max_requests=caps[i],
-                seed=schedule.seed + i,
-                rate_per_s=schedule.rate_per_s / count,  # used by rate schedules only
-                max_in_flight=max(1, schedule.max_in_flight // count),
-            )
+            share = parts[i]
             stream = (
                 self.actors[i]
                 .run.options(num_returns="streaming")
-                .remote(share, _interleaved(make_body, i, count), f"{label}@{name}")
+                .remote(share, Interleaved(make_body, i, count), f"{label}@{name}")
             )
             mine: list[RequestRecord] = []
             async for ref in stream:
@@ -237,23 +204,19 @@ class RayLoad:
                 self._sent[f"{key}/{name}"] = sent
                 if kind == "records":
                     for record in payload:
-                        on_record(record)
+                        sink.received(record)
                     mine += payload
                 else:
                     done[name] = payload
             records.extend(mine)
-            self.windows.append(_window(name, share.concurrency, mine, done.get(name), sent))
+            self.windows.append(client_window(name, share.concurrency, mine, done.get(name), sent))
 
         await asyncio.gather(*(one(i) for i in range(count)))
         wall = (time.perf_counter_ns() - started) / 1e9
-        stops = {d["stopped_by"] for d in done.values()}
-        stopped_by = next(
-            (s for s in ("watchdog", "stop", "request_cap") if s in stops), "duration"
-        )
         return LoadResult(
             tuple(records),
             wall,
-            stopped_by,  # type: ignore[arg-type]
+            stopped_by({d["stopped_by"] for d in done.values()}),  # type: ignore[arg-type]
             sum(d["cancelled"] for d in done.values()),
             sum(d["peak_in_flight"] for d in done.values()),
         )
@@ -297,40 +260,3 @@ class RemoteTarget:
         actor = self.load.actors[next(self._turn) % len(self.load.actors)]
         record: RequestRecord = await actor.chat.remote(body, label, deadline_s, headers)
         return record
-
-
-def split(total: int, parts: int) -> list[int]:
-    """`total` spread over at most `parts` clients as evenly as possible, no zero shares."""
-    parts = max(1, min(parts, total))
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
-
-
-def _interleaved(make_body: MakeBody, index: int, count: int) -> MakeBody:
-    """Client `index` of `count` sends requests index, index + count, ... of the workload."""
-    return lambda n: make_body(n * count + index)
-
-
-def _window(
-    name: str,
-    concurrency: int,
-    records: list[RequestRecord],
-    done: Mapping[str, Any] | None,
-    sent: int,
-) -> ClientWindow:
-    lags = sorted((r.timings.sent_ns - r.timings.scheduled_ns) / 1e6 for r in records)
-    return ClientWindow(
-        client=name,
-        share=concurrency,
-        requests=len(records),
-        sent=sent,
-        lag_p50_ms=round(statistics.median(lags), 3) if lags else None,
-        lag_p99_ms=round(lags[min(len(lags) - 1, int(len(lags) * 0.99))], 3) if lags else None,
-        wall_s=None if done is None else round(done["wall_s"], 3),
-        stopped_by=None if done is None else done["stopped_by"],
-        lag_max_ms=round(lags[-1], 3) if lags else None,
-        loop_lag_p99_ms=None if done is None else done.get("loop_lag_p99_ms"),
-        loop_lag_max_ms=None if done is None else done.get("loop_lag_max_ms"),
-        cpu_share=None if done is None else done.get("cpu_share"),
-        ticks=0 if done is None else int(done.get("ticks") or 0),
-        lag_mean_ms=round(statistics.fmean(lags), 3) if lags else None,
-    )

@@ -195,6 +195,17 @@ class AgentWorkload:
         return body
 
 
+@dataclass(frozen=True, slots=True)
+class SampleWorkload:
+    """A user's own request sample, replayed in turn for `model`."""
+
+    sample: tuple[Mapping[str, Any], ...]
+    model: str
+
+    def body(self, n: int) -> dict[str, Any]:
+        return {**self.sample[n % len(self.sample)], "model": self.model}
+
+
 def read_sample(path: Path, model: str) -> list[dict[str, Any]]:
     """A user sample: JSONL of chat-completion bodies; the model is set to the target's."""
     bodies = []

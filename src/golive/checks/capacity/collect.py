@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -61,18 +61,16 @@ class Quiet:
 
 
 class LoadClients(Protocol):
-    """Load windows driven from other machines (`traffic/ray_load.RayLoad`)."""
+    """Load windows driven by other processes (`traffic/process_load.ProcessLoad`) or other
+    machines (`traffic/ray_load.RayLoad`); each record reaches `sink` as it arrives."""
 
     windows: list[Any]  # per client and window: requests, sent, scheduling lag
 
     async def run(
-        self,
-        schedule: Schedule,
-        make_body: MakeBody,
-        label: str,
-        on_record: Callable[[RequestRecord], None],
-        key: str,
+        self, schedule: Schedule, make_body: MakeBody, label: str, sink: Run, key: str
     ) -> LoadResult: ...
+
+    def stop(self, reason: str) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,11 +154,13 @@ class Run:
         self.windows: list[dict[str, Any]] = []  # each load window's watchdog row
         self.probes_at_idle = False  # the answer probes' reference answers were taken
         self.bodies = ctx.body_sample()
+        self.parsed: dict[str, ParsedResponse] = {}  # this window's answers, parsed once
         # Each run's prompts are its own: a server that kept a previous run's prefixes in its
         # cache would otherwise answer the start of a window from cache and the rest cold,
         # which reads as latency drifting upward (seen on a long-lived target, +60% in 10 s).
         self.workload_seed = random.SystemRandom().randrange(1, 1 << 31)
         self._n = 0
+        self._checking: asyncio.Future[bool] | None = None  # a health check of a client's loss
 
     async def send(self, body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
         self._n += 1
@@ -170,19 +170,41 @@ class Run:
             record = await self.ctx.target.chat(body, label, scheduled_ns)
         finally:
             self.in_flight.pop(key, None)
-        self.ctx.save(record, f"capacity-{self.phase}", self.bodies)
+        self.parsed[record.request_id] = self.ctx.save(record, self.stream_file, self.bodies)
         self.inputs.progress.record(record.ok)
-        if record.failure is not None and record.failure.kind in (
-            FailureKind.CONNECT,
-            FailureKind.DISCONNECTED,
-        ):
-            await self.check_alive(f"{record.failure.kind.value}: {record.failure.message}", body)
+        if (lost := connection_lost(record)) is not None:
+            await self.check_alive(lost, body)
         return record
+
+    @property
+    def stream_file(self) -> str:
+        """The record stream of the phase running: `requests/<stream_file>.jsonl`."""
+        return f"capacity-{self.phase}"
 
     def received(self, record: RequestRecord) -> None:
         """A record sent by another machine's client (--ray): saved as it arrives."""
-        self.ctx.save(record, f"capacity-{self.phase}", self.bodies)
+        self.parsed[record.request_id] = self.ctx.save(record, self.stream_file, self.bodies)
+        self._arrived(record)
+
+    def received_parsed(self, batch: Sequence[tuple[ParsedResponse, str]]) -> None:
+        """Records a worker process (--workers) sent, parsed and rendered: their lines are
+        appended as they are, in one write."""
+        self.ctx.bundle.append_text(
+            f"requests/{self.stream_file}.jsonl", "".join(line for _, line in batch)
+        )
+        for parsed, _ in batch:
+            self.parsed[parsed.record.request_id] = parsed
+            self._arrived(parsed.record)
+
+    def _arrived(self, record: RequestRecord) -> None:
         self.inputs.progress.record(record.ok)
+        lost = connection_lost(record)
+        if lost is not None and self._checking is None and not self.dead.is_set():
+            self._checking = asyncio.ensure_future(self.check_alive(lost))
+            self._checking.add_done_callback(self._checked)
+
+    def _checked(self, _: asyncio.Future[bool]) -> None:
+        self._checking = None
 
     async def check_alive(self, reason: str, body: Mapping[str, Any] | None = None) -> bool:
         if self.dead.is_set():
@@ -213,6 +235,14 @@ class Run:
             "preceding_memory_curve": rows,
             "memory_curve_file": MEMORY_CURVE,
         }
+
+
+def connection_lost(record: RequestRecord) -> str | None:
+    """How the connection failed or broke (the engine may have died: /health is asked)."""
+    failure = record.failure
+    if failure is None or failure.kind not in (FailureKind.CONNECT, FailureKind.DISCONNECTED):
+        return None
+    return f"{failure.kind.value}: {failure.message}"
 
 
 def shape_of(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,140 @@
+"""`--workers` scaling: golive's end-to-end max_rps with the engine in N processes, as a
+ratio to one core (`max_rps`, the engine in golive's own loop). Needs a machine with cores
+to spare: golive gets cores 0..N (N workers and the main process), nginx (several worker
+processes) the top cores, so the server is never the limit being measured.
+
+    python bench/scaling.py --workers 1,2,4 --runs 3 --out bench/scaling.json
+
+Each figure is the median of `--runs` windows of `--duration` s; every answer is parsed,
+checked and written to a bundle as a capacity window does (drive.py max_rps_workers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from net import free_port
+from nginx import Nginx
+from sse import write_bodies
+
+HERE = Path(__file__).resolve().parent
+
+
+def drive(cpus: str, *args: str) -> dict[str, Any]:
+    argv = ["taskset", "-c", cpus, sys.executable, str(HERE / "drive.py"), *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"drive.py {' '.join(args)} exited {done.returncode}: {done.stderr[-800:]}"
+        )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def physical_first(cores: list[int]) -> list[int]:
+    """The cores in an order that gives each process a physical core of its own first: the
+    first thread of every core, then the second threads (hyperthreads share a core's units)."""
+    seen: dict[tuple[str, str], int] = {}
+    ranked = []
+    for cpu in cores:
+        topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            key = (
+                (topology / "physical_package_id").read_text(),
+                (topology / "core_id").read_text(),
+            )
+        except OSError:
+            return cores
+        ranked.append((seen.get(key, 0), cpu))
+        seen[key] = seen.get(key, 0) + 1
+    return [cpu for _, cpu in sorted(ranked)]
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="bench/scaling.py")
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=64, help="per worker")
+    parser.add_argument("--server-workers", type=int, default=4)
+    parser.add_argument("--out", type=Path, default=HERE / "scaling.json")
+    args = parser.parse_args(argv)
+    counts = [int(n) for n in args.workers.split(",")]
+    cores = physical_first(sorted(os.sched_getaffinity(0)))
+    need = max(counts) + 1 + args.server_workers
+    if len(cores) < need:
+        raise SystemExit(f"{len(cores)} cores; --workers {args.workers} needs {need}")
+    server_cpus = ",".join(str(c) for c in cores[-args.server_workers :])
+    work = Path(tempfile.mkdtemp(prefix="golive-scaling-"))
+    work.chmod(0o755)
+    write_bodies(work / "www", {"o64.sse": 64})
+    nginx = Nginx(work, free_port(), server_cpus, workers=args.server_workers)
+    nginx.start()
+    url = f"http://127.0.0.1:{nginx.port}/o64"
+    window = ["--duration", str(args.duration)]
+    runs: dict[str, list[dict[str, Any]]] = {}
+    try:
+        for _ in range(args.runs):
+            one = drive(
+                str(cores[0]), "max_rps", url, "--concurrency", str(args.concurrency), *window
+            )
+            runs.setdefault("one_core", []).append(one)
+            print(f"one core: {one['rps']:.0f} requests/s", flush=True)
+            for n in counts:
+                cpus = ",".join(str(c) for c in cores[: n + 1])
+                concurrency = str(args.concurrency * n)
+                r = drive(
+                    cpus,
+                    "max_rps_workers",
+                    url,
+                    "--concurrency",
+                    concurrency,
+                    "--workers",
+                    str(n),
+                    *window,
+                )
+                runs.setdefault(f"workers_{n}", []).append(r)
+                print(f"workers {n} on cpus {cpus}: {r['rps']:.0f} requests/s", flush=True)
+    finally:
+        nginx.stop()
+    base = statistics.median(r["rps"] for r in runs["one_core"])
+    rows = [{"measure": "max_rps", "value": base, "unit": "requests/s"}]
+    for n in counts:
+        rps = statistics.median(r["rps"] for r in runs[f"workers_{n}"])
+        rows.append({"measure": f"max_rps_workers_{n}", "value": rps, "unit": "requests/s"})
+        # the ratio to one core; the aim is at least 0.85 x N
+        rows.append({"measure": f"scaling_ratio_workers_{n}", "value": rps / base, "unit": "x"})
+    machine = (
+        f"{cpu_model()}, {len(cores)} CPUs (order {cores}), Python {platform.python_version()}"
+    )
+    out = {
+        "machine": machine,
+        "runs": args.runs,
+        "duration_s": args.duration,
+        "rows": rows,
+        "raw": runs,
+    }
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    for row in rows:
+        print(f"{row['measure']:<22} {row['value']:>10.2f} {row['unit']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

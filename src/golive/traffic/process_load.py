@@ -1,0 +1,329 @@
+"""Load from several processes of this machine: `--workers N` (`auto`: one per core but one).
+
+One core parses and records about 4,000 streamed answers a second (docs/performance.md); a
+larger deployment needs more. `ProcessLoad` starts N worker processes (spawned, so none
+inherits the main process's loop or threads), each with its own event loop, `TargetClient`
+and `run_schedule`, watchdog included, and splits every load window over them the way the
+Ray clients do (`load_split.shares`). A worker does the whole per-request job itself: it
+sends, parses the answer, decides whether its full bodies are kept (its share of the
+`records` sample) and renders the bundle's JSON line. The main process only appends those
+lines to the one bundle as they arrive (batches over a pipe) and keeps the parsed answers for
+the window's judgement, so it does not become the bottleneck the workers removed. Each
+worker measures its own headroom (send lag, loop lag, CPU) and the main process its own; the
+worst speaks for the window. Each batch carries the worker's count of requests sent, so the
+ledger compares what every worker sent with what the bundle holds. A batch's lines go to the
+bundle in one write. The main process's cost is receiving: ~32 µs a record here, ~50 µs on
+the H200 host (gVisor), so one main process keeps up with about eight workers there
+(docs/performance.md, "More than one core").
+
+The API key is read by each worker from the same environment variable: it never travels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any, Protocol
+
+from golive.bundle.store import jsonl_text
+from golive.errors import ConfigError, LoadClientError
+from golive.evidence.sampling import running_beside
+from golive.traffic.client import ClientSettings, TargetClient
+from golive.traffic.headroom import ClientMonitor, collector_paused, thaw
+from golive.traffic.load_split import (
+    ClientWindow,
+    Interleaved,
+    client_window,
+    shares,
+    split,
+    stopped_by,
+)
+from golive.traffic.records import BodySample, ParsedResponse, RequestRecord, parse
+from golive.traffic.schedule import ABORT_GRACE_S, LoadResult, MakeBody, Schedule, run_schedule
+
+FLUSH_S = 0.02  # a worker hands its records over at least this often ...
+FLUSH_RECORDS = 64  # ... or as soon as it holds this many (small writes: no long pipe stall)
+SPARE_S = 10.0  # past its own watchdog's bound, a silent worker is taken for dead
+
+
+class RecordSink(Protocol):
+    """Where a window's records go as they arrive (the capacity run's `Run`)."""
+
+    @property
+    def stream_file(self) -> str: ...
+
+    def received_parsed(self, batch: Sequence[tuple[ParsedResponse, str]]) -> None: ...
+
+
+def worker_count(value: str) -> int:
+    """`--workers`: a positive number, or `auto` (the cores golive may use, less one)."""
+    if value == "auto":
+        return max(1, len(os.sched_getaffinity(0)) - 1)
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ConfigError(f"--workers {value!r}: give a positive number of processes, or auto")
+    return count
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerWindow:
+    """One worker's share of a load window, as it travels to the worker."""
+
+    schedule: Schedule
+    make_body: MakeBody
+    label: str
+    stream: str  # the bundle's record stream: requests/<stream>.jsonl
+    sample: BodySample  # this worker's share of which records keep their full bodies
+
+
+class ProcessLoad:
+    """N worker processes for one golive command; `close` them when it ends."""
+
+    def __init__(self, settings: ClientSettings, workers: int, sample: BodySample) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.names = [f"worker-{i}" for i in range(workers)]
+        self.conns: list[Connection] = []
+        self.procs: list[BaseProcess] = []
+        firsts = (split(sample.first, workers) + [0] * workers)[:workers]  # first 0: all 0
+        self._samples = [BodySample(first, sample.every) for first in firsts]
+        for name in self.names:
+            mine, theirs = context.Pipe()
+            proc = context.Process(
+                target=serve, args=(theirs, name, settings), name=f"golive-{name}"
+            )
+            proc.daemon = True
+            proc.start()
+            theirs.close()
+            self.conns.append(mine)
+            self.procs.append(proc)
+        self._sent: dict[str, int] = {}
+        self.windows: list[ClientWindow] = []
+
+    @property
+    def chat_requests(self) -> int:
+        """Chat requests the workers reported sending (for the ledger)."""
+        return sum(self._sent.values())
+
+    def stop(self, reason: str) -> int:
+        """Stop issuing and end what is in flight, in every worker (each still records it)."""
+        for conn in self.conns:
+            with contextlib.suppress(OSError):
+                conn.send(("stop", reason))
+        return 0
+
+    async def run(
+        self, schedule: Schedule, make_body: MakeBody, label: str, sink: RecordSink, key: str
+    ) -> LoadResult:
+        """One load window split over the workers; each record is handed to `sink` (parsed,
+        with its bundle line) as it arrives. `key` tells this window's counts apart."""
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter_ns()
+        parts = shares(schedule, len(self.conns))
+        records: list[list[RequestRecord]] = [[] for _ in parts]
+        done: dict[int, dict[str, Any]] = {}
+        ended = [loop.create_future() for _ in parts]
+
+        def readable(i: int) -> None:
+            try:
+                kind, payload, sent = self.conns[i].recv()
+            except (EOFError, OSError) as exc:
+                loop.remove_reader(self.conns[i].fileno())
+                if not ended[i].done():
+                    code = self.procs[i].exitcode
+                    ended[i].set_exception(
+                        LoadClientError(
+                            f"{self.names[i]} stopped mid-window (exit code {code}, {exc!r})"
+                        )
+                    )
+                return
+            if sent is not None:
+                self._sent[f"{key}/{self.names[i]}"] = sent
+            if kind == "records":
+                sink.received_parsed(payload)
+                records[i].extend(parsed.record for parsed, _ in payload)
+            elif kind == "done":
+                done[i] = payload
+                loop.remove_reader(self.conns[i].fileno())
+                ended[i].set_result(None)
+            else:  # the worker's own failure, with its traceback text
+                loop.remove_reader(self.conns[i].fileno())
+                ended[i].set_exception(LoadClientError(f"{self.names[i]} failed: {payload}"))
+
+        for i, share in enumerate(parts):
+            name = self.names[i]
+            window = WorkerWindow(
+                share,
+                Interleaved(make_body, i, len(parts)),
+                f"{label}@{name}",
+                sink.stream_file,
+                self._samples[i],
+            )
+            try:
+                self.conns[i].send(("run", window))
+            except OSError as exc:  # a broken pipe: the process is gone
+                code = self.procs[i].exitcode
+                raise LoadClientError(
+                    f"{name} is gone (exit code {code}) before a {label} window ({exc})"
+                ) from exc
+            loop.add_reader(self.conns[i].fileno(), readable, i)
+        bound = schedule.duration_s + schedule.drain_s + ABORT_GRACE_S + SPARE_S
+        monitor = ClientMonitor()  # the main process: it receives and writes every record
+        try:
+            async with running_beside(monitor.watch()):
+                await asyncio.wait_for(asyncio.gather(*ended), bound)
+        except TimeoutError as exc:
+            raise LoadClientError(
+                f"a worker gave no end to a {schedule.duration_s:g} s window within {bound:g} s"
+            ) from exc
+        finally:
+            for i in range(len(parts)):
+                loop.remove_reader(self.conns[i].fileno())
+        for i, share in enumerate(parts):
+            name = self.names[i]
+            sent = self._sent.get(f"{key}/{name}", 0)
+            self.windows.append(client_window(name, share.concurrency, records[i], done[i], sent))
+        main = monitor.figures(())
+        self.windows.append(  # no requests of its own: its loop lag and CPU
+            ClientWindow(
+                client="main",
+                share=0,
+                requests=0,
+                sent=0,
+                lag_p50_ms=None,
+                lag_p99_ms=None,
+                wall_s=round((time.perf_counter_ns() - started) / 1e9, 3),
+                stopped_by=None,
+                loop_lag_p99_ms=main.loop_lag_p99_ms,
+                loop_lag_max_ms=main.loop_lag_max_ms,
+                cpu_share=main.cpu_share,
+                ticks=main.ticks,
+            )
+        )
+        return LoadResult(
+            tuple(r for mine in records for r in mine),
+            (time.perf_counter_ns() - started) / 1e9,
+            stopped_by({d["stopped_by"] for d in done.values()}),  # type: ignore[arg-type]
+            sum(d["cancelled"] for d in done.values()),
+            sum(d["peak_in_flight"] for d in done.values()),
+        )
+
+    def close(self) -> None:
+        for conn in self.conns:
+            with contextlib.suppress(OSError):
+                conn.send(("close", None))
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+        for conn in self.conns:
+            conn.close()
+
+
+def serve(conn: Connection, name: str, settings: ClientSettings) -> None:
+    """A worker process's life: windows from the main process until `close`."""
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the main process stops the windows
+        asyncio.run(_Worker(conn, name, settings).serve())
+
+
+class _Worker:
+    def __init__(self, conn: Connection, name: str, settings: ClientSettings) -> None:
+        self.conn = conn
+        self.name = name
+        self.settings = settings
+        self.sample: BodySample | None = None  # kept across windows: `first` counts per stream
+        self.stopped = asyncio.Event()
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+        def readable() -> None:
+            try:
+                inbox.put_nowait(self.conn.recv())
+            except (EOFError, OSError):  # the main process is gone
+                loop.remove_reader(self.conn.fileno())
+                inbox.put_nowait(("close", None))
+
+        loop.add_reader(self.conn.fileno(), readable)
+        window: asyncio.Task[None] | None = None
+        async with TargetClient(self.settings) as client:
+            while True:
+                kind, payload = await inbox.get()
+                if kind == "run":
+                    self.stopped = asyncio.Event()
+                    window = asyncio.ensure_future(self.window(client, payload))
+                elif kind == "stop":
+                    self.stopped.set()
+                    client.abort_in_flight(payload)
+                else:
+                    break
+            if window is not None and not window.done():
+                window.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await window
+
+    async def window(self, client: TargetClient, w: WorkerWindow) -> None:
+        try:
+            await self._window(client, w)
+        except Exception as exc:  # reported to the main process, which raises it there
+            self.conn.send(("failed", f"{type(exc).__name__}: {exc}", None))
+
+    async def _window(self, client: TargetClient, w: WorkerWindow) -> None:
+        if self.sample is None:
+            self.sample = w.sample
+        sample = self.sample
+        batch: list[tuple[ParsedResponse, str]] = []
+        before = client.chat_requests  # one client serves every window: count this one's
+
+        def flush() -> None:
+            if batch:
+                self.conn.send(("records", list(batch), client.chat_requests - before))
+                batch.clear()
+
+        async def send(body: Any, label: str, scheduled_ns: int) -> RequestRecord:
+            record = await client.chat(body, label, scheduled_ns)
+            parsed = parse(record)
+            batch.append((parsed, jsonl_text(parsed.to_json(sample.keep(w.stream, parsed)))))
+            if len(batch) >= FLUSH_RECORDS:
+                flush()
+            return record
+
+        monitor = ClientMonitor()
+        with collector_paused():
+            async with running_beside(monitor.watch()), running_beside(_every(FLUSH_S, flush)):
+                result = await run_schedule(
+                    w.schedule,
+                    send,
+                    w.make_body,
+                    w.label,
+                    stop=self.stopped,
+                    abort=client.abort_in_flight,
+                )
+        thaw()
+        flush()
+        figures = monitor.figures(result.records)
+        closing = {
+            "wall_s": result.wall_s,
+            "stopped_by": result.stopped_by,
+            "cancelled": result.cancelled,
+            "peak_in_flight": result.peak_in_flight,
+            **{k: v for k, v in asdict(figures).items() if k.startswith(("loop_", "cpu", "ticks"))},
+        }
+        self.conn.send(("done", closing, client.chat_requests - before))
+
+
+async def _every(seconds: float, work: Callable[[], None]) -> None:
+    while True:
+        await asyncio.sleep(seconds)
+        work()

@@ -1,0 +1,138 @@
+"""`--workers` under faults the real engine will not show on demand: a hung target cannot
+stretch a window split over worker processes past its caps, and a worker that dies mid-window
+ends the run with an internal error naming it, in a sealed bundle, never a silent short
+window."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golive.bundle.layout import CAPACITY_CLIENTS, CAPACITY_WATCHDOG
+from golive.bundle.store import read_lines, record_streams, verify
+from golive.checks.capacity.collect import CapacityInputs
+from golive.checks.capacity.phases import run_capacity
+from golive.checks.context import CheckContext, body_sample
+from golive.config import load_config
+from golive.errors import ConfigError
+from golive.pipeline import client_settings, judge
+from golive.results import CheckResult
+from golive.traffic.process_load import ProcessLoad, worker_count
+from tests.helpers.fakes.vllm import FakeState, fake_vllm
+
+PHASE_S, DRAIN_S, GRACE_S = 2.0, 0.5, 1.5
+CAPACITY = {
+    "capacity.concurrency": 4,
+    "capacity.step_duration_s": PHASE_S,
+    "capacity.calibration_s": PHASE_S,
+    "capacity.duration_s": PHASE_S,
+    "capacity.drain_s": DRAIN_S,
+    "capacity.max_context": 256,
+    "target.read_timeout_s": 120,  # only the watchdog can end the hung requests
+    "capacity.probe_deadline_s": 1.0,
+}
+
+
+def _records(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for path in record_streams(root) for line in read_lines(path)]
+
+
+async def test_a_hung_target_cannot_stretch_a_window_split_over_workers(tmp_path: Path) -> None:
+    """Each worker's own watchdog ends its share by N + drain + grace; every hung request
+    is recorded (by the worker that sent it), and the ledger balances across the workers."""
+    state = FakeState(fault="hang_tools")
+    out = tmp_path / "b"
+    async with fake_vllm(state) as url:
+        config = load_config(None, {"target.url": url, **CAPACITY})
+        load = ProcessLoad(client_settings(config), 2, body_sample(config))
+        try:
+
+            async def programme(ctx: CheckContext) -> list[CheckResult]:
+                return await run_capacity(ctx, CapacityInputs(clients=load))
+
+            verdict = await judge(config, out, "capacity", programme, ("capacity",), remote=(load,))
+        finally:
+            await asyncio.to_thread(load.close)
+    windows = [json.loads(line) for line in (out / CAPACITY_WATCHDOG).read_text().splitlines()]
+    assert [w["phase"] for w in windows] == ["concurrency", "concurrency", "sustained"]
+    for window in windows:
+        assert window["stopped_by"] == "watchdog"
+        assert window["wall_s"] <= PHASE_S + DRAIN_S + GRACE_S + 1.0, window  # + the pipe
+        assert window["peak_in_flight"] == window["concurrency_cap"]
+    sustained = [
+        r
+        for r in (json.loads(x) for x in (out / CAPACITY_CLIENTS).read_text().splitlines())
+        if r["phase"] == "sustained" and r["client"] != "main"
+    ]
+    assert sorted(r["share"] for r in sustained) == [2, 2]  # concurrency 4 over 2 workers
+    load_records = [
+        r
+        for r in _records(out)
+        if r["request"] and r["request"].get("tools") and not r["label"].startswith("probe-")
+    ]
+    assert len(load_records) == 1 + 1 + 4  # one hung request per slot and window
+    assert all(r["failure"]["kind"] == "cancelled" for r in load_records)
+    # the sustained window's four slots: two on each worker
+    sustained_labels = [r["label"].split("@")[1] for r in load_records[-4:]]
+    assert sorted(sustained_labels) == ["worker-0", "worker-0", "worker-1", "worker-1"]
+    checks = {c["id"]: c for c in verdict.data["checks"]}
+    assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
+    assert verify(out).ok
+
+
+async def test_a_worker_that_dies_mid_window_is_an_internal_error(tmp_path: Path) -> None:
+    """A killed worker process ends the run: golive.internal names the worker, the verdict
+    cannot be go-live, and the bundle is still sealed with what was recorded."""
+    state = FakeState(fault="hang_tools")
+    out = tmp_path / "b"
+    async with fake_vllm(state) as url:
+        config = load_config(None, {"target.url": url, **CAPACITY})
+        load = ProcessLoad(client_settings(config), 2, body_sample(config))
+
+        async def kill_one() -> None:
+            while state.peak_hanging == 0:  # a window is under way
+                await asyncio.sleep(0.05)
+            pid = load.procs[1].pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+
+        try:
+
+            async def programme(ctx: CheckContext) -> list[CheckResult]:
+                killer = asyncio.ensure_future(kill_one())
+                try:
+                    return await run_capacity(ctx, CapacityInputs(clients=load))
+                finally:
+                    killer.cancel()
+
+            verdict = await judge(config, out, "capacity", programme, ("capacity",), remote=(load,))
+        finally:
+            await asyncio.to_thread(load.close)
+    checks = {c["id"]: c for c in verdict.data["checks"]}
+    internal = checks["golive.internal"]
+    assert internal["status"] == "error"
+    assert "worker-1" in internal["summary"], internal["summary"]
+    assert verdict.data["outcome"] == "hold"
+    assert verify(out).ok
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [("1", 1), ("3", 3), ("auto", max(1, len(os.sched_getaffinity(0)) - 1))],
+)
+def test_workers_counts(given: str, expected: int) -> None:
+    """--workers takes a positive number or auto (the cores golive may use, less one)."""
+    assert worker_count(given) == expected
+
+
+@pytest.mark.parametrize("given", ["0", "-2", "two", ""])
+def test_a_bad_workers_count_names_the_flag(given: str) -> None:
+    """A count that is not positive is refused naming --workers and what it takes."""
+    with pytest.raises(ConfigError, match="--workers"):
+        worker_count(given)

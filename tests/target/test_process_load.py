@@ -1,0 +1,75 @@
+"""`capacity --workers 2` on the real local vLLM: the load windows' engine runs in two worker
+processes, and their records come back as one bundle that the ledger balances."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from golive.bundle.layout import CAPACITY_CLIENTS, CAPACITY_WATCHDOG, VERDICT
+from golive.bundle.store import read_lines, record_streams
+from golive.cli.main import main
+from golive.results import Outcome
+from golive.target.server import RunningTarget
+from golive.traffic.load_split import split
+
+
+def test_capacity_from_two_worker_processes_is_one_bundle(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """Every window is split over the two workers (one share each, or one worker when the
+    window has one slot); every record a worker sent is in the bundle, each worker measured
+    its own headroom, and the main process's loop and CPU are in the bundle beside them."""
+    out = tmp_path / "b"
+    code = main(
+        [
+            "capacity",
+            "--target",
+            real_target.url,
+            "--concurrency",
+            "4",
+            "--max-context",
+            "128",
+            "--step-duration",
+            "6",
+            "--duration",
+            "20",
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
+    verdict = json.loads((out / VERDICT).read_text())
+    assert code == Outcome(verdict["outcome"]).exit_code  # it completed and decided
+    checks = {c["id"]: c for c in verdict["checks"]}
+    rows = [json.loads(line) for line in (out / CAPACITY_CLIENTS).read_text().splitlines()]
+    workers = [r for r in rows if r["client"] != "main"]
+    mains = [r for r in rows if r["client"] == "main"]
+    windows = [json.loads(line) for line in (out / CAPACITY_WATCHDOG).read_text().splitlines()]
+    load_windows = [w for w in windows if w["phase"] in ("concurrency", "sustained")]
+    assert len(mains) == len(load_windows) > 0  # one main row per window
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for w in workers:
+        groups.setdefault((w["phase"], w["window_concurrency"]), []).append(w)
+    assert ("concurrency", 4) in groups, checks["capacity.concurrency"]["summary"]
+    for (_, level), shares in groups.items():
+        per_window = split(level, 2)
+        assert len(shares) % len(per_window) == 0
+        assert {w["client"] for w in shares} == {f"worker-{i}" for i in range(len(per_window))}
+        assert sorted({w["share"] for w in shares}) == sorted(set(per_window))
+    assert all(w["requests"] == w["sent"] > 0 for w in workers)
+    assert all(w["loop_lag_p99_ms"] is not None and w["cpu_share"] is not None for w in rows)
+    records = [
+        json.loads(line)
+        for phase in ("concurrency", "sustained")
+        for path in record_streams(out, f"capacity-{phase}")
+        for line in read_lines(path)
+    ]
+    assert len(records) == sum(w["sent"] for w in workers)
+    assert {r["label"].split("@")[1] for r in records} == {"worker-0", "worker-1"}
+    assert len({r["request_id"] for r in records}) == len(records)
+    assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
+    assert checks["golive.client_headroom"]["status"] == "pass", checks["golive.client_headroom"]
+    assert checks["capacity.sustained"]["status"] in ("pass", "warn"), checks["capacity.sustained"]
