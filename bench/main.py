@@ -4,6 +4,9 @@ Clients run on CPU 0, servers on CPU 1, all on loopback. `bench/run [--quick]` i
 point (it installs what is missing first); this module measures and writes the results:
 
   (a) max_rps                  nginx replaying a 64-token stream, concurrency 64
+  (a) max_rps_workers_2        the same with --workers 2, and its ratio to one core
+                               (bench/scaling.py; where this machine has too few cores,
+                               the rows it wrote on a larger one, each naming it)
   (b) send_lag_p50/p99_ms_<R>rps  constant arrivals at R/s against the timing server, which
                                stamps each request's arrival; lag = arrival - the evenly
                                spaced schedule fitted to it (the same estimator for every
@@ -80,21 +83,21 @@ def main(argv: list[str]) -> int:
         if "a" in only:
             for tool in tools:
                 step(f"(a) max requests/s: {tool}", lambda t=tool: measures.max_rps(env, t, base))
+            if "golive" in tools:
+                step("(a) --workers scaling: golive", lambda: measures.workers_scaling(env))
         if "b" in only:
-            rates = (500,) if args.quick else (100, 500, 1000)
-            for r in rates:
+            # 10 s windows, three runs each, medians; --quick: golive and vllm bench serve (the
+            # nearest peer) three runs at 500/s, the other peers one, golive alone at 2,000/s
+            for r in (500, 2000) if args.quick else (100, 500, 1000, 2000):
                 for tool in tools:
+                    if tool != "golive" and r not in (100, 500, 1000):
+                        continue
                     if args.quick and tool != "golive" and r != 500:
                         continue
+                    runs = 1 if args.quick and tool in ("guidellm", "aiperf") else 3
                     step(
-                        f"(b) scheduling at {r}/s: {tool}",
-                        lambda t=tool, r=r: measures.send_lag(env, t, r),
-                    )
-            if args.quick:
-                for r in (100, 1000):
-                    step(
-                        f"(b) scheduling at {r}/s: golive",
-                        lambda r=r: measures.send_lag(env, "golive", r),
+                        f"(b) scheduling at {r}/s: {tool} ({runs} x 10 s)",
+                        lambda t=tool, r=r, n=runs: measures.send_lag(env, t, r, n),
                     )
         if "c" in only:
             for tool in tools:
@@ -138,6 +141,7 @@ def table(rows: list[Row]) -> str:
     measures_seen: list[str] = []
     cells: dict[tuple[str, str], str] = {}
     units: dict[str, str] = {}
+    elsewhere = {row.measure: row.machine for row in rows if row.machine}
     for row in rows:
         if row.measure not in measures_seen:
             measures_seen.append(row.measure)
@@ -149,7 +153,10 @@ def table(rows: list[Row]) -> str:
     ]
     for m in measures_seen:
         line = " | ".join(cells.get((m, t), "—") for t in TOOLS)
-        lines.append(f"| {m} | {units[m]} | {line} |")
+        mark = " ‡" if m in elsewhere else ""
+        lines.append(f"| {m}{mark} | {units[m]} | {line} |")
+    for machine in sorted(set(elsewhere.values())):
+        lines.append(f"\n‡ measured on another machine: {machine}")
     return "\n".join(lines)
 
 

@@ -30,8 +30,11 @@ class Row:
     unit: str
     digits: int = 1
 
+    machine: str = ""  # measured on another machine than the rest of the run (its facts)
+
     def as_json(self) -> dict[str, Any]:
-        return {"tool": self.tool, "measure": self.measure, "value": self.value, "unit": self.unit}
+        row = {"tool": self.tool, "measure": self.measure, "value": self.value, "unit": self.unit}
+        return {**row, "machine": self.machine} if self.machine else row
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +122,40 @@ def max_rps(env: Env, tool: str, base: str) -> list[Row]:
     return [Row(tool, "max_rps", report.rps, "requests/s")]
 
 
+def workers_scaling(env: Env) -> list[Row]:
+    """`--workers` against one core: measured here when there are cores for two workers,
+    the main process and nginx's workers (bench/scaling.py), else the rows bench/scaling.py
+    wrote on a larger machine, each naming that machine."""
+    if len(os.sched_getaffinity(0)) >= 2 + 1 + 4:
+        out = env.work / "scaling.json"
+        argv = [str(env.python), str(HERE / "scaling.py"), "--workers", "1,2", "--out", str(out)]
+        subprocess.run(argv, check=True, cwd=HERE, timeout=900)
+        machine = ""
+    else:
+        out = HERE / "scaling.json"
+        if not out.exists():
+            return []
+        machine = "{} (bench/scaling.py, {})".format(*_facts(out))
+    found = json.loads(out.read_text())
+    names = {"max_rps": "max_rps_scaling_base"}  # the one-core figure the ratios divide by
+    return [
+        Row(
+            "golive",
+            names.get(row["measure"], row["measure"]),
+            row["value"],
+            row["unit"],
+            2,
+            machine,
+        )
+        for row in found["rows"]
+    ]
+
+
+def _facts(path: Path) -> tuple[str, str]:
+    found = json.loads(path.read_text())
+    return found["machine"], found.get("recorded", "")
+
+
 # -- timing server ------------------------------------------------------------------------
 @contextlib.contextmanager
 def timing_server(
@@ -164,8 +201,28 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def send_lag(env: Env, tool: str, rate: int) -> list[Row]:
-    seconds = 3.0 if env.quick else 10.0
+LAG_WINDOW_S, LAG_RUNS = 10.0, 3
+
+
+def send_lag(env: Env, tool: str, rate: int, runs: int = LAG_RUNS) -> list[Row]:
+    """Scheduling accuracy at `rate`: `runs` windows of 10 s, each its own figures; the
+    rows are the median of the runs (one noisy window on a VM does not make the figure)."""
+    each = [_send_lag_once(env, tool, rate, LAG_WINDOW_S) for _ in range(runs)]
+    rows = []
+    for first in each[0]:
+        values = [next(r.value for r in run if r.measure == first.measure) for run in each]
+        rows.append(Row(tool, first.measure, statistics.median(values), first.unit, first.digits))
+    worst = max(
+        next(r.value for r in run if r.measure == f"send_lag_p99_ms_{rate}rps") for run in each
+    )
+    return [
+        *rows,
+        Row(tool, f"send_lag_p99_ms_{rate}rps_worst_run", worst, "ms", 2),
+        Row(tool, f"send_lag_runs_{rate}rps", len(each), "windows", 0),
+    ]
+
+
+def _send_lag_once(env: Env, tool: str, rate: int, seconds: float) -> list[Row]:
     with timing_server(env) as (url, log):
         if tool == "golive":
             r = drive(

@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,7 @@ def main(argv: list[str]) -> int:
     )
     out = {
         "machine": machine,
+        "recorded": time.strftime("%Y-%m-%d"),
         "runs": args.runs,
         "duration_s": args.duration,
         "rows": rows,

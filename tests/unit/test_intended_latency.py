@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from golive.traffic.records import RequestRecord, Timings, parse
+from golive.traffic.records import RequestRecord, Timings, parse, saved_e2e_s
 
 MS = 1_000_000
 STREAM = (
@@ -58,3 +58,12 @@ def test_the_bundle_line_holds_both_latencies() -> None:
     assert timings["end"] == pytest.approx(100.0)
     assert timings["end_from_intended"] == pytest.approx(140.0)
     assert timings["first_token_from_intended"] == pytest.approx(timings["first_token"] + 40)
+
+
+def test_the_drift_reads_the_intended_latency_and_older_bundles_still_read() -> None:
+    """The sustained drift judge reads each saved line's latency from the intended time; a
+    line from a bundle written before that figure existed reads from the send."""
+    line = parse(_record(1000, 1040)).to_json(full=False)
+    assert saved_e2e_s(line) == pytest.approx(0.140)
+    older = {**line, "timings_ms": {"end": 100.0}}
+    assert saved_e2e_s(older) == pytest.approx(0.100)

@@ -12,7 +12,7 @@ from typing import Any
 
 from golive.traffic.headroom import ClientFigures
 from golive.traffic.records import RequestRecord
-from golive.traffic.schedule import MakeBody, Schedule
+from golive.traffic.schedule import MakeBody, Schedule, StoppedBy
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,9 +76,12 @@ def shares(schedule: Schedule, clients: int) -> list[Schedule]:
     ]
 
 
-def stopped_by(stops: set[str]) -> str:
+_TELLING: tuple[StoppedBy, ...] = ("watchdog", "stop", "request_cap")
+
+
+def stopped_by(stops: set[str]) -> StoppedBy:
     """The window's reason to stop from its clients': the most telling one."""
-    return next((s for s in ("watchdog", "stop", "request_cap") if s in stops), "duration")
+    return next((s for s in _TELLING if s in stops), "duration")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

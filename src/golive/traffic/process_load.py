@@ -212,7 +212,7 @@ class ProcessLoad:
         return LoadResult(
             tuple(r for mine in records for r in mine),
             (time.perf_counter_ns() - started) / 1e9,
-            stopped_by({d["stopped_by"] for d in done.values()}),  # type: ignore[arg-type]
+            stopped_by({d["stopped_by"] for d in done.values()}),
             sum(d["cancelled"] for d in done.values()),
             sum(d["peak_in_flight"] for d in done.values()),
         )

@@ -216,7 +216,7 @@ class RayLoad:
         return LoadResult(
             tuple(records),
             wall,
-            stopped_by({d["stopped_by"] for d in done.values()}),  # type: ignore[arg-type]
+            stopped_by({d["stopped_by"] for d in done.values()}),
             sum(d["cancelled"] for d in done.values()),
             sum(d["peak_in_flight"] for d in done.values()),
         )

@@ -207,8 +207,10 @@ def saved_answered(line: Mapping[str, Any]) -> bool:
 
 
 def saved_e2e_s(line: Mapping[str, Any]) -> float | None:
-    """End-to-end seconds of a saved record line, from its send to its last byte."""
-    end = (line.get("timings_ms") or {}).get("end")
+    """End-to-end seconds of a saved record line, from its intended send time to its last
+    byte (a bundle older than that figure: from its send)."""
+    timings = line.get("timings_ms") or {}
+    end = timings.get("end_from_intended", timings.get("end"))
     return None if end is None else float(end) / 1000
 
 

@@ -59,11 +59,14 @@ class Schedule:
             raise ValueError("rate must be positive")
 
 
+StoppedBy = Literal["duration", "request_cap", "watchdog", "stop"]
+
+
 @dataclass(frozen=True, slots=True)
 class LoadResult:
     records: tuple[RequestRecord, ...]
     wall_s: float
-    stopped_by: Literal["duration", "request_cap", "watchdog", "stop"]
+    stopped_by: StoppedBy
     cancelled: int  # tasks cancelled without a record (no `abort`, or it did not help)
     peak_in_flight: int = 0
 
@@ -146,7 +149,7 @@ async def run_schedule(
         ]
     overran, cancelled = await _bounded_wait(tasks, deadline_ns, schedule, abort)
     wall_s = (time.perf_counter_ns() - start_ns) / 1e9
-    stopped_by: Literal["duration", "request_cap", "watchdog", "stop"] = "duration"
+    stopped_by: StoppedBy = "duration"
     if overran:
         stopped_by = "watchdog"
     elif issued >= schedule.max_requests:

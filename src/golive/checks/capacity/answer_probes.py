@@ -175,6 +175,11 @@ class ProbeSlots:
         self._in_flight = 0
         self._bodies: dict[int, AnswerProbe] = {}
 
+    @property
+    def lanes(self) -> int:
+        """Slots of the window the probes may hold at once."""
+        return self._lanes
+
     def body(self) -> dict[str, Any] | None:
         if not self._queue or self._in_flight >= self._lanes:
             return None

@@ -4,8 +4,9 @@ caps sized from that rate (never from an assumed speed)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from golive.bundle.layout import CAPACITY_CALIBRATION, CAPACITY_CLIENTS, CAPACITY_WATCHDOG
@@ -31,9 +32,9 @@ from golive.traffic.headroom import (
     collector_paused,
     worst,
 )
-from golive.traffic.load_split import Offset
+from golive.traffic.load_split import Offset, stopped_by
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
-from golive.traffic.schedule import MakeBody, Schedule, Send, run_schedule
+from golive.traffic.schedule import LoadResult, MakeBody, Schedule, Send, run_schedule
 from golive.traffic.workload import AgentWorkload, SampleWorkload, WorkloadShape
 
 
@@ -107,8 +108,8 @@ async def load_window(
     else:
         seen = len(clients.windows)
         async with running_beside(health.poll()), running_beside(_stop_on_death(run, clients)):
-            loaded = await clients.run(
-                schedule, Offset(make, offset), label, run, f"{run.phase}-{label}"
+            loaded = await _from_clients(
+                run, clients, schedule, Offset(make, offset), label, probes
             )
         for window in clients.windows[seen:]:
             run.ctx.bundle.append_jsonl(
@@ -196,6 +197,45 @@ async def load_window(
         stall=stall_in(loaded.records, health.probes, run.ctx.config.capacity.stall_s, concurrency),
     )
     return stats, parsed
+
+
+PROBE_LANE_OFFSET = 10**9  # the main process's lanes number their workload requests apart
+
+
+async def _from_clients(
+    run: Run,
+    clients: LoadClients,
+    schedule: Schedule,
+    make: MakeBody,
+    label: str,
+    probes: ProbeSlots | None,
+) -> LoadResult:
+    """A window from the load clients; with answer probes, their lanes stay in this process
+    (the probes are judged here, against the answers taken at idle) and the clients carry
+    the rest of the window's slots and request cap."""
+    key = f"{run.phase}-{label}"
+    if probes is None:
+        return await clients.run(schedule, make, label, run, key)
+    lanes = probes.lanes
+    local_cap = max(1, schedule.max_requests * lanes // schedule.concurrency)
+    shared = replace(
+        schedule,
+        concurrency=schedule.concurrency - lanes,
+        max_requests=max(1, schedule.max_requests - local_cap),
+    )
+    here = replace(schedule, concurrency=lanes, max_requests=local_cap)
+    send, body = _with_probes(run, probes, Offset(make, PROBE_LANE_OFFSET))
+    far, near = await asyncio.gather(
+        clients.run(shared, make, label, run, key),
+        run_schedule(here, send, body, label, stop=run.dead, abort=run.ctx.target.abort_in_flight),
+    )
+    return LoadResult(
+        far.records + near.records,
+        max(far.wall_s, near.wall_s),
+        stopped_by({far.stopped_by, near.stopped_by}),
+        far.cancelled + near.cancelled,
+        far.peak_in_flight + near.peak_in_flight,
+    )
 
 
 async def _stop_on_death(run: Run, clients: LoadClients) -> None:

@@ -103,7 +103,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
         ("concurrency", concurrency_ramp),
         ("sustained", sustained),
     )
-    if ctx.config.capacity.answer_probes and inputs.clients is None:
+    if ctx.config.capacity.answer_probes:  # with load clients, the probes go from here
         run.probes_at_idle = await send_idle(ctx, served.model)  # the reference, before any load
     async with sampling(ctx.bundle, MEMORY_CURVE, probes, 0.2, lambda: run.phase) as curve:
         run.memory = curve
