@@ -34,9 +34,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from golive.bundle.layout import CAPACITY_WATCHDOG  # noqa: E402
 from golive.bundle.store import verify  # noqa: E402
 from golive.checks.capacity.collect import CapacityInputs  # noqa: E402
-from golive.checks.capacity.phases import WATCHDOG, run_capacity  # noqa: E402
+from golive.checks.capacity.phases import run_capacity  # noqa: E402
 from golive.checks.context import CheckContext  # noqa: E402
 from golive.checks.smoke.collect import run_smoke  # noqa: E402
 from golive.config import load_config  # noqa: E402
@@ -76,7 +77,7 @@ async def faults(tmp: Path) -> list[dict[str, Any]]:
         started = time.monotonic()
         async with fake_vllm(state) as url:
             config = load_config(None, {"target.url": url, **CAPS})
-            verdict = await judge(config, out, "smoke", run_smoke)
+            verdict = await judge(config, out, "smoke", run_smoke, ("smoke",))
         checks = {c["id"]: c for c in verdict.data["checks"]}
         ledger = checks["golive.ledger"]["measurements"]
         rows.append(
@@ -181,8 +182,9 @@ async def watchdog(tmp: Path) -> list[dict[str, Any]]:
             return await run_capacity(ctx, CapacityInputs())
 
         async with fake_vllm(state) as url:
-            await judge(load_config(None, {"target.url": url, **settings}), out, "c", programme)
-        for line in (out / WATCHDOG).read_text().splitlines():
+            config = load_config(None, {"target.url": url, **settings})
+            await judge(config, out, "capacity", programme, ("capacity",))
+        for line in (out / CAPACITY_WATCHDOG).read_text().splitlines():
             window = json.loads(line)
             window["past_cap_s"] = round(window["wall_s"] - phase_s - window["drain_s"], 3)
             rows.append(window)

@@ -87,9 +87,10 @@ async def test_a_hung_target_cannot_stretch_a_phase(tmp_path: Path) -> None:
     assert verify(out).ok
 
 
-async def _start_capacity(url: str, out: Path) -> asyncio.subprocess.Process:
-    """`golive capacity` in a child process, with load windows far longer than the test (the
-    idle tool-call probe, which hangs too, is given up after half a second)."""
+async def _start_capacity(url: str, out: Path, workers: int = 1) -> asyncio.subprocess.Process:
+    """`golive capacity` in a child process (its own process group, as a terminal starts it),
+    with load windows far longer than the test (the idle tool-call probe, which hangs too, is
+    given up after half a second)."""
     config = out.parent / "probes.yaml"
     config.write_text("capacity:\n  probe_deadline_s: 0.5\n")
     return await asyncio.create_subprocess_exec(
@@ -111,8 +112,11 @@ async def _start_capacity(url: str, out: Path) -> asyncio.subprocess.Process:
         "120",
         "--max-context",
         "256",
+        "--workers",
+        str(workers),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
     )
 
 
@@ -128,19 +132,22 @@ async def _wait_for(predicate: Any, timeout_s: float) -> None:
         await asyncio.sleep(0.01)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize(
+    ("sig", "workers"), [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGINT, 2)]
+)
 async def test_signal_stops_the_load_within_a_second_and_seals_a_hold(
-    tmp_path: Path, sig: signal.Signals
+    tmp_path: Path, sig: signal.Signals, workers: int
 ) -> None:
-    """SIGINT or SIGTERM during a load stops every request within a second and seals a partial
-    bundle that holds, with every sent request recorded."""
+    """SIGINT or SIGTERM to golive's process group (Ctrl-C in a terminal) during a load stops
+    every request within a second and seals a partial bundle that holds, with every sent
+    request recorded; with --workers the workers' requests too, recorded by the workers."""
     state = FakeState(fault="hang_tools")
     out = tmp_path / "b"
     async with fake_vllm(state) as url:
-        proc = await _start_capacity(url, out)
+        proc = await _start_capacity(url, out, workers)
         try:
             await _wait_for(lambda: _loading(out) and state.hanging >= 1, 60)
-            proc.send_signal(sig)
+            os.killpg(proc.pid, sig)
             sent = time.monotonic()
             await _wait_for(lambda: state.hanging == 0, 5)
             stopped_s = time.monotonic() - sent
@@ -156,7 +163,8 @@ async def test_signal_stops_the_load_within_a_second_and_seals_a_hold(
     assert verdict["rules_fired"][0]["rule"] == "interrupted"
     assert verdict["interrupted"]["signal"] == sig.name
     checks = {c["id"]: c for c in verdict["checks"]}
-    assert checks["golive.interrupted"]["measurements"]["aborted_in_flight"] >= 1
+    if workers == 1:  # with workers, each ends its own in-flight requests (counted by them)
+        assert checks["golive.interrupted"]["measurements"]["aborted_in_flight"] >= 1
     assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
     assert checks["golive.ledger"]["measurements"]["sent"] == state.chats
     cancelled = [r for r in _records(out) if (r["failure"] or {}).get("kind") == "cancelled"]

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -223,17 +224,20 @@ class ProcessLoad:
                 conn.send(("close", None))
         for proc in self.procs:
             proc.join(timeout=5)
-            if proc.is_alive():
-                proc.terminate()
+            if proc.is_alive():  # it ignores SIGTERM (see `serve`)
+                proc.kill()
                 proc.join(timeout=5)
         for conn in self.conns:
             conn.close()
 
 
 def serve(conn: Connection, name: str, settings: ClientSettings) -> None:
-    """A worker process's life: windows from the main process until `close`."""
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the main process stops the windows
-        asyncio.run(_Worker(conn, name, settings).serve())
+    """A worker process's life: windows from the main process until `close` (or the main
+    process is gone). Ctrl-C and SIGTERM reach the whole process group; only the main
+    process acts on them: it stops the windows, whose workers still send every record."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    asyncio.run(_Worker(conn, name, settings).serve())
 
 
 class _Worker:
