@@ -12,7 +12,7 @@ from typing import Any
 
 from golive.traffic.headroom import ClientFigures
 from golive.traffic.records import RequestRecord
-from golive.traffic.schedule import MakeBody, Schedule, StoppedBy
+from golive.traffic.schedule import LoadResult, MakeBody, Schedule, StoppedBy
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -82,6 +82,34 @@ _TELLING: tuple[StoppedBy, ...] = ("watchdog", "stop", "request_cap")
 def stopped_by(stops: set[str]) -> StoppedBy:
     """The window's reason to stop from its clients': the most telling one."""
     return next((s for s in _TELLING if s in stops), "duration")
+
+
+def closing(result: LoadResult, figures: ClientFigures) -> dict[str, Any]:
+    """What a client reports when its share of a window ends: how it ended, and its own
+    loop lag and CPU (its send lag is taken from the records it sent)."""
+    return {
+        "wall_s": result.wall_s,
+        "stopped_by": result.stopped_by,
+        "cancelled": result.cancelled,
+        "peak_in_flight": result.peak_in_flight,
+        "loop_lag_p99_ms": figures.loop_lag_p99_ms,
+        "loop_lag_max_ms": figures.loop_lag_max_ms,
+        "cpu_share": figures.cpu_share,
+        "ticks": figures.ticks,
+    }
+
+
+def window_result(
+    records: Sequence[RequestRecord], wall_s: float, ends: Sequence[Mapping[str, Any]]
+) -> LoadResult:
+    """The whole window from its clients' records and `closing` reports."""
+    return LoadResult(
+        tuple(records),
+        wall_s,
+        stopped_by({end["stopped_by"] for end in ends}),
+        sum(end["cancelled"] for end in ends),
+        sum(end["peak_in_flight"] for end in ends),
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

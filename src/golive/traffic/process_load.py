@@ -28,7 +28,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
@@ -37,14 +37,15 @@ from golive.bundle.store import jsonl_text
 from golive.errors import ConfigError, LoadClientError
 from golive.evidence.sampling import running_beside
 from golive.traffic.client import ClientSettings, TargetClient
-from golive.traffic.headroom import ClientMonitor, collector_paused, thaw
+from golive.traffic.headroom import ClientFigures, ClientMonitor, collector_paused, thaw
 from golive.traffic.load_split import (
     ClientWindow,
     Interleaved,
     client_window,
+    closing,
     shares,
     split,
-    stopped_by,
+    window_result,
 )
 from golive.traffic.records import BodySample, ParsedResponse, RequestRecord, parse
 from golive.traffic.schedule import ABORT_GRACE_S, LoadResult, MakeBody, Schedule, run_schedule
@@ -189,34 +190,13 @@ class ProcessLoad:
         finally:
             for i in range(len(parts)):
                 loop.remove_reader(self.conns[i].fileno())
+        wall_s = (time.perf_counter_ns() - started) / 1e9
         for i, share in enumerate(parts):
             name = self.names[i]
             sent = self._sent.get(f"{key}/{name}", 0)
             self.windows.append(client_window(name, share.concurrency, records[i], done[i], sent))
-        main = monitor.figures(())
-        self.windows.append(  # no requests of its own: its loop lag and CPU
-            ClientWindow(
-                client="main",
-                share=0,
-                requests=0,
-                sent=0,
-                lag_p50_ms=None,
-                lag_p99_ms=None,
-                wall_s=round((time.perf_counter_ns() - started) / 1e9, 3),
-                stopped_by=None,
-                loop_lag_p99_ms=main.loop_lag_p99_ms,
-                loop_lag_max_ms=main.loop_lag_max_ms,
-                cpu_share=main.cpu_share,
-                ticks=main.ticks,
-            )
-        )
-        return LoadResult(
-            tuple(r for mine in records for r in mine),
-            (time.perf_counter_ns() - started) / 1e9,
-            stopped_by({d["stopped_by"] for d in done.values()}),
-            sum(d["cancelled"] for d in done.values()),
-            sum(d["peak_in_flight"] for d in done.values()),
-        )
+        self.windows.append(_main_window(monitor.figures(()), wall_s))
+        return window_result([r for mine in records for r in mine], wall_s, list(done.values()))
 
     def close(self) -> None:
         for conn in self.conns:
@@ -231,19 +211,37 @@ class ProcessLoad:
             conn.close()
 
 
+def _main_window(main: ClientFigures, wall_s: float) -> ClientWindow:
+    """The main process's row beside the workers': no requests of its own, its loop lag and
+    CPU (it receives and writes every record)."""
+    return ClientWindow(
+        client="main",
+        share=0,
+        requests=0,
+        sent=0,
+        lag_p50_ms=None,
+        lag_p99_ms=None,
+        wall_s=round(wall_s, 3),
+        stopped_by=None,
+        loop_lag_p99_ms=main.loop_lag_p99_ms,
+        loop_lag_max_ms=main.loop_lag_max_ms,
+        cpu_share=main.cpu_share,
+        ticks=main.ticks,
+    )
+
+
 def serve(conn: Connection, name: str, settings: ClientSettings) -> None:
     """A worker process's life: windows from the main process until `close` (or the main
     process is gone). Ctrl-C and SIGTERM reach the whole process group; only the main
     process acts on them: it stops the windows, whose workers still send every record."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    asyncio.run(_Worker(conn, name, settings).serve())
+    asyncio.run(_Worker(conn, settings).serve())
 
 
 class _Worker:
-    def __init__(self, conn: Connection, name: str, settings: ClientSettings) -> None:
+    def __init__(self, conn: Connection, settings: ClientSettings) -> None:
         self.conn = conn
-        self.name = name
         self.settings = settings
         self.sample: BodySample | None = None  # kept across windows: `first` counts per stream
         self.stopped = asyncio.Event()
@@ -316,15 +314,9 @@ class _Worker:
                 )
         thaw()
         flush()
-        figures = monitor.figures(result.records)
-        closing = {
-            "wall_s": result.wall_s,
-            "stopped_by": result.stopped_by,
-            "cancelled": result.cancelled,
-            "peak_in_flight": result.peak_in_flight,
-            **{k: v for k, v in asdict(figures).items() if k.startswith(("loop_", "cpu", "ticks"))},
-        }
-        self.conn.send(("done", closing, client.chat_requests - before))
+        self.conn.send(
+            ("done", closing(result, monitor.figures(())), client.chat_requests - before)
+        )
 
 
 async def _every(seconds: float, work: Callable[[], None]) -> None:

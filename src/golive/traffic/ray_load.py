@@ -34,8 +34,9 @@ from golive.traffic.load_split import (
     ClientWindow,
     Interleaved,
     client_window,
+    closing,
     shares,
-    stopped_by,
+    window_result,
 )
 from golive.traffic.records import RequestRecord
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule, run_schedule
@@ -96,21 +97,7 @@ class LoadClient:
                 if batch:
                     yield ("records", batch, client.chat_requests)
             result: LoadResult = task.result()
-        figures = monitor.figures(())
-        yield (
-            "done",
-            {
-                "wall_s": result.wall_s,
-                "stopped_by": result.stopped_by,
-                "cancelled": result.cancelled,
-                "peak_in_flight": result.peak_in_flight,
-                "loop_lag_p99_ms": figures.loop_lag_p99_ms,
-                "loop_lag_max_ms": figures.loop_lag_max_ms,
-                "cpu_share": figures.cpu_share,
-                "ticks": figures.ticks,
-            },
-            client.chat_requests,
-        )
+        yield ("done", closing(result, monitor.figures(())), client.chat_requests)
 
     def node(self) -> str:
         return socket.gethostname()
@@ -213,13 +200,7 @@ class RayLoad:
 
         await asyncio.gather(*(one(i) for i in range(count)))
         wall = (time.perf_counter_ns() - started) / 1e9
-        return LoadResult(
-            tuple(records),
-            wall,
-            stopped_by({d["stopped_by"] for d in done.values()}),
-            sum(d["cancelled"] for d in done.values()),
-            sum(d["peak_in_flight"] for d in done.values()),
-        )
+        return window_result(records, wall, list(done.values()))
 
     def close(self) -> None:
         for actor in self.actors:
