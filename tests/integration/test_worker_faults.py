@@ -9,6 +9,9 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +139,32 @@ def test_a_bad_workers_count_names_the_flag(given: str) -> None:
     """A count that is not positive is refused naming --workers and what it takes."""
     with pytest.raises(ConfigError, match="--workers"):
         worker_count(given)
+
+
+UNGUARDED = """
+from golive.checks.context import body_sample
+from golive.config import load_config
+from golive.pipeline import client_settings
+from golive.traffic.process_load import ProcessLoad
+
+config = load_config(None, {"target.url": "http://127.0.0.1:9"})
+load = ProcessLoad(client_settings(config), 2, body_sample(config))  # no __main__ guard
+print("started")
+"""
+
+
+def test_a_worker_that_cannot_start_is_named_before_any_traffic(tmp_path: Path) -> None:
+    """A script that starts golive's workers without an `if __name__ == '__main__':` guard
+    (each spawned worker imports it again and cannot start): golive says so at once, naming
+    the worker and the fix, instead of a load window that never ends minutes later."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(UNGUARDED)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert time.monotonic() - started < 60
+    assert done.returncode != 0
+    assert "started" not in done.stdout
+    assert "LoadClientError: worker-0 exited while starting" in done.stderr, done.stderr[-2000:]
+    assert "if __name__ == '__main__':" in done.stderr

@@ -64,6 +64,12 @@ def test_capacity_from_two_worker_processes_is_one_bundle(
         assert sorted({w["share"] for w in shares}) == sorted(set(per_window))
     assert all(w["requests"] == w["sent"] > 0 for w in workers)
     assert all(w["loop_lag_p99_ms"] is not None and w["cpu_share"] is not None for w in rows)
+    # the main process's row counts the probes' lane it kept (sustained) and its send lag
+    lane = {m["phase"]: m for m in mains}["sustained"]
+    assert lane["share"] == 1
+    assert lane["requests"] == lane["sent"] > 0
+    assert lane["lag_p99_ms"] is not None
+    assert all(m["requests"] == 0 for m in mains if m["phase"] == "concurrency")
     records = [
         json.loads(line)
         for phase in ("concurrency", "sustained")
@@ -75,6 +81,13 @@ def test_capacity_from_two_worker_processes_is_one_bundle(
     assert {r["label"].split("@")[1] for r in from_workers} == {"worker-0", "worker-1"}
     # the probe lane (main process) carried workload requests once the probes were sent
     assert all(r["label"] == "c4" for r in records if "@" not in r["label"])
+    under_load = [
+        line
+        for line in (out / "requests" / "answer-probes.jsonl").read_text().splitlines()
+        if not json.loads(line)["label"].endswith("-idle")
+    ]
+    lane_workload = sum(1 for r in records if "@" not in r["label"])
+    assert lane_workload + len(under_load) == lane["requests"]  # the lane: probes, then workload
     probes = checks["capacity.answers_under_load"]
     assert probes["status"] in ("pass", "warn"), probes["summary"]
     assert len({r["request_id"] for r in records}) == len(records)

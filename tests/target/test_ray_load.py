@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from golive.bundle.layout import CAPACITY_CLIENTS
+from golive.bundle.layout import CAPACITY_CLIENTS, CAPACITY_WATCHDOG
 from golive.bundle.store import read_lines, record_streams
 from golive.checks.agent.collect import AgentSettings, run_agent
 from golive.checks.agent.select import cases_for
@@ -58,7 +58,9 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
     finally:
         load.close()
     assert len(load.actors) == 3
-    windows = [json.loads(line) for line in (out / CAPACITY_CLIENTS).read_text().splitlines()]
+    rows = [json.loads(line) for line in (out / CAPACITY_CLIENTS).read_text().splitlines()]
+    windows = [r for r in rows if r["client"] != "main"]
+    mains = [r for r in rows if r["client"] == "main"]
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for w in windows:
         groups.setdefault((w["phase"], w["window_concurrency"]), []).append(w)
@@ -74,7 +76,11 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
     assert all(w["requests"] == w["sent"] > 0 for w in windows)
     assert all(w["lag_p99_ms"] is not None for w in windows)
     # each client machine measured its own headroom (event loop, CPU) for golive.client_headroom
-    assert all(w["loop_lag_p99_ms"] is not None and w["cpu_share"] is not None for w in windows)
+    assert all(w["loop_lag_p99_ms"] is not None and w["cpu_share"] is not None for w in rows)
+    # golive's own process, which receives every record, has its row in each window too
+    watchdog = [json.loads(line) for line in (out / CAPACITY_WATCHDOG).read_text().splitlines()]
+    assert len(mains) == sum(w["phase"] in ("concurrency", "sustained") for w in watchdog) > 0
+    assert all(m["requests"] == 0 for m in mains)  # no answer probes here: no lane of its own
     records = [
         json.loads(line)
         for phase in ("concurrency", "sustained")

@@ -43,7 +43,9 @@ async def load_clients(
     if count == 1:  # one process: the engine runs in golive's own loop
         yield None
         return
-    processes = ProcessLoad(client_settings(config), count, body_sample(config))
+    processes = await asyncio.to_thread(
+        ProcessLoad, client_settings(config), count, body_sample(config)
+    )
     progress(f"workers: load from {count} processes")
     try:
         yield processes

@@ -161,3 +161,19 @@ def client_window(
         ticks=0 if done is None else int(done.get("ticks") or 0),
         lag_mean_ms=round(statistics.fmean(lags), 3) if lags else None,
     )
+
+
+def main_window(
+    main: ClientFigures, lane: Sequence[RequestRecord], lanes: int, wall_s: float
+) -> ClientWindow:
+    """golive's own process's row beside the load clients': its loop lag and CPU (it receives
+    and writes every record), and the requests of the answer probes' lanes it kept (none
+    when the window has no probes)."""
+    return dataclasses.replace(
+        client_window("main", lanes, lane, None, len(lane)),
+        wall_s=round(wall_s, 3),
+        loop_lag_p99_ms=main.loop_lag_p99_ms,
+        loop_lag_max_ms=main.loop_lag_max_ms,
+        cpu_share=main.cpu_share,
+        ticks=main.ticks,
+    )

@@ -37,7 +37,7 @@ from golive.bundle.store import jsonl_text
 from golive.errors import ConfigError, LoadClientError
 from golive.evidence.sampling import running_beside
 from golive.traffic.client import ClientSettings, TargetClient
-from golive.traffic.headroom import ClientFigures, ClientMonitor, collector_paused, thaw
+from golive.traffic.headroom import ClientMonitor, collector_paused, thaw
 from golive.traffic.load_split import (
     ClientWindow,
     Interleaved,
@@ -53,6 +53,7 @@ from golive.traffic.schedule import ABORT_GRACE_S, LoadResult, MakeBody, Schedul
 FLUSH_S = 0.02  # a worker hands its records over at least this often ...
 FLUSH_RECORDS = 64  # ... or as soon as it holds this many (small writes: no long pipe stall)
 SPARE_S = 10.0  # past its own watchdog's bound, a silent worker is taken for dead
+START_S = 60.0  # a spawned worker imports golive afresh: ~1 s here, far longer is a fault
 
 
 class RecordSink(Protocol):
@@ -89,9 +90,16 @@ class WorkerWindow:
 
 
 class ProcessLoad:
-    """N worker processes for one golive command; `close` them when it ends."""
+    """N worker processes for one golive command, started (each has said it is ready);
+    `close` them when it ends. Construction blocks for that start (~1 s here)."""
 
-    def __init__(self, settings: ClientSettings, workers: int, sample: BodySample) -> None:
+    def __init__(
+        self,
+        settings: ClientSettings,
+        workers: int,
+        sample: BodySample,
+        start_s: float = START_S,
+    ) -> None:
         context = multiprocessing.get_context("spawn")
         self.names = [f"worker-{i}" for i in range(workers)]
         self.conns: list[Connection] = []
@@ -110,6 +118,36 @@ class ProcessLoad:
             self.procs.append(proc)
         self._sent: dict[str, int] = {}
         self.windows: list[ClientWindow] = []
+        try:
+            self._wait_started(start_s)
+        except LoadClientError:
+            self.close()
+            raise
+
+    def _wait_started(self, within_s: float) -> None:
+        """Block until every worker says its loop and client are up, so that a worker that
+        cannot start is found before any traffic, naming it (not as a window that never
+        ends, minutes later)."""
+        deadline = time.monotonic() + within_s
+        for name, conn, proc in zip(self.names, self.conns, self.procs, strict=True):
+            try:
+                message = conn.recv() if conn.poll(max(0.0, deadline - time.monotonic())) else None
+            except (EOFError, OSError):
+                proc.join(timeout=5)
+                raise LoadClientError(
+                    f"{name} exited while starting (exit code {proc.exitcode}; its traceback "
+                    "is on stderr above). A worker is a fresh Python process that imports the "
+                    "main module again: a script that starts golive needs its entry under "
+                    "`if __name__ == '__main__':`"
+                ) from None
+            if message is None:
+                raise LoadClientError(
+                    f"{name} did not start within {within_s:g} s (a fresh Python process "
+                    "importing golive; is the machine overloaded, or does the main module "
+                    "start work when imported, without `if __name__ == '__main__':`?)"
+                )
+            if message[0] != "ready":
+                raise LoadClientError(f"{name} failed while starting: {message[1]}")
 
     @property
     def chat_requests(self) -> int:
@@ -179,13 +217,12 @@ class ProcessLoad:
                 ) from exc
             loop.add_reader(self.conns[i].fileno(), readable, i)
         bound = schedule.duration_s + schedule.drain_s + ABORT_GRACE_S + SPARE_S
-        monitor = ClientMonitor()  # the main process: it receives and writes every record
         try:
-            async with running_beside(monitor.watch()):
-                await asyncio.wait_for(asyncio.gather(*ended), bound)
+            await asyncio.wait_for(asyncio.gather(*ended), bound)
         except TimeoutError as exc:
+            silent = ", ".join(self.names[i] for i, end in enumerate(ended) if not end.done())
             raise LoadClientError(
-                f"a worker gave no end to a {schedule.duration_s:g} s window within {bound:g} s"
+                f"{silent} gave no end to a {schedule.duration_s:g} s window within {bound:g} s"
             ) from exc
         finally:
             for i in range(len(parts)):
@@ -195,7 +232,6 @@ class ProcessLoad:
             name = self.names[i]
             sent = self._sent.get(f"{key}/{name}", 0)
             self.windows.append(client_window(name, share.concurrency, records[i], done[i], sent))
-        self.windows.append(_main_window(monitor.figures(()), wall_s))
         return window_result([r for mine in records for r in mine], wall_s, list(done.values()))
 
     def close(self) -> None:
@@ -209,25 +245,6 @@ class ProcessLoad:
                 proc.join(timeout=5)
         for conn in self.conns:
             conn.close()
-
-
-def _main_window(main: ClientFigures, wall_s: float) -> ClientWindow:
-    """The main process's row beside the workers': no requests of its own, its loop lag and
-    CPU (it receives and writes every record)."""
-    return ClientWindow(
-        client="main",
-        share=0,
-        requests=0,
-        sent=0,
-        lag_p50_ms=None,
-        lag_p99_ms=None,
-        wall_s=round(wall_s, 3),
-        stopped_by=None,
-        loop_lag_p99_ms=main.loop_lag_p99_ms,
-        loop_lag_max_ms=main.loop_lag_max_ms,
-        cpu_share=main.cpu_share,
-        ticks=main.ticks,
-    )
 
 
 def serve(conn: Connection, name: str, settings: ClientSettings) -> None:
@@ -260,6 +277,7 @@ class _Worker:
         loop.add_reader(self.conn.fileno(), readable)
         window: asyncio.Task[None] | None = None
         async with TargetClient(self.settings) as client:
+            self.conn.send(("ready", None, None))
             while True:
                 kind, payload = await inbox.get()
                 if kind == "run":

@@ -32,7 +32,7 @@ from golive.traffic.headroom import (
     collector_paused,
     worst,
 )
-from golive.traffic.load_split import Offset, stopped_by
+from golive.traffic.load_split import ClientWindow, Offset, main_window, stopped_by
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule, Send, run_schedule
 from golive.traffic.workload import AgentWorkload, SampleWorkload, WorkloadShape
@@ -106,16 +106,9 @@ async def load_window(
                     abort=run.ctx.target.abort_in_flight,
                 )
     else:
-        seen = len(clients.windows)
-        async with running_beside(health.poll()), running_beside(_stop_on_death(run, clients)):
-            loaded = await _from_clients(
-                run, clients, schedule, Offset(make, offset), label, probes
-            )
-        for window in clients.windows[seen:]:
-            run.ctx.bundle.append_jsonl(
-                CAPACITY_CLIENTS,
-                {"phase": run.phase, "window_concurrency": concurrency, **asdict(window)},
-            )
+        loaded, rows = await _clients_window(
+            run, clients, schedule, Offset(make, offset), label, probes, health
+        )
     # each answer was parsed as it was saved (here, by a worker, or on arrival from Ray)
     parsed = [run.parsed.get(r.request_id) or parse(r) for r in loaded.records]
     parsed = [p for p in parsed if not is_probe(p.record)]
@@ -128,7 +121,7 @@ async def load_window(
         client = monitor.figures(loaded.records)
         short = bottleneck(client, headroom(run), median)
     else:  # each client machine measured itself; the worst one speaks for the window
-        each = [w.figures() for w in clients.windows[seen:]]
+        each = [w.figures() for w in rows]
         client = worst(each)
         short = next((why for f in each if (why := bottleneck(f, headroom(run), median))), None)
     row = {
@@ -200,6 +193,37 @@ async def load_window(
 
 
 PROBE_LANE_OFFSET = 10**9  # the main process's lanes number their workload requests apart
+
+
+async def _clients_window(
+    run: Run,
+    clients: LoadClients,
+    schedule: Schedule,
+    make: MakeBody,
+    label: str,
+    probes: ProbeSlots | None,
+    health: HealthWatch,
+) -> tuple[LoadResult, list[ClientWindow]]:
+    """A window from the load clients, and each client's row of it in the bundle, golive's
+    own process among them: it receives and writes every record (and keeps the probes'
+    lanes), so its loop lag and CPU speak for the window as the clients' do."""
+    seen = len(clients.windows)
+    monitor = ClientMonitor()
+    async with (
+        running_beside(monitor.watch()),
+        running_beside(health.poll()),
+        running_beside(_stop_on_death(run, clients)),
+    ):
+        loaded = await _from_clients(run, clients, schedule, make, label, probes)
+    lane = [r for r in loaded.records if "@" not in r.label]  # the probes' lanes, if any
+    lanes = 0 if probes is None else probes.lanes
+    rows = [*clients.windows[seen:], main_window(monitor.figures(lane), lane, lanes, loaded.wall_s)]
+    for window in rows:
+        run.ctx.bundle.append_jsonl(
+            CAPACITY_CLIENTS,
+            {"phase": run.phase, "window_concurrency": schedule.concurrency, **asdict(window)},
+        )
+    return loaded, rows
 
 
 async def _from_clients(
