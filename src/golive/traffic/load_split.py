@@ -34,6 +34,13 @@ class ClientWindow:
     ticks: int = 0
     lag_mean_ms: float | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """The bundle's row (figures to the microsecond, as the window's own)."""
+        return {
+            k: (round(v, 3) if isinstance(v, float) else v)
+            for k, v in dataclasses.asdict(self).items()
+        }
+
     def figures(self) -> ClientFigures:
         return ClientFigures(
             self.lag_p50_ms,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 from golive.bundle.layout import CAPACITY_CALIBRATION, CAPACITY_CLIENTS, CAPACITY_WATCHDOG
@@ -221,7 +221,7 @@ async def _clients_window(
     for window in rows:
         run.ctx.bundle.append_jsonl(
             CAPACITY_CLIENTS,
-            {"phase": run.phase, "window_concurrency": schedule.concurrency, **asdict(window)},
+            {"phase": run.phase, "window_concurrency": schedule.concurrency, **window.to_json()},
         )
     return loaded, rows
 
