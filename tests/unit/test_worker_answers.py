@@ -34,6 +34,9 @@ def _record(status: int = 200, failure: Failure | None = None) -> RequestRecord:
 
 
 def test_an_answer_travels_without_its_raw_bytes_and_judges_the_same() -> None:
+    """A quarter of the bytes or less, and every figure the main process reads is the same:
+    latency from the intended send, time to first token, problems, the reassembled answer,
+    the stall detector's verdict on its chunk timings."""
     parsed = parse(_record())
     slim = for_main(parsed)
     assert slim.record.chunks == ()
@@ -51,6 +54,7 @@ def test_an_answer_travels_without_its_raw_bytes_and_judges_the_same() -> None:
 
 
 def test_a_failed_answer_travels_whole() -> None:
+    """A refusal or a broken connection keeps its body and bytes: a finding quotes them."""
     refused = parse(_record(status=400))
     assert for_main(refused) is refused
     broken = parse(_record(failure=Failure(FailureKind.DISCONNECTED, "connection reset")))
