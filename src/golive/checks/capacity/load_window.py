@@ -214,8 +214,7 @@ async def _clients_window(
         running_beside(health.poll()),
         running_beside(_stop_on_death(run, clients)),
     ):
-        loaded = await _from_clients(run, clients, schedule, make, label, probes)
-    lane = [r for r in loaded.records if "@" not in r.label]  # the probes' lanes, if any
+        loaded, lane = await _from_clients(run, clients, schedule, make, label, probes)
     lanes = 0 if probes is None else probes.lanes
     rows = [*clients.windows[seen:], main_window(monitor.figures(lane), lane, lanes, loaded.wall_s)]
     for window in rows:
@@ -233,13 +232,13 @@ async def _from_clients(
     make: MakeBody,
     label: str,
     probes: ProbeSlots | None,
-) -> LoadResult:
-    """A window from the load clients; with answer probes, their lanes stay in this process
-    (the probes are judged here, against the answers taken at idle) and the clients carry
-    the rest of the window's slots and request cap."""
+) -> tuple[LoadResult, tuple[RequestRecord, ...]]:
+    """A window from the load clients, and the records this process sent itself: with answer
+    probes, their lanes stay here (the probes are judged here, against the answers taken at
+    idle) and the clients carry the rest of the window's slots and request cap."""
     key = f"{run.phase}-{label}"
     if probes is None:
-        return await clients.run(schedule, make, label, run, key)
+        return await clients.run(schedule, make, label, run, key), ()
     lanes = probes.lanes
     local_cap = max(1, schedule.max_requests * lanes // schedule.concurrency)
     shared = replace(
@@ -253,13 +252,14 @@ async def _from_clients(
         clients.run(shared, make, label, run, key),
         run_schedule(here, send, body, label, stop=run.dead, abort=run.ctx.target.abort_in_flight),
     )
-    return LoadResult(
+    whole = LoadResult(
         far.records + near.records,
         max(far.wall_s, near.wall_s),
         stopped_by({far.stopped_by, near.stopped_by}),
         far.cancelled + near.cancelled,
         far.peak_in_flight + near.peak_in_flight,
     )
+    return whole, near.records
 
 
 async def _stop_on_death(run: Run, clients: LoadClients) -> None:
