@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,11 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
     assert len(records) == sum(w["sent"] for w in windows)
     assert {r["label"].split("@")[1] for r in records} == set(load.names)
     assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
-    assert checks["golive.client_headroom"]["status"] == "pass", checks["golive.client_headroom"]
+    # the actors left Ray's niceness 15 (as root; CI runs as root): on this 2-core box beside
+    # the CPU vLLM, at 15 they were starved and golive rightly judged a window its own
+    assert all(w["niceness"] == 0 for w in windows) or os.geteuid() != 0, windows
+    headroom = checks["golive.client_headroom"]
+    assert headroom["status"] == "pass", (headroom["summary"], headroom["measurements"])
     assert_sustained_read_the_clients(out, checks["capacity.sustained"])
 
 

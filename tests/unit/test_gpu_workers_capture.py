@@ -2,15 +2,20 @@
 workers): what a reader of a bundle relies on, checked on the rows the real run wrote. Every
 window's slots are the workers' shares plus the answer probes' lane kept in golive's own
 process; every request sent is on one client's row; and the figure `golive.client_headroom`
-judged for the window is the worst client's, golive's own process among them."""
+judged for the window is the worst sending client's, golive's own process among them where
+it kept the probes' lane."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from golive.traffic.headroom import HeadroomPolicy
+from golive.traffic.load_split import ClientWindow, window_headroom
 
 DATA = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-workers"
 RUNS = ("cap-w4", "cap2-w4", "run-w4")
@@ -59,17 +64,28 @@ def test_every_slot_and_request_is_on_a_client_row(run: str) -> None:
 
 
 @pytest.mark.parametrize("run", RUNS)
-def test_the_window_figure_is_the_worst_client(run: str) -> None:
-    """The watchdog row's client figures (what `golive.client_headroom` judges) are the worst
-    of the workers' and golive's own: its loop and CPU count as much as any worker's."""
+def test_the_window_figure_is_the_worst_sending_client(run: str) -> None:
+    """The figure `golive.client_headroom` judges for a window is the worst of the clients
+    that sent part of it: the workers', and golive's own where it kept the answer probes'
+    lane (the sustained window). The capture's watchdog rows were written when golive's row
+    counted in every window; its send lags are the same figure either way, and judged again
+    by the rule no window of the run was golive's bottleneck, as the verdict said."""
+    fields = {f.name for f in dataclasses.fields(ClientWindow)}
     for window, rows in _windows(run):
-        judged = window["client"]
-        worst_send = max(r["lag_p99_ms"] for r in rows if r["lag_p99_ms"] is not None)
-        assert judged["send_lag_p99_ms"] == pytest.approx(worst_send, abs=5e-4)
-        worst_loop = max(r["loop_lag_p99_ms"] for r in rows)
-        assert judged["loop_lag_p99_ms"] == pytest.approx(worst_loop, abs=5e-4)
-        assert judged["cpu_share"] == pytest.approx(max(r["cpu_share"] for r in rows), abs=5e-4)
-        assert judged["requests"] == window["requests"]
+        senders = [r for r in rows if r["share"] > 0]
+        assert len(senders) == len(rows) - (rows[-1]["share"] == 0)
+        figures, why = window_headroom(
+            [ClientWindow(**{k: v for k, v in r.items() if k in fields}) for r in rows],
+            HeadroomPolicy(),
+            None,  # no latency to weigh a lag against: the strictest limits
+        )
+        assert why is None, (window, rows)
+        worst_send = max(r["lag_p99_ms"] for r in senders if r["lag_p99_ms"] is not None)
+        assert figures.send_lag_p99_ms == pytest.approx(worst_send, abs=5e-4)
+        assert window["client"]["send_lag_p99_ms"] == pytest.approx(worst_send, abs=5e-4)
+        assert figures.loop_lag_p99_ms == max(r["loop_lag_p99_ms"] for r in senders)
+        assert figures.cpu_share == max(r["cpu_share"] for r in senders)
+        assert figures.requests == window["requests"]
 
 
 def test_the_full_programme_with_workers_holds_for_the_random_weights_alone() -> None:

@@ -4,8 +4,10 @@ carries golive's own figures; a window where golive was short of CPU is not judg
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from golive.traffic.headroom import (
     thaw,
     worst,
 )
+from golive.traffic.load_split import ClientWindow, window_headroom
 
 POLICY = HeadroomPolicy()
 
@@ -58,6 +61,13 @@ def _figures(
         # golive starved by busy threads in its own process: 99.5 ms against 249 ms
         (_figures(loop=99.5), 0.249, "its event-loop lag p99 was 99.5 ms (limit 62.2 ms)"),
         (_figures(loop=1200.0), 4.0, "event-loop lag p99 was 1200.0 ms (limit 1000.0 ms)"),
+        # a Ray actor at Ray's niceness 15, starved by a busy neighbour: the fix is named
+        (
+            dataclasses.replace(_figures(send=40.0, mean=37.2), niceness=15),
+            0.7,
+            "its send lag mean was 37.2 ms (limit 14.0 ms); it ran at niceness 15",
+        ),
+        (dataclasses.replace(_figures(), niceness=15), 0.7, None),  # at ease: nothing said
         # nothing measured: no finding either way
         (ClientFigures(None, None, None, None, None, None, 0, 0), 0.1, None),
     ],
@@ -178,3 +188,84 @@ def test_the_h200_windows_had_headroom_by_the_rule_that_flagged_them() -> None:
         figures = ClientFigures(**row["client"])
         e2e = steps[row["concurrency_cap"]]["e2e_p50_s"]
         assert bottleneck(figures, POLICY, e2e) is None, row
+
+
+def _row(client: str, share: int, loop: float = 0.8, cpu: float = 0.05) -> ClientWindow:
+    requests = 40 * share
+    return ClientWindow(
+        client,
+        share,
+        requests,
+        requests,
+        0.2,
+        0.9,
+        6.0,
+        "duration",
+        1.5,
+        loop,
+        loop * 3,
+        cpu,
+        600,
+        0.3,
+    )
+
+
+@pytest.mark.parametrize(
+    ("rows", "loop_p99", "why"),
+    [
+        # CI, three Ray actors on a busy 2-core box: golive's own process (no answer probes,
+        # so no lane) only receives the records the actors timed; its loop lag is its row's
+        ([_row("client-0", 2), _row("client-1", 1), _row("main", 0, loop=300.0)], 0.8, None),
+        # with the probes' lanes it sends: its lag stamps those requests late
+        (
+            [_row("worker-0", 3), _row("main", 1, loop=300.0)],
+            300.0,
+            "the client (main), not the server, was the bottleneck: its event-loop lag p99",
+        ),
+        # a starved worker is named, whichever row it is
+        (
+            [_row("worker-0", 2), _row("worker-1", 2, cpu=0.93), _row("main", 0)],
+            0.8,
+            "the client (worker-1), not the server, was the bottleneck: golive used 93%",
+        ),
+        # the main process's CPU without a lane is no more judged than its loop
+        ([_row("worker-0", 4), _row("main", 0, cpu=0.99)], 0.8, None),
+    ],
+)
+def test_a_split_window_is_judged_on_the_rows_that_sent(
+    rows: list[ClientWindow], loop_p99: float, why: str | None
+) -> None:
+    """A window split over clients is golive's bottleneck when a client that sent part of it
+    (golive's own process among them when it keeps the probes' lanes) lacked headroom; the
+    finding names that client, and the window's figure is the worst sender's."""
+    figures, found = window_headroom(rows, POLICY, 0.7)
+    assert figures.loop_lag_p99_ms == loop_p99
+    assert figures.requests == sum(r.requests for r in rows)
+    if why is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert why in found
+
+
+def test_the_monitor_reads_its_loop_threads_niceness() -> None:
+    """A client's row says the niceness its event loop ran at (Linux keeps one per thread):
+    a load client that yields the CPU to its neighbours is visible as such in the bundle."""
+    seen: list[ClientFigures] = []
+
+    def in_a_nice_thread() -> None:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 7)  # lowering is allowed
+
+        async def window() -> None:
+            monitor = ClientMonitor()
+            async with running_beside(monitor.watch()):
+                await asyncio.sleep(0.05)
+            seen.append(monitor.figures([]))
+
+        asyncio.run(window())
+
+    thread = threading.Thread(target=in_a_nice_thread)
+    thread.start()
+    thread.join()
+    assert seen[0].niceness == 7
+    assert worst([seen[0], _figures()]).niceness == 7

@@ -12,16 +12,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from golive.bundle.layout import CAPACITY_WATCHDOG
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import NS_PER_MS, RequestRecord
 
 TICK_S = 0.01
+_N = TypeVar("_N", float, int)
 CHECK_ID = "golive.client_headroom"
 LATENCY_SHARE = 0.02  # a lag under 2% of the window's median latency cannot move a judgement
 LOOP_SHARE, LOOP_FACTOR = 0.25, 4.0  # the event loop's p99 lag: see loop_limit_ms
@@ -40,6 +43,7 @@ class ClientFigures:
     requests: int
     ticks: int
     send_lag_mean_ms: float | None = None  # the share of each slot's time lost before sending
+    niceness: int | None = None  # the event loop's thread's (Ray starts its workers at 15)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -58,11 +62,14 @@ class ClientMonitor:
     def __init__(self) -> None:
         self.lags_ms: list[float] = []
         self._cpu_s = self._wall_s = 0.0
+        self._niceness: int | None = None
 
     async def watch(self) -> None:
         """Tick every 10 ms until cancelled, keeping each tick's lateness; the process's CPU
         and the wall time are taken when the watch ends."""
         cpu0, wall0 = time.process_time(), time.perf_counter()
+        with contextlib.suppress(OSError):  # Linux keeps one per thread: this loop's
+            self._niceness = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
         try:
             while True:
                 start = time.perf_counter()
@@ -85,13 +92,14 @@ class ClientMonitor:
             requests=len(sends),
             ticks=len(loop),
             send_lag_mean_ms=sum(sends) / len(sends) if sends else None,
+            niceness=self._niceness,
         )
 
 
 def worst(figures: Sequence[ClientFigures]) -> ClientFigures:
     """Several clients' figures for one window as one row: the worst of each figure."""
 
-    def most(values: Iterable[float | None]) -> float | None:
+    def most(values: Iterable[_N | None]) -> _N | None:
         present = [v for v in values if v is not None]
         return max(present) if present else None
 
@@ -105,6 +113,7 @@ def worst(figures: Sequence[ClientFigures]) -> ClientFigures:
         sum(f.requests for f in figures),
         sum(f.ticks for f in figures),
         most(f.send_lag_mean_ms for f in figures),
+        most(f.niceness for f in figures),
     )
 
 
@@ -157,14 +166,25 @@ def thaw() -> None:
 
 
 def bottleneck(
-    figures: ClientFigures, policy: HeadroomPolicy, e2e_p50_s: float | None
+    figures: ClientFigures,
+    policy: HeadroomPolicy,
+    e2e_p50_s: float | None,
+    client: str | None = None,
 ) -> str | None:
-    """Why the client, not the server, limited this window (None: it had headroom)."""
+    """Why the client, not the server, limited this window (None: it had headroom); `client`
+    names which of several it was."""
+    who = "the client" if client is None else f"the client ({client})"
+    remedy = "add workers or clients"
+    if figures.niceness is not None and figures.niceness > 0:  # it yielded to its machine
+        remedy = (
+            f"it ran at niceness {figures.niceness}, yielding the CPU to everything else on "
+            "its machine (Ray starts workers at 15: set RAY_worker_niceness=0 on the load "
+            "cluster or run its workers as root); " + remedy
+        )
     if figures.cpu_share is not None and figures.cpu_share > policy.max_cpu_share:
         return (
-            f"the client, not the server, was the bottleneck: golive used "
-            f"{figures.cpu_share:.0%} of a core (limit {policy.max_cpu_share:.0%}); add "
-            "workers or clients"
+            f"{who}, not the server, was the bottleneck: golive used "
+            f"{figures.cpu_share:.0%} of a core (limit {policy.max_cpu_share:.0%}); {remedy}"
         )
     tail = loop_limit_ms(policy, e2e_p50_s)
     for name, value, limit in (
@@ -176,8 +196,8 @@ def bottleneck(
     ):
         if value is not None and value > limit:
             return (
-                f"the client, not the server, was the bottleneck: its {name} was "
-                f"{value:.1f} ms (limit {limit:.1f} ms); add workers or clients"
+                f"{who}, not the server, was the bottleneck: its {name} was "
+                f"{value:.1f} ms (limit {limit:.1f} ms); {remedy}"
             )
     return None
 

@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from golive.traffic.headroom import ClientFigures
+from golive.traffic.headroom import ClientFigures, HeadroomPolicy, bottleneck, worst
 from golive.traffic.records import RequestRecord
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule, StoppedBy
 
@@ -33,6 +33,7 @@ class ClientWindow:
     cpu_share: float | None = None  # the client process's CPU over the window (1.0 = a core)
     ticks: int = 0
     lag_mean_ms: float | None = None
+    niceness: int | None = None  # its event loop's thread's scheduling niceness
 
     def to_json(self) -> dict[str, Any]:
         """The bundle's row (figures to the microsecond, as the window's own)."""
@@ -52,6 +53,7 @@ class ClientWindow:
             self.requests,
             self.ticks,
             self.lag_mean_ms,
+            self.niceness,
         )
 
 
@@ -103,6 +105,7 @@ def closing(result: LoadResult, figures: ClientFigures) -> dict[str, Any]:
         "loop_lag_max_ms": figures.loop_lag_max_ms,
         "cpu_share": figures.cpu_share,
         "ticks": figures.ticks,
+        "niceness": figures.niceness,
     }
 
 
@@ -167,6 +170,7 @@ def client_window(
         cpu_share=None if done is None else done.get("cpu_share"),
         ticks=0 if done is None else int(done.get("ticks") or 0),
         lag_mean_ms=round(statistics.fmean(lags), 3) if lags else None,
+        niceness=None if done is None else done.get("niceness"),
     )
 
 
@@ -183,4 +187,25 @@ def main_window(
         loop_lag_max_ms=main.loop_lag_max_ms,
         cpu_share=main.cpu_share,
         ticks=main.ticks,
+        niceness=main.niceness,
     )
+
+
+def window_headroom(
+    rows: Sequence[ClientWindow], policy: HeadroomPolicy, e2e_p50_s: float | None
+) -> tuple[ClientFigures, str | None]:
+    """A split window's figures for `golive.client_headroom` (the worst client's) and why a
+    client limited it, naming the client (None: every one had headroom).
+
+    Judged are the rows with a share of the window's slots. golive's own process with no
+    lane of its own (no answer probes) sends nothing: it receives records the clients timed,
+    so its loop lag and CPU, kept in its row for the reader, cannot move a timestamp the
+    window is judged on. A worker it is too slow to read from blocks on its pipe and shows
+    that in its own loop lag."""
+    senders = [w for w in rows if w.share > 0]
+    figures = worst([w.figures() for w in senders])
+    why = next(
+        (b for w in senders if (b := bottleneck(w.figures(), policy, e2e_p50_s, w.client))),
+        None,
+    )
+    return figures, why

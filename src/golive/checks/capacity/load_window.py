@@ -25,14 +25,14 @@ from golive.checks.context import scrape
 from golive.evidence.sampling import running_beside
 from golive.metrics import MetricsDelta
 from golive.quantiles import percentile, quantile
-from golive.traffic.headroom import (
-    ClientMonitor,
-    HeadroomPolicy,
-    bottleneck,
-    collector_paused,
-    worst,
+from golive.traffic.headroom import ClientMonitor, HeadroomPolicy, bottleneck, collector_paused
+from golive.traffic.load_split import (
+    ClientWindow,
+    Offset,
+    main_window,
+    stopped_by,
+    window_headroom,
 )
-from golive.traffic.load_split import ClientWindow, Offset, main_window, stopped_by
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule, Send, run_schedule
 from golive.traffic.workload import AgentWorkload, SampleWorkload, WorkloadShape
@@ -120,10 +120,8 @@ async def load_window(
     if clients is None:
         client = monitor.figures(loaded.records)
         short = bottleneck(client, headroom(run), median)
-    else:  # each client machine measured itself; the worst one speaks for the window
-        each = [w.figures() for w in rows]
-        client = worst(each)
-        short = next((why for f in each if (why := bottleneck(f, headroom(run), median))), None)
+    else:  # each client measured itself; the worst one speaks for the window
+        client, short = window_headroom(rows, headroom(run), median)
     row = {
         "phase": run.phase,
         "concurrency_cap": concurrency,
@@ -205,8 +203,8 @@ async def _clients_window(
     health: HealthWatch,
 ) -> tuple[LoadResult, list[ClientWindow]]:
     """A window from the load clients, and each client's row of it in the bundle, golive's
-    own process among them: it receives and writes every record (and keeps the probes'
-    lanes), so its loop lag and CPU speak for the window as the clients' do."""
+    own process among them: it receives and writes every record and keeps the probes' lanes
+    (its figures are judged when it has lanes: `window_headroom`)."""
     seen = len(clients.windows)
     monitor = ClientMonitor()
     async with (
