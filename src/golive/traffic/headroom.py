@@ -46,7 +46,12 @@ class ClientFigures:
     niceness: int | None = None  # the event loop's thread's (Ray starts its workers at 15)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+        return to_microseconds(asdict(self))
+
+
+def to_microseconds(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row of figures as the bundle keeps them: floats (milliseconds, shares) to 3 places."""
+    return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,13 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from golive.traffic.headroom import ClientFigures, HeadroomPolicy, bottleneck, worst
+from golive.traffic.headroom import (
+    ClientFigures,
+    HeadroomPolicy,
+    bottleneck,
+    to_microseconds,
+    worst,
+)
 from golive.traffic.records import RequestRecord
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule, StoppedBy
 
@@ -37,10 +43,7 @@ class ClientWindow:
 
     def to_json(self) -> dict[str, Any]:
         """The bundle's row (figures to the microsecond, as the window's own)."""
-        return {
-            k: (round(v, 3) if isinstance(v, float) else v)
-            for k, v in dataclasses.asdict(self).items()
-        }
+        return to_microseconds(dataclasses.asdict(self))
 
     def figures(self) -> ClientFigures:
         return ClientFigures(
@@ -202,10 +205,9 @@ def window_headroom(
     so its loop lag and CPU, kept in its row for the reader, cannot move a timestamp the
     window is judged on. A worker it is too slow to read from blocks on its pipe and shows
     that in its own loop lag."""
-    senders = [w for w in rows if w.share > 0]
-    figures = worst([w.figures() for w in senders])
+    senders = [(w.client, w.figures()) for w in rows if w.share > 0]
     why = next(
-        (b for w in senders if (b := bottleneck(w.figures(), policy, e2e_p50_s, w.client))),
+        (b for name, f in senders if (b := bottleneck(f, policy, e2e_p50_s, name))),
         None,
     )
-    return figures, why
+    return worst([f for _, f in senders]), why

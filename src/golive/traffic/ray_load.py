@@ -71,7 +71,6 @@ class LoadClient:
         self.client: TargetClient | None = None
         self.stopped: asyncio.Event | None = None
         self.single: TargetClient | None = None  # for one-at-a-time requests (`chat`)
-        normal_priority()
 
     async def chat(
         self,
@@ -82,7 +81,7 @@ class LoadClient:
     ) -> RequestRecord:
         """One request from this client machine (the Agent suite, smoke, cache)."""
         if self.single is None:
-            normal_priority()  # the event loop's thread may have started after __init__
+            normal_priority()  # on the event loop's thread, before this client's first request
             self.single = await TargetClient(self.settings).__aenter__()
         return await self.single.chat(body, label, None, deadline_s, headers)
 
