@@ -50,7 +50,7 @@ unit: $(STAMP)
 	$(BIN)/pytest -m "not target" -q
 
 test: lint typecheck target tools
-	$(BIN)/pytest -q --durations=10
+	$(BIN)/pytest -q --durations=25
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache src/*.egg-info

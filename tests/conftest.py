@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from golive.bundle.layout import MANIFEST
-from golive.verdict.rederive import rederive
+from golive.results import Outcome
+from golive.verdict.rederive import Rederived, rederive
 
 
 @pytest.fixture(autouse=True)
@@ -31,20 +32,33 @@ def pytest_runtest_makereport(
     return report
 
 
+def never_better(again: Rederived) -> bool:
+    """A bundle whose checks lack their evidence re-derives to no outcome that accepts more
+    than the sealed one: not accepted at all (hold or worse), or the same or worse."""
+    derived = again.decision.outcome
+    return derived.severity >= min(again.sealed.severity, Outcome.HOLD.severity)
+
+
 @pytest.fixture(autouse=True)
 def _every_bundle_rederives(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None]:
     """Every sealed bundle a passing test leaves re-derives offline (`golive decide`): the
     families judged from the bundle give the sealed checks again, and the same outcome.
-    Tests that alter a bundle on purpose are marked `tampers_bundle`."""
+    Tests that alter a bundle on purpose are marked `tampers_bundle`; tests that seal checks
+    without their evidence (`synthetic_checks`) must re-derive to the same or a worse outcome,
+    never a better one."""
     yield
     if request.node.get_closest_marker("tampers_bundle") is not None:
         return
     if not request.node.stash.get(CALL_PASSED, False):
         return
+    synthetic = request.node.get_closest_marker("synthetic_checks") is not None
     for manifest in sorted(tmp_path.rglob(MANIFEST)):
         if not (manifest.parent / "verdict.json").is_file():
             continue
         again = rederive(manifest.parent)
+        if synthetic:
+            assert never_better(again), f"{manifest.parent}: {list(again.problems)[:8]}"
+            continue
         assert again.agrees, f"{manifest.parent}: {list(again.problems)}"
 
 

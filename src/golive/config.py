@@ -7,6 +7,7 @@ the fix.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -101,6 +102,12 @@ class CapacityConfig(StrictModel):
     """The four pressure phases. Every phase is bounded by time and by a request cap."""
 
     concurrency: int = Field(8, ge=1, le=4096, description="highest concurrency of the ramp")
+    required_concurrency: int | None = Field(
+        None,
+        ge=1,
+        description="the concurrency production needs: a ceiling below it where the engine "
+        "saturated is expand-capacity; with no need stated, a ceiling is a limit to observe",
+    )
     max_context: int | None = Field(
         None, ge=16, description="intended max input; default max_model_len"
     )
@@ -197,6 +204,11 @@ class OwnerRule(StrictModel):
 class SignoffConfig(StrictModel):
     actions: tuple[OwnerRule, ...] = Field(
         (), description="owners of failed items; the first matching rule wins"
+    )
+    trusted_keys: tuple[str, ...] = Field(
+        (),
+        description="public keys (PEM paths) one of which must have signed a bundle before "
+        "golive signoff accepts it (as --trust-key)",
     )
 
 
@@ -308,6 +320,14 @@ def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -
             node = child
         node[leaf] = value
     return _validate(GoliveConfig, data, str(path) if path else "command line")
+
+
+def config_digest(config: GoliveConfig | Mapping[str, Any]) -> str:
+    """verdict.json `config_digest`: the effective config as the run applied it (or as
+    `config/effective.yaml` holds it, read back without the defaults of a later golive)."""
+    data = config if isinstance(config, Mapping) else config.model_dump(mode="json")
+    text = yaml.safe_dump(dict(data), sort_keys=True)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def load_profile(name_or_path: str) -> Profile:

@@ -75,6 +75,18 @@ class Snapshot:
         return any(name.startswith("vllm:") for name in self.samples)
 
 
+def vllm_snapshot(text: str | None) -> Snapshot | None:
+    """A saved scrape's text as a snapshot; None where it is absent, not Prometheus text, or
+    carries no vLLM metric (what a collector that scraped it had no snapshot for)."""
+    if text is None:
+        return None
+    try:
+        snapshot = parse_metrics(text)
+    except BadResponse:
+        return None
+    return snapshot if snapshot.has_vllm_metrics() else None
+
+
 def parse_metrics(
     text: str, taken_at: float | None = None, only: Iterable[str] | None = None
 ) -> Snapshot:

@@ -10,7 +10,6 @@ import contextlib
 import datetime as dt
 import fnmatch
 import hashlib
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +30,20 @@ from golive.bundle.layout import (
     VERDICT,
 )
 from golive.bundle.signing import load_private_key
-from golive.bundle.signoff import UNASSIGNED, build_signoff, bundle_files, render_signoff, unowned
-from golive.bundle.store import Bundle, size_bytes, verify
+from golive.bundle.signoff import (
+    UNASSIGNED,
+    build_signoff,
+    bundle_files,
+    read_signoff,
+    render_signoff,
+    require_trusted,
+    unowned,
+)
+from golive.bundle.store import Bundle, BundleReader, size_bytes, verify
 from golive.checks.context import CheckContext, NoTarget, Target
-from golive.config import GoliveConfig, OwnerRule, load_profile, profile_text
+from golive.checks.deployment import ask_identity, deployment_of
+from golive.checks.identity import judge_identity
+from golive.config import GoliveConfig, OwnerRule, config_digest, load_profile, profile_text
 from golive.errors import ConfigError
 from golive.evidence.runtime_log import server_log_evidence
 from golive.operate.rollback import ACCEPTED, identity, programme_scope, register, registry_dir
@@ -56,7 +65,7 @@ from golive.verdict.document import (
 from golive.verdict.interrupt import Guard
 from golive.verdict.ledger import write_ledger
 from golive.verdict.policy import apply_policy, load_policy
-from golive.verdict.rederive import judged_from_evidence
+from golive.verdict.rederive import judged_from_evidence, require_rederived
 from golive.verdict.scope import Scope, scope_json, sections_missing, skipped_by_config
 
 Programme = Callable[[CheckContext], Awaitable[list[CheckResult]]]
@@ -128,7 +137,8 @@ async def judge(
                 clients.append(behind)
                 guard.watch(behind)
                 engine = behind
-            done = await guard.run(programme(CheckContext(target, bundle, config, profile, engine)))
+            ctx = CheckContext(target, bundle, config, profile, engine)
+            done = await guard.run(_identified(ctx, programme))
             checks = done if done is not None else []
     except Exception as exc:
         checks = [
@@ -145,6 +155,7 @@ async def judge(
     if clients or remote:
         sent = sum(c.chat_requests for c in [*clients, *remote])
         checks.append(write_ledger(bundle, sent))
+        checks += judge_identity(BundleReader(bundle.root))
     if server_log is not None:
         checks = server_log_evidence(bundle, server_log, checks)
     checks = apply_policy(policy.policy, checks)
@@ -161,12 +172,20 @@ async def judge(
         policy=policy.ref(),
         rollback_target=rollback_target(bundle.root),
         judged_from_evidence=tuple(judged_from_evidence(bundle.root, checks)),
+        identity=deployment_of(BundleReader(bundle.root), config.target.model).to_json(),
         interrupted=None if guard.interruption is None else guard.interruption.entry(),
         bundle_bytes=size_bytes(bundle.root),  # the evidence, before the reports
     )
     write_verdict(bundle, document)
     bundle.seal(key)
     return Verdict(decision.outcome, out, document)
+
+
+async def _identified(ctx: CheckContext, programme: Programme) -> list[CheckResult]:
+    """The programme, after the deployment's identity is asked (where there is a target)."""
+    if not isinstance(ctx.target, NoTarget):
+        await ask_identity(ctx)
+    return await programme(ctx)
 
 
 def write_verdict(bundle: Bundle, document: VerdictDocument) -> None:
@@ -254,7 +273,6 @@ def verdict_document(
         or (c.status is Status.WARN and c.id not in decision.waived)
         or (c.status is Status.SKIPPED and not skipped_by_config(c))
     ]
-    digest = hashlib.sha256(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=True).encode())
     return VerdictDocument(
         outcome=decision.outcome,
         exit_code=decision.outcome.exit_code,
@@ -266,7 +284,7 @@ def verdict_document(
         started_at=started,
         finished_at=_now(),
         golive_version=__version__,
-        config_digest="sha256:" + digest.hexdigest(),
+        config_digest=config_digest(config),
         checks=tuple(CheckEntry.of(c) for c in checks),
         rules_fired=rules_of(decision),
         limits=Limits(**limits(checks)),
@@ -285,10 +303,14 @@ def sign_bundle(
     override_reason: str | None,
     registry: Path | None = None,
     sign_key: Path | None = None,
+    trusted: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """Record the reviewer's signature over an intact bundle and re-seal it; an accepted
-    outcome registers the bundle as a rollback artifact (`operate/rollback.py`)."""
+    outcome registers the bundle as a rollback artifact (`operate/rollback.py`). With
+    `trusted` public keys, the bundle must have been sealed by one of them."""
     key = None if sign_key is None else load_private_key(sign_key)
+    if trusted:
+        require_trusted(root, trusted)
     report = verify(root)
     if not report.ok:
         raise ConfigError(
@@ -296,7 +318,7 @@ def sign_bundle(
             f"{list(report.missing)}, added {list(report.extra)}): refusing to sign it"
         )
     document = VerdictDocument.read(root)
-    previous = json.loads((root / SIGNOFF_JSON).read_text(encoding="utf-8")).get("signature")
+    previous = read_signoff(root).get("signature")
     if previous:
         raise ConfigError(
             f"{root} is already signed by {previous['reviewer']} ({previous['outcome']}); a "
@@ -306,6 +328,9 @@ def sign_bundle(
     if not reviewer.strip():
         raise ConfigError("--reviewer must name a person")
     check_signable(document, outcome, override_reason, root)
+    taken: tuple[str, ...] = ()
+    if outcome.value in ACCEPTED:
+        taken = require_rederived(root, f"signing {outcome.value}", override_reason).as_sealed
     manifest = (root / MANIFEST).read_bytes()
     signature = {
         "reviewer": reviewer.strip(),
@@ -314,6 +339,7 @@ def sign_bundle(
         "verdict_outcome": verdict_outcome.value,
         "bundle_digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
         "override_reason": (override_reason or "").strip() or None,
+        "taken_as_sealed": list(taken),  # accepted on the bundle's word, by the override
     }
     bundle = Bundle(root)
     write_signoff(bundle, document, signature)

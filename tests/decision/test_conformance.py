@@ -31,9 +31,7 @@ from golive.checks.capacity.windows import (
     classify_sustained,
     trend,
 )
-from golive.config import load_config
 from golive.results import CheckClass, CheckResult, Status
-from golive.verdict.combine import combine
 from tests.decision.bundles import (
     CPU_LOG,
     DATA,
@@ -59,6 +57,11 @@ HOST, CONTAINER, GPU_LOG = GPU / "host-h200x2.json", GPU / "container.json", GPU
 
 Verdict = dict[str, Any]
 Build = Callable[[Path], Awaitable[Verdict] | Verdict]
+
+# The scenarios seal real runs' checks without the evidence behind them: the decision rules
+# are what they test. golive decide cannot agree with such a bundle, and must never re-derive
+# it to a better outcome (tests/conftest.py).
+pytestmark = pytest.mark.synthetic_checks
 
 
 @dataclass(frozen=True)
@@ -316,16 +319,43 @@ async def cache_unmeasured(tmp: Path) -> Verdict:
     return await changed(tmp, "cache.prefix_reuse", status=Status.NO_DATA)
 
 
-def _death(concurrency: int) -> CheckResult:
-    """The engine terminated under sustained load (classified by golive's own rule)."""
-    result = classify_sustained(None, [], 0, 40, True, concurrency)
+def _death(concurrency: int, need: int | None = 8, preempted: float | None = 12) -> CheckResult:
+    """The engine terminated under sustained load (classified by golive's own rule), having
+    preempted requests (its KV cache ran out), where production needs `need`."""
+    result = classify_sustained(
+        None, [], 0, 40, True, concurrency, preemptions=preempted, required_concurrency=need
+    )
     return classified("capacity.sustained", result, {}, ())
 
 
 @scenario("expand-capacity", "capacity-exhausted", "capacity.sustained")
 async def sustained_death_on_a_proven_chain(tmp: Path) -> Verdict:
-    """ "Sustained OOM after controlled limits: expand capacity or redesign the deployment." """
+    """ "Sustained OOM after controlled limits: expand capacity or redesign the deployment." —
+    the KV cache ran out (preemptions) and the engine died at 4, held to 2 that production's
+    stated 8 is above."""
     return await sealed(tmp / "b", add(drop(proven(demo_checks()), "capacity.sus"), _death(4)))
+
+
+@scenario("observe-with-limits", "capacity-limited", "capacity.sustained")
+async def sustained_death_with_no_stated_need(tmp: Path) -> Verdict:
+    """ "Limit traffic: The service is stable only under a lower, documented concurrency
+    ceiling." — the same death with no production need stated: a limit to observe, not GPUs
+    to buy."""
+    checks = add(drop(proven(demo_checks()), "capacity.sus"), _death(4, need=None))
+    verdict = await sealed(tmp / "b", checks)
+    assert verdict["limits"]["max_concurrency"] == 2
+    return verdict
+
+
+@scenario("observe-with-limits", "capacity-limited", "capacity.sustained")
+async def sustained_death_without_saturation(tmp: Path) -> Verdict:
+    """ "Expand capacity: OOM or queue collapse continues after reasonable context and
+    concurrency controls." — a death with neither preemption nor a waiting queue is no
+    evidence of exhausted capacity, whatever production needs: held to the lower step."""
+    checks = add(drop(proven(demo_checks()), "capacity.sus"), _death(4, preempted=0))
+    verdict = await sealed(tmp / "b", checks)
+    assert verdict["limits"]["max_concurrency"] == 2
+    return verdict
 
 
 @scenario("hold", "capacity-unattributed", "capacity.sustained")
@@ -379,11 +409,39 @@ async def death_after_a_stable_step(tmp: Path) -> Verdict:
     return verdict
 
 
-@scenario("expand-capacity", "capacity-exhausted", "capacity.concurrency")
+@scenario("hold", "first-step-failure", "capacity.concurrency")
 async def death_at_the_first_step(tmp: Path) -> Verdict:
     """ "Expand capacity: OOM or queue collapse continues after reasonable context and
-    concurrency controls." — it dies at concurrency 1 on a proven chain."""
+    concurrency controls." — it dies at concurrency 1 on a proven chain: no control was
+    tried and no load was ever served, so nothing shows that capacity is what is short."""
     return await _ramp(tmp, _step(1, engine_died=True))
+
+
+@scenario("hold", "first-step-failure", "capacity.concurrency")
+async def http_500_at_concurrency_one(tmp: Path) -> Verdict:
+    """ "Expand or redesign capacity: The environment is compatible, but sustained load causes
+    OOM, queue growth, communication stalls, or unstable processes." — every tool-result
+    request answered HTTP 500 at concurrency 1: no load at all, a server defect; the finding
+    quotes the server and names the request class."""
+    detail = "first: server-error HTTP 500 on a tool-result request: 'boom'; failed: 6 server-error"
+    failing = _step(1, errors=6, completed=14, failure_detail=detail)
+    verdict = await _ramp(tmp, failing)
+    ramp = next(c for c in verdict["checks"] if c["id"] == "capacity.concurrency")
+    assert "HTTP 500 on a tool-result request: 'boom'" in ramp["summary"]
+    assert "max_concurrency" not in verdict["limits"]
+    return verdict
+
+
+@scenario("expand-capacity", "capacity-exhausted", "capacity.concurrency")
+async def queue_collapse_below_the_stated_need(tmp: Path) -> Verdict:
+    """ "Expand capacity: OOM or queue collapse continues after reasonable context and
+    concurrency controls." — stable to 2, the engine's queue grows at 4 (its own gauges),
+    and production needs 8 (capacity.required_concurrency)."""
+    steps = [_step(1), _step(2), _step(4, queue_mean_s=3.0, max_waiting=3, mean_waiting=2.0)]
+    result = classify_concurrency(steps, StabilityPolicy(required_concurrency=8))
+    check = classified("capacity.concurrency", result, {"ceiling": result.ceiling}, ())
+    checks = add(drop(proven(demo_checks()), "capacity.concurrency"), check)
+    return await sealed(tmp / "b", checks)
 
 
 @scenario("hold", "critical-failure", "capacity.concurrency")
@@ -634,13 +692,7 @@ async def agent_section_with_a_bounded_defect(tmp: Path) -> Verdict:
 async def five_sections_combined(tmp: Path) -> Verdict:
     """ "Go live: The container, vLLM build, CUDA runtime, host driver, memory behavior, prefix
     caching, and Agent interface all pass with saved evidence." — from five sealed sections."""
-    checks = proven(demo_checks())
-    parts = []
-    for section in SECTION_PREFIXES:
-        part = tmp / section
-        await sealed(part, _section(checks, section), (section,))
-        parts.append(part)
-    return combine(parts, tmp / "combined", load_config(None, {})).data
+    return await _combined(tmp, proven(demo_checks()))
 
 
 @scenario("hold", "critical-failure", "cache.prefix_reuse")
@@ -648,11 +700,15 @@ async def combined_sections_with_cache_not_accepted(tmp: Path) -> Verdict:
     """ "If the flag is present but warm requests show no reliable reuse, classify the result
     as cache not accepted." """
     checks = mutate(proven(demo_checks()), "cache.prefix_reuse", status=Status.FAIL)
-    parts = []
-    for section in SECTION_PREFIXES:
-        await sealed(tmp / section, _section(checks, section), (section,))
-        parts.append(tmp / section)
-    return combine(parts, tmp / "combined", load_config(None, {})).data
+    return await _combined(tmp, checks)
+
+
+async def _combined(tmp: Path, checks: list[CheckResult]) -> Verdict:
+    """What `decide --combine` decides over five section bundles: their checks together, under
+    the programme's rules. (Sections without their evidence do not re-derive, so combine
+    refuses them; combining real sections is tests/integration/test_combine.py.)"""
+    union = [c for section in SECTION_PREFIXES for c in _section(checks, section)]
+    return await sealed(tmp / "combined", union)
 
 
 @scenario("observe-with-limits", "warnings-observed", "cache.retention")

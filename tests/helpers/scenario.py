@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,11 @@ agent:
 """
 
 
+# For a whole-programme run whose subject is another section (a hold it must name): every
+# section still runs, the load windows are short (~1 min less of the suite a run).
+SHORT_LOAD = ("--concurrency", "2", "--step-duration", "4", "--duration", "10")
+
+
 # Small, production-shaped capacity requests: the CPU target decodes ~5 tokens/s on one core.
 SMALL_REQUESTS = {
     "capacity.system_prompt_words": 40,
@@ -42,6 +48,11 @@ SMALL_REQUESTS = {
     "capacity.max_tokens": 6,
     "capacity.long_max_tokens": 4,
 }
+
+
+def small_requests() -> dict[str, Any]:
+    """SMALL_REQUESTS as a config file's `capacity:` mapping."""
+    return {key.removeprefix("capacity."): value for key, value in SMALL_REQUESTS.items()}
 
 
 async def golive_run(target: RunningTarget, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
@@ -73,3 +84,22 @@ async def golive_run(target: RunningTarget, out: Path, *extra: str) -> tuple[int
 
 def rules(verdict: dict[str, Any]) -> dict[str, list[str]]:
     return {r["rule"]: r["checks"] for r in verdict["rules_fired"]}
+
+
+@dataclass(frozen=True)
+class KeyedRun:
+    """One `golive run` of the scenario sizes (tests/helpers/scenario.py) on the session's
+    target, as a user starts it: the console module in its own process, an API key read from
+    a named environment variable, a JUnit file, its output logged."""
+
+    out: Path
+    code: int
+    canary: str
+    env: dict[str, str]
+    log: Path
+    junit: Path
+
+    @property
+    def verdict(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads((self.out / "verdict.json").read_text())
+        return loaded

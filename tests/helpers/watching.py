@@ -1,45 +1,45 @@
-"""Helpers for the watch tests: an accepted bundle (the demo's verdict from the real CPU
-vLLM: ceiling 4, no waiting, 80% prefix reuse), a registry holding an earlier accepted
-artifact, and `golive watch` called like a user would."""
+"""Helpers for the watch tests: an accepted bundle (the demo's run on the real CPU vLLM,
+judged from its evidence: ceiling 4), a registry holding an earlier accepted artifact, and
+`golive watch` called like a user would."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 from golive.cli.main import main
 from golive.operate.rollback import register
-
-DATA = Path(__file__).parents[1] / "data" / "accepted"
-
-
-def accepted_bundle(root: Path) -> Path:
-    (root / "metrics").mkdir(parents=True)
-    shutil.copy(DATA / "verdict.json", root / "verdict.json")
-    shutil.copy(DATA / "capacity-steps.jsonl", root / "metrics/capacity-steps.jsonl")
-    return root
+from tests.helpers.sections import Edit, programme_bundle
 
 
-def registry_with_previous(tmp_path: Path) -> Path:
-    """A registry whose last accepted artifact is an earlier deployment of the same model."""
-    previous = accepted_bundle(tmp_path / "previous")
-    (previous / "environment").mkdir()
-    (previous / "environment/container.json").write_text(
-        json.dumps(
-            {
-                "image": "vllm/vllm-openai:v0.31.0@sha256:" + "ab" * 32,
-                "serve_command": ["vllm", "serve", "qwen", "--enable-prefix-caching"],
-                "environment": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_TOKEN": "never-copied"},
-            }
-        )
+async def accepted_bundle(root: Path, edit: Edit | None = None) -> Path:
+    """A programme bundle of the demo's recorded evidence, judged as golive run judges it
+    (observe-with-limits, ceiling 4, every open item owned): what a watch may be run against."""
+    return await programme_bundle(root, edit)
+
+
+def _earlier_image(root: Path) -> None:
+    """The earlier deployment's container: another image, its launch command and variables."""
+    path = root / "environment/container.json"
+    container = json.loads(path.read_text())
+    container.update(
+        image="vllm/vllm-openai:v0.31.0@sha256:" + "ab" * 32,
+        image_digests=["sha256:" + "ab" * 32],
+        serve_command=["vllm", "serve", "qwen", "--enable-prefix-caching"],
+        environment={"VLLM_CPU_KVCACHE_SPACE": "1", "HF_TOKEN": "never-copied"},
     )
+    path.write_text(json.dumps(container, indent=2))
+
+
+async def registry_with_previous(tmp_path: Path) -> Path:
+    """A registry whose last accepted artifact is an earlier deployment of the same model."""
+    previous = await accepted_bundle(tmp_path / "previous", _earlier_image)
     signature = {
         "reviewer": "Ana",
         "signed_at": "2026-11-01T10:00:00+00:00",
-        "outcome": "go-live",
+        "outcome": "observe-with-limits",
         "bundle_digest": "sha256:" + "cd" * 32,
     }
     registry = tmp_path / "registry"

@@ -75,6 +75,8 @@ def _app(in_flight: list[int]) -> web.Application:
     return app
 
 
+# a partial capacity section (the probes and one load window, no ramp): never better
+@pytest.mark.synthetic_checks
 @pytest.mark.parametrize(("profile", "critical"), [("generic", False), ("kimi-k3", True)])
 async def test_an_answer_that_changes_under_load_fails(
     tmp_path: Path, profile: str, critical: bool

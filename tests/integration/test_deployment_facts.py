@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from golive.checks.context import CheckContext, ServedModel, served_model
 from golive.config import load_config
 from golive.pipeline import judge
@@ -31,22 +33,27 @@ def _labels(path: Path) -> list[str]:
     return [json.loads(line)["label"] for line in path.read_text().splitlines()]
 
 
+# its bundle holds hand-made smoke results: what is tested is how often /v1/models is asked
+@pytest.mark.synthetic_checks
 async def test_the_second_family_reuses_the_first_answer(tmp_path: Path) -> None:
-    """Two families, one GET /v1/models: the second is told the model and where it was read."""
+    """One GET /v1/models, when the run starts (with /version: the deployment's identity);
+    both families are told the model and where it was read."""
     state = FakeState()
     async with fake_vllm(state) as url:
         first, second = await _ask_twice(url, tmp_path / "b")
     assert state.models_asked == 1
-    assert first == second == ServedModel(MODEL, 4096, "requests/first-family.jsonl")
-    assert _labels(tmp_path / "b/requests/first-family.jsonl") == ["models"]
+    assert first == second == ServedModel(MODEL, 4096, "requests/identity.jsonl")
+    assert _labels(tmp_path / "b/requests/identity.jsonl") == ["version", "models"]
+    assert _labels(tmp_path / "b/requests/first-family.jsonl") == []
     assert _labels(tmp_path / "b/requests/second-family.jsonl") == []
 
 
+@pytest.mark.synthetic_checks
 async def test_a_failed_answer_is_asked_again(tmp_path: Path) -> None:
-    """A 503 names no model: the next family asks again, and saves that answer as its own."""
+    """A 503 at the start names no model: the first family asks again and saves that answer
+    as its own; the second reuses it."""
     state = FakeState(fault="models_down_once")
     async with fake_vllm(state) as url:
         first, second = await _ask_twice(url, tmp_path / "b")
     assert state.models_asked == 2
-    assert first is None
-    assert second == ServedModel(MODEL, 4096, "requests/second-family.jsonl")
+    assert first == second == ServedModel(MODEL, 4096, "requests/first-family.jsonl")

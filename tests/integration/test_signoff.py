@@ -13,13 +13,10 @@ from typing import Any
 import pytest
 
 from golive.bundle.store import verify
-from golive.checks.context import CheckContext
 from golive.cli.main import main
-from golive.config import load_config
-from golive.pipeline import Verdict, judge
-from golive.results import EXIT_USAGE, CheckClass, CheckResult, Outcome, Status
-from golive.verdict.scope import CAPACITY_PHASES, PROGRAMME
+from golive.results import EXIT_USAGE, Outcome
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.sections import programme_bundle
 
 
 async def _smoke(out: Path, fault: str | None, *extra: str) -> int:
@@ -86,59 +83,44 @@ async def test_a_section_bundle_decides_but_is_never_signed_as_accepted(
     assert verify(out).ok  # a refused signature leaves the bundle as sealed
 
 
-async def _programme(
-    out: Path, checks: list[CheckResult], settings: dict[str, Any] | None = None
-) -> Verdict:
-    """A sealed programme bundle from given results: the sign-off is offline logic over a
-    bundle, so its rules are tested on bundles whose verdict is known in advance."""
-
-    async def programme(ctx: CheckContext) -> list[CheckResult]:
-        return list(checks)
-
-    config = load_config(None, settings or {})
-    return await judge(config, out, "run", programme, PROGRAMME, require_target=False)
+def _unhealthy(root: Path) -> None:
+    """The recorded /health answer is a 503: the smoke section's first critical check fails."""
+    records = root / "requests/smoke.jsonl"
+    lines = records.read_text().splitlines()
+    health = json.loads(lines[0])
+    assert health["label"] == "health"
+    health["http_status"] = 503
+    records.write_text("\n".join([json.dumps(health), *lines[1:]]) + "\n")
 
 
-def _passed(check_id: str, cls: CheckClass) -> CheckResult:
-    return CheckResult(check_id, cls, True, Status.PASS, f"{check_id} passed")
-
-
-PROGRAMME_PASSED = [
-    _passed("environment.vllm_version", CheckClass.ENVIRONMENT),
-    _passed("startup.log", CheckClass.STARTUP),
-    _passed("smoke.health", CheckClass.SMOKE),
-    *(_passed(p, CheckClass.CAPACITY) for p in CAPACITY_PHASES),
-    _passed("cache.prefix_reuse", CheckClass.CACHE),
-    _passed("agent.one_arg.required", CheckClass.AGENT),
-]
-
-
-async def test_a_programme_bundle_signs_go_live_and_becomes_the_rollback_artifact(
+async def test_a_programme_bundle_signs_and_becomes_the_rollback_artifact(
     tmp_path: Path, capsys: Any
 ) -> None:
-    """A go-live programme bundle re-derives, signs, re-seals and is registered as the rollback
-    artifact."""
-    out = tmp_path / "b"
-    verdict = await _programme(out, PROGRAMME_PASSED)
-    assert verdict.outcome is Outcome.GO_LIVE
-    assert verdict.data["scope"] == "programme"
+    """A programme bundle of the real CPU vLLM's recorded run (observe-with-limits, every open
+    item owned) re-derives, signs, re-seals and is registered as the rollback artifact with
+    its launch evidence."""
+    out = await programme_bundle(tmp_path / "b")
+    verdict = _json(out / "verdict.json")
+    assert verdict["outcome"] == "observe-with-limits"
+    assert verdict["scope"] == "programme"
     assert await _cli("decide", str(out)) == 0
     capsys.readouterr()
     registry = tmp_path / "registry"
-    argv = ["signoff", str(out), "--reviewer", "Ana Ops", "--outcome", "go-live"]
+    argv = ["signoff", str(out), "--reviewer", "Ana Ops", "--outcome", "observe-with-limits"]
     assert await _cli(*argv, "--registry", str(registry)) == 0
     printed = capsys.readouterr().out
-    assert "signed go-live by Ana Ops" in printed
+    assert "signed observe-with-limits by Ana Ops" in printed
     assert "registered as a rollback artifact" in printed
     assert await _cli("rollback", "show", "--registry", str(registry), "--json") == 0
     artifact = json.loads(capsys.readouterr().out)
     assert artifact["bundle"] == str(out.resolve())
     assert artifact["reviewer"] == "Ana Ops"
-    assert artifact["launch_config_digest"] is None  # no launch evidence here: none invented
+    assert artifact["launch_config_digest"].startswith("sha256:")  # startup log + container
     signed = _json(out / "signoff.json")
     assert signed["signature"]["reviewer"] == "Ana Ops"
+    assert signed["signature"]["taken_as_sealed"] == []
     assert signed["items"][16]["state"] == "ticked"
-    assert "Signed **go-live** by Ana Ops" in (out / "signoff.md").read_text()
+    assert "Signed **observe-with-limits** by Ana Ops" in (out / "signoff.md").read_text()
     assert verify(out).ok  # re-sealed
     assert await _cli("decide", str(out)) == 0
     # a signature is never replaced
@@ -148,60 +130,48 @@ async def test_a_programme_bundle_signs_go_live_and_becomes_the_rollback_artifac
 async def test_observe_with_limits_signs_only_with_every_warn_owned(
     tmp_path: Path, capsys: Any
 ) -> None:
-    """A warn is a watch item: unowned, it blocks signing; owned in the config, it signs."""
-    warned = CheckResult("smoke.text", CheckClass.SMOKE, True, Status.WARN, "slow first token")
-    unowned = await _programme(tmp_path / "u", [*PROGRAMME_PASSED, warned])
-    assert unowned.outcome is Outcome.OBSERVE_WITH_LIMITS
-    assert unowned.data["actions"] == [
-        {
-            "check": "smoke.text",
-            "owner": "unassigned",
-            "deadline": "unassigned",
-            "rollback": "unassigned",
-            "status": "warn",
-        }
-    ]
+    """A warn is a watch item: unowned, it blocks signing; owned in the config, it signs; and
+    go-live over observe-with-limits needs an override reason."""
+    unowned = await programme_bundle(tmp_path / "u", settings={"signoff.actions": []})
+    verdict = _json(unowned / "verdict.json")
+    assert verdict["outcome"] == "observe-with-limits"
+    assert {a["owner"] for a in verdict["actions"]} == {"unassigned"}
     capsys.readouterr()
     argv = ["--reviewer", "Ana", "--outcome", "observe-with-limits", "--registry"]
-    assert await _cli("signoff", str(tmp_path / "u"), *argv, str(tmp_path / "r")) == EXIT_USAGE
-    assert "unassigned: smoke.text" in capsys.readouterr().err
-    owner = {"match": "smoke.*", "owner": "sre", "deadline": "2026-12-15", "rollback": "v0.31"}
-    owned = await _programme(
-        tmp_path / "o", [*PROGRAMME_PASSED, warned], {"signoff.actions": [owner]}
-    )
-    assert await _cli("signoff", str(tmp_path / "o"), *argv, str(tmp_path / "r")) == 0
+    assert await _cli("signoff", str(unowned), *argv, str(tmp_path / "r")) == EXIT_USAGE
+    refused = capsys.readouterr().err
+    assert "unassigned: " in refused
+    assert "startup.log" in refused
+    owned = await programme_bundle(tmp_path / "o")
+    assert await _cli("signoff", str(owned), *argv, str(tmp_path / "r")) == 0
     # signing go-live over observe-with-limits is an override and needs its reason
+    again = await programme_bundle(tmp_path / "g")
     better = ["--reviewer", "Ana", "--outcome", "go-live"]
-    again = await _programme(
-        tmp_path / "g", [*PROGRAMME_PASSED, warned], {"signoff.actions": [owner]}
-    )
-    assert again.outcome is Outcome.OBSERVE_WITH_LIMITS
-    assert await _cli("signoff", str(tmp_path / "g"), *better) == EXIT_USAGE
-    assert owned.outcome is Outcome.OBSERVE_WITH_LIMITS
+    assert await _cli("signoff", str(again), *better) == EXIT_USAGE
 
 
 async def test_a_policy_waiver_is_named_in_the_verdict(tmp_path: Path) -> None:
-    """A warn waived by the policy lets go-live stand, and the verdict names the waiver with its
-    reason and owner."""
+    """A warn waived by the policy no longer holds the verdict back, and the verdict names the
+    waiver with its reason and owner."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(
-        "name: waive-slow-ttft\nversion: 1\nwaive:\n  smoke.text:\n"
-        "    reason: first-token latency is agreed with the product owner\n"
+        "name: waive-open-files\nversion: 1\nwaive:\n  startup.log:\n"
+        "    reason: the open-file limit is raised by the production unit file\n"
         "    owner: Ana Ops\n"
     )
-    warned = CheckResult("smoke.text", CheckClass.SMOKE, True, Status.WARN, "slow first token")
-    verdict = await _programme(tmp_path / "b", [*PROGRAMME_PASSED, warned], {"policy": str(policy)})
-    assert verdict.outcome is Outcome.GO_LIVE
-    assert verdict.data["waivers"] == [
+    out = await programme_bundle(tmp_path / "b", settings={"policy": str(policy)})
+    verdict = _json(out / "verdict.json")
+    assert verdict["waivers"] == [
         {
-            "check": "smoke.text",
-            "reason": "first-token latency is agreed with the product owner",
+            "check": "startup.log",
+            "reason": "the open-file limit is raised by the production unit file",
             "owner": "Ana Ops",
         }
     ]
-    assert verdict.data["actions"] == []
-    assert "waived" in (tmp_path / "b/report.md").read_text()
-    assert await _cli("decide", str(tmp_path / "b")) == 0
+    assert "warnings-observed" not in [r["rule"] for r in verdict["rules_fired"]]
+    assert "startup.log" not in [a["check"] for a in verdict["actions"]]
+    assert "waived" in (out / "report.md").read_text()
+    assert await _cli("decide", str(out)) == 0
 
 
 async def test_failing_bundle_needs_an_override_to_sign_go_live(tmp_path: Path) -> None:
@@ -216,22 +186,18 @@ async def test_failing_bundle_needs_an_override_to_sign_go_live(tmp_path: Path) 
     assert action["owner"] == "sre-oncall"
     failures = ET.parse(junit).getroot().findall(".//failure")
     assert any("smoke.metrics" in (f.text or "") or f.get("message") for f in failures)
-    override = ["--override-reason", "metrics exporter fixed out of band; see INC-42"]
+    override = ["--override-reason", "health endpoint fixed out of band; see INC-42"]
     # a section bundle is never accepted, with or without a reason
     argv = ["signoff", str(out), "--reviewer", "Ana", "--outcome", "go-live"]
     assert await _cli(*argv, *override) == EXIT_USAGE
     # a programme bundle that holds: go-live only with a recorded reason
-    failed = CheckResult("smoke.metrics", CheckClass.SMOKE, True, Status.FAIL, "stale counters")
-    owner = {"match": "smoke.*", "owner": "sre", "deadline": "2026-12-15", "rollback": "v0.31"}
-    held = await _programme(
-        tmp_path / "p", [*PROGRAMME_PASSED, failed], {"signoff.actions": [owner]}
-    )
-    assert held.outcome is Outcome.HOLD
-    argv = ["signoff", str(tmp_path / "p"), "--reviewer", "Ana", "--outcome", "go-live"]
+    held = await programme_bundle(tmp_path / "p", _unhealthy)
+    assert _json(held / "verdict.json")["outcome"] == "hold"
+    argv = ["signoff", str(held), "--reviewer", "Ana", "--outcome", "go-live"]
     registry = ["--registry", str(tmp_path / "registry")]
     assert await _cli(*argv, *registry) == EXIT_USAGE
     assert await _cli(*argv, *registry, *override) == 0
-    signature = _json(tmp_path / "p/signoff.json")["signature"]
+    signature = _json(held / "signoff.json")["signature"]
     assert signature["verdict_outcome"] == "hold"
     assert "INC-42" in signature["override_reason"]
 

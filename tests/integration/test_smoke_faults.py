@@ -113,6 +113,34 @@ async def test_wrong_model_name(tmp_path: Path) -> None:
     assert verdict.outcome is Outcome.HOLD
 
 
+async def test_answers_from_another_model_hold(tmp_path: Path) -> None:
+    """A server whose every answer says another model answered (a shared endpoint, a gateway
+    routing elsewhere) passes every smoke check on its own, and is held by target.identity,
+    which names the models seen; golive decide judges it again from the records."""
+    async with fake_vllm(FakeState(fault="other_model")) as url:
+        verdict = await _smoke(url, tmp_path / "b")
+    status = _status(verdict)
+    assert status["smoke.text"] == "pass"
+    assert status["target.identity"] == "fail"
+    summary = _summary(verdict, "target.identity")
+    assert "2 of 2 answers came from another model" in summary
+    assert "other-model (asked fake-model) x2" in summary
+    assert verdict.outcome is Outcome.HOLD
+    held = {r["rule"]: r["checks"] for r in verdict.data["rules_fired"]}
+    assert "target.identity" in held["critical-failure"]
+
+
+async def test_metrics_of_another_model_count_nothing(tmp_path: Path) -> None:
+    """A /metrics whose series are all another model's (another engine behind the metrics
+    URL) is no_data naming the models it has, even though its counters moved."""
+    async with fake_vllm(FakeState(fault="other_engine_metrics")) as url:
+        verdict = await _smoke(url, tmp_path / "b")
+    assert _status(verdict)["smoke.metrics"] == "no_data"
+    summary = _summary(verdict, "smoke.metrics")
+    assert "no series for the served model 'fake-model', only for other-model" in summary
+    assert verdict.outcome is Outcome.HOLD
+
+
 @pytest.mark.parametrize(
     ("fault", "phrase"),
     [

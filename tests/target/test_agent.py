@@ -27,7 +27,7 @@ from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
 from golive.verdict.rederive import rederive
 from tests.helpers.fakes.gateway import hedging_gateway, rewriting_gateway
-from tests.helpers.scenario import golive_run, rules
+from tests.helpers.scenario import SHORT_LOAD, golive_run, rules
 from tests.helpers.watching import accepted_bundle, golive_watch
 from tests.helpers.watching import rules as watch_rules
 
@@ -222,7 +222,7 @@ async def test_golive_run_with_the_weak_model_is_hold(
     smollm2_target: RunningTarget, tmp_path: Path
 ) -> None:
     """golive run on the weak model holds, citing its tool-call protocol failure."""
-    code, verdict = await golive_run(smollm2_target, tmp_path / "b")
+    code, verdict = await golive_run(smollm2_target, tmp_path / "b", *SHORT_LOAD)
     assert code == Outcome.HOLD.exit_code
     assert "agent.one_arg.required" in rules(verdict)["agent-protocol-failure"]
 
@@ -231,7 +231,7 @@ async def test_watch_fires_the_health_trigger_within_two_intervals_of_a_stop(
     smollm2_target: RunningTarget, tmp_path: Path
 ) -> None:
     """Runs last in this module: it stops the engine the module's tests shared."""
-    accepted = accepted_bundle(tmp_path / "accepted")
+    accepted = await accepted_bundle(tmp_path / "accepted")
     interval = 2.0
     watch = asyncio.ensure_future(
         golive_watch(

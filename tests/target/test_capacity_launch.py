@@ -52,7 +52,7 @@ async def test_launch_records_model_load_and_stops_the_server(tmp_path: Path) ->
             "--step-duration",
             "5",
             "--duration",
-            "5",
+            "10",  # the CPU engine answers one request in ~2.5-3 s: a trend needs 3 or more
             "--out",
             str(out),
             "--json",

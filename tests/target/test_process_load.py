@@ -13,6 +13,7 @@ from golive.cli.main import main
 from golive.results import Outcome
 from golive.target.server import RunningTarget
 from golive.traffic.load_split import split
+from tests.helpers.scenario import small_requests
 from tests.helpers.sustained import assert_sustained_read_the_clients
 
 
@@ -24,11 +25,17 @@ def test_capacity_from_two_worker_processes_is_one_bundle(
     its own headroom, and the main process's loop and CPU are in the bundle beside them. The
     answer probes still run: their lane stays in the main process."""
     out = tmp_path / "b"
+    # the scenario tests' small requests: the default workload's prompts take the 2-core CPU
+    # engine 12 s to the first byte, so a 6 s window carried one request
+    config = tmp_path / "small.yaml"
+    config.write_text(json.dumps({"capacity": small_requests()}))
     code = main(
         [
             "capacity",
             "--target",
             real_target.url,
+            "--config",
+            str(config),
             "--concurrency",
             "4",
             "--max-context",

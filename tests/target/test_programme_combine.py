@@ -10,7 +10,7 @@ from typing import Any
 
 from golive.cli.main import main
 from golive.target.server import RunningTarget
-from tests.helpers.scenario import SMALL_RUN, golive_run, rules
+from tests.helpers.scenario import SMALL_RUN, KeyedRun, rules
 
 CACHE = ["--prefix-tokens", "320", "--warm-repeats", "2", "--cold-samples", "1"]
 
@@ -36,10 +36,11 @@ def _client_stalled(verdict: dict[str, Any]) -> bool:
 
 
 async def test_sections_combined_decide_as_run_does(
-    real_target: RunningTarget, tmp_path: Path
+    real_target: RunningTarget, keyed_run: KeyedRun, tmp_path: Path
 ) -> None:
-    """The five section commands combined decide the deployment as golive run does."""
-    code, run = await golive_run(real_target, tmp_path / "run")
+    """The five section commands combined decide the deployment as golive run does (the
+    session's run of the same sizes, `keyed_run`)."""
+    code, run = keyed_run.code, keyed_run.verdict
     assert run["scope"] == "programme"
     log = ["--log", str(real_target.log_path)]
     parts = tmp_path / "parts"

@@ -247,3 +247,26 @@ async def test_failed_start_points_at_the_server_log(tmp_path: Path) -> None:
     message = str(info.value)
     assert str(tmp_path) in message
     assert "no-such-flag" in message
+
+
+def test_on_a_small_host_the_engine_runs_below_golive(real_target: RunningTarget) -> None:
+    """On a host of 2 cores or fewer the bundled engine and golive's load client share every
+    core; the engine (its API server and the engine process it forks) runs at niceness 5 so
+    the client is served first, and the PID golive stops is the server's own."""
+    cpus = len(os.sched_getaffinity(0))
+    expected = 5 if cpus <= 2 else os.getpriority(os.PRIO_PROCESS, 0)
+    tree = [real_target.pid, *_children(real_target.pid)]
+    assert len(tree) >= 2, tree  # the API server and its engine core process
+    for pid in tree:
+        assert os.getpriority(os.PRIO_PROCESS, pid) == expected, pid
+    cmdline = Path(f"/proc/{real_target.pid}/cmdline").read_bytes().split(b"\0")
+    assert b"vllm" in b" ".join(cmdline)
+    assert cmdline[0] != b"nice"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found += [int(child), *_children(int(child))]
+    return found

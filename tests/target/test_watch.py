@@ -23,7 +23,10 @@ async def _traffic(url: str, model: str, concurrency: int, seconds: float, token
         "max_tokens": tokens,
         "temperature": 0,
     }
-    async with aiohttp.ClientSession() as session:
+    # a new connection per request, as the watch's own probes make: the CPU server closes an
+    # idle keep-alive connection after 5 s, and a pooled one reused at that moment fails
+    # writing its body ("Can not write request body", seen on CI)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as session:
 
         async def worker() -> None:
             nonlocal done
@@ -40,7 +43,7 @@ async def test_watch_is_clean_under_normal_traffic(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
     """The watch stays clean while normal traffic inside the accepted envelope runs."""
-    accepted = accepted_bundle(tmp_path / "accepted")
+    accepted = await accepted_bundle(tmp_path / "accepted")
     watch = golive_watch(
         real_target.url,
         accepted,
@@ -74,8 +77,8 @@ async def test_burst_beyond_accepted_concurrency_fires_the_queue_trigger(
 ) -> None:
     """A burst beyond the accepted concurrency fires the queue trigger and runs --on-rollback with
     the previous artifact's facts."""
-    accepted = accepted_bundle(tmp_path / "accepted")
-    registry = registry_with_previous(tmp_path)
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    registry = await registry_with_previous(tmp_path)
     seen = tmp_path / "rollback.env"
     command = f"env | grep ^GOLIVE_ | sort >> {seen}"
     watch = golive_watch(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from pathlib import Path
 
@@ -57,7 +58,17 @@ def _step(
         # --max-num-seqs 1: from concurrency 2 on, requests wait as long as they run.
         ([_step(1), _step(2, queue=3.9, e2e=8.0)], Action.LIMIT_TRAFFIC, 1),
         ([_step(1), _step(2), _step(4, errors=3)], Action.LIMIT_TRAFFIC, 2),
-        ([_step(1, queue=5.0, e2e=6.0)], Action.EXPAND_CAPACITY, None),
+        # no step stable: the lowest load failed, a defect to fix, never a capacity ceiling
+        ([_step(1, queue=5.0, e2e=6.0)], Action.FIRST_STEP_FAILED, None),
+        ([_step(1, errors=3), _step(2)], Action.FIRST_STEP_FAILED, None),
+        # ... but a step golive's own window ended before anything came back measured nothing
+        ([dataclasses.replace(_step(1, errors=2), completed=0, cancelled=2)], Action.NO_DATA, None),
+        # HTTP 5xx at the lowest load is the server's word even where golive ran short of CPU
+        (
+            [dataclasses.replace(_step(1, errors=9), server_errors=9, coverage="client-bound")],
+            Action.FIRST_STEP_FAILED,
+            None,
+        ),
         # Measured on --max-num-seqs 1: c=2 bought no throughput, latency doubled.
         (
             [_step(1, e2e=3.15), StepStats(2, 4, 0, 14.4, 6.98, 7.6, 6.0, 1.18, 1, 1, 0)],
@@ -66,7 +77,7 @@ def _step(
         ),
         # death after a stable step: the envelope is that step (observe-with-limits there)
         ([_step(1), _step(2, died=True)], Action.LIMIT_TRAFFIC, 1),
-        ([_step(1, died=True)], Action.EXPAND_CAPACITY, None),
+        ([_step(1, died=True)], Action.FIRST_STEP_FAILED, None),
         # nothing ran: no measurement, never a capacity verdict
         ([], Action.NO_DATA, None),
         # a server without vLLM gauges (a non-vLLM /metrics): stability was not measured
@@ -91,6 +102,97 @@ def test_concurrency_ramp(steps: list[StepStats], action: Action, ceiling: int |
     result = classify_concurrency(steps, POLICY)
     assert result.action is action
     assert result.ceiling == ceiling
+
+
+_QUEUED = dataclasses.replace(_step(4, queue=3.0, e2e=8.0), mean_waiting=2.0, max_running=2)
+_FAILING = _step(4, errors=3)  # 5xx at 4, the engine's queue empty and nothing preempted
+
+
+@pytest.mark.parametrize(
+    ("top", "need", "action"),
+    [
+        (_QUEUED, None, Action.LIMIT_TRAFFIC),  # no need stated: a ceiling to observe
+        (_QUEUED, 2, Action.LIMIT_TRAFFIC),  # the need fits under the ceiling
+        (_QUEUED, 8, Action.EXPAND_CAPACITY),  # saturated below what production needs
+        (_FAILING, 8, Action.LIMIT_TRAFFIC),  # failures, but no saturation: not capacity
+    ],
+)
+def test_expand_capacity_needs_saturation_and_a_need_above_the_ceiling(
+    top: StepStats, need: int | None, action: Action
+) -> None:
+    """ "Expand capacity: OOM or queue collapse continues after reasonable context and
+    concurrency controls": only where the engine's own gauges show it saturated above a
+    stable step, and production's stated need is above that ceiling."""
+    policy = StabilityPolicy(required_concurrency=need)
+    result = classify_concurrency([_step(1), _step(2), top], policy)
+    assert result.action is action
+    assert result.ceiling == 2
+    if need == 8 and action is Action.LIMIT_TRAFFIC:
+        assert "the engine showed no saturation" in result.reason
+
+
+def test_a_need_above_the_tested_ramp_is_held_to_what_was_tested() -> None:
+    """Every step stable up to the ramp's top (8) while production needs 64: the tested
+    envelope is 8, a named limit, never a go-live with no limit."""
+    steps = [_step(1), _step(2), _step(4), _step(8)]
+    result = classify_concurrency(steps, StabilityPolicy(required_concurrency=64))
+    assert result.action is Action.LIMIT_TRAFFIC
+    assert result.ceiling == 8
+    assert "--concurrency 64" in result.reason
+    assert classify_concurrency(steps, StabilityPolicy(required_concurrency=8)).action is (
+        Action.STABLE
+    )
+
+
+def test_waiting_beside_a_full_batch_is_not_saturation() -> None:
+    """One HTTP 500 in 1,000 sustained requests at 8 with 0.6 waiting on average while the
+    engine ran all 8: no sign the engine ran out of room, so never expand-capacity."""
+    flat = trend([(float(t), 2.0) for t in range(20)])
+    result = classify_sustained(
+        flat, [1.0], 1, 1000, False, 8, mean_waiting=0.6, max_running=8, required_concurrency=8
+    )
+    assert result.action is Action.LIMIT_TRAFFIC
+    queued = classify_sustained(
+        flat, [1.0], 1, 1000, False, 8, mean_waiting=0.6, max_running=5, required_concurrency=8
+    )
+    assert queued.action is Action.EXPAND_CAPACITY
+    assert "ran at most 5 of 8 requests while 0.6 waited" in queued.reason
+
+
+def test_golive_ending_requests_at_the_lowest_load_is_not_a_failure() -> None:
+    """At concurrency 1 the sustained window's only errors were requests golive ended when
+    the window ran out: nothing failed, nothing is measured (no_data), never a defect."""
+    flat = trend([(float(t), 2.0) for t in range(20)])
+    result = classify_sustained(flat, [1.0], 2, 20, False, 1, cancelled=2)
+    assert result.action is Action.NO_DATA
+    assert "nothing failed" in result.reason
+
+
+def test_the_context_envelope_stops_below_the_smallest_input_that_broke() -> None:
+    """512 served, 1024 failed, 2048 served, 4096 killed the engine: the envelope is 512."""
+    steps = [
+        LongStep(512, LongOutcome.ACCEPTED),
+        LongStep(1024, LongOutcome.FAILED, "HTTP 500"),
+        LongStep(2048, LongOutcome.ACCEPTED),
+        LongStep(4096, LongOutcome.DIED, "connection refused"),
+    ]
+    result = classify_long_input(steps, 4096, 8192)
+    assert result.action is Action.ADJUST_CONFIGURATION
+    assert result.max_context == 512
+    assert "a 1024-token input failed" in result.reason
+
+
+def test_sustained_failures_are_capacity_only_with_saturation_and_need() -> None:
+    """A death under sustained load at 4 with the KV cache exhausted (preemptions) and 8
+    needed is expand-capacity; the same death with no stated need is a limit at 2, and at
+    concurrency 1 it is the lowest load failing: a defect."""
+    flat = trend([(float(t), 2.0) for t in range(20)])
+    died = functools.partial(classify_sustained, flat, [1.0], 0, 40, True, preemptions=5)
+    assert died(4, required_concurrency=8).action is Action.EXPAND_CAPACITY
+    limited = died(4)
+    assert limited.action is Action.LIMIT_TRAFFIC
+    assert limited.ceiling == 2
+    assert died(1, required_concurrency=8).action is Action.FIRST_STEP_FAILED
 
 
 def test_small_queue_times_are_noise() -> None:
@@ -144,22 +246,25 @@ def test_small_queue_times_are_noise() -> None:
                 LongStep(128, LongOutcome.ACCEPTED),
                 LongStep(512, LongOutcome.DIED, "connection refused"),
             ],
-            Action.EXPAND_CAPACITY,
+            Action.ADJUST_CONFIGURATION,  # the context served is the envelope
             128,
         ),
         (
             [LongStep(128, LongOutcome.ACCEPTED), LongStep(512, LongOutcome.FAILED, "HTTP 500")],
-            Action.EXPAND_CAPACITY,
+            Action.ADJUST_CONFIGURATION,
             128,
         ),
+        # the smallest input failed: a defect, nothing was served to limit to
+        ([LongStep(128, LongOutcome.FAILED, "HTTP 500")], Action.FIRST_STEP_FAILED, None),
+        ([LongStep(128, LongOutcome.DIED, "connection refused")], Action.FIRST_STEP_FAILED, None),
     ],
 )
-def test_long_input(steps: list[LongStep], action: Action, largest: int) -> None:
+def test_long_input(steps: list[LongStep], action: Action, largest: int | None) -> None:
     """The long-input ladder gives the largest context served and whether the configuration or the
     traffic must change."""
     result = classify_long_input(
         steps,
-        max_context=1024 if action is Action.ADJUST_CONFIGURATION else 512,
+        max_context=1024 if action is Action.ADJUST_CONFIGURATION and len(steps) > 2 else 512,
         max_model_len=512,
     )
     assert result.action is action
@@ -177,7 +282,7 @@ def test_no_long_input_step_is_no_data() -> None:
         (2, 0, 0, 0, Action.NO_DATA),  # two completions cannot show a trend
         (0, 0, 0, None, Action.NO_DATA),  # nothing came back
         (40, 3, 3, 0, Action.SERVER_REFUSED),  # 4xx: configuration, not capacity
-        (40, 3, 0, 0, Action.EXPAND_CAPACITY),  # 5xx/transport failures under load
+        (40, 3, 0, 0, Action.LIMIT_TRAFFIC),  # 5xx/transport failures: no saturation shown
         (40, 0, 0, 5, Action.LIMIT_TRAFFIC),  # preemptions: the KV cache runs out
         (40, 0, 0, 0, Action.STABLE),
     ],
@@ -232,8 +337,8 @@ def test_trend_finds_a_rising_line_and_its_interval() -> None:
     [
         (0.0, 0, False, Action.STABLE),
         (0.05, 0, False, Action.LIMIT_TRAFFIC),
-        (0.0, 2, False, Action.EXPAND_CAPACITY),
-        (0.0, 0, True, Action.EXPAND_CAPACITY),
+        (0.0, 2, False, Action.LIMIT_TRAFFIC),  # no need stated: a limit to observe
+        (0.0, 0, True, Action.LIMIT_TRAFFIC),
     ],
 )
 def test_sustained(slope: float, errors: int, died: bool, action: Action) -> None:
@@ -244,7 +349,10 @@ def test_sustained(slope: float, errors: int, died: bool, action: Action) -> Non
     assert result.action is action
     if action is Action.LIMIT_TRAFFIC:
         assert result.ceiling == 4
-        assert "while throughput stayed flat" in result.reason
+        if slope:
+            assert "while throughput stayed flat" in result.reason
+        else:
+            assert "concurrency 8 did not hold for the sustained window" in result.reason
 
 
 def _cap(cid: str, classification: str, **m: int) -> CheckResult:
@@ -262,7 +370,7 @@ def test_decision_maps_the_three_actions_and_collects_limits() -> None:
         CheckResult("startup.log", CheckClass.STARTUP, True, Status.PASS, "log"),
     ]
     limited = [
-        _cap("capacity.concurrency", "limit-traffic", limit_max_concurrency=1),
+        _cap("capacity.concurrency", "limit-traffic", limit_max_concurrency=1, ceiling=1),
         _cap("capacity.long_input", "adjust-configuration", limit_max_context=256),
     ]
     decision = decide(limited, ("capacity",))
@@ -478,3 +586,22 @@ def test_a_clear_knee_names_where_the_time_went() -> None:
     assert "queue in the engine (queue 0.21 s on average, up to 12 waiting)" in str(
         saturated(steps[16], queued, POLICY)
     )
+
+
+def test_refusals_are_judged_before_coverage() -> None:
+    """HTTP 429 above two requests in flight cut the sustained window short: the finding is
+    the rate limit, quoting the server, not "the engine is faster than the cap allowed"."""
+    flat = trend([(float(t), 2.0) for t in range(20)])
+    result = classify_sustained(
+        flat,
+        [1.0],
+        8,
+        40,
+        False,
+        4,
+        refused=8,
+        refused_detail="HTTP 429: rate limit exceeded",
+        coverage="the request cap (40) was reached after 3.0 s of 30 s",
+    )
+    assert result.action is Action.SERVER_REFUSED
+    assert "HTTP 429: rate limit exceeded" in result.reason

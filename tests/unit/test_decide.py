@@ -34,7 +34,7 @@ PROGRAMME_CHECKS = (
     _c("smoke.text"),
     _c("capacity.model_load", critical=False, cls=CAPACITY),
     _c("capacity.long_input", cls=CAPACITY),
-    _c("capacity.concurrency", cls=CAPACITY),
+    _c("capacity.concurrency", cls=CAPACITY, ceiling=8),
     _c("capacity.sustained", cls=CAPACITY),
     _c("cache.prefix_reuse", cls=CACHE),
     _c("agent.one_arg.required", cls=AGENT),
@@ -170,6 +170,56 @@ def programme(*changed: CheckResult, drop: tuple[str, ...] = ()) -> list[CheckRe
             Outcome.HOLD,
             ["missing-evidence", "capacity-unattributed"],
             id="death-on-unproven-chain",
+        ),
+        pytest.param(  # HTTP 500 at concurrency 1: the lowest load failed, a defect that
+            programme(  # holds (once: not also a critical failure), never expand-capacity
+                _c(
+                    "capacity.concurrency",
+                    Status.FAIL,
+                    cls=CAPACITY,
+                    classification="first-step-failure",
+                ),
+            ),
+            PROGRAMME,
+            Outcome.HOLD,
+            ["first-step-failure"],
+            id="http-500-at-concurrency-1",
+        ),
+        pytest.param(  # a defect at the lowest load elsewhere: no capacity conclusion
+            programme(
+                _c(
+                    "capacity.long_input",
+                    Status.FAIL,
+                    cls=CAPACITY,
+                    classification="first-step-failure",
+                ),
+                _c(
+                    "capacity.concurrency",
+                    Status.FAIL,
+                    cls=CAPACITY,
+                    classification="expand-capacity",
+                    ceiling=2,
+                ),
+            ),
+            PROGRAMME,
+            Outcome.HOLD,
+            ["first-step-failure", "capacity-unattributed"],
+            id="expand-beside-a-first-step-failure",
+        ),
+        pytest.param(  # sustained says expand, but no ramp step was ever stable
+            programme(
+                _c(
+                    "capacity.sustained",
+                    Status.FAIL,
+                    cls=CAPACITY,
+                    classification="expand-capacity",
+                ),
+                _c("capacity.concurrency", Status.NO_DATA, cls=CAPACITY),
+            ),
+            PROGRAMME,
+            Outcome.HOLD,
+            ["missing-evidence", "capacity-unattributed"],
+            id="expand-without-a-stable-step",
         ),
         pytest.param(  # a capacity section alone has no chain: never expand-capacity
             [_c("capacity.sustained", Status.FAIL, cls=CAPACITY, classification="expand-capacity")],

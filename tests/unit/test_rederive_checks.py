@@ -12,7 +12,8 @@ import pytest
 from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS, CAPACITY_STEPS
 from golive.bundle.store import BundleReader
 from golive.checks.cache import judge_cache
-from golive.checks.capacity.judge import judge_model_load, judge_ramp
+from golive.checks.cache.judge import cache_from_steps
+from golive.checks.capacity.judge import judge_model_load, ramp_from_steps
 from golive.config import GoliveConfig, load_profile
 from golive.errors import BundleError
 from golive.results import CheckClass, CheckResult, Status
@@ -92,8 +93,9 @@ def test_the_h200_steps_judge_from_files_alone(tmp_path: Path) -> None:
         "controls": ["system_prompt", "whitespace", "tool_schema", "tool_order", "serialization"],
         "startup": {"attention_block_size": 16, "prefix_caching": True},
     }
-    reuse, controls, retention = judge_cache(
-        _bundle(tmp_path, protocol, steps), load_profile("generic")
+    # the capture holds the steps, not the scrapes behind them: judged from the steps
+    reuse, controls, retention = cache_from_steps(
+        _bundle(tmp_path, protocol, steps), load_profile("generic"), protocol, steps
     )
     assert reuse.status is Status.PASS, reuse.summary
     assert reuse.measurements["block_size"] == 16
@@ -119,7 +121,9 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
     shutil.copy(tier / "capacity-steps.jsonl", tmp_path / CAPACITY_STEPS)
     verdict = VerdictDocument.read(tier)
     sealed = [c for c in verdict.results() if c.id == "capacity.concurrency"]
-    again = judge_ramp(BundleReader(tmp_path), GoliveConfig().capacity)
+    rows = [json.loads(x) for x in (tier / "capacity-steps.jsonl").read_text().splitlines()]
+    # the capture holds the steps, not the records and scrapes behind them
+    again = ramp_from_steps(rows, GoliveConfig().capacity)
     # sealed by an earlier golive: the API-server finding has since been worded by Little's
     # law (the time outside the engine, now a measurement per step); the rest is unchanged
     drift = ("summary", "measurements.api_server_bound", "_outside_engine_ms: sealed 'absent'")
@@ -129,10 +133,8 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
     assert again.status is Status.WARN
     assert again.measurements["limit_max_concurrency"] == 16
     # an edited step is named: the c16 step's queue made ten seconds long
-    rows = [json.loads(x) for x in (tier / "capacity-steps.jsonl").read_text().splitlines()]
     edited = [{**r, "queue_mean_s": 10.0} if r["concurrency"] == 16 else r for r in rows]
-    (tmp_path / CAPACITY_STEPS).write_text("".join(json.dumps(r) + "\n" for r in edited))
-    changed = differences(sealed, [judge_ramp(BundleReader(tmp_path), GoliveConfig().capacity)])
+    changed = differences(sealed, [ramp_from_steps(edited, GoliveConfig().capacity)])
     assert "capacity.concurrency measurements.ceiling: sealed 16, re-derived 8" in changed
     assert any(c.startswith("capacity.concurrency summary: sealed ") for c in changed)
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from golive.checks.capacity.rules import Action, StabilityPolicy, StepStats, classify_concurrency
-from golive.checks.capacity.stalls import NS, Probe, stall_in
+from golive.checks.capacity.stalls import (
+    NS,
+    Probe,
+    idle_silence_s,
+    stall_after_s,
+    stall_in,
+)
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings
 
 URL = "http://127.0.0.1:8000/v1/chat/completions"
@@ -110,3 +116,44 @@ def test_a_stall_is_judged_before_any_capacity_reading() -> None:
     result = classify_concurrency([stable, step], StabilityPolicy())
     assert result.action is Action.STALLED
     assert result.reason == "engine stalled: x"
+
+
+@pytest.mark.parametrize(
+    ("records", "idle_s", "threshold_s"),
+    [
+        # answers at idle: 12.5 s to their first byte (a long prompt's prefill on 2 CPU
+        # cores), then a byte every 0.35 s: a silence of 24 s under load is no stall
+        ([_req(i, 0.0, [12.5, 12.85, 13.2], 13.5) for i in range(3)], 12.5, 37.5),
+        # one answer frozen 30 s at idle among fast ones does not raise the bar
+        ([_req(0, 0.0, [30.0], 30.5), _steady(1, 31.0, 33.0), _steady(2, 33.0, 35.0)], 0.1, 20.0),
+        # an engine that slow at idle: the bar stops at twice capacity.stall_s
+        ([_req(0, 0.0, [19.0, 19.5], 20.0)], 19.0, 40.0),
+        # a fast engine's answers: capacity.stall_s stands
+        ([_steady(0, 0.0, 2.0)], 0.1, 20.0),
+        # a failed request says nothing about how long an answer may be silent
+        ([_req(0, 0.0, [], 40.0, ok=False)], 0.0, 20.0),
+        ([], 0.0, 20.0),
+    ],
+)
+def test_a_stall_is_longer_than_an_answer_is_silent_at_idle(
+    records: list[RequestRecord], idle_s: float, threshold_s: float
+) -> None:
+    """A prefill sends no byte either: the silence that is a stall is capacity.stall_s, or
+    three times how long a typical answer went without a byte at idle if longer, but never
+    more than twice capacity.stall_s."""
+    silence = idle_silence_s(records)
+    assert silence == pytest.approx(idle_s, abs=0.02)
+    assert stall_after_s(20.0, silence) == pytest.approx(threshold_s, abs=0.1)
+
+
+def test_a_slow_prefill_under_load_is_not_a_stall_a_frozen_engine_is() -> None:
+    """Concurrency 2 on an engine that took 12.5 s to a first byte at idle: 24 s before the
+    first byte of two long prompts is slowness; the frozen window above is still a stall,
+    and so is a 45 s silence on that slow engine."""
+    slow = [_req(0, 0.0, [24.0, 24.3], 24.6), _req(1, 0.0, [24.5, 24.8], 25.0)]
+    threshold = stall_after_s(20.0, 12.5)
+    assert stall_in(slow, _probes(0, 25), 20.0, 2) is not None  # what CI saw before
+    assert stall_in(slow, _probes(0, 25), threshold, 2) is None
+    assert stall_in(_frozen(), _probes(0, 31), stall_after_s(20.0, 0.5), 2) is not None
+    hung = [_req(0, 0.0, [45.0, 45.3], 45.6), _req(1, 0.0, [45.5, 45.8], 46.0)]
+    assert stall_in(hung, _probes(0, 46), threshold, 2) is not None

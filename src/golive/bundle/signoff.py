@@ -8,8 +8,10 @@ Pure: built from the verdict (`verdict.document`) and the list of files in the b
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from golive.bundle.layout import (
@@ -21,6 +23,9 @@ from golive.bundle.layout import (
     STARTUP_LOG,
     VERDICT,
 )
+from golive.bundle.signing import load_public_key
+from golive.bundle.store import verify
+from golive.errors import ConfigError
 from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument
 from golive.verdict.scope import NOT_USED
 
@@ -262,3 +267,35 @@ def bundle_files(root: Any) -> list[str]:
         for p in root.rglob("*")
         if p.is_file() and not p.name.startswith(".")
     )
+
+
+def require_trusted(root: Path, trusted: Sequence[Path]) -> None:
+    """The bundle's manifest signature is valid under one of the `trusted` public keys."""
+    problems = []
+    for path in trusted:
+        signature = verify(root, load_public_key(path)).signature
+        if signature is not None and signature.valid:
+            return
+        problems.append(f"{path}: {signature.problem if signature else 'not checked'}")
+    raise ConfigError(
+        f"{root} is not sealed by a trusted key ({'; '.join(problems)}): sign-off accepts "
+        "only bundles golive sealed with --sign-key under a key named by --trust-key or "
+        "signoff.trusted_keys"
+    )
+
+
+def read_signoff(root: Path) -> dict[str, Any]:
+    """signoff.json, or a ConfigError naming it: every bundle golive seals has one."""
+    path = root / SIGNOFF_JSON
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot be read ({exc.strerror}); every bundle golive seals has one, so "
+            "this is not a complete golive bundle: run golive again"
+        ) from exc
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not JSON ({exc}); run golive again") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a sign-off record (a JSON object); run golive again")
+    return data

@@ -34,6 +34,9 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
     if args.command == "decide":
         return _decide(args, err)
     if args.command == "signoff":
+        trusted = list(args.trust_key)
+        if args.config is not None:
+            trusted += [Path(k) for k in load_config(args.config).signoff.trusted_keys]
         signature = sign_bundle(
             args.bundle,
             args.reviewer,
@@ -41,6 +44,7 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
             args.override_reason,
             args.registry,
             args.sign_key,
+            trusted,
         )
         print(
             f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
@@ -102,7 +106,11 @@ def _combine(args: argparse.Namespace, err: Console) -> int:
         raise ConfigError("decide --combine needs --out DIR for the combined bundle")
     overrides = {} if args.policy is None else {"policy": str(args.policy)}
     verdict = combine(
-        args.combine, args.out, load_config(args.config, overrides), args.max_age_days
+        args.combine,
+        args.out,
+        load_config(args.config, overrides),
+        args.max_age_days,
+        assume_same_deployment=args.assume_same_deployment,
     )
     document = verdict.document
     if args.json:

@@ -47,6 +47,7 @@ TARGET_FLAGS = (
 )
 CAPACITY_FLAGS = (
     ConfigFlag("--concurrency", "capacity.concurrency", "N"),
+    ConfigFlag("--required-concurrency", "capacity.required_concurrency", "N"),
     ConfigFlag("--max-context", "capacity.max_context", "TOKENS"),
     ConfigFlag("--duration", "capacity.duration_s", "S"),
     ConfigFlag("--step-duration", "capacity.step_duration_s", "S"),
@@ -344,6 +345,16 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     sign.add_argument(
         "--sign-key", type=Path, metavar="PEM", help="sign the re-sealed manifest (Ed25519)"
     )
+    sign.add_argument(
+        "--trust-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PUB",
+        help="refuse a bundle not sealed with this key's private half (golive run --sign-key); "
+        "repeat for several (also signoff.trusted_keys in --config)",
+    )
+    sign.add_argument("--config", type=Path, help="YAML config (signoff.trusted_keys)")
     watch = sub.add_parser(
         "watch", help="post-approval watch window against an accepted bundle; rollback triggers"
     )
@@ -384,6 +395,12 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=float,
         default=7.0,
         help="refuse parts that finished longer ago than this (with --combine; default 7)",
+    )
+    decide.add_argument(
+        "--assume-same-deployment",
+        metavar="REASON",
+        help="combine parts where one knows an identity fact (vLLM version, served model, "
+        "process start) that another lacks; the reason is recorded in verdict.json and the report",
     )
     decide.add_argument("--config", type=Path, help="sign-off owners for the combined decision")
     decide.add_argument("--policy", type=Path, help="decision policy for the combined decision")

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from golive.bundle.layout import CAPACITY_STEPS
+from golive.bundle.layout import CAPACITY_STEPS, SIGNOFF_JSON
 from golive.bundle.store import locate, locate_all
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
@@ -244,6 +244,17 @@ def render(
             "# left out (metric not exposed by the accepted engine): " + "; ".join(left_out) + "\n"
         )
     return head + yaml.safe_dump(dict(rules), sort_keys=False, width=120)
+
+
+def signed_override(bundle: Path) -> str | None:
+    """The override a reviewer signed the bundle with, if any (signoff.json)."""
+    try:
+        record = json.loads((bundle / SIGNOFF_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    signature = record.get("signature") if isinstance(record, dict) else None
+    reason = signature.get("override_reason") if isinstance(signature, dict) else None
+    return reason if isinstance(reason, str) else None
 
 
 def read_accepted(bundle: Path) -> tuple[VerdictDocument, list[dict[str, Any]]]:

@@ -16,6 +16,7 @@ from golive.bundle.store import locate
 from golive.errors import ConfigError
 from golive.evidence.startup_log import parse_startup_log
 from golive.verdict.document import VerdictDocument
+from golive.verdict.rederive import require_rederived
 
 ACCEPTED = ("go-live", "observe-with-limits")
 
@@ -81,7 +82,16 @@ def identity(root: Path) -> dict[str, Any]:
         "launch_config_digest": "sha256:" + hashlib.sha256(blob).hexdigest()
         if launch_known
         else None,
+        # the startup log's arguments alone: what every section given --log can compute the
+        # same way (the container's variables are known only where --container-info was given)
+        "launch_args_digest": _sha256(json.dumps(args, sort_keys=True, default=str))
+        if facts
+        else None,
     }
+
+
+def _sha256(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def artifact(root: Path, signature: dict[str, Any]) -> dict[str, Any]:
@@ -115,6 +125,7 @@ def register(root: Path, signature: dict[str, Any], registry: Path) -> Path | No
     if signature["outcome"] not in ACCEPTED:
         return None
     programme_scope(VerdictDocument.read(root), root, "the rollback registry")
+    require_rederived(root, "the rollback registry", signature.get("override_reason"))
     entry = artifact(root, signature)
     try:
         registry.mkdir(parents=True, exist_ok=True)

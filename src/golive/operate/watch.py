@@ -34,7 +34,7 @@ from golive.config import GoliveConfig, WatchConfig
 from golive.errors import ConfigError
 from golive.evidence.sampling import nvml_probe
 from golive.metrics import MetricsDelta, Snapshot
-from golive.operate.guardrails import Envelope, envelope, read_accepted
+from golive.operate.guardrails import Envelope, envelope, read_accepted, signed_override
 from golive.operate.rollback import registry_dir, rollback_target
 from golive.operate.watch_rules import (
     Observation,
@@ -45,6 +45,7 @@ from golive.operate.watch_rules import (
     probe_reuse_ratio,
 )
 from golive.verdict.document import VerdictDocument
+from golive.verdict.rederive import require_rederived
 
 T = TypeVar("T")
 
@@ -120,7 +121,9 @@ class Watcher:
         self.ctx = ctx
         self.s = settings
         self.model = model
-        self.verdict, steps = read_accepted(settings.accepted)
+        accepted = settings.accepted
+        require_rederived(accepted, "watch --accepted", signed_override(accepted))
+        self.verdict, steps = read_accepted(accepted)
         self.th = thresholds(
             envelope(self.verdict, steps), settings.config.repeated, settings.config.missing_limit
         )

@@ -38,6 +38,25 @@ def _rows(root: Path, rel: str) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+def _identity_lines(verdict: VerdictDocument) -> list[str]:
+    """The deployment the evidence shows, and an assumption a reviewer made about it."""
+    out = []
+    found = verdict.identity or {}
+    shown = {k: v for k, v in found.items() if v is not None and k != "problems"}
+    if shown:
+        out.append("- deployment: " + ", ".join(f"{k} `{v}`" for k, v in shown.items()))
+    for problem in found.get("problems") or ():
+        out.append(f"- deployment: **{problem}**")
+    assumed = verdict.assumed_same_deployment
+    if assumed:
+        unknown = ", ".join(assumed.get("unknown_in_some_parts") or ()) or "none"
+        out.append(
+            f"- **assumed one deployment** (--assume-same-deployment): {assumed.get('reason')} "
+            f"(unknown in some parts: {unknown})"
+        )
+    return out
+
+
 def render_markdown(
     verdict: VerdictDocument,
     chain: Mapping[str, Any] | None = None,
@@ -53,6 +72,7 @@ def render_markdown(
         f"- started: {verdict.started_at}  finished: {verdict.finished_at}",
         f"- golive {verdict.golive_version}",
         f"- scope: {scope_line(verdict)}",
+        *_identity_lines(verdict),
         "",
         "## Why",
         "",

@@ -201,40 +201,51 @@ class ProcessLoad:
                 loop.remove_reader(self.conns[i].fileno())
                 ended[i].set_exception(LoadClientError(f"{self.names[i]} failed: {payload}"))
 
-        for i, share in enumerate(parts):
-            name = self.names[i]
-            window = WorkerWindow(
-                share,
-                Interleaved(make_body, i, len(parts)),
-                f"{label}@{name}",
-                sink.stream_file,
-                self._samples[i],
-            )
-            try:
-                self.conns[i].send(("run", window))
-            except OSError as exc:  # a broken pipe: the process is gone
-                code = self.procs[i].exitcode
-                raise LoadClientError(
-                    f"{name} is gone (exit code {code}) before a {label} window ({exc})"
-                ) from exc
-            loop.add_reader(self.conns[i].fileno(), readable, i)
-        bound = schedule.duration_s + schedule.drain_s + ABORT_GRACE_S + SPARE_S
         try:
-            await asyncio.wait_for(asyncio.gather(*ended), bound)
-        except TimeoutError as exc:
-            silent = ", ".join(self.names[i] for i, end in enumerate(ended) if not end.done())
-            raise LoadClientError(
-                f"{silent} gave no end to a {schedule.duration_s:g} s window within {bound:g} s"
-            ) from exc
+            for i, share in enumerate(parts):
+                self._start(i, WorkerWindow(
+                    share,
+                    Interleaved(make_body, i, len(parts)),
+                    f"{label}@{self.names[i]}",
+                    sink.stream_file,
+                    self._samples[i],
+                ), label)  # fmt: skip
+                loop.add_reader(self.conns[i].fileno(), readable, i)
+            bound = schedule.duration_s + schedule.drain_s + ABORT_GRACE_S + SPARE_S
+            try:
+                await asyncio.wait_for(asyncio.gather(*ended), bound)
+            except TimeoutError as exc:
+                silent = ", ".join(self.names[i] for i, end in enumerate(ended) if not end.done())
+                raise LoadClientError(
+                    f"{silent} gave no end to a {schedule.duration_s:g} s window within {bound:g} s"
+                ) from exc
+        except BaseException:
+            # the window ends here for every worker: those still sending stop, and nothing
+            # they send later is read (it would land in a bundle already sealed: seen when
+            # a worker was found gone after its sibling had started its share)
+            self.stop(f"a load client failed in a {label} window")
+            raise
         finally:
             for i in range(len(parts)):
                 loop.remove_reader(self.conns[i].fileno())
+            for end in ended:  # a second failure after the first is not left unretrieved
+                if end.done() and not end.cancelled():
+                    end.exception()
         wall_s = (time.perf_counter_ns() - started) / 1e9
         for i, share in enumerate(parts):
             name = self.names[i]
             sent = self._sent.get(f"{key}/{name}", 0)
             self.windows.append(client_window(name, share.concurrency, records[i], done[i], sent))
         return window_result([r for mine in records for r in mine], wall_s, list(done.values()))
+
+    def _start(self, i: int, window: WorkerWindow, label: str) -> None:
+        try:
+            self.conns[i].send(("run", window))
+        except OSError as exc:  # a broken pipe: the process is gone
+            code = self.procs[i].exitcode
+            raise LoadClientError(
+                f"{self.names[i]} is gone (exit code {code}) before a {label} window ({exc})"
+            ) from exc
 
     def close(self) -> None:
         for conn in self.conns:

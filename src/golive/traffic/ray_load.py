@@ -41,7 +41,7 @@ from golive.traffic.load_split import (
     window_result,
 )
 from golive.traffic.records import RequestRecord
-from golive.traffic.schedule import LoadResult, MakeBody, Schedule, run_schedule
+from golive.traffic.schedule import LoadResult, MakeBody, Schedule, cancel_all, run_schedule
 
 BATCH_S = 0.25
 
@@ -217,7 +217,17 @@ class RayLoad:
             records.extend(mine)
             self.windows.append(client_window(name, share.concurrency, mine, done.get(name), sent))
 
-        await asyncio.gather(*(one(i) for i in range(count)))
+        tasks = [asyncio.ensure_future(one(i)) for i in range(count)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # one actor failed (or the window was cancelled): the others stop issuing, and
+            # nothing they stream later is handed to `sink` (it would land in a bundle
+            # already sealed, and their load in the next section)
+            for actor in self.actors:
+                actor.stop.remote(f"a load client failed in a {label} window")
+            await cancel_all(tasks)
+            raise
         wall = (time.perf_counter_ns() - started) / 1e9
         return window_result(records, wall, list(done.values()))
 

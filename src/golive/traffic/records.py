@@ -194,6 +194,16 @@ class ParsedResponse:
         return line
 
 
+def record_line(line: str) -> dict[str, Any] | None:
+    """A saved record line (`ParsedResponse.to_json`) read back; None where it is not a JSON
+    object (an unreadable line is the ledger's finding)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def saved_ok(line: Mapping[str, Any]) -> bool:
     """A saved record line (`ParsedResponse.to_json`) whose request got a 2xx answer with no
     transport failure: `RequestRecord.ok` read back from the bundle."""

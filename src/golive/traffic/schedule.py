@@ -147,7 +147,13 @@ async def run_schedule(
                 _arrivals(schedule, start_ns, take, counted, make_body, label, keep)
             )
         ]
-    overran, cancelled = await _bounded_wait(tasks, deadline_ns, schedule, abort)
+    try:
+        overran, cancelled = await _bounded_wait(tasks, deadline_ns, schedule, abort)
+    except asyncio.CancelledError:
+        # the window itself was cancelled (a load worker beside it died): its lanes must not
+        # outlive it, or they go on sending and saving into a bundle already sealed
+        await cancel_all(tasks)
+        raise
     wall_s = (time.perf_counter_ns() - start_ns) / 1e9
     stopped_by: StoppedBy = "duration"
     if overran:
@@ -203,6 +209,13 @@ async def _arrivals(
         due.close()
         for task in in_flight:
             task.cancel()
+
+
+async def cancel_all(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    """Cancel `tasks` and wait until each has ended (whatever it raised)."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _bounded_wait(

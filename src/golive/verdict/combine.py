@@ -10,7 +10,6 @@ its own manifest, cited by digest in verdict.json) and is decided by the same ru
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
 import shutil
@@ -22,7 +21,8 @@ from typing import Any
 import yaml
 
 from golive.bundle.layout import EFFECTIVE_CONFIG, MANIFEST, PARTS, POLICY
-from golive.bundle.store import Bundle
+from golive.bundle.store import Bundle, BundleReader
+from golive.checks.deployment import FIELDS, deployment_of
 from golive.config import GoliveConfig
 from golive.errors import BundleError, ConfigError
 from golive.operate.rollback import identity
@@ -31,19 +31,17 @@ from golive.results import CheckResult
 from golive.verdict.decide import decide
 from golive.verdict.document import PartEntry, VerdictDocument
 from golive.verdict.policy import apply_policy, load_policy
-from golive.verdict.rederive import rederive
+from golive.verdict.rederive import as_part_checks, rederive
 from golive.verdict.scope import PROGRAMME, SECTIONS, Scope, scope_from_json
 
 DEFAULT_MAX_AGE_DAYS = 7.0
-# What makes two bundles the same deployment; a value unknown in one part is not compared.
-DEPLOYMENT_KEYS = (
-    "target",
-    "profile",
-    "image_digest",
-    "vllm_version",
-    "served_model",
-    "launch_config_digest",
-)
+# What tells two deployments apart where both parts know it (a value unknown in one part is
+# not compared: the image is known only where container facts were given).
+# The launch arguments are known only where a startup log was given (--log).
+SETUP_KEYS = ("target", "profile", "image_digest", "launch_args_digest")
+# The deployment every section asks of itself (checks/deployment.py): a value known in one
+# part and unknown in another is refused too, unless --assume-same-deployment.
+IDENTITY_KEYS = tuple(f for f in FIELDS if f not in SETUP_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +51,7 @@ class Part:
     sections: tuple[str, ...]
     manifest_sha256: str
     finished_at: dt.datetime
-    deployment: Mapping[str, str | None]
+    deployment: Mapping[str, Any]
 
     @property
     def name(self) -> str:
@@ -67,7 +65,12 @@ def read_part(root: Path) -> Part:
     except BundleError as exc:
         raise ConfigError(f"{root}: {exc}") from exc
     if not again.agrees:
-        raise ConfigError(f"{root}: its verdict does not re-derive ({'; '.join(again.problems)})")
+        shown = "; ".join(again.problems[:6])
+        more = f"; and {len(again.problems) - 6} more" if len(again.problems) > 6 else ""
+        raise ConfigError(
+            f"{root}: its verdict does not re-derive ({shown}{more}); golive decide {root} "
+            "lists every difference"
+        )
     verdict = VerdictDocument.read(root)
     scope = scope_from_json(verdict.scope)
     if scope == PROGRAMME or not scope:
@@ -86,34 +89,30 @@ def read_part(root: Path) -> Part:
         tuple(scope),
         "sha256:" + hashlib.sha256(manifest).hexdigest(),
         finished,
-        deployment_of(root, verdict),
+        deployment_facts(root, verdict),
     )
 
 
-def deployment_of(root: Path, verdict: VerdictDocument) -> dict[str, str | None]:
-    """The facts that tell one deployment from another, from the bundle's own evidence."""
-    found = identity(root)
-    version = (
-        found["vllm_version"]
-        or verdict.measurements("environment.vllm_version").get("vllm_version")
-        or verdict.measurements("smoke.version").get("vllm_version")
-    )
+def deployment_facts(root: Path, verdict: VerdictDocument) -> dict[str, Any]:
+    """The facts that tell one deployment from another, from the bundle's own evidence: the
+    setup it was run with, and what its records and scrapes say of the deployment."""
     config = _yaml(root / EFFECTIVE_CONFIG)
-    model = (config.get("target") or {}).get("model") or verdict.measurements("smoke.models").get(
-        "model"
-    )
+    wanted = (config.get("target") or {}).get("model")
+    seen = deployment_of(BundleReader(root), wanted if isinstance(wanted, str) else None)
     return {
         "target": verdict.target,
         "profile": verdict.profile,
-        "image_digest": found["image_digest"],
-        "vllm_version": None if version is None else str(version),
-        "served_model": None if model is None else str(model),
-        "launch_config_digest": found["launch_config_digest"],
+        "image_digest": identity(root)["image_digest"],
+        **{key: getattr(seen, key) for key in FIELDS},
+        "problems": seen.problems,
     }
 
 
-def refusals(parts: Sequence[Part], now: dt.datetime, max_age_days: float) -> list[str]:
-    """Why these parts cannot make one decision (empty: they can)."""
+def refusals(
+    parts: Sequence[Part], now: dt.datetime, max_age_days: float, assume_same: bool = False
+) -> list[str]:
+    """Why these parts cannot make one decision (empty: they can). `assume_same`: a fact
+    known in one part and unknown in another is not a refusal (the reviewer said why)."""
     problems = []
     for part in parts:
         age = (now - part.finished_at).total_seconds() / 86400
@@ -130,12 +129,56 @@ def refusals(parts: Sequence[Part], now: dt.datetime, max_age_days: float) -> li
                     f"section {section} is in both {seen[section]} and {part.root}: give one"
                 )
             seen[section] = part.root
-    for key in DEPLOYMENT_KEYS:
-        values = {p.root: p.deployment.get(key) for p in parts if p.deployment.get(key)}
-        if len(set(values.values())) > 1:
-            listed = ", ".join(f"{v} ({root})" for root, v in values.items())
-            problems.append(f"the parts describe different deployments: {key} {listed}")
+    for part in parts:
+        problems += [f"{part.root}: {p}" for p in part.deployment.get("problems") or ()]
+    for key in (*SETUP_KEYS, *IDENTITY_KEYS):
+        known = [(p, p.deployment[key]) for p in parts if p.deployment.get(key) is not None]
+        if len({value for _, value in known}) > 1:
+            problems.append(_differ(key, known))
+        elif key in IDENTITY_KEYS and known and len(known) < len(parts) and not assume_same:
+            knowing = [p.name for p, _ in known]
+            unknown = ", ".join(p.name for p in parts if p.name not in knowing)
+            problems.append(
+                f"{key} is known in {', '.join(knowing)} but not in {unknown}: "
+                "run those sections again with golive of this version, or give "
+                "--assume-same-deployment REASON"
+            )
     return problems
+
+
+def merged_identity(found: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The combined bundle's identity: each field as the parts that know it agree on it."""
+    merged: dict[str, Any] = dict.fromkeys(IDENTITY_KEYS)
+    for facts in found:
+        for key in IDENTITY_KEYS:
+            if merged[key] is None and facts.get(key) is not None:
+                merged[key] = facts[key]
+    return {**merged, "problems": []}
+
+
+def unknown_identity(parts: Sequence[Part]) -> list[str]:
+    """The identity fields some parts know and others do not (what an assumption covers)."""
+    return [
+        key
+        for key in IDENTITY_KEYS
+        if 0 < sum(p.deployment.get(key) is not None for p in parts) < len(parts)
+    ]
+
+
+def _differ(key: str, values: Sequence[tuple[Part, Any]]) -> str:
+    if key == "process_start":
+        started: dict[float, list[str]] = {}
+        for part, value in values:
+            started.setdefault(float(value), []).append(part.name)
+        runs = [
+            f"{', '.join(names)} (process started {t:.0f})" for t, names in sorted(started.items())
+        ]
+        return (
+            f"the server restarted between {' and '.join(runs)}: the sections did not measure "
+            "one engine process; run them again against one"
+        )
+    listed = ", ".join(f"{v} ({p.root})" for p, v in values)
+    return f"the parts describe different deployments: {key} {listed}"
 
 
 def _yaml(path: Path) -> dict[str, Any]:
@@ -147,14 +190,8 @@ def _yaml(path: Path) -> dict[str, Any]:
 
 
 def part_checks(part: Part) -> list[CheckResult]:
-    """A part's checks with evidence paths inside the combined bundle; golive's own
-    per-run checks (ledger, interrupts) keep the part's name so none is lost."""
-    out = []
-    for check in part.verdict.results():
-        evidence = tuple(f"{PARTS}/{part.name}/{e}" for e in check.evidence)
-        check_id = f"{check.id}@{part.name}" if check.id.startswith("golive.") else check.id
-        out.append(dataclasses.replace(check, id=check_id, evidence=evidence))
-    return out
+    """A part's checks as the combined bundle holds them (`rederive.as_part_checks`)."""
+    return as_part_checks(part.verdict.results(), part.name)
 
 
 def combine(
@@ -163,11 +200,15 @@ def combine(
     config: GoliveConfig,
     max_age_days: float = DEFAULT_MAX_AGE_DAYS,
     now: dt.datetime | None = None,
+    assume_same_deployment: str | None = None,
 ) -> Verdict:
-    """Verify, compare and merge section bundles into one sealed decision at `out`."""
+    """Verify, compare and merge section bundles into one sealed decision at `out`.
+    `assume_same_deployment`: the reviewer's reason to combine parts where one knows an
+    identity field another lacks (recorded in verdict.json)."""
     started = dt.datetime.now(dt.UTC)
     parts = [read_part(root) for root in roots]
-    problems = refusals(parts, now or started, max_age_days)
+    reason = (assume_same_deployment or "").strip() or None
+    problems = refusals(parts, now or started, max_age_days, assume_same=reason is not None)
     if problems:
         raise ConfigError("cannot combine these bundles: " + "; ".join(problems))
     policy = load_policy(None if config.policy is None else Path(config.policy))
@@ -207,6 +248,10 @@ def combine(
             for p in parts
         ),
         rollback_target=rollback_target(out),
+        identity=merged_identity([p.deployment for p in parts]),
+        assumed_same_deployment=None
+        if reason is None
+        else {"reason": reason, "unknown_in_some_parts": unknown_identity(parts)},
     )
     target = next((p.deployment["target"] for p in parts if p.deployment["target"]), None)
     document = document.model_copy(update={"target": target})

@@ -30,7 +30,11 @@ _CLASSIFIED = (
     "adjust-configuration",
     "limit-feature",
     "engine-stalled",
+    "first-step-failure",
 )
+
+# Findings no capacity fixes: a failure at the lowest load, a hung engine.
+_DEFECTS = ("first-step-failure", "engine-stalled")
 
 # Where a failed critical check points, by the checklist layer it belongs to.
 _FAILURE_OUTCOME = {
@@ -119,6 +123,23 @@ def engine_stalled(checks: Sequence[CheckResult]) -> RuleFired | None:
     )
 
 
+def first_step_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """Failures at the lowest load (concurrency 1, the smallest input): a software or
+    configuration defect, or a deployment that cannot serve one request. Never capacity:
+    buying GPUs does not fix a server that fails its first request."""
+    hit = [c.id for c in checks if _classification(c) == "first-step-failure"]
+    if not hit:
+        return None
+    return RuleFired(
+        "first-step-failure",
+        Outcome.HOLD,
+        "requests failed at the lowest load of a ladder (concurrency 1 or the smallest "
+        "input): a software or configuration defect, not capacity; the check quotes the "
+        "server and names the request class: fix it and run again",
+        tuple(hit),
+    )
+
+
 def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
     """OOM, queue collapse, stalls or restarts after reasonable limits, on a proven chain."""
     hit = [c.id for c in checks if _classification(c) == "expand-capacity"]
@@ -134,6 +155,23 @@ def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
             "--image) and run again before concluding expand-capacity",
             tuple(hit),
         )
+    defects = [
+        c.id for c in checks if _classification(c) in ("first-step-failure", "engine-stalled")
+    ]
+    if defects or not _stable_step(checks):
+        return RuleFired(
+            "capacity-unattributed",
+            Outcome.HOLD,
+            "the engine failed under load, but "
+            + (
+                f"{', '.join(defects)} found a defect (a failure at the lowest load, or a "
+                "stall) that no capacity fixes"
+                if defects
+                else "no ramp step was stable (capacity.concurrency has no ceiling)"
+            )
+            + ": capacity cannot be concluded until that is fixed and the ramp runs again",
+            tuple(hit),
+        )
     return RuleFired(
         "capacity-exhausted",
         Outcome.EXPAND_CAPACITY,
@@ -141,6 +179,13 @@ def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
         "capacity or redesign the deployment",
         tuple(hit),
     )
+
+
+def _stable_step(checks: Sequence[CheckResult]) -> bool:
+    """The ramp found a ceiling: at least one step of load was stable."""
+    ramp = next((c for c in checks if c.id == "capacity.concurrency"), None)
+    ceiling = None if ramp is None else ramp.measurements.get("ceiling")
+    return isinstance(ceiling, int) and not isinstance(ceiling, bool) and ceiling >= 1
 
 
 def capacity_limited(checks: Sequence[CheckResult]) -> RuleFired | None:
@@ -308,6 +353,7 @@ RULES: tuple[Rule, ...] = (
     missing_evidence,
     environment_failed,
     engine_stalled,
+    first_step_failed,
     capacity_exhausted,
     capacity_limited,
     agent_feature_limited,

@@ -145,7 +145,7 @@ class PartEntry(_Entry):
 
 
 # Written only when they apply (an interrupted run, a combined bundle, a run's evidence size).
-_WHEN_SET = ("interrupted", PARTS, "bundle_bytes")
+_WHEN_SET = ("interrupted", PARTS, "bundle_bytes", "identity", "assumed_same_deployment")
 
 
 class VerdictDocument(_Entry):
@@ -174,6 +174,9 @@ class VerdictDocument(_Entry):
     interrupted: InterruptionEntry | None = None
     bundle_bytes: int | None = None
     parts: tuple[PartEntry, ...] | None = None
+    # the deployment the evidence shows (checks/deployment.py); None in older bundles
+    identity: dict[str, Any] | None = None
+    assumed_same_deployment: dict[str, Any] | None = None  # combine's override, with reason
 
     def results(self) -> list[CheckResult]:
         return [c.result() for c in self.checks]

@@ -67,18 +67,35 @@ class LoadedPolicy:
         return PolicyRef(name=self.policy.name, version=self.policy.version, sha256=self.sha256)
 
 
+def default_text() -> str:
+    return resources.files("golive.profiles").joinpath(DEFAULT).read_text()
+
+
 def load_policy(path: Path | None) -> LoadedPolicy:
-    """The bundled default policy, or the user's file (errors name the file and field)."""
+    """The bundled default policy, or the user's file (errors name the file and field). A
+    file may not call itself the bundled default unless it is, byte for byte."""
     if path is None:
-        text = resources.files("golive.profiles").joinpath(DEFAULT).read_text()
-        source = f"bundled {DEFAULT}"
-    else:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"--policy {path}: cannot be read ({exc.strerror})") from exc
-        source = str(path)
-    return parse_policy(text, source)
+        return parse_policy(default_text(), f"bundled {DEFAULT}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--policy {path}: cannot be read ({exc.strerror})") from exc
+    loaded = parse_policy(text, str(path))
+    problem = impersonation(loaded)
+    if problem is not None:
+        raise ConfigError(f"--policy {path}: {problem}; give your policy its own name")
+    return loaded
+
+
+def impersonation(loaded: LoadedPolicy) -> str | None:
+    """Why a policy that names itself as the bundled default is not it, or None."""
+    default = parse_policy(default_text(), f"bundled {DEFAULT}")
+    if loaded.policy.name != default.policy.name or loaded.text == default.text:
+        return None
+    return (
+        f"it calls itself {default.policy.name!r}, the bundled default, but differs from it "
+        f"({loaded.sha256}, the default is {default.sha256})"
+    )
 
 
 def parse_policy(text: str, source: str) -> LoadedPolicy:

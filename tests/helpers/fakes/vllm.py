@@ -55,10 +55,10 @@ def _metrics(state: FakeState) -> str:
     )
 
 
-def _chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+def _chunk(delta: dict[str, object], finish: str | None = None, model: str = MODEL) -> bytes:
     body = {
         "id": "chatcmpl-fake",
-        "model": MODEL,
+        "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
     return f"data: {json.dumps(body)}\n\n".encode()
@@ -96,6 +96,8 @@ def build_app(state: FakeState) -> web.Application:
             )
         if state.fault == "stale_metrics":
             return web.Response(text=_metrics(FakeState()))
+        if state.fault == "other_engine_metrics":  # the metrics URL of another deployment
+            return web.Response(text=_metrics(state).replace(MODEL, "other-model"))
         return web.Response(text=_metrics(state))
 
     async def chat(request: web.Request) -> web.StreamResponse:
@@ -125,6 +127,18 @@ def build_app(state: FakeState) -> web.Application:
                 },
                 status=500,
             )
+        messages = body.get("messages") or []
+        if state.fault == "tool_result_500" and any(m.get("role") == "tool" for m in messages):
+            return web.json_response(  # a chat template that breaks on tool results
+                {
+                    "error": {
+                        "message": "KeyError: 'tool_call_id' rendering the chat template",
+                        "type": "InternalServerError",
+                        "code": 500,
+                    }
+                },
+                status=500,
+            )
         if state.fault == "no_structured" and body.get("response_format"):
             return web.json_response(  # a server launched without structured outputs
                 {
@@ -140,6 +154,8 @@ def build_app(state: FakeState) -> web.Application:
         if state.fault == "hang" or (state.fault == "hang_tools" and body.get("tools")):
             await _hold(state)
         state.prompt_tokens += 7
+        # a shared endpoint or a gateway routing elsewhere: another model answers every request
+        answered = "other-model" if state.fault == "other_model" else MODEL
         if not body.get("stream"):
             state.successes += 1
             message: dict[str, object] = {"role": "assistant", "content": "All good."}
@@ -159,15 +175,15 @@ def build_app(state: FakeState) -> web.Application:
                 {
                     "id": "chatcmpl-fake",
                     "object": "chat.completion",
-                    "model": MODEL,
+                    "model": answered,
                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                     "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
                 }
             )
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        await response.write(_chunk({"role": "assistant", "content": ""}))
-        await response.write(_chunk({"content": "All "}))
+        await response.write(_chunk({"role": "assistant", "content": ""}, model=answered))
+        await response.write(_chunk({"content": "All "}, model=answered))
         if state.fault == "reset_stream":
             assert request.transport is not None
             request.transport.abort()
@@ -186,7 +202,7 @@ def build_app(state: FakeState) -> web.Application:
             piece = _chunk({"content": "x" * 4000}) * 16
             while True:
                 await response.write(piece)
-        await response.write(_chunk({"content": "good."}, "stop"))
+        await response.write(_chunk({"content": "good."}, "stop", answered))
         if state.fault != "truncated_stream":
             await response.write(
                 b'data: {"id":"chatcmpl-fake","choices":[],"usage":{"prompt_tokens":7,'

@@ -10,13 +10,15 @@ size, calibration, controls, the startup log's cache facts, or why it stopped),
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS
 from golive.bundle.store import BundleReader
+from golive.checks.cache.recorded import steps_differences
 from golive.checks.cache.retention import retention_result
 from golive.checks.cache.rules import (
+    CACHE_FILE,
     START_SCRAPE,
     CacheStep,
     LoggedCache,
@@ -54,11 +56,43 @@ def judge_cache(evidence: BundleReader, profile: Profile) -> list[CheckResult]:
                 evidence=tuple(protocol.get("evidence") or ()),
             )
         ]
+    rows = evidence.jsonl(CACHE_STEPS)
+    mismatch = steps_differences(
+        rows,
+        lambda name: evidence.text(f"metrics/{name}.prom"),
+        evidence.jsonl(f"requests/{CACHE_FILE}.jsonl"),
+        CACHE_STEPS,
+    )
+    if mismatch:
+        more = f" (and {len(mismatch) - 3} more)" if len(mismatch) > 3 else ""
+        why = (
+            f"{CACHE_STEPS} does not match the scrapes and records behind it: "
+            f"{'; '.join(mismatch[:3])}{more}; reuse is not judged from it"
+        )
+        return [
+            cache_result(check_id, critical, Status.NO_DATA, why, evidence=(CACHE_STEPS,))
+            for check_id, critical in (
+                ("cache.prefix_reuse", True),
+                ("cache.controls", False),
+                ("cache.retention", False),
+            )
+        ]
+    return cache_from_steps(evidence, profile, protocol, rows)
+
+
+def cache_from_steps(
+    evidence: BundleReader,
+    profile: Profile,
+    protocol: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+) -> list[CheckResult]:
+    """The three cache checks from the protocol, the steps and the start scrape (the steps
+    already held to their scrapes and records by `judge_cache`)."""
     labels = cache_labels(evidence.text(f"metrics/{START_SCRAPE}.prom"))
     logged = LoggedCache.from_json(protocol.get("startup"))
     block = block_size(labels, logged, profile.cache.block_size_hint)
     enabled = prefix_caching(labels, logged)
-    steps = {row["step"]: CacheStep.from_json(row) for row in evidence.jsonl(CACHE_STEPS)}
+    steps = {row["step"]: CacheStep.from_json(row) for row in rows}
     if "cold-0" not in steps:
         return [
             cache_result(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from golive.bundle.layout import LOAD_CURVE, MEMORY_CURVE, STARTUP_LOG, TERMINATION
+from golive.checks.capacity.failures import clip
 from golive.checks.capacity.rules import (
     Action,
     Classification,
@@ -111,6 +112,7 @@ _ACTION_STATUS = {
     Action.ADJUST_CONFIGURATION: Status.WARN,
     Action.LIMIT_TRAFFIC: Status.WARN,
     Action.EXPAND_CAPACITY: Status.FAIL,
+    Action.FIRST_STEP_FAILED: Status.FAIL,
     Action.NO_DATA: Status.NO_DATA,
     Action.SERVER_REFUSED: Status.FAIL,
     Action.INCONSISTENT: Status.FAIL,
@@ -149,6 +151,7 @@ class Run:
         self.memory: Curve | None = None
         self.concurrency_ceiling: int | None = None
         self.rate_per_slot = 0.0  # requests/s per concurrency slot, from the calibration window
+        self.idle_silence_s = 0.0  # how long a typical answer went without a byte, calibration
         self.step_rps: dict[int, float] = {}  # measured throughput by ramp concurrency
         self.timeline: list[Any] = []
         self.windows: list[dict[str, Any]] = []  # each load window's watchdog row
@@ -339,7 +342,7 @@ def refusal(parsed: ParsedResponse) -> str:
     """The server's own words for a 4xx answer (quoted in the finding)."""
     record = parsed.record
     message = error_message(parsed.json_body) or (record.failure.message if record.failure else "")
-    return f"HTTP {record.status}: {message}"[:200]
+    return clip(f"HTTP {record.status}: {message}")
 
 
 def gauge_max(values: Sequence[Any]) -> float | None:

@@ -23,6 +23,14 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import cap_result, classified
+from golive.checks.capacity.failures import failure_detail
+from golive.checks.capacity.recorded import (
+    engine_silent,
+    ladder_differences,
+    steps_differences,
+    window_differences,
+    window_records,
+)
 from golive.checks.capacity.rules import (
     Action,
     Classification,
@@ -48,10 +56,48 @@ from golive.traffic.records import saved_answered, saved_e2e_s
 
 
 def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
-    """`capacity.concurrency`: each ramp step's stability, the knee and the ceiling."""
-    policy = StabilityPolicy(max_queue_s=config.max_queue_s, max_queue_share=config.max_queue_share)
-    steps = [StepStats.from_json(row) for row in evidence.jsonl(CAPACITY_STEPS)]
-    result = classify_concurrency(steps, policy)
+    """`capacity.concurrency` from the bundle: the step rows, once they match the request
+    records and the engine's scrapes behind them (`ramp_from_steps` judges them)."""
+    rows = evidence.jsonl(CAPACITY_STEPS)
+    if not rows and (dead := after_death(evidence, "capacity.concurrency")) is not None:
+        return dead
+    records = evidence.jsonl(CAPACITY_CONCURRENCY_REQUESTS)
+    mismatch = steps_differences(rows, records, CAPACITY_STEPS)
+    if mismatch:
+        return _not_from_records("capacity.concurrency", mismatch, CAPACITY_STEPS)
+    silent = [
+        why
+        for row in rows
+        if (why := _engine_silent(evidence, row, records, f"capacity-c{row.get('concurrency')}"))
+    ]
+    if silent:
+        return _not_the_engines("capacity.concurrency", silent, CAPACITY_STEPS)
+    quoted = [
+        {
+            **row,
+            "failure_detail": failure_detail(window_records(records, f"c{row.get('concurrency')}")),
+        }
+        for row in rows
+    ]
+    return ramp_from_steps(quoted, config, evidence.text(TERMINATION) is not None)
+
+
+def stability_policy(config: CapacityConfig) -> StabilityPolicy:
+    """The ramp's stability rules as the config sets them (the collector's and decide's)."""
+    return StabilityPolicy(
+        max_queue_s=config.max_queue_s,
+        max_queue_share=config.max_queue_share,
+        required_concurrency=config.required_concurrency,
+    )
+
+
+def ramp_from_steps(
+    rows: Sequence[Mapping[str, Any]], config: CapacityConfig, terminated: bool = False
+) -> CheckResult:
+    """`capacity.concurrency` from the step rows alone (held to their records and scrapes
+    by `judge_ramp`): each step's stability, the knee and the ceiling."""
+    steps = [StepStats.from_json(row) for row in rows]
+    result = classify_concurrency(steps, stability_policy(config))
     measurements: dict[str, Any] = {"steps": len(steps), "ceiling": result.ceiling}
     for s in steps:
         measurements[f"c{s.concurrency}_rps"] = round(s.throughput_rps, 3)
@@ -71,9 +117,80 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
         if "API server bound" not in result.reason:
             result = dataclasses.replace(result, reason=f"{result.reason}; {frontend}")
     evidence_paths = [CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_STEPS, MEMORY_CURVE]
-    if evidence.text(TERMINATION) is not None:
+    if terminated:
         evidence_paths.append(TERMINATION)
     return classified("capacity.concurrency", result, measurements, evidence_paths)
+
+
+def _not_from_records(check_id: str, mismatch: Sequence[str], source: str) -> CheckResult:
+    """A summary that its request records contradict: the check cannot be judged from it."""
+    more = f" (and {len(mismatch) - 3} more)" if len(mismatch) > 3 else ""
+    return cap_result(
+        check_id,
+        Status.NO_DATA,
+        f"{source} does not match the request records behind it: {'; '.join(mismatch[:3])}{more}",
+        {"record_mismatches": len(mismatch)},
+        (source,),
+    )
+
+
+def _engine_silent(
+    evidence: BundleReader,
+    row: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    scrapes: str,
+) -> str | None:
+    where = f"{scrapes.removeprefix('capacity-')}"
+    before = evidence.text(f"metrics/{scrapes}-before.prom")
+    after = evidence.text(f"metrics/{scrapes}-after.prom")
+    label = f"c{row.get('concurrency')}"
+    return engine_silent(row, window_records(records, label), before, after, where)
+
+
+def _not_the_engines(check_id: str, silent: Sequence[str], source: str) -> CheckResult:
+    """Engine metrics that did not move with the load: the window's engine figures are not
+    the engine's, so nothing is judged from them."""
+    return cap_result(
+        check_id,
+        Status.NO_DATA,
+        f"metrics frozen or from another engine: {'; '.join(silent[:3])}; the engine's "
+        f"figures in {source} are not judged (is --metrics-url this deployment's /metrics?)",
+        {"silent_windows": len(silent)},
+        (source,),
+    )
+
+
+def after_death(evidence: BundleReader, check_id: str) -> CheckResult | None:
+    """A phase with no evidence of its own, in a run whose engine terminated (the
+    termination record): it never ran. `no_data` naming the death, not a failure with a
+    cause of its own: the death is judged in the phase where it happened."""
+    record = evidence.json(TERMINATION)
+    if not isinstance(record, Mapping):
+        return None
+    where = f"in the {record.get('phase')} phase at concurrency {record.get('concurrency')}"
+    return cap_result(
+        check_id,
+        Status.NO_DATA,
+        f"not run: the engine terminated earlier, {where} ({record.get('reason')})",
+        {},
+        (TERMINATION,),
+    )
+
+
+def after_no_ceiling(evidence: BundleReader, config: CapacityConfig) -> CheckResult | None:
+    """No sustained window after a ramp with no stable step (its lowest failed, stalled, was
+    refused or not judged): there is no level to sustain, and load on it proves nothing
+    more (the collector does not run it; `phases.sustained`)."""
+    ramp = judge_ramp(evidence, config)
+    if ramp.measurements.get("ceiling") is not None:
+        return None
+    return cap_result(
+        "capacity.sustained",
+        Status.NO_DATA,
+        f"not run: the ramp found no stable step to sustain ({ramp.summary[:300]})",
+        {},
+        (CAPACITY_STEPS,),
+    )
 
 
 def judge_headroom(evidence: BundleReader) -> CheckResult:
@@ -86,20 +203,32 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     time and end-to-end latency, from its record) and the window's own figures."""
     row = evidence.json(CAPACITY_SUSTAINED)
     if not isinstance(row, dict):
-        return cap_result(
-            "capacity.sustained",
-            Status.NO_DATA,
-            f"no sustained window in the bundle ({CAPACITY_SUSTAINED} is missing)",
-            {},
-            (),
+        return (
+            after_death(evidence, "capacity.sustained")
+            or after_no_ceiling(evidence, config)
+            or cap_result(
+                "capacity.sustained",
+                Status.NO_DATA,
+                f"no sustained window in the bundle ({CAPACITY_SUSTAINED} is missing)",
+                {},
+                (),
+            )
         )
     stats = StepStats.from_json(row)
     label = str(row.get("label"))
-    window = [
-        r
-        for r in evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS)
-        if str(r.get("label")).split("@")[0] == label
-    ]
+    window = window_records(evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS), label)
+    mismatch = window_differences(row, window, f"{CAPACITY_SUSTAINED} ({label})")
+    if label != f"c{stats.concurrency}":  # a row golive never writes: its level is its label's
+        mismatch.append(
+            f"{CAPACITY_SUSTAINED}: concurrency {stats.concurrency!r}, but its label is {label!r}"
+        )
+    if mismatch:
+        return _not_from_records("capacity.sustained", mismatch, CAPACITY_SUSTAINED)
+    # the window's scrapes (bundles before 2026-12 shared the ramp step's names)
+    scrapes = str(row.get("scrapes") or f"capacity-{label}")
+    silent = _engine_silent(evidence, row, window, scrapes)
+    if silent:
+        return _not_the_engines("capacity.sustained", [silent], CAPACITY_SUSTAINED)
     t0 = min((float(r["started_at"]) for r in window), default=0.0)
     done = [
         (float(r["started_at"]) + e2e - t0, e2e)
@@ -124,6 +253,11 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         thirds=thirds,
         stall=stats.stall,
         max_growth=config.max_latency_growth,
+        failure_detail=failure_detail(window),
+        mean_waiting=stats.mean_waiting,
+        max_running=stats.max_running,
+        cancelled=stats.cancelled,
+        required_concurrency=config.required_concurrency,
     )
     if result.action is Action.STABLE and not stats.engine_measured:
         result = Classification(
@@ -170,13 +304,18 @@ def judge_long_input(evidence: BundleReader) -> CheckResult:
     the server answered it (served, rejected for its length, refused, failed, died)."""
     ladder = evidence.json(CAPACITY_LADDER)
     if not isinstance(ladder, Mapping):
-        return cap_result(
+        return after_death(evidence, "capacity.long_input") or cap_result(
             "capacity.long_input",
             Status.NO_DATA,
             f"no long-input ladder ({CAPACITY_LADDER})",
             {},
             (),
         )
+    saved = ladder.get("steps") or ()
+    records = evidence.jsonl(CAPACITY_LONG_INPUT_REQUESTS)
+    mismatch = ladder_differences(saved, records, CAPACITY_LADDER)
+    if mismatch:
+        return _not_from_records("capacity.long_input", mismatch, CAPACITY_LADDER)
     steps = [
         LongStep(
             int(row["context_tokens"]),
@@ -184,7 +323,7 @@ def judge_long_input(evidence: BundleReader) -> CheckResult:
             str(row.get("detail") or ""),
             row.get("prompt_tokens"),
         )
-        for row in ladder.get("steps") or ()
+        for row in saved
     ]
     max_context = int(ladder["max_context"])
     max_model_len = ladder.get("max_model_len")

@@ -19,8 +19,14 @@ from golive.checks.capacity.collect import (
     refusal,
     seconds,
 )
+from golive.checks.capacity.failures import cancelled, server_errors
 from golive.checks.capacity.rules import StepStats, request_cap, window_coverage
-from golive.checks.capacity.stalls import HealthWatch, stall_in
+from golive.checks.capacity.stalls import (
+    HealthWatch,
+    idle_silence_s,
+    stall_after_s,
+    stall_in,
+)
 from golive.checks.context import scrape
 from golive.evidence.sampling import running_beside
 from golive.metrics import MetricsDelta
@@ -34,7 +40,14 @@ from golive.traffic.load_split import (
     window_headroom,
 )
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
-from golive.traffic.schedule import LoadResult, MakeBody, Schedule, Send, run_schedule
+from golive.traffic.schedule import (
+    LoadResult,
+    MakeBody,
+    Schedule,
+    Send,
+    cancel_all,
+    run_schedule,
+)
 from golive.traffic.workload import AgentWorkload, SampleWorkload, WorkloadShape
 
 
@@ -73,12 +86,15 @@ async def load_window(
     offset: int,
     label: str = "",
     probes: ProbeSlots | None = None,
+    scrapes: str = "",
 ) -> tuple[StepStats, list[ParsedResponse]]:
-    """One fixed-concurrency window, with the engine's counters read before and after.
-    `probes` (answer probes) take some of its slots; its figures leave them out."""
+    """One fixed-concurrency window, with the engine's counters read before and after
+    (`metrics/<scrapes>-before.prom`, default `capacity-<label>`). `probes` (answer probes)
+    take some of its slots; its figures leave them out."""
     run.concurrency = concurrency
     label = label or f"c{concurrency}"
-    before = await scrape(run.ctx, f"capacity-{label}-before")
+    scrapes = scrapes or f"capacity-{label}"
+    before = await scrape(run.ctx, f"{scrapes}-before")
     make = workload(run)
     first_row = len(run.memory.rows) if run.memory else 0
     schedule = Schedule(
@@ -114,6 +130,7 @@ async def load_window(
     parsed = [p for p in parsed if not is_probe(p.record)]
     run.parsed.clear()
     ok = [p for p in parsed if p.record.ok and not p.problems]
+    answered = set(map(id, ok))
     # latency from the intended send time: a request the client sent late is not a fast one
     e2e = [v for p in ok if (v := p.e2e_from_intended_ms) is not None]
     median = seconds(percentile(e2e, 50))
@@ -138,7 +155,7 @@ async def load_window(
     }
     run.windows.append(row)
     run.ctx.bundle.append_jsonl(CAPACITY_WATCHDOG, row)
-    after = await scrape(run.ctx, f"capacity-{label}-after")
+    after = await scrape(run.ctx, f"{scrapes}-after")
     window = run.memory.rows[first_row:] if run.memory else []
     queue_mean = preemptions = None
     if before.snapshot is not None and after.snapshot is not None:
@@ -147,6 +164,7 @@ async def load_window(
         queue_mean = hist.mean if hist is not None else None
         preemptions = delta.counter("num_preemptions")
     refused = [p for p in parsed if p.record.refused]
+    failed = [p.to_json() for p in parsed if id(p) not in answered]
     e2e_p95 = quantile(e2e, 95)
     ttft_p95 = quantile([v for p in ok if (v := p.ttft_from_intended_ms) is not None], 95)
     stats = StepStats(
@@ -169,6 +187,8 @@ async def load_window(
         mean_waiting=gauge_mean([r.get("num_requests_waiting") for r in window]),
         refused=len(refused),
         refused_detail=refusal(refused[0]) if refused else "",
+        server_errors=server_errors(failed),
+        cancelled=cancelled(failed),
         engine_held=gauge_mean(
             [
                 r["num_requests_running"] + (r.get("num_requests_waiting") or 0)
@@ -185,7 +205,12 @@ async def load_window(
             concurrency,
         )
         or short,
-        stall=stall_in(loaded.records, health.probes, run.ctx.config.capacity.stall_s, concurrency),
+        stall=stall_in(
+            loaded.records,
+            health.probes,
+            stall_after_s(run.ctx.config.capacity.stall_s, run.idle_silence_s),
+            concurrency,
+        ),
     )
     return stats, parsed
 
@@ -246,10 +271,21 @@ async def _from_clients(
     )
     here = replace(schedule, concurrency=lanes, max_requests=local_cap)
     send, body = _with_probes(run, probes, Offset(make, PROBE_LANE_OFFSET))
-    far, near = await asyncio.gather(
-        clients.run(shared, make, label, run, key),
-        run_schedule(here, send, body, label, stop=run.dead, abort=run.ctx.target.abort_in_flight),
+    lanes_run = (
+        asyncio.ensure_future(clients.run(shared, make, label, run, key)),
+        asyncio.ensure_future(
+            run_schedule(
+                here, send, body, label, stop=run.dead, abort=run.ctx.target.abort_in_flight
+            )
+        ),
     )
+    try:
+        far, near = await asyncio.gather(*lanes_run)
+    except BaseException:
+        # one side failed (a dead worker): the other must not outlive the window, or its
+        # in-flight requests would be saved into a bundle already sealed
+        await cancel_all(lanes_run)
+        raise
     whole = LoadResult(
         far.records + near.records,
         max(far.wall_s, near.wall_s),
@@ -290,9 +326,16 @@ async def calibrate(run: Run) -> float:
         run, 1, config.calibration_s, config.step_max_requests or CALIBRATION_CAP, 0, "calibrate"
     )
     rate = max(len(answered), 1) / max(stats.wall_s, 1e-3)
+    run.idle_silence_s = idle_silence_s([p.record for p in answered])
     run.ctx.bundle.write_json(
         CAPACITY_CALIBRATION,
-        {"requests": len(answered), "wall_s": stats.wall_s, "rate_per_slot": rate},
+        {
+            "requests": len(answered),
+            "wall_s": stats.wall_s,
+            "rate_per_slot": rate,
+            "idle_silence_s": round(run.idle_silence_s, 3),
+            "stall_after_s": round(stall_after_s(config.stall_s, run.idle_silence_s), 3),
+        },
     )
     return rate
 

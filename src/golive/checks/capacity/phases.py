@@ -15,7 +15,6 @@ from golive.bundle.layout import (
     CAPACITY_SUSTAINED,
     CAPACITY_WORKLOAD,
     MEMORY_CURVE,
-    TERMINATION,
 )
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.answer_probes import ProbeSlots, judge_answers, probe_lanes, send_idle
@@ -29,11 +28,13 @@ from golive.checks.capacity.collect import (
     save_load_evidence,
 )
 from golive.checks.capacity.judge import (
+    after_death,
     judge_headroom,
     judge_long_input,
     judge_model_load,
     judge_ramp,
     judge_sustained,
+    stability_policy,
 )
 from golive.checks.capacity.load_window import (
     CALIBRATION_CAP,
@@ -43,8 +44,6 @@ from golive.checks.capacity.load_window import (
     window_cap,
 )
 from golive.checks.capacity.rules import (
-    Action,
-    StabilityPolicy,
     StepStats,
     classify_concurrency,
 )
@@ -108,23 +107,15 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     async with sampling(ctx.bundle, MEMORY_CURVE, probes, 0.2, lambda: run.phase) as curve:
         run.memory = curve
         for name, phase in phases:
-            if run.dead.is_set():
-                results.append(
-                    cap_result(
-                        f"capacity.{name}",
-                        Status.FAIL,
-                        f"not run: the engine terminated earlier ({run.death})",
-                        {"classification": Action.EXPAND_CAPACITY.value},
-                        (TERMINATION,),
-                    )
-                )
+            if run.dead.is_set():  # not measured: no_data, never a failure with a cause
+                results.append(not_run(run, f"capacity.{name}"))
                 continue
             run.phase = name
             started = time.time()
             result = await phase(run)
             run.timeline.append(PhaseSpan(name, started, time.time()))
             results.append(packed(ctx, result, f"requests/capacity-{name}.jsonl"))
-    if run.probes_at_idle and not run.dead.is_set():
+    if ctx.config.capacity.answer_probes:  # judged whenever probes were sent, as decide does
         critical = ctx.profile.capacity.answers_under_load_critical
         results += judge_answers(BundleReader(ctx.bundle.root), critical)
     compressed(ctx, CAPACITY_SETUP_REQUESTS)
@@ -138,6 +129,15 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     if inputs.gpu_curves:
         results.append(merge_curves(ctx, inputs, run.timeline))
     return results
+
+
+def not_run(run: Run, check_id: str) -> CheckResult:
+    """A phase after the engine's death, as `golive decide` reads it from the termination
+    record (`after_death`)."""
+    reader = BundleReader(run.ctx.bundle.root)
+    return after_death(reader, check_id) or cap_result(
+        check_id, Status.NO_DATA, f"not run: the engine terminated earlier ({run.death})", {}, ()
+    )
 
 
 def _long_body(run: Run, words: int, n: int) -> dict[str, Any]:
@@ -268,7 +268,7 @@ def _long_outcome(parsed: ParsedResponse) -> tuple[LongOutcome, str]:
 async def concurrency_ramp(run: Run) -> CheckResult:
     """Phase 3: the production-shaped sample on a concurrency ramp up to --concurrency."""
     config = run.ctx.config.capacity
-    policy = StabilityPolicy(max_queue_s=config.max_queue_s, max_queue_share=config.max_queue_share)
+    policy = stability_policy(config)
     steps: list[StepStats] = []
     stable_so_far: list[StepStats] = []
     levels = ramp(config.concurrency)
@@ -299,7 +299,9 @@ async def concurrency_ramp(run: Run) -> CheckResult:
 async def sustained(run: Run) -> CheckResult:
     """Phase 4: fixed concurrency and known mix for --duration; the latency trend decides."""
     config = run.ctx.config.capacity
-    level = min(config.concurrency, run.concurrency_ceiling or config.concurrency)
+    if run.concurrency_ceiling is None:  # no stable level to sustain: more load proves nothing
+        return judge_sustained(BundleReader(run.ctx.bundle.root), config)  # says "not run"
+    level = min(config.concurrency, run.concurrency_ceiling)
     run.inputs.progress.phase("sustained", config.duration_s)
     if not run.rate_per_slot:
         run.rate_per_slot = await calibrate(run)
@@ -313,8 +315,10 @@ async def sustained(run: Run) -> CheckResult:
         run.ctx.bundle.write_json(ANSWER_PROBES_PLAN, {"where": where, "lanes": lanes})
         if lanes:
             probes = ProbeSlots(run.ctx, run.model, where, config.probe_repeats, lanes)
-    stats, _ = await load_window(run, level, config.duration_s, cap, 1_000_000, probes=probes)
-    run.ctx.bundle.write_json(
-        CAPACITY_SUSTAINED, {**stats.to_json(), "request_cap": cap, "label": f"c{level}"}
+    scrapes = f"capacity-sustained-c{level}"  # apart from the ramp step's at the same level
+    stats, _ = await load_window(
+        run, level, config.duration_s, cap, 1_000_000, probes=probes, scrapes=scrapes
     )
+    row = {**stats.to_json(), "request_cap": cap, "label": f"c{level}", "scrapes": scrapes}
+    run.ctx.bundle.write_json(CAPACITY_SUSTAINED, row)
     return judge_sustained(BundleReader(run.ctx.bundle.root), config)

@@ -17,6 +17,7 @@ class Action(enum.StrEnum):
     ADJUST_CONFIGURATION = "adjust-configuration"  # stable; context/concurrency above envelope
     LIMIT_TRAFFIC = "limit-traffic"  # stable only under a lower, measured ceiling
     EXPAND_CAPACITY = "expand-capacity"  # OOM, collapse, stalls or restarts despite limits
+    FIRST_STEP_FAILED = "first-step-failure"  # failed at the lowest load: a defect, not capacity
     NO_DATA = "no-data"  # the phase could not measure what it judges
     SERVER_REFUSED = "server-refused"  # HTTP 4xx: the server's configuration, not its capacity
     INCONSISTENT = "inconsistent-limits"  # accepted what its own limits say it must refuse
@@ -50,6 +51,11 @@ class StepStats:
     mean_waiting: float | None = None  # the engine's waiting gauge, averaged over the step
     refused: int = 0  # errors that were HTTP 4xx (counted in `errors` too)
     refused_detail: str = ""  # the server's message for the first of them
+    # every failure classified, the first quoted (`failures.py`): read by the judges from
+    # the bundle's records (scrubbed of the API key), never saved in the row
+    failure_detail: str = ""
+    server_errors: int = 0  # HTTP 5xx answers (counted in `errors` too)
+    cancelled: int = 0  # ended by golive when the window ran out (counted in `errors` too)
     coverage: str | None = None  # why the load did not cover the window (None: it did)
     stall: str | None = None  # the engine stopped producing with requests in flight
     engine_held: float | None = None  # mean running + waiting requests the engine reported
@@ -61,7 +67,9 @@ class StepStats:
 
     def to_json(self) -> dict[str, object]:
         """One line of `metrics/capacity-steps.jsonl`."""
-        return {**dataclasses.asdict(self), "throughput_rps": self.throughput_rps}
+        row = {**dataclasses.asdict(self), "throughput_rps": self.throughput_rps}
+        del row["failure_detail"]
+        return row
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> StepStats:
@@ -90,6 +98,7 @@ class StabilityPolicy:
     max_latency_growth: float = 1.5  # ... or latency may grow at most this much
     max_mean_waiting: float = 0.5  # requests held in the engine's waiting queue, on average
     max_preemptions: float = 0.0  # the engine preempted running requests (KV cache exhausted)
+    required_concurrency: int | None = None  # production's stated need (capacity.*)
 
 
 def saturated(previous: StepStats, step: StepStats, policy: StabilityPolicy) -> str | None:
@@ -121,6 +130,24 @@ def saturated(previous: StepStats, step: StepStats, policy: StabilityPolicy) -> 
     return None
 
 
+def held_back(
+    concurrency: int, mean_waiting: float | None, max_running: float | None, policy: StabilityPolicy
+) -> bool:
+    """Requests waited in the engine while it ran fewer than were sent: its batch was full."""
+    return (
+        concurrency > 1
+        and mean_waiting is not None
+        and mean_waiting >= policy.max_mean_waiting
+        and max_running is not None
+        and max_running < concurrency
+    )
+
+
+def queue_limit(policy: StabilityPolicy, e2e_p50_s: float) -> float:
+    """The queue time beyond which requests wait too long: judged against the work itself."""
+    return max(policy.max_queue_s, policy.max_queue_share * e2e_p50_s)
+
+
 def step_stable(step: StepStats, policy: StabilityPolicy) -> tuple[bool, str]:
     if step.engine_died:
         return False, f"the engine terminated at concurrency {step.concurrency}"
@@ -134,20 +161,14 @@ def step_stable(step: StepStats, policy: StabilityPolicy) -> tuple[bool, str]:
             f"the engine preempted {step.preemptions:g} running request(s) at concurrency "
             f"{step.concurrency}: its KV cache ran out"
         )
-    if (
-        step.concurrency > 1
-        and step.mean_waiting is not None
-        and step.mean_waiting >= policy.max_mean_waiting
-        and step.max_running is not None
-        and step.max_running < step.concurrency
-    ):
+    if held_back(step.concurrency, step.mean_waiting, step.max_running, policy):
         return False, (
             f"the engine ran at most {step.max_running:g} of {step.concurrency} concurrent "
             f"requests while {step.mean_waiting:.1f} waited on average: the queue grows"
         )
     queue = step.queue_mean_s
     if queue is not None and step.e2e_p50_s:
-        limit = max(policy.max_queue_s, policy.max_queue_share * step.e2e_p50_s)
+        limit = queue_limit(policy, step.e2e_p50_s)
         if queue > limit:
             return False, (
                 f"requests waited {queue:.2f} s on average in the queue at concurrency "
@@ -173,6 +194,16 @@ def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) ->
     for step in steps:
         if step.stall is not None and not step.engine_died:
             return Classification(Action.STALLED, step.stall, ceiling)
+        # HTTP 5xx at the lowest load is the server's own word, judged before coverage: a
+        # server that fails at once lets golive send as fast as one core can, and that
+        # window's headroom is not the finding
+        if ceiling is None and step.server_errors and not step.engine_died:
+            total = step.completed + step.errors
+            reason = (
+                f"{step.server_errors}/{total} requests answered HTTP 5xx at concurrency "
+                f"{step.concurrency}"
+            )
+            return first_step_failed(reason, step.failure_detail)
         if step.coverage is not None and not step.engine_died:
             return Classification(
                 Action.NO_DATA,
@@ -195,18 +226,108 @@ def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) ->
         reason = knee or reason
         if (frontend := api_server_bound(step, steps[0])) is not None:
             reason = f"{reason}; {frontend}"
-        if ceiling is None:
-            return Classification(Action.EXPAND_CAPACITY, reason, ceiling)
+        if ceiling is None and step.errors == step.cancelled > 0 and not step.engine_died:
+            return Classification(Action.NO_DATA, unfinished(step.cancelled, step))
+        if ceiling is None:  # no step was stable: there is no capacity to speak of yet
+            return first_step_failed(reason, step.failure_detail)
         if step.engine_died:  # a lower step was stable: that is the envelope
-            return Classification(
-                Action.LIMIT_TRAFFIC,
-                f"{reason} after concurrency {ceiling} was stable; stable up to {ceiling}",
-                ceiling,
-            )
-        return Classification(
-            Action.LIMIT_TRAFFIC, f"{reason}; stable up to concurrency {ceiling}", ceiling
+            reason = f"{reason} after concurrency {ceiling} was stable; stable up to {ceiling}"
+        else:
+            reason = f"{reason}; stable up to concurrency {ceiling}"
+        limit = Classification(Action.LIMIT_TRAFFIC, reason, ceiling)
+        return beyond_need(limit, step_saturation(step, policy), policy.required_concurrency)
+    need = policy.required_concurrency
+    if ceiling is not None and need is not None and need > ceiling:
+        return Classification(  # the tested envelope ends at the ramp's top: beyond is a limit
+            Action.LIMIT_TRAFFIC,
+            f"stable at every step up to {ceiling}, the ramp's top; production needs {need} "
+            "(capacity.required_concurrency), never tested: held to the tested envelope until "
+            f"the ramp goes to {need} (--concurrency {need})",
+            ceiling,
         )
     return Classification(Action.STABLE, f"stable at every step up to {ceiling}", ceiling)
+
+
+def unfinished(ended: int, step: StepStats) -> str:
+    """A lowest step where nothing failed, but golive's window ended requests still open."""
+    return (
+        f"{ended} request(s) did not finish within the {step.wall_s:.0f} s window and its drain "
+        f"at concurrency {step.concurrency} ({step.completed} finished; golive ended the rest): "
+        "the engine hangs or is slower than the window, nothing failed (lengthen "
+        "capacity.step_duration_s or capacity.duration_s)"
+    )
+
+
+def saturation(
+    concurrency: int,
+    preemptions: float | None,
+    mean_waiting: float | None,
+    max_running: float | None,
+    policy: StabilityPolicy,
+    queue_mean_s: float | None = None,
+    e2e_p50_s: float | None = None,
+) -> str | None:
+    """The engine's own evidence that it ran out of room (None: it showed none): requests
+    preempted (its KV cache ran out), or requests held waiting while it ran fewer than were
+    sent (its batch was full: the ramp's own rule for a growing queue). Waiting beside a
+    batch that held every request is the scheduler's rhythm, not exhaustion."""
+    if preemptions is not None and preemptions > policy.max_preemptions:
+        return f"the engine preempted {preemptions:g} running request(s) (KV cache exhausted)"
+    if held_back(concurrency, mean_waiting, max_running, policy):
+        return (
+            f"the engine ran at most {max_running:g} of {concurrency} requests while "
+            f"{mean_waiting:.1f} waited on average"
+        )
+    if queue_mean_s is not None and e2e_p50_s and queue_mean_s > queue_limit(policy, e2e_p50_s):
+        return f"requests waited {queue_mean_s:.2f} s on average in the engine's queue"
+    return None
+
+
+def step_saturation(step: StepStats, policy: StabilityPolicy) -> str | None:
+    return saturation(
+        step.concurrency,
+        step.preemptions,
+        step.mean_waiting,
+        step.max_running,
+        policy,
+        step.queue_mean_s,
+        step.e2e_p50_s,
+    )
+
+
+def beyond_need(
+    limit: Classification, saturated_by: str | None, required: int | None
+) -> Classification:
+    """A ceiling is a limit to observe; it is a capacity to buy only when production's
+    stated need is above it and the engine's own gauges show it saturated there (a failure
+    without that evidence is not put on capacity)."""
+    if limit.ceiling is None or required is None or required <= limit.ceiling:
+        return limit
+    if saturated_by is None:
+        return dataclasses.replace(
+            limit,
+            reason=f"{limit.reason}; production needs {required} "
+            "(capacity.required_concurrency), but the engine showed no saturation (no "
+            "preemption, no waiting queue): not put on capacity until the failure is explained",
+        )
+    return Classification(
+        Action.EXPAND_CAPACITY,
+        f"{limit.reason}; production needs {required} (capacity.required_concurrency) and "
+        f"the engine saturated: {saturated_by}",
+        limit.ceiling,
+    )
+
+
+def first_step_failed(reason: str, detail: str = "") -> Classification:
+    """Failures at the lowest load of a ladder (concurrency 1, the smallest input, the
+    ramp's first step): a software or configuration defect, or a deployment that cannot
+    serve one request; never a capacity ceiling to buy GPUs for (`hold`)."""
+    quoted = f" ({detail})" if detail else ""
+    return Classification(
+        Action.FIRST_STEP_FAILED,
+        f"{reason}{quoted}, the lowest load of the ladder: a software or configuration defect "
+        "to fix before capacity can be judged, not a capacity limit",
+    )
 
 
 COVERED_SHARE = 0.9  # a window must run at least this share of its duration

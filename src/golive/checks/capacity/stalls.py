@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,15 @@ from golive.traffic.records import RequestRecord
 NS = 1_000_000_000
 HEALTH_EVERY_S = 1.0
 HELD_SHARE = 0.9  # requests in flight for at least this share of a silence
+# A silence is a stall only when it is also this many times the silence a typical answer
+# had at idle (the calibration window: the median of each answer's longest silence): a long
+# prompt's prefill sends no byte either, and on a slow engine it alone can outlast
+# `capacity.stall_s` (a 2-core CPU runner: 12.5 s to the first byte at concurrency 1, 24 s at
+# concurrency 2, read as a "hung engine" on CI). The median, so that one slow or frozen
+# answer at idle cannot raise the bar; and never past STALL_CAP_FACTOR x `stall_s`, so a hung
+# engine is still named in a window of ordinary length.
+IDLE_SILENCE_FACTOR = 3.0
+STALL_CAP_FACTOR = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +67,25 @@ def _progress(records: Sequence[RequestRecord]) -> list[int]:
         if record.ok and t.end_ns is not None:
             stamps.append(t.end_ns)
     return sorted(stamps)
+
+
+def idle_silence_s(records: Sequence[RequestRecord]) -> float:
+    """How long a typical answered request went without a byte: each answer's longest gap
+    (send to first chunk, chunk to chunk, last chunk to end), their median (0.0: none)."""
+    gaps: list[int] = []
+    for record in records:
+        t = record.timings
+        if not record.ok or t.end_ns is None:
+            continue
+        moments = [t.sent_ns, *t.chunk_ns, t.end_ns]
+        gaps.append(max(b - a for a, b in itertools.pairwise(moments)))
+    return statistics.median(gaps) / NS if gaps else 0.0
+
+
+def stall_after_s(stall_s: float, idle_s: float) -> float:
+    """The silence that is a stall: `capacity.stall_s`, or longer where a typical answer at
+    idle was nearly that silent, up to STALL_CAP_FACTOR x `stall_s`."""
+    return min(max(stall_s, IDLE_SILENCE_FACTOR * idle_s), STALL_CAP_FACTOR * stall_s)
 
 
 def _held(records: Sequence[RequestRecord], a: int, b: int, need: int, last: int) -> float:

@@ -5,11 +5,19 @@ least-squares trend with its 95% interval). Table-tested, no I/O."""
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from golive.checks.capacity.rules import Action, Classification
+from golive.checks.capacity.rules import (
+    Action,
+    Classification,
+    StabilityPolicy,
+    beyond_need,
+    first_step_failed,
+    saturation,
+)
 
 MIN_SUSTAINED_COMPLETIONS = 3  # a latency trend needs at least three points
 # ... and a drift sets a limit only over ten completions a third: on the CPU target, 10 s
@@ -70,20 +78,24 @@ def classify_long_input(
             max_context=largest,
         )
     died = [s for s in steps if s.outcome is LongOutcome.DIED]
-    if died:
-        return Classification(
-            Action.EXPAND_CAPACITY,
-            f"the engine died serving a {died[0].context_tokens}-token input: {died[0].detail}",
-            max_context=largest,
-        )
     failed = [
         s for s in steps if s.outcome is LongOutcome.FAILED and s.context_tokens <= max_context
     ]
-    if failed:
+    if died or failed:
+        step = min(died + failed, key=lambda s: s.context_tokens)  # the smallest that broke
+        reason = (
+            f"the engine died serving a {step.context_tokens}-token input: {step.detail}"
+            if step.outcome is LongOutcome.DIED
+            else f"a {step.context_tokens}-token input failed: {step.detail}"
+        )
+        served = [c for c in accepted if c < step.context_tokens]
+        if not served:
+            return first_step_failed(reason)
         return Classification(
-            Action.EXPAND_CAPACITY,
-            f"a {failed[0].context_tokens}-token input failed: {failed[0].detail}",
-            max_context=largest,
+            Action.ADJUST_CONFIGURATION,
+            f"{reason}; inputs up to {max(served)} tokens were served: the context envelope "
+            f"is {max(served)} tokens until this failure is explained",
+            max_context=max(served),
         )
     rejected = sorted(
         s.context_tokens
@@ -174,32 +186,47 @@ def classify_sustained(
     coverage: str | None = None,
     thirds: float | None = None,
     stall: str | None = None,
+    failure_detail: str = "",
+    mean_waiting: float | None = None,
+    required_concurrency: int | None = None,
+    max_running: float | None = None,
+    cancelled: int = 0,
 ) -> Classification:
     """Latency rising while throughput stays flat means pressure is accumulating. A rise
     must be significant (the fitted slope's 95% interval above zero) and important: by the
     fit over the run (above `max_growth`) and by the last third's median against the first
     third's (`thirds`, above 2/3 of it: those medians are two thirds of the run apart).
-    With thousands of requests a tiny drift is significant; it is not a limit."""
+    With thousands of requests a tiny drift is significant; it is not a limit. A failure
+    is put on capacity only with the engine's saturation and a stated need above the limit
+    (`beyond_need`)."""
+    policy = StabilityPolicy(max_preemptions=max_preemptions)
+    saturated_by = saturation(concurrency, preemptions, mean_waiting, max_running, policy)
+    need = functools.partial(beyond_need, saturated_by=saturated_by, required=required_concurrency)
     if engine_died:
-        return Classification(
-            Action.EXPAND_CAPACITY,
-            f"the engine terminated under sustained load at concurrency {concurrency}",
-        )
+        reason = f"the engine terminated under sustained load at concurrency {concurrency}"
+        return need(_not_sustained(reason, concurrency, failure_detail))
     if stall is not None:
         return Classification(Action.STALLED, stall)
-    if coverage is not None:
-        return Classification(Action.NO_DATA, f"{coverage}: the sustained window is not judged")
-    if refused:
+    if refused:  # before coverage: a window cut short by refusals is the refusals' finding
         return Classification(
             Action.SERVER_REFUSED,
             f"the server refused {refused}/{total} requests with HTTP 4xx ({refused_detail!r}): "
             "a configuration finding, not capacity",
         )
-    if errors:
+    if coverage is not None:
+        return Classification(Action.NO_DATA, f"{coverage}: the sustained window is not judged")
+    if errors and errors == cancelled and concurrency <= 1:
         return Classification(
-            Action.EXPAND_CAPACITY,
-            f"{errors}/{total} requests failed under sustained load at concurrency {concurrency}",
+            Action.NO_DATA,
+            f"{cancelled} request(s) did not finish within the sustained window and its drain "
+            "at concurrency 1 (golive ended them; nothing failed): the engine hangs or is "
+            "slower than the window (lengthen capacity.duration_s)",
         )
+    if errors:
+        reason = (
+            f"{errors}/{total} requests failed under sustained load at concurrency {concurrency}"
+        )
+        return need(_not_sustained(reason, concurrency, failure_detail))
     if total - errors < MIN_SUSTAINED_COMPLETIONS:
         return Classification(
             Action.NO_DATA,
@@ -207,11 +234,13 @@ def classify_sustained(
             f"judge a trend (at least {MIN_SUSTAINED_COMPLETIONS}); run longer (--duration)",
         )
     if preemptions is not None and preemptions > max_preemptions:
-        return Classification(
-            Action.LIMIT_TRAFFIC,
-            f"the engine preempted {preemptions:g} running request(s) under sustained load at "
-            f"concurrency {concurrency}: its KV cache runs out",
-            ceiling=max(1, concurrency // 2),
+        return need(
+            Classification(
+                Action.LIMIT_TRAFFIC,
+                f"the engine preempted {preemptions:g} running request(s) under sustained "
+                f"load at concurrency {concurrency}: its KV cache runs out",
+                ceiling=max(1, concurrency // 2),
+            )
         )
     halves = "" if thirds is None else f", last third's median {thirds:+.0%} on the first's"
     if (
@@ -266,3 +295,19 @@ def thirds_growth(points: Sequence[tuple[float, float]]) -> float | None:
     first, last = sorted(ordered[:third]), sorted(ordered[-third:])
     head, tail = first[len(first) // 2], last[len(last) // 2]
     return tail / head - 1 if head > 0 else None
+
+
+def _not_sustained(reason: str, concurrency: int, detail: str) -> Classification:
+    """Failures or a death under sustained load, with no saturation finding of their own: at
+    concurrency 1 the lowest load failed (`first_step_failed`); above it, the ramp's step
+    did not hold for the sustained window, so traffic is capped at half of it."""
+    if concurrency <= 1:
+        return first_step_failed(reason, detail)
+    lower = max(1, concurrency // 2)
+    quoted = f" ({detail})" if detail else ""
+    return Classification(
+        Action.LIMIT_TRAFFIC,
+        f"{reason}{quoted}: concurrency {concurrency} did not hold for the sustained window; "
+        f"cap traffic at {lower} until the failure is explained",
+        ceiling=lower,
+    )

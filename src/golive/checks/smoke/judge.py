@@ -60,7 +60,13 @@ def judge_smoke(evidence: BundleReader, config: GoliveConfig) -> list[CheckResul
         version_result(answers.get("version")),
         models,
         *texts,
-        metrics_result(evidence, scrapes.get("before") or {}, scrapes.get("after") or {}, served),
+        metrics_result(
+            evidence,
+            scrapes.get("before") or {},
+            scrapes.get("after") or {},
+            served,
+            model if isinstance(model, str) else None,
+        ),
     ]
 
 
@@ -230,8 +236,10 @@ def metrics_result(
     before_scrape: Mapping[str, Any],
     after_scrape: Mapping[str, Any],
     served: int,
+    model: str | None = None,
 ) -> CheckResult:
-    """The engine's counters must account for the requests we just sent."""
+    """The engine's counters must account for the requests we just sent, read from the served
+    model's series only (`model_name`): another engine's or model's series count nothing."""
     files = tuple(str(s["evidence"]) for s in (before_scrape, after_scrape) if s.get("evidence"))
     before, before_problem = saved_snapshot(evidence, before_scrape)
     after, after_problem = saved_snapshot(evidence, after_scrape)
@@ -240,18 +248,40 @@ def metrics_result(
         return _result(
             "smoke.metrics", Status.NO_DATA, f"no engine metrics: {problem}", evidence=files
         )
+    named = {v for x in after.series("request_success") if (v := x.label("model_name"))}
+    if model is not None and named and model not in named:
+        return _result(
+            "smoke.metrics",
+            Status.NO_DATA,
+            f"the metrics carry no series for the served model {model!r}, only for "
+            f"{', '.join(sorted(named))}: the metrics URL describes another engine or model",
+            {"models_in_metrics": ", ".join(sorted(named))},
+            files,
+        )
+
+    def mine(name: str) -> dict[str, str]:
+        """The served model's series of a family that labels its model (all where none does)."""
+        labelled = any(x.label("model_name") for x in after.series(name))
+        return {"model_name": model} if model is not None and labelled else {}
+
     delta = MetricsDelta(before, after)
-    successes = delta.counter("request_success")
-    running = after.series("num_requests_running")
+    successes = delta.counter("request_success", **mine("request_success"))
+    running = after.series("num_requests_running", **mine("num_requests_running"))
     info = after.series("cache_config_info")
     labels = dict(info[0].labels) if info else {}
     measurements: dict[str, float | int | str | bool | None] = {
         "request_success_delta": successes,
-        "prompt_tokens_delta": delta.counter("prompt_tokens"),
-        "generation_tokens_delta": delta.counter("generation_tokens"),
-        "kv_cache_usage_perc": delta.gauge("kv_cache_usage_perc", "max"),
-        "num_requests_running": delta.gauge("num_requests_running"),
-        "num_requests_waiting": delta.gauge("num_requests_waiting"),
+        "prompt_tokens_delta": delta.counter("prompt_tokens", **mine("prompt_tokens")),
+        "generation_tokens_delta": delta.counter("generation_tokens", **mine("generation_tokens")),
+        "kv_cache_usage_perc": delta.gauge(
+            "kv_cache_usage_perc", "max", **mine("kv_cache_usage_perc")
+        ),
+        "num_requests_running": delta.gauge(
+            "num_requests_running", "sum", **mine("num_requests_running")
+        ),
+        "num_requests_waiting": delta.gauge(
+            "num_requests_waiting", "sum", **mine("num_requests_waiting")
+        ),
         "enable_prefix_caching": labels.get("enable_prefix_caching"),
         "block_size": labels.get("block_size"),
         "engines": len({dict(x.labels).get("engine") for x in running}),

@@ -1,0 +1,140 @@
+"""The pressure phases' summaries held to the records and scrapes behind them (issue 27).
+
+`capacity-steps.jsonl`, the sustained window's row and the long-input ladder are what the
+capacity judges read; they are a cache of what the records say. Each is recomputed here from
+`requests/capacity-*.jsonl` (status, failure, protocol problems, latency from the intended
+send): a summary that does not match its records was not produced from them, so the check
+judged from it cannot stand. And the engine's own metrics must move with the load: a window
+whose served model's counters did not count what was answered, or whose running gauge stayed
+0, measured another engine or a frozen exporter. Pure: rows, record lines and scrape text in,
+the differences out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from golive.checks.capacity.failures import cancelled, server_errors
+from golive.metrics import Snapshot, vllm_snapshot
+from golive.quantiles import quantile
+from golive.traffic.records import saved_answered, saved_e2e_s
+
+# Latency percentiles are recomputed from millisecond figures saved to the microsecond.
+TOLERANCE_S = 0.002
+
+
+def window_records(records: Iterable[Mapping[str, Any]], label: str) -> list[Mapping[str, Any]]:
+    """A window's workload records: its label, on any client (`c4@worker-1`), no probes."""
+    return [r for r in records if str(r.get("label")).split("@")[0] == label]
+
+
+def window_differences(
+    row: Mapping[str, Any], records: Sequence[Mapping[str, Any]], where: str
+) -> list[str]:
+    """How one window's summary row differs from its records (empty: it matches)."""
+    answered = [r for r in records if saved_answered(r)]
+    counted = {
+        "completed": len(answered),
+        "errors": len(records) - len(answered),
+        "refused": sum(1 for r in records if _refused(r.get("http_status"))),
+        "server_errors": server_errors(records),
+        "cancelled": cancelled(records),
+    }
+    out = [
+        f"{where}: {key} {row.get(key)!r}, but its {len(records)} request records say {value}"
+        for key, value in counted.items()
+        if key in row and row.get(key) != value
+    ]
+    e2e = [v for r in answered if (v := saved_e2e_s(r)) is not None]
+    p95 = quantile([v * 1000 for v in e2e], 95).value
+    saved = row.get("e2e_p95_s")
+    if isinstance(saved, (int, float)) and not isinstance(saved, bool):
+        if p95 is None or abs(p95 / 1000 - float(saved)) > TOLERANCE_S:
+            again = "none" if p95 is None else f"{p95 / 1000:.4f} s"
+            out.append(f"{where}: e2e_p95_s {saved!r}, but its request records say {again}")
+    elif saved is None and p95 is not None and "e2e_p95_s" in row:
+        out.append(f"{where}: e2e_p95_s None, but its request records say {p95 / 1000:.4f} s")
+    return out
+
+
+def steps_differences(
+    rows: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], source: str
+) -> list[str]:
+    """Each ramp step (`c<N>`) against its records."""
+    out: list[str] = []
+    for number, row in enumerate(rows, start=1):
+        label = f"c{row.get('concurrency')}"
+        where = f"{source} line {number} ({label})"
+        out += window_differences(row, window_records(records, label), where)
+    return out
+
+
+def ladder_differences(
+    steps: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], source: str
+) -> list[str]:
+    """Each long-input step (`long-<tokens>`): served exactly when its record was answered."""
+    out: list[str] = []
+    for row in steps:
+        label = f"long-{row.get('context_tokens')}"
+        mine = window_records(records, label)
+        if not mine:
+            if row.get("outcome") == "accepted":
+                out.append(f"{source} step {label}: accepted, but it has no request record")
+            continue
+        served = any(saved_answered(r) for r in mine)
+        if served != (row.get("outcome") == "accepted"):
+            said = "served" if served else "not served"
+            out.append(f"{source} step {label}: {row.get('outcome')}, but its record was {said}")
+    return out
+
+
+def _refused(status: object) -> bool:
+    return isinstance(status, int) and 400 <= status < 500
+
+
+def engine_silent(
+    row: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    before_text: str | None,
+    after_text: str | None,
+    where: str,
+) -> str | None:
+    """Why a window's engine metrics cannot be its engine's (None: they moved with it): the
+    served model's finished-request counter must grow by at least what golive saw completed,
+    must never go down (a restart). The running gauge is not held to it: it is sampled, and
+    short requests can fall between samples (a starved client on 2 cores saw 0 while 2
+    requests were answered)."""
+    completed = row.get("completed")
+    if not isinstance(completed, int) or completed == 0:
+        return None
+    before, after = vllm_snapshot(before_text), vllm_snapshot(after_text)
+    if before is None or after is None:
+        return None  # no scrape: the row's engine figures are already unmeasured
+    model = next((m for r in records if isinstance(m := _asked(r), str)), None)
+    match = {"model_name": model} if model and _labelled(after, "request_success") else {}
+    start = before.value("request_success", "sum", **match)
+    end = after.value("request_success", "sum", **match)
+    if end is None:
+        return f"{where}: the metrics have no finished-request counter for {model or 'it'}"
+    if start is not None and end < start:
+        return (
+            f"{where}: the finished-request counter went down ({start:g} -> {end:g}): "
+            "the engine restarted"
+        )
+    grew = end - (start or 0.0)
+    if grew < completed:
+        return (
+            f"{where}: {completed} requests completed, but the engine's finished-request "
+            f"counter grew by {grew:g}"
+        )
+    return None
+
+
+def _asked(record: Mapping[str, Any]) -> object:
+    request = record.get("request")
+    return request.get("model") if isinstance(request, Mapping) else None
+
+
+def _labelled(snapshot: Snapshot, name: str) -> bool:
+    return any(s.label("model_name") for s in snapshot.series(name))

@@ -1,0 +1,144 @@
+"""The deployment a bundle measured, read from its own evidence (issue 27 §3).
+
+Every judging command asks `/version` and `/v1/models` when it starts
+(`requests/identity.jsonl`); with what its families saved besides (their own `/version` and
+`/v1/models` answers, every `/metrics` scrape's `process_start_time_seconds`, the startup
+log) that says which deployment answered: the vLLM version, the served model (id, root,
+max_model_len), the engine process's start time and the launch arguments. Computed the same
+way in every section, so `decide --combine` can compare sections field by field, and a
+section that saw two versions or two process start times names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from golive.bundle.layout import STARTUP_LOG
+from golive.bundle.store import BundleReader, read_lines, record_streams
+from golive.checks.context import CheckContext, scrape, served_entry, served_of
+from golive.evidence.startup_log import parse_startup_log
+from golive.traffic.records import record_line, saved_ok
+
+IDENTITY_FILE = "identity"  # requests/identity.jsonl: /version and /v1/models at the start
+FIELDS = (
+    "vllm_version",
+    "model",
+    "model_root",
+    "max_model_len",
+    "process_start",
+    "launch_args_digest",
+)
+_PROCESS_START = re.compile(r"^process_start_time_seconds(?:\{[^}]*\})? (\S+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """What one bundle's evidence says of the deployment it measured (None: not seen)."""
+
+    vllm_version: str | None = None
+    model: str | None = None
+    model_root: str | None = None
+    max_model_len: int | None = None
+    process_start: float | None = None
+    launch_args_digest: str | None = None
+    problems: tuple[str, ...] = ()  # inside the bundle: two versions, a restart
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "problems": list(self.problems)}
+
+    def known(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in FIELDS if getattr(self, f) is not None}
+
+
+async def ask_identity(ctx: CheckContext) -> None:
+    """`/version` and `/v1/models` at a section's start, saved in `requests/identity.jsonl`,
+    and one `/metrics` scrape (`metrics/identity.prom`: the engine's process start time, so
+    a section that scrapes nothing else, env, still names the process it measured); the
+    served model is then known to every family (no second ask)."""
+    ctx.save(await ctx.target.get("/version", "version"), IDENTITY_FILE)
+    parsed = ctx.save(await ctx.target.get("/v1/models", "models"), IDENTITY_FILE)
+    where = f"requests/{IDENTITY_FILE}.jsonl"
+    ctx.facts.served = served_of(parsed, ctx.config.target.model, where)
+    engine = ctx.engine  # behind a gateway (--engine-url): the engine's own process
+    await scrape(
+        ctx,
+        IDENTITY_FILE,
+        engine or ctx.target,
+        engine.url("/metrics") if engine is not None else ctx.metrics_url,
+    )
+
+
+def launch_args_digest(log_text: str | None) -> str | None:
+    """The startup log's non-default arguments as one digest (None: no log)."""
+    if log_text is None:
+        return None
+    args = dict(parse_startup_log(log_text).non_default_args)
+    blob = json.dumps(args, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+def deployment_of(evidence: BundleReader, wanted: str | None) -> Deployment:
+    """The deployment in `evidence` (its records, scrapes and startup log)."""
+    versions: set[str] = set()
+    served: set[tuple[str, str | None, int | None]] = set()
+    for path in record_streams(evidence.root):
+        for line in read_lines(path):
+            record = record_line(line)
+            if record is None or not saved_ok(record):
+                continue
+            url, body = str(record.get("url") or ""), record.get("response")
+            if url.endswith("/version") and isinstance(body, Mapping):
+                version = body.get("version")
+                if isinstance(version, str):
+                    versions.add(version)
+            elif url.endswith("/v1/models"):
+                entry, _ = served_entry(body, wanted)
+                if entry is not None:
+                    served.add(_served(entry))
+    starts = _process_starts(evidence)
+    problems = []
+    if len(versions) > 1:
+        problems.append(f"two vLLM versions answered: {', '.join(sorted(versions))}")
+    if len(served) > 1:
+        problems.append(f"the served model changed: {', '.join(str(s) for s in sorted(served))}")
+    if len(starts) > 1:
+        problems.append(
+            "the engine restarted during the run (process start times "
+            f"{', '.join(f'{s:.0f}' for s in sorted(starts))})"
+        )
+    model, root, max_len = sorted(served, key=str)[0] if served else (None, None, None)
+    return Deployment(
+        vllm_version=min(versions) if versions else None,
+        model=model,
+        model_root=root,
+        max_model_len=max_len,
+        process_start=min(starts) if starts else None,
+        launch_args_digest=launch_args_digest(evidence.text(STARTUP_LOG)),
+        problems=tuple(problems),
+    )
+
+
+def _process_starts(evidence: BundleReader) -> set[float]:
+    starts: set[float] = set()
+    for path in sorted((evidence.root / "metrics").glob("*.prom")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for match in _PROCESS_START.finditer(text):
+            try:
+                starts.add(float(match.group(1)))
+            except ValueError:
+                continue
+    return starts
+
+
+def _served(entry: Mapping[str, Any]) -> tuple[str, str | None, int | None]:
+    root, length = entry.get("root"), entry.get("max_model_len")
+    return (
+        str(entry.get("id")),
+        root if isinstance(root, str) else None,
+        length if isinstance(length, int) else None,
+    )

@@ -1,0 +1,129 @@
+"""The pressure phases' summaries against their request records (checks/capacity/recorded.py):
+a step row, sustained row or ladder step must say what its records say."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from golive.checks.capacity.recorded import (
+    engine_silent,
+    ladder_differences,
+    steps_differences,
+    window_differences,
+)
+
+
+def _record(label: str, status: int = 200, e2e_ms: float = 1000.0, **extra: Any) -> dict[str, Any]:
+    return {
+        "label": label,
+        "http_status": status,
+        "failure": None if status < 400 else {"kind": "http_status", "message": "x"},
+        "problems": [],
+        "timings_ms": {"end_from_intended": e2e_ms},
+        **extra,
+    }
+
+
+FOUR = [_record("c2", e2e_ms=1000.0 + 100 * i) for i in range(4)]
+
+
+@pytest.mark.parametrize(
+    ("row", "records", "named"),
+    [
+        ({"completed": 4, "errors": 0, "refused": 0, "e2e_p95_s": 1.285}, FOUR, []),
+        # a row claiming the answers its records do not have
+        (
+            {"completed": 4, "errors": 0},
+            [*FOUR[:2], _record("c2", 500), _record("c2", 500)],
+            ["w: completed 4, but its 4 request records say 2", "w: errors 0, but its 4 "],
+        ),
+        # refusals are counted from the statuses
+        ({"completed": 4, "refused": 0}, [*FOUR, _record("c2", 429)], ["w: refused 0"]),
+        # a protocol problem is not an answer
+        ({"completed": 1}, [_record("c2", problems=["not JSON"]), _record("c2")], []),
+        # latency: an edited p95
+        ({"e2e_p95_s": 0.5}, FOUR, ["w: e2e_p95_s 0.5, but its request records say 1.2850 s"]),
+        ({"e2e_p95_s": 1.2855}, FOUR, []),  # within the saved figures' rounding
+    ],
+)
+def test_a_window_row_must_say_what_its_records_say(
+    row: dict[str, Any], records: list[dict[str, Any]], named: list[str]
+) -> None:
+    """Counts and the p95 recomputed from the records; each difference named."""
+    found = window_differences(row, records, "w")
+    assert len(found) == len(named), found
+    for expected, got in zip(named, found, strict=True):
+        assert got.startswith(expected)
+
+
+def test_steps_take_their_records_by_label_on_any_client() -> None:
+    """Step c2's records include other clients' (`c2@worker-1`), never c4's or probes."""
+    records = [*FOUR[:2], *(_record("c2@worker-1") for _ in range(2)), _record("c4")]
+    records.append(_record("probe-arithmetic-c2"))
+    assert steps_differences([{"concurrency": 2, "completed": 4}], records, "s") == []
+    named = steps_differences([{"concurrency": 4, "completed": 2}], records, "s")
+    assert named == ["s line 1 (c4): completed 2, but its 1 request records say 1"]
+
+
+def test_a_ladder_step_is_served_exactly_when_its_record_was() -> None:
+    """An accepted step whose record failed, or a rejected one whose record was served, or an
+    accepted one without a record, is named."""
+    records = [_record("long-128"), _record("long-256", 400), _record("long-512")]
+    steps = [
+        {"context_tokens": 128, "outcome": "accepted"},
+        {"context_tokens": 256, "outcome": "rejected"},
+        {"context_tokens": 512, "outcome": "accepted"},
+    ]
+    assert ladder_differences(steps, records, "l") == []
+    forged = [{**s, "outcome": "accepted"} for s in steps] + [
+        {"context_tokens": 1024, "outcome": "accepted"}
+    ]
+    assert ladder_differences(forged, records, "l") == [
+        "l step long-256: accepted, but its record was not served",
+        "l step long-1024: accepted, but it has no request record",
+    ]
+
+
+def _prom(successes: float, model: str = "m") -> str:
+    return (
+        "# TYPE vllm:request_success_total counter\n"
+        f'vllm:request_success_total{{engine="0",finished_reason="stop",model_name="{model}"}} '
+        f"{successes}\n"
+    )
+
+
+ASKED = [{"label": "c2", "request": {"model": "m"}}]
+
+
+@pytest.mark.parametrize(
+    ("row", "before", "after", "phrase"),
+    [
+        ({"completed": 4, "max_running": 2}, _prom(10), _prom(14), None),
+        ({"completed": 4, "max_running": 2}, _prom(10), _prom(20), None),  # a shared server
+        ({"completed": 0, "max_running": 0}, _prom(10), _prom(10), None),  # nothing answered
+        # a frozen exporter: the counter did not count what was answered
+        ({"completed": 4, "max_running": 2}, _prom(10), _prom(10), "grew by 0"),
+        # a sampled running gauge that read 0 is no proof: short requests between samples
+        # (seen on a starved 2-core runner); the counter is what must move
+        ({"completed": 2, "max_running": 0}, _prom(10), _prom(12), None),
+        # another model's series only
+        ({"completed": 4}, _prom(10, "other"), _prom(14, "other"), "no finished-request"),
+        # the counter went down: the engine restarted in the window
+        ({"completed": 4}, _prom(10), _prom(3), "the engine restarted"),
+        # no scrape: the window's engine figures are unmeasured already, nothing to add
+        ({"completed": 4}, None, _prom(14), None),
+    ],
+)
+def test_engine_metrics_must_move_with_the_load(
+    row: dict[str, Any], before: str | None, after: str | None, phrase: str | None
+) -> None:
+    """The served model's finished-request counter grows by at least what was answered, never
+    goes down; a sampled running gauge is not held to it."""
+    found = engine_silent(row, ASKED, before, after, "c2")
+    if phrase is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert phrase in found, found
