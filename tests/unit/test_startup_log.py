@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from golive.evidence.startup_log import Severity, parse_python_dict, parse_startup_log
+from golive.evidence.startup_log import parse_python_dict, parse_startup_log
+from golive.evidence.startup_signatures import Severity
 
 DATA = Path(__file__).parent.parent / "data"
 PREFIX = "(EngineCore_DP0 pid=431) ERROR 08-14 10:22:31 [core.py:396] "

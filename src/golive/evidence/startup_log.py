@@ -8,11 +8,13 @@ release). Unknown lines are ignored; nothing here raises on odd input.
 from __future__ import annotations
 
 import ast
-import enum
+import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from golive.evidence.startup_signatures import PATTERNS, STALL_WHEN_SERVING, Severity, Signature
 
 _PREFIX = re.compile(
     r"^(?:\((?P<proc>[^)]*?)(?: pid=\d+)?\)\s+)?"
@@ -20,144 +22,16 @@ _PREFIX = re.compile(
 )
 
 
-class Severity(enum.StrEnum):
-    FATAL = "fatal"  # the engine cannot serve as configured: rebuild or fix topology
-    WARNING = "warning"  # recorded and shown; not by itself a reason to rebuild
-    INFO = "info"  # recorded; vLLM prints it in normal operation (e.g. while compiling)
-
-
 @dataclass(frozen=True, slots=True)
-class Signature:
-    """A known failure or fallback pattern, with where it was found."""
+class OtherLaunch:
+    """A launch in the same file that is not the serving one: history, not evidence."""
 
-    kind: str
-    severity: Severity
-    line: int
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Pattern:
-    kind: str
-    severity: Severity
-    regex: re.Pattern[str]
-    meaning: str
-
-
-def signature_pattern(kind: str, severity: Severity, pattern: str, meaning: str) -> _Pattern:
-    return _Pattern(kind, severity, re.compile(pattern, re.IGNORECASE), meaning)
-
-
-F, W = Severity.FATAL, Severity.WARNING
-# Signatures that vLLM prints informationally before the server is ready (compilation,
-# loading) and that mean a stall only once it serves (vLLM #43420).
-STALL_WHEN_SERVING = frozenset({"hang_hint"})
-PATTERNS: tuple[_Pattern, ...] = (
-    signature_pattern(
-        "cuda_init_802",
-        F,
-        r"Error 802|system not yet initialized",
-        "CUDA error 802: the NVSwitch fabric manager is not ready (nvidia-fabricmanager)",
-    ),
-    signature_pattern(
-        "cuda_init_803",
-        F,
-        r"Error 803|unsupported display driver\s*/\s*cuda driver comb",
-        "CUDA error 803: driver/CUDA mismatch (cuda-compat libraries shadowing the host driver?)",
-    ),
-    signature_pattern(
-        "cuda_init_804",
-        F,
-        r"Error 804|forward compatibility was attempted on non supported HW",
-        "CUDA error 804: forward compatibility on a GPU that does not support it",
-    ),
-    signature_pattern(
-        "driver_too_old",
-        F,
-        r"NVIDIA driver on your system is too old",
-        "the host driver is older than the container's CUDA needs",
-    ),
-    signature_pattern(
-        "cuda_init",
-        F,
-        r"CUDA initialization|cudaGetDeviceCount\(\)|no CUDA-capable device",
-        "CUDA could not initialise",
-    ),
-    signature_pattern(
-        "nccl_failure",
-        F,
-        r"NCCL error|ncclInvalidUsage|ncclSystemError|ncclUnhandledCudaError|ncclInternalError"
-        r"|ncclRemoteError|mlx5dv_reg_dmabuf_mr",
-        "NCCL failed: collective communication between GPUs or nodes is broken",
-    ),
-    signature_pattern(
-        "no_kernel_image",
-        F,
-        r"no kernel image is available for execution",
-        "the image has no kernels for this GPU architecture",
-    ),
-    signature_pattern(
-        "unsupported_arch",
-        F,
-        r"is not compatible with the current PyTorch installation|unsupported (GPU )?architecture"
-        r"|not supported on this (GPU|architecture)",
-        "the GPU architecture is not supported by this build",
-    ),
-    signature_pattern(
-        "oom_kv_cache",
-        F,
-        r"No available memory for the cache blocks",
-        "no memory left for KV cache blocks at startup",
-    ),
-    signature_pattern(
-        "oom_max_model_len",
-        F,
-        r"larger than the available KV cache memory"
-        r"|is larger than the maximum number of tokens that can be stored in KV cache",
-        "max_model_len needs more KV cache than fits: lower it or add memory",
-    ),
-    signature_pattern(
-        "oom_startup_memory",
-        F,
-        r"Free memory on device .* is less than desired GPU memory utilization",
-        "the GPU did not have the memory gpu_memory_utilization asks for at startup",
-    ),
-    signature_pattern(
-        "oom_load",
-        F,
-        r"OutOfMemoryError|CUDA out of memory",
-        "out of memory while loading or initialising",
-    ),
-    signature_pattern(
-        "engine_failed",
-        F,
-        r"EngineCore failed to start|Engine core initialization failed"
-        r"|RuntimeError: Engine process failed to start",
-        "the engine process failed to start",
-    ),
-    signature_pattern(
-        "fallback", W, r"\bfall(?:ing)? ?back\b|\bfallback\b", "a fallback code path was taken"
-    ),
-    signature_pattern(
-        "hang_hint",
-        W,
-        r"No available shared memory broadcast block found",
-        "a worker waited on the shared-memory broadcast while serving: a stalled process",
-    ),
-    signature_pattern(
-        "triton_jit",
-        W,
-        r"Triton kernel JIT compilation during inference",
-        "a kernel was compiled on a live request: warm-up did not cover that shape, so "
-        "production sees latency spikes",
-    ),
-    signature_pattern(
-        "fd_ulimit",
-        W,
-        r"Found ulimit of \d+ and failed to automatically increase",
-        "the open-file limit is low and could not be raised: fd errors under load",
-    ),
-)
+    number: int
+    first_line: int
+    last_line: int
+    vllm_version: str | None
+    ready: bool
+    fatal: tuple[Signature, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +63,12 @@ class StartupFacts:
     attention_block_size: int | None = None
     ready_line: int | None = None
     signatures: tuple[Signature, ...] = ()
+    engine_version: str | None = None  # from the engine-config line, beside the banner's
+    launch: int = 1  # which launch of the file this is (1-based), of `launches`
+    launches: int = 1
+    first_line: int = 1
+    last_line: int = 0
+    other_launches: tuple[OtherLaunch, ...] = ()
     line_count: int = 0
     text: str = field(default="", repr=False, compare=False)  # the log as parsed
 
@@ -241,9 +121,38 @@ class StartupFacts:
         )
         return sizes
 
+    def served_names(self) -> list[str]:
+        """The model names the launch serves under (served_model_name, else model)."""
+        names = self.arg("served_model_name") or self.arg("model")
+        if not names:
+            return []
+        return [str(n) for n in names] if isinstance(names, list | tuple) else [str(names)]
+
     @property
     def fatal(self) -> tuple[Signature, ...]:
         return tuple(s for s in self.signatures if s.severity is Severity.FATAL)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveServer:
+    """What the running server says of itself; None where it was not asked."""
+
+    version: str | None = None
+    max_model_len: str | None = None
+    model: str | None = None
+
+    def agrees(self, facts: StartupFacts) -> bool:
+        """No fact both sides state differs."""
+        if self.version and facts.vllm_version and facts.vllm_version != self.version:
+            return False
+        if (
+            self.max_model_len
+            and facts.max_model_len is not None
+            and str(facts.max_model_len) != self.max_model_len
+        ):
+            return False
+        names = facts.served_names()
+        return not (self.model and names and self.model not in names)
 
 
 def _truthy(value: Any) -> bool:
@@ -279,12 +188,92 @@ _MAMBA_PREFIX = re.compile(
 )
 
 
-def parse_startup_log(text: str) -> StartupFacts:
-    """Parse a whole startup log. Never raises; unknown lines are skipped."""
+def parse_startup_log(text: str, live: LiveServer | None = None) -> StartupFacts:
+    """Parse a whole startup log and return the facts of the launch that serves. Never raises.
+
+    A file may hold several launches (a restart appends to the same log): it is split at each
+    launch's banner or `non-default args:` line, and the judged launch is the last one that
+    agrees with what the live server says of itself (`live`) and reached ready; the others
+    are kept as history (`other_launches`), never as evidence about the serving one.
+    """
+    lines = text.splitlines()
+    starts = launch_starts(lines)
+    bounds = list(zip(starts, [*starts[1:], len(lines)], strict=True))
+    launches = [_parse_launch(lines[first:end], first) for first, end in bounds]
+    index = _serving(launches, live or LiveServer())
+    others = tuple(
+        OtherLaunch(
+            number + 1,
+            first + 1,
+            end,
+            facts.vllm_version,
+            facts.ready_line is not None,
+            facts.fatal,
+        )
+        for number, (facts, (first, end)) in enumerate(zip(launches, bounds, strict=True))
+        if number != index
+    )
+    first, end = bounds[index]
+    return dataclasses.replace(
+        launches[index],
+        launch=index + 1,
+        launches=len(launches),
+        first_line=first + 1,
+        last_line=end,
+        other_launches=others,
+        line_count=len(lines),
+        text=text,
+    )
+
+
+def _opener(msg: str) -> str | None:
+    """The kind of line that opens a launch: the version banner, or the args line."""
+    if ("█" in msg and _VERSION.search(msg)) or _OLD_VERSION.search(msg):
+        return "version"
+    if msg.startswith("non-default args:"):
+        return "args"
+    return None
+
+
+def launch_starts(lines: Sequence[str]) -> list[int]:
+    """The 0-based index of each launch's first line. A launch opens with its version banner
+    and then its `non-default args:` line; a second of either (or a banner after args) is the
+    next launch, which starts at the top of its banner block."""
+    starts, seen = [0], set[str]()
+    for index, raw in enumerate(lines):
+        kind = _opener(_message(raw))
+        if kind is None:
+            continue
+        if kind in seen or (kind == "version" and "args" in seen):
+            top = index
+            while top - 1 > starts[-1] and _banner_art(_message(lines[top - 1])):
+                top -= 1
+            starts.append(top)
+            seen = set()
+        seen.add(kind)
+    return starts
+
+
+def _banner_art(msg: str) -> bool:
+    text = msg.strip()
+    return not text or text[0] in "█▀▄"
+
+
+def _serving(launches: Sequence[StartupFacts], live: LiveServer) -> int:
+    """The index of the launch that serves: the last that agrees with the live server and
+    reached ready (else the last that agrees; where none agrees, the last that reached ready,
+    which the startup rules then find contradicting the live server)."""
+    agreeing = [n for n, facts in enumerate(launches) if live.agrees(facts)]
+    candidates = agreeing or list(range(len(launches)))
+    ready = [n for n in candidates if launches[n].ready_line is not None]
+    return (ready or candidates)[-1]
+
+
+def _parse_launch(lines: Sequence[str], offset: int) -> StartupFacts:
+    """One launch's lines; line numbers are the file's (1-based), `offset` lines in."""
     facts: dict[str, Any] = {}
     signatures: list[Signature] = []
-    lines = text.splitlines()
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(lines, start=offset + 1):
         msg = _message(raw)
         _read_facts(msg, number, facts)
         for pattern in PATTERNS:
@@ -300,7 +289,7 @@ def parse_startup_log(text: str) -> StartupFacts:
         else s
         for s in signatures
     ]
-    return StartupFacts(**facts, signatures=tuple(signatures), line_count=len(lines), text=text)
+    return StartupFacts(**facts, signatures=tuple(signatures))
 
 
 def _read_facts(msg: str, number: int, facts: dict[str, Any]) -> None:
@@ -318,6 +307,7 @@ def _read_facts(msg: str, number: int, facts: dict[str, Any]) -> None:
     elif (engine := _ENGINE.search(msg)) and "engine_config" not in facts:
         facts["engine_config"] = parse_config_pairs(engine.group(2))
         facts["engine_line"] = number
+        facts["engine_version"] = engine.group(1)
         facts.setdefault("vllm_version", engine.group(1))
         facts.setdefault("version_line", number)
     elif (kv := _KV.search(msg)) is not None:
@@ -386,11 +376,3 @@ def parse_config_pairs(text: str) -> dict[str, str]:
                 out[key] = value.strip().strip("'\"")
             start = index + 1
     return out
-
-
-def explain(signature: Signature) -> str:
-    """The meaning of a signature kind, for summaries."""
-    for pattern in PATTERNS:
-        if pattern.kind == signature.kind:
-            return pattern.meaning
-    return signature.kind

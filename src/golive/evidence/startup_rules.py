@@ -11,7 +11,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from golive.evidence.chain import ChainInputs, env_result
-from golive.evidence.startup_log import Severity, Signature, explain
+from golive.evidence.startup_log import StartupFacts
+from golive.evidence.startup_signatures import Severity, Signature, explain
 from golive.results import CheckClass, CheckResult, Status
 
 
@@ -38,6 +39,39 @@ def _quote(signature: Signature) -> str:
 _KERNEL = re.compile(r"during inference: (\w+)")
 
 
+def _history(facts: StartupFacts) -> str:
+    """The file's other launches, as history: their failures are not this launch's."""
+    if facts.launches < 2:
+        return ""
+    parts = []
+    for other in facts.other_launches:
+        what = (
+            "; ".join(_quote(s) for s in other.fatal[:2])
+            if other.fatal
+            else ("reached ready" if other.ready else "never reached ready")
+        )
+        parts.append(
+            f"launch {other.number} (lines {other.first_line}-{other.last_line}, vLLM "
+            f"{other.vllm_version or 'unknown'}): {what}"
+        )
+    return (
+        f" [judged: launch {facts.launch} of {facts.launches} in the file (lines "
+        f"{facts.first_line}-{facts.last_line}), the one serving; the others are history, "
+        f"not evidence about it: {' | '.join(parts)}]"
+    )
+
+
+def _self_contradiction(facts: StartupFacts) -> str | None:
+    """The launch's banner and its engine-config line name different vLLM versions."""
+    if facts.engine_version is None or facts.vllm_version in (None, facts.engine_version):
+        return None
+    return (
+        f"the log contradicts itself: the banner says vLLM {facts.vllm_version} (line "
+        f"{facts.version_line}) but the engine-config line says v{facts.engine_version} (line "
+        f"{facts.engine_line}); the image's version string or the log is not what it seems"
+    )
+
+
 def check_startup_log(inputs: ChainInputs) -> CheckResult:
     facts, path = inputs.startup, inputs.startup_path
     if facts is None:
@@ -54,6 +88,14 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
     jit = sorted({m.group(1) for s in warnings if (m := _KERNEL.search(s.text))})
     if jit:
         measurements["jit_kernels"] = ", ".join(jit)
+    history = _history(facts)
+    if facts.launches > 1:
+        measurements |= {
+            "launches": facts.launches,
+            "judged_launch": facts.launch,
+            "judged_lines": f"{facts.first_line}-{facts.last_line}",
+            "earlier_fatal": sum(len(o.fatal) for o in facts.other_launches),
+        }
     if fatal:
         found = "; ".join(_quote(s) for s in fatal[:5])
         kinds = sorted({s.kind for s in fatal})
@@ -62,7 +104,7 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             "startup.log",
             True,
             Status.FAIL,
-            f"startup failed: {found}",
+            f"startup failed: {found}{history}",
             measurements,
             [f"{path}#L{s.line}" for s in fatal[:10]],
         )
@@ -72,25 +114,29 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             True,
             Status.NO_DATA,
             "the log never shows the server ready (no 'Starting vLLM server' line): it is not a "
-            "complete initialization log",
+            f"complete initialization log{history}",
             measurements,
             [path],
         )
-    if warnings:
-        found = "; ".join(_quote(s) for s in warnings[:5])
+    contradiction = _self_contradiction(facts)
+    if warnings or contradiction:
+        found = "; ".join(
+            [*([contradiction] if contradiction else []), *(_quote(s) for s in warnings[:5])]
+        )
+        lines = [facts.version_line, facts.engine_line] if contradiction else []
         return _startup(
             "startup.log",
             True,
             Status.WARN,
-            f"started, with warnings: {found}",
+            f"started, with warnings: {found}{history}",
             measurements,
-            [f"{path}#L{s.line}" for s in warnings[:10]],
+            [f"{path}#L{n}" for n in [*lines, *(s.line for s in warnings[:10])] if n],
         )
     return _startup(
         "startup.log",
         True,
         Status.PASS,
-        "started cleanly: no failure signature",
+        f"started cleanly: no failure signature{history}",
         measurements,
         [path],
     )
@@ -338,9 +384,8 @@ def other_launch(inputs: ChainInputs) -> list[str]:
         and str(facts.max_model_len) != live_len.value
     ):
         found.append(f"max_model_len {facts.max_model_len} in the log, {live_len.value} live")
-    names = facts.arg("served_model_name") or facts.arg("model")
-    logged = [str(n) for n in names] if isinstance(names, list | tuple) else [str(names)]
-    if inputs.live_model is not None and names and inputs.live_model.value not in logged:
+    logged = facts.served_names()
+    if inputs.live_model is not None and logged and inputs.live_model.value not in logged:
         found.append(f"model {', '.join(logged)} in the log, {inputs.live_model.value} live")
     return found
 

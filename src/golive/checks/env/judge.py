@@ -20,7 +20,7 @@ from golive.evidence.chain_hw import (
     check_host_driver,
 )
 from golive.evidence.facts import ContainerInfo, HostInfo
-from golive.evidence.startup_log import parse_startup_log
+from golive.evidence.startup_log import LiveServer, parse_startup_log
 from golive.evidence.startup_rules import (
     as_other_launch,
     check_kv_cache,
@@ -96,13 +96,19 @@ def chain_inputs(
     live = saved.get("live") or {}
     log = evidence.text(STARTUP_LOG) if saved.get("startup") else None
     container_text = evidence.text(CONTAINER) if saved.get("container") else None
+    version, max_model_len, model = (
+        _source(live.get(key)) for key in ("vllm_version", "max_model_len", "model")
+    )
+    serving = LiveServer(
+        *(None if source is None else source.value for source in (version, max_model_len, model))
+    )
     return ChainInputs(
         profile=profile,
-        live_version=_source(live.get("vllm_version")),
-        live_max_model_len=_source(live.get("max_model_len")),
-        live_model=_source(live.get("model")),
+        live_version=version,
+        live_max_model_len=max_model_len,
+        live_model=model,
         image=_source(saved.get("image")),
-        startup=None if log is None else parse_startup_log(log),
+        startup=None if log is None else parse_startup_log(log, serving),
         container=None
         if container_text is None
         else ContainerInfo.model_validate_json(container_text),
