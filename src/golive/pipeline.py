@@ -56,6 +56,7 @@ from golive.verdict.decide import decide, limits
 from golive.verdict.document import (
     ActionEntry,
     CheckEntry,
+    ExercisedEnvelope,
     Limits,
     RollbackTarget,
     SkippedEntry,
@@ -288,6 +289,7 @@ def verdict_document(
         checks=tuple(CheckEntry.of(c) for c in checks),
         rules_fired=rules_of(decision),
         limits=Limits(**limits(checks)),
+        tested=ExercisedEnvelope.of(checks),
         skipped_by_config=tuple(
             SkippedEntry(check=c.id, reason=c.summary) for c in checks if skipped_by_config(c)
         ),

@@ -26,7 +26,7 @@ from golive.bundle.layout import (
 from golive.bundle.signing import load_public_key
 from golive.bundle.store import verify
 from golive.errors import ConfigError
-from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument
+from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument, tested_sentence
 from golive.verdict.scope import NOT_USED
 
 TICKED, FAILED, MISSING, WATCHED = "ticked", "failed", "missing", "watched"
@@ -168,6 +168,8 @@ def build_signoff(
         )
     return {
         "outcome": verdict.outcome.value,
+        "tested": None if verdict.tested is None else verdict.tested.model_dump(mode="json"),
+        "tested_sentence": tested_sentence(verdict.tested),
         "items": items,
         "evidence_package": package,
         "signature": dict(signature) if signature else None,
@@ -231,7 +233,10 @@ def _actions_state(actions: Sequence[ActionEntry]) -> tuple[str, str, list[str]]
 def render_signoff(record: Mapping[str, Any]) -> str:
     """signoff.md: the checklist as a reviewer reads it."""
     mark = {TICKED: "[x]", FAILED: "[ ] FAILED", MISSING: "[ ] missing", WATCHED: "[ ] WATCHED"}
-    lines = [f"# Go-live sign-off — verdict **{record['outcome']}**", "", "## Checklist", ""]
+    lines = [f"# Go-live sign-off — verdict **{record['outcome']}**", ""]
+    if record.get("tested_sentence"):
+        lines += [str(record["tested_sentence"]), ""]
+    lines += ["## Checklist", ""]
     for item in record["items"]:
         evidence = ", ".join(f"`{p}`" for p in item["evidence"][:6])
         lines.append(

@@ -10,7 +10,7 @@ from typing import Any
 from golive.bundle.layout import CAPACITY_STEPS, CAPACITY_WATCHDOG, CHAIN
 from golive.bundle.store import locate
 from golive.quantiles import samples_needed
-from golive.verdict.document import Limits, VerdictDocument
+from golive.verdict.document import Limits, VerdictDocument, tested_sentence
 
 _MARK = {
     "pass": "PASS",
@@ -89,6 +89,7 @@ def render_markdown(
             + ", ".join(f"`{c}`" for c in rule.checks)
         )
     lines += _limits(verdict.limits)
+    lines += ["", tested_sentence(verdict.tested)]
     for waiver in verdict.waivers:
         lines.append(
             f"- warn `{waiver.check}` waived by the policy: {waiver.reason} (owner {waiver.owner})"

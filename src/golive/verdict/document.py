@@ -7,6 +7,7 @@ an unknown field or a wrong type is an error that names the file and the field.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,59 @@ class Limits(_Entry):
         return self.model_dump(mode="json", exclude_defaults=True)
 
 
+class ExercisedEnvelope(_Entry):
+    """The envelope the run exercised and saw hold (verdict.json `tested`); None: not tested.
+    Every verdict states it, go-live included: running beyond it is outside the verdict."""
+
+    max_concurrency: int | None = None  # the concurrency ramp's highest stable step
+    max_context: int | None = None  # the longest input served, in tokens
+    sustained_s: float | None = None  # the sustained window that held, in seconds
+
+    @classmethod
+    def of(cls, checks: Sequence[CheckResult]) -> ExercisedEnvelope:
+        """From the judged checks (re-judged from raw evidence in `golive decide`)."""
+        by_id = {c.id: c for c in checks}
+        measured = (Status.PASS, Status.WARN, Status.FAIL)
+        held = (Status.PASS, Status.WARN)
+
+        def number(check_id: str, key: str, statuses: tuple[Status, ...]) -> float | None:
+            check = by_id.get(check_id)
+            value = None if check is None else check.measurements.get(key)
+            if check is None or check.status not in statuses or isinstance(value, bool):
+                return None
+            return value if isinstance(value, int | float) and value > 0 else None
+
+        ceiling = number("capacity.concurrency", "ceiling", measured)
+        context = number("capacity.long_input", "max_context", measured)
+        return cls(
+            max_concurrency=None if ceiling is None else int(ceiling),
+            max_context=None if context is None else int(context),
+            sustained_s=number("capacity.sustained", "duration_s", held),
+        )
+
+    def sentence(self) -> str:
+        """One sentence a reviewer reads in the report and on the sign-off sheet."""
+        parts = [
+            "concurrency "
+            + ("not tested" if self.max_concurrency is None else f"up to {self.max_concurrency}"),
+            "context "
+            + ("not tested" if self.max_context is None else f"up to {self.max_context:,} tokens"),
+            "sustained load "
+            + ("not tested" if self.sustained_s is None else f"held for {self.sustained_s:g} s"),
+        ]
+        return (
+            "Tested envelope: "
+            + "; ".join(parts)
+            + ". Beyond it nothing was measured: traffic past it is outside this verdict."
+        )
+
+
+def tested_sentence(tested: ExercisedEnvelope | None) -> str:
+    if tested is None:
+        return "Tested envelope: not stated (this verdict was written by an older golive)."
+    return tested.sentence()
+
+
 class ActionEntry(_Entry):
     """An open item with its owner, deadline and rollback (verdict.json `actions`)."""
 
@@ -145,7 +199,14 @@ class PartEntry(_Entry):
 
 
 # Written only when they apply (an interrupted run, a combined bundle, a run's evidence size).
-_WHEN_SET = ("interrupted", PARTS, "bundle_bytes", "identity", "assumed_same_deployment")
+_WHEN_SET = (
+    "interrupted",
+    PARTS,
+    "bundle_bytes",
+    "identity",
+    "assumed_same_deployment",
+    "tested",
+)
 
 
 class VerdictDocument(_Entry):
@@ -165,6 +226,7 @@ class VerdictDocument(_Entry):
     checks: tuple[CheckEntry, ...]
     rules_fired: tuple[RuleEntry, ...]
     limits: Limits = Limits()
+    tested: ExercisedEnvelope | None = None  # older bundles: not stated
     skipped_by_config: tuple[SkippedEntry, ...] = ()
     actions: tuple[ActionEntry, ...] = ()
     rollback_target: RollbackTarget | None = None

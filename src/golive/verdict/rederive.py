@@ -29,8 +29,8 @@ from golive.bundle.store import verify
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, sections_with_evidence
 from golive.errors import ConfigError
 from golive.results import CheckResult, Decision, Outcome
-from golive.verdict.decide import decide
-from golive.verdict.document import PartEntry, VerdictDocument
+from golive.verdict.decide import decide, limits
+from golive.verdict.document import ExercisedEnvelope, Limits, PartEntry, VerdictDocument
 from golive.verdict.policy import Policy, apply_policy, impersonation, parse_policy
 from golive.verdict.rejudge import differences, rejudge
 from golive.verdict.scope import (
@@ -123,6 +123,7 @@ def rederive(root: Path) -> Rederived:
         problems.append(
             f"re-derived outcome {decision.outcome.value} differs from the sealed {sealed.value}"
         )
+    problems.extend(_envelope_differences(data, checks))
     sealed_rules = [r.rule for r in data.rules_fired]
     derived_rules = [r.rule for r in decision.rules_fired]
     if sealed_rules != derived_rules:
@@ -138,6 +139,26 @@ def rederive(root: Path) -> Rederived:
         tuple(checks),
         scope,
     )
+
+
+def _envelope_differences(data: VerdictDocument, checks: Sequence[CheckResult]) -> list[str]:
+    """verdict.json's `limits` and `tested` are what the re-judged checks give: guardrails,
+    watch and the sign-off sheet read them, so an edited envelope is caught like an edited
+    outcome."""
+    found = []
+    derived = Limits(**limits(checks))
+    if data.limits != derived:
+        found.append(
+            f"verdict.json's limits {data.limits.to_json()} differ from the evidence's "
+            f"{derived.to_json()}"
+        )
+    tested = ExercisedEnvelope.of(checks)
+    if data.tested is not None and data.tested != tested:
+        found.append(
+            f"verdict.json's tested envelope {data.tested.model_dump(mode='json')} differs "
+            f"from the evidence's {tested.model_dump(mode='json')}"
+        )
+    return found
 
 
 def bundle_scope(root: Path, data: VerdictDocument) -> Scope:

@@ -1,0 +1,123 @@
+"""Every verdict states the envelope it tested (verdict.json `tested`, the report, the sign-off
+sheet), go-live included, and `golive decide` re-derives it with the limits from the
+evidence: an edited envelope is caught like an edited outcome.
+
+Checklist: "State the exact envelope that was tested" / DESIGN.md `tested`: "the envelope the
+run exercised: max_concurrency, max_context, sustained_s; going beyond it is a limit".
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from golive.bundle.signoff import build_signoff, render_signoff
+from golive.bundle.store import Bundle
+from golive.report.markdown import render_markdown
+from golive.results import CheckClass, CheckResult, Status
+from golive.verdict.document import ExercisedEnvelope, VerdictDocument
+from golive.verdict.rederive import rederive
+
+GOLDEN = Path(__file__).parents[1] / "data/golden-demo"
+
+
+def _check(check_id: str, status: Status, **measurements: object) -> CheckResult:
+    return CheckResult(check_id, CheckClass.CAPACITY, True, status, "s", dict(measurements))  # type: ignore[arg-type]
+
+
+RAMP_8 = _check("capacity.concurrency", Status.PASS, ceiling=8, steps=4)
+LONG_1024 = _check("capacity.long_input", Status.PASS, max_context=1024)
+HELD_300 = _check("capacity.sustained", Status.PASS, duration_s=300.0, concurrency=8)
+
+
+@pytest.mark.parametrize(
+    ("checks", "expected"),
+    [
+        (
+            [RAMP_8, LONG_1024, HELD_300],
+            ExercisedEnvelope(max_concurrency=8, max_context=1024, sustained_s=300),
+        ),
+        # a ramp that found a limit still tested up to its stable step
+        (
+            [_check("capacity.concurrency", Status.FAIL, ceiling=4, classification="limit")],
+            ExercisedEnvelope(max_concurrency=4),
+        ),
+        # nothing measured: not tested, never 0 or a default
+        ([_check("capacity.concurrency", Status.NO_DATA, ceiling=None)], ExercisedEnvelope()),
+        ([_check("capacity.concurrency", Status.ERROR, ceiling=8)], ExercisedEnvelope()),
+        ([_check("capacity.concurrency", Status.PASS, ceiling=True)], ExercisedEnvelope()),
+        ([_check("capacity.concurrency", Status.PASS, ceiling=0)], ExercisedEnvelope()),
+        # a sustained window that failed did not hold for its duration
+        ([_check("capacity.sustained", Status.FAIL, duration_s=300.0)], ExercisedEnvelope()),
+        ([], ExercisedEnvelope()),
+    ],
+    ids=["all", "limit", "no-data", "error", "bool", "zero", "sustained-failed", "none"],
+)
+def test_the_envelope_is_what_was_measured_and_held(
+    checks: list[CheckResult], expected: ExercisedEnvelope
+) -> None:
+    assert ExercisedEnvelope.of(checks) == expected
+
+
+def test_the_sentence_names_each_bound_and_what_was_not_tested() -> None:
+    full = ExercisedEnvelope.of([RAMP_8, LONG_1024, HELD_300]).sentence()
+    assert "concurrency up to 8" in full
+    assert "context up to 1,024 tokens" in full
+    assert "held for 300 s" in full
+    assert "outside this verdict" in full
+    assert "context not tested" in ExercisedEnvelope.of([RAMP_8]).sentence()
+
+
+def _golden_with_tested(tmp_path: Path) -> Path:
+    """The real demo bundle as the current golive writes it: with its tested envelope."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(GOLDEN, copy)
+    data = json.loads((copy / "verdict.json").read_text())
+    data["tested"] = ExercisedEnvelope.of(VerdictDocument.from_json(data).results()).model_dump(
+        mode="json"
+    )
+    (copy / "verdict.json").write_text(json.dumps(data, indent=2))
+    Bundle(copy).seal()
+    return copy
+
+
+def test_report_and_signoff_state_the_tested_envelope(tmp_path: Path) -> None:
+    """The real demo (ramp stable up to 4, inputs up to 1,024 tokens, 25 s sustained): the
+    report and the sign-off sheet say so, and decide agrees with the stated envelope."""
+    copy = _golden_with_tested(tmp_path)
+    verdict = VerdictDocument.read(copy)
+    assert verdict.tested == ExercisedEnvelope(
+        max_concurrency=4, max_context=1024, sustained_s=25.0
+    )
+    assert rederive(copy).problems == ()
+    sentence = "concurrency up to 4; context up to 1,024 tokens; sustained load held for 25 s"
+    assert sentence in render_markdown(verdict)
+    assert sentence in render_signoff(build_signoff(verdict, []))
+
+
+@pytest.mark.tampers_bundle
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("tested", {"max_concurrency": 64, "max_context": 1024, "sustained_s": 25.0}),
+        ("limits", {}),  # the demo's features to disable, deleted
+        ("limits", {"max_concurrency": 64, "disable_features": []}),
+    ],
+    ids=["wider-tested", "limits-deleted", "limits-raised"],
+)
+def test_an_edited_envelope_is_caught_after_resealing(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    """A reviewer widens the tested envelope or drops the limits in verdict.json and reseals:
+    guardrails and the sign-off would read it, so decide refuses it."""
+    copy = _golden_with_tested(tmp_path)
+    data = json.loads((copy / "verdict.json").read_text())
+    data[field] = value
+    (copy / "verdict.json").write_text(json.dumps(data, indent=2))
+    Bundle(copy).seal()
+    edited = rederive(copy)
+    assert not edited.agrees
+    assert any(f"verdict.json's {field}" in p or "tested envelope" in p for p in edited.problems)
