@@ -108,6 +108,13 @@ class CapacityConfig(StrictModel):
         description="the concurrency production needs: a ceiling below it where the engine "
         "saturated is expand-capacity; with no need stated, a ceiling is a limit to observe",
     )
+    headroom: float = Field(
+        0.2,
+        ge=0,
+        le=4,
+        description="spare capacity kept above the required load when a capacity request "
+        "sizes replicas (0.2: 20%)",
+    )
     max_context: int | None = Field(
         None, ge=16, description="intended max input; default max_model_len"
     )

@@ -19,6 +19,8 @@ import yaml
 
 from golive import __version__
 from golive.bundle.layout import (
+    CAPACITY_REQUEST_JSON,
+    CAPACITY_REQUEST_MD,
     EFFECTIVE_CONFIG,
     MANIFEST,
     POLICY,
@@ -48,6 +50,7 @@ from golive.errors import ConfigError
 from golive.evidence.runtime_log import server_log_evidence
 from golive.operate.rollback import ACCEPTED, identity, programme_scope, register, registry_dir
 from golive.operate.watch import WatchSettings, run_watch
+from golive.report.capacity_request import capacity_request, render_capacity_request
 from golive.report.html import render_html
 from golive.report.markdown import bundle_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
@@ -192,6 +195,10 @@ async def _identified(ctx: CheckContext, programme: Programme) -> list[CheckResu
 def write_verdict(bundle: Bundle, document: VerdictDocument) -> None:
     """verdict.json, report.md, the sign-off sheet and report.html."""
     bundle.write_json(VERDICT, document.to_json())
+    request = capacity_request(BundleReader(bundle.root), document.outcome, document.results())
+    if request is not None:
+        bundle.write_json(CAPACITY_REQUEST_JSON, request)
+        bundle.write_text(CAPACITY_REQUEST_MD, render_capacity_request(request))
     bundle.write_text(REPORT_MD, bundle_markdown(bundle.root, document))
     write_signoff(bundle, document, None)
 

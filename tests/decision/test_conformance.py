@@ -441,7 +441,18 @@ async def queue_collapse_below_the_stated_need(tmp: Path) -> Verdict:
     result = classify_concurrency(steps, StabilityPolicy(required_concurrency=8))
     check = classified("capacity.concurrency", result, {"ceiling": result.ceiling}, ())
     checks = add(drop(proven(demo_checks()), "capacity.concurrency"), check)
-    return await sealed(tmp / "b", checks)
+    verdict = await sealed(tmp / "b", checks, settings={"capacity.required_concurrency": 8})
+    # "document memory assumptions ... and fallback capacity before requesting additional
+    # resources": the request, sized from the ceiling (2) and the stated need (8, +20%)
+    request = json.loads((tmp / "b/capacity-request.json").read_text())
+    figures = {f["name"]: f["value"] for f in request["figures"]}
+    assert (figures["ceiling_concurrency"], figures["required_concurrency"]) == (2, 8)
+    assert figures["replicas_needed"] == 5  # ceil(8 x 1.2 / 2)
+    assert figures["fallback_concurrency"] == 1
+    assert figures["gpus_needed"] is None  # these checks carry no startup log to count GPUs
+    assert "## Capacity request" in (tmp / "b/report.md").read_text()
+    assert "<h3>Capacity request</h3>" in (tmp / "b/report.html").read_text()
+    return verdict
 
 
 @scenario("hold", "critical-failure", "capacity.concurrency")

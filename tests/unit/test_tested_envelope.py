@@ -16,6 +16,7 @@ import pytest
 
 from golive.bundle.signoff import build_signoff, render_signoff
 from golive.bundle.store import Bundle
+from golive.report.html import render_html
 from golive.report.markdown import render_markdown
 from golive.results import CheckClass, CheckResult, Status
 from golive.verdict.document import ExercisedEnvelope, VerdictDocument
@@ -96,6 +97,7 @@ def test_report_and_signoff_state_the_tested_envelope(tmp_path: Path) -> None:
     sentence = "concurrency up to 4; context up to 1,024 tokens; sustained load held for 25 s"
     assert sentence in render_markdown(verdict)
     assert sentence in render_signoff(build_signoff(verdict, []))
+    assert sentence in render_html(copy, verdict)
 
 
 @pytest.mark.tampers_bundle

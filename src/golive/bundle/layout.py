@@ -21,6 +21,8 @@ REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 SIGNOFF_JSON = "signoff.json"
 SIGNOFF_MD = "signoff.md"
+CAPACITY_REQUEST_JSON = "capacity-request.json"  # with an expand-capacity verdict only
+CAPACITY_REQUEST_MD = "capacity-request.md"
 MANIFEST = "manifest-sha256.txt"
 PARTS = "parts"
 

@@ -11,12 +11,19 @@ from typing import Any
 
 import jinja2
 
-from golive.bundle.layout import CACHE_STEPS, CAPACITY_STEPS, CHAIN, MEMORY_CURVE, SIGNOFF_JSON
+from golive.bundle.layout import (
+    CACHE_STEPS,
+    CAPACITY_REQUEST_JSON,
+    CAPACITY_STEPS,
+    CHAIN,
+    MEMORY_CURVE,
+    SIGNOFF_JSON,
+)
 from golive.bundle.store import locate
 from golive.report.markdown import chain_rows, scope_line
 from golive.report.plots import bar_chart, interval_chart, line_chart
 from golive.results import CheckClass
-from golive.verdict.document import VerdictDocument
+from golive.verdict.document import VerdictDocument, tested_sentence
 
 _OUTCOME_COLOUR = {
     "go-live": "#1a7f37",
@@ -46,6 +53,10 @@ def render_html(root: Path, verdict: VerdictDocument) -> str:
         agent_svg=agent_chart(verdict),
         signoff=signoff if isinstance(signoff, dict) else None,
         scope=scope_line(verdict),
+        tested=tested_sentence(verdict.tested),
+        request=request
+        if isinstance(request := _json(root / CAPACITY_REQUEST_JSON), dict)
+        else None,
     )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from golive.bundle.layout import CAPACITY_STEPS, CAPACITY_WATCHDOG, CHAIN
+from golive.bundle.layout import CAPACITY_REQUEST_MD, CAPACITY_STEPS, CAPACITY_WATCHDOG, CHAIN
 from golive.bundle.store import locate
 from golive.quantiles import samples_needed
 from golive.verdict.document import Limits, VerdictDocument, tested_sentence
@@ -26,9 +26,13 @@ def bundle_markdown(root: Path, verdict: VerdictDocument) -> str:
     """report.md for the bundle at `root`: the verdict, its version chain and load windows."""
     chain_path = locate(root, CHAIN)
     chain = json.loads(chain_path.read_text()) if chain_path.is_file() else None
-    return render_markdown(
+    text = render_markdown(
         verdict, chain, _rows(root, CAPACITY_WATCHDOG), _rows(root, CAPACITY_STEPS)
     )
+    request = locate(root, CAPACITY_REQUEST_MD)
+    if request.is_file():  # the capacity request, written with an expand-capacity verdict
+        text += "\n" + request.read_text(encoding="utf-8").replace("# ", "## ", 1)
+    return text
 
 
 def _rows(root: Path, rel: str) -> list[dict[str, Any]]:

@@ -14,20 +14,23 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from golive.bundle.layout import (
+    CAPACITY_REQUEST_JSON,
     MANIFEST,
     PARTS,
     POLICY,
     VERDICT,
 )
-from golive.bundle.store import verify
+from golive.bundle.store import BundleReader, verify
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, sections_with_evidence
 from golive.errors import ConfigError
+from golive.report.capacity_request import capacity_request
 from golive.results import CheckResult, Decision, Outcome
 from golive.verdict.decide import decide, limits
 from golive.verdict.document import ExercisedEnvelope, Limits, PartEntry, VerdictDocument
@@ -124,6 +127,7 @@ def rederive(root: Path) -> Rederived:
             f"re-derived outcome {decision.outcome.value} differs from the sealed {sealed.value}"
         )
     problems.extend(_envelope_differences(data, checks))
+    problems.extend(request_differences(root, decision.outcome, checks))
     sealed_rules = [r.rule for r in data.rules_fired]
     derived_rules = [r.rule for r in decision.rules_fired]
     if sealed_rules != derived_rules:
@@ -159,6 +163,26 @@ def _envelope_differences(data: VerdictDocument, checks: Sequence[CheckResult]) 
             f"from the evidence's {tested.model_dump(mode='json')}"
         )
     return found
+
+
+def request_differences(root: Path, outcome: Outcome, checks: Sequence[CheckResult]) -> list[str]:
+    """capacity-request.json is what the evidence gives (a team buys GPUs from it)."""
+    reader = BundleReader(root)
+    derived = capacity_request(reader, outcome, checks)
+    path = root / CAPACITY_REQUEST_JSON  # this bundle's own, not a part's
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, ValueError):
+        return [f"{CAPACITY_REQUEST_JSON} cannot be read as JSON"]
+    if derived is None and stored is None:
+        return []
+    if derived is None:
+        return [f"{CAPACITY_REQUEST_JSON} is present, but the evidence gives no expand-capacity"]
+    if stored is None:
+        return [f"{CAPACITY_REQUEST_JSON} is missing: an expand-capacity verdict carries one"]
+    if stored != json.loads(json.dumps(derived)):
+        return [f"{CAPACITY_REQUEST_JSON} is not the capacity request the evidence gives"]
+    return []
 
 
 def bundle_scope(root: Path, data: VerdictDocument) -> Scope:

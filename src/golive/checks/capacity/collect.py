@@ -126,6 +126,8 @@ def classified(
     measurements: dict[str, Any] = {"classification": c.action.value, **extra}
     if c.action is Action.LIMIT_TRAFFIC and c.ceiling is not None:
         measurements["limit_max_concurrency"] = c.ceiling
+    if c.action is Action.EXPAND_CAPACITY and c.ceiling is not None:
+        measurements["capacity_ceiling"] = c.ceiling  # what a capacity request sizes from
     if c.action is Action.ADJUST_CONFIGURATION and c.max_context is not None:
         measurements["limit_max_context"] = c.max_context
     return cap_result(

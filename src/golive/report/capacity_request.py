@@ -1,0 +1,195 @@
+"""The capacity request the checklist asks for before buying GPUs (`capacity-request.json`
+and `.md`), written only with an `expand-capacity` verdict.
+
+Every figure cites the bundle file it came from; a figure the evidence does not give is
+`null` with the reason, never a default. The target is taken as one replica: the ceiling, the
+throughput and the GPUs per replica are what golive measured at it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from golive.bundle.layout import (
+    CAPACITY_STEPS,
+    EFFECTIVE_CONFIG,
+    STARTUP_LOG,
+    VERDICT,
+)
+from golive.bundle.store import BundleReader
+from golive.checks.cache.judge import cache_labels
+from golive.config import parse_config
+from golive.evidence.startup_log import parse_startup_log
+from golive.results import CheckResult, Outcome
+
+ENV_SCRAPE = "metrics/env.prom"
+_GIB = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One number of the request and where it came from (None: the evidence does not say)."""
+
+    name: str
+    value: float | int | None
+    unit: str
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "unit": self.unit, "source": self.source}
+
+
+def _expanding(checks: Sequence[CheckResult]) -> CheckResult | None:
+    return next(
+        (c for c in checks if c.measurements.get("classification") == "expand-capacity"), None
+    )
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _kv_from_metrics(labels: Mapping[str, str]) -> tuple[float | None, float | None]:
+    """(KV tokens, KV bytes) from `vllm:cache_config_info`, where its labels carry them."""
+
+    def label(key: str) -> float | None:
+        try:
+            return float(labels[key])
+        except (KeyError, ValueError):
+            return None
+
+    tokens = label("kv_cache_size_tokens")
+    if tokens is None and (blocks := label("num_gpu_blocks")) and (size := label("block_size")):
+        tokens = blocks * size
+    return tokens, label("kv_cache_memory_bytes")
+
+
+def _step_rate(reader: BundleReader, concurrency: int) -> float | None:
+    for line in (reader.text(CAPACITY_STEPS) or "").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("concurrency") == concurrency:
+            return _number(row.get("throughput_rps"))
+    return None
+
+
+def capacity_request(
+    reader: BundleReader, outcome: Outcome, checks: Sequence[CheckResult]
+) -> dict[str, Any] | None:
+    """The request, from the bundle's evidence and its judged checks; None unless the
+    outcome is expand-capacity."""
+    expanding = _expanding(checks)
+    if outcome is not Outcome.EXPAND_CAPACITY or expanding is None:
+        return None
+    config_text = reader.text(EFFECTIVE_CONFIG)
+    config = parse_config(config_text or "{}", EFFECTIVE_CONFIG).capacity
+    log = reader.text(STARTUP_LOG)
+    facts = None if log is None else parse_startup_log(log)
+    kv_tokens_metrics, kv_bytes_metrics = _kv_from_metrics(cache_labels(reader.text(ENV_SCRAPE)))
+    ceiling = _number(expanding.measurements.get("capacity_ceiling"))
+    verdict_at = f"{VERDICT}#{expanding.id}"
+    figures: list[Figure] = []
+
+    def add(name: str, value: float | None, unit: str, source: str) -> float | None:
+        figures.append(Figure(name, value, unit, source if value is not None else "not given"))
+        return value
+
+    add(
+        "weights_per_gpu",
+        facts.model_load_gib if facts else None,
+        "GiB",
+        f"{STARTUP_LOG} ('Model loading took')",
+    )
+    kv_gib = facts.available_kv_gib if facts else None
+    add("kv_cache_per_gpu", kv_gib, "GiB", f"{STARTUP_LOG} ('Available KV cache memory')")
+    kv_tokens = (facts.kv_cache_tokens if facts else None) or kv_tokens_metrics
+    kv_source = (
+        f"{STARTUP_LOG}#L{facts.kv_cache_line}"
+        if facts and facts.kv_cache_tokens
+        else f"{ENV_SCRAPE}#vllm:cache_config_info"
+    )
+    add("kv_tokens_available", kv_tokens, "tokens", kv_source)
+    kv_bytes = kv_gib * _GIB if kv_gib else kv_bytes_metrics
+    add(
+        "kv_bytes_per_token_per_gpu",
+        round(kv_bytes / kv_tokens) if kv_bytes and kv_tokens else None,
+        "bytes",
+        "KV cache memory / KV tokens (the two figures above)",
+    )
+    layout = facts.parallel() if facts and (facts.args_line or facts.engine_line) else None
+    gpus = layout["tp"] * layout["pp"] * layout["dp"] if layout else None
+    add("gpus_per_replica", gpus, "GPUs", f"{STARTUP_LOG} (tp x pp x dp)")
+    add("ceiling_concurrency", ceiling, "requests in flight", verdict_at)
+    context = next(
+        (
+            _number(c.measurements.get("max_context"))
+            for c in checks
+            if c.id == "capacity.long_input"
+        ),
+        None,
+    )
+    add("ceiling_context", context, "tokens", f"{VERDICT}#capacity.long_input")
+    rate = None if ceiling is None else _step_rate(reader, int(ceiling))
+    add(
+        "throughput_at_ceiling",
+        rate,
+        "requests/s",
+        f"{CAPACITY_STEPS}#concurrency={ceiling:g}" if ceiling else "",
+    )
+    required = config.required_concurrency
+    add(
+        "required_concurrency",
+        required,
+        "requests in flight",
+        f"{EFFECTIVE_CONFIG}#capacity.required_concurrency",
+    )
+    add("headroom", config.headroom, "fraction", f"{EFFECTIVE_CONFIG}#capacity.headroom")
+    replicas = (
+        math.ceil(required * (1 + config.headroom) / ceiling) if required and ceiling else None
+    )
+    add("replicas_needed", replicas, "replicas", "required x (1 + headroom) / ceiling, rounded up")
+    add(
+        "gpus_needed",
+        replicas * gpus if replicas and gpus else None,
+        "GPUs",
+        "replicas_needed x gpus_per_replica",
+    )
+    add(
+        "fallback_concurrency",
+        math.floor(ceiling / (1 + config.headroom)) if ceiling else None,
+        "requests in flight",
+        "ceiling / (1 + headroom), rounded down: what today's size serves until it grows",
+    )
+    return {
+        "outcome": outcome.value,
+        "check": expanding.id,
+        "why": expanding.summary,
+        "assumption": "the target is one replica; every figure was measured at it",
+        "figures": [f.to_json() for f in figures],
+    }
+
+
+def render_capacity_request(request: Mapping[str, Any]) -> str:
+    """capacity-request.md: the figures as a table, each with its source."""
+    lines = [
+        "# Capacity request",
+        "",
+        f"Why: {request['why']} (`{request['check']}`).",
+        "",
+        f"Assumption: {request['assumption']}.",
+        "",
+        "| figure | value | unit | source |",
+        "| --- | --- | --- | --- |",
+    ]
+    for figure in request["figures"]:
+        value = "not given" if figure["value"] is None else f"{figure['value']:,.6g}"
+        lines.append(f"| {figure['name']} | {value} | {figure['unit']} | {figure['source']} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,128 @@
+"""The capacity request written with an expand-capacity verdict (issue 28 §2): every figure
+from the bundle's evidence with its source, the replicas and GPUs a stated need takes, and
+nothing invented where the evidence is silent. The evidence is the real CPU demo bundle
+(its startup log, `/metrics` cache config and ramp steps) with an expand-capacity ramp check.
+
+Checklist: "document memory assumptions, network constraints, and fallback capacity before
+requesting additional resources".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from golive.bundle.store import BundleReader
+from golive.report.capacity_request import capacity_request, render_capacity_request
+from golive.results import CheckClass, CheckResult, Outcome, Status
+from golive.verdict.rederive import request_differences
+
+GOLDEN = Path(__file__).parents[1] / "data/golden-demo"
+EXPAND = CheckResult(
+    "capacity.concurrency",
+    CheckClass.CAPACITY,
+    True,
+    Status.FAIL,
+    "expand-capacity: queue grew at 4; stable up to concurrency 2; production needs 8",
+    {"classification": "expand-capacity", "ceiling": 2, "capacity_ceiling": 2},
+)
+LONG = CheckResult(
+    "capacity.long_input", CheckClass.CAPACITY, True, Status.PASS, "s", {"max_context": 1024}
+)
+
+
+def _bundle(tmp_path: Path, **capacity: Any) -> BundleReader:
+    copy = tmp_path / "bundle"
+    shutil.copytree(GOLDEN, copy)
+    (copy / "manifest-sha256.txt").unlink()  # evidence to read, not a sealed bundle
+    path = copy / "config/effective.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["capacity"].update(capacity)
+    path.write_text(yaml.safe_dump(config))
+    return BundleReader(copy)
+
+
+def _figures(request: dict[str, Any] | None) -> dict[str, tuple[Any, str]]:
+    assert request is not None
+    return {f["name"]: (f["value"], f["source"]) for f in request["figures"]}
+
+
+def test_a_stated_need_is_sized_into_replicas_and_gpus(tmp_path: Path) -> None:
+    """Ceiling 2 measured, production needs 8 with 25% headroom: ceil(8 x 1.25 / 2) = 5
+    replicas of 1 CPU-engine 'GPU' each; today's size serves floor(2 / 1.25) = 1 with that
+    headroom. KV figures from the log (43,648 tokens, line 57) and the engine's cache config
+    (1 GiB of KV: 24,600 bytes a token); the throughput is the c2 step's."""
+    reader = _bundle(tmp_path, required_concurrency=8, headroom=0.25)
+    figures = _figures(capacity_request(reader, Outcome.EXPAND_CAPACITY, [EXPAND, LONG]))
+    assert figures["ceiling_concurrency"] == (2, "verdict.json#capacity.concurrency")
+    assert figures["ceiling_context"][0] == 1024
+    assert figures["kv_tokens_available"] == (43648, "environment/startup.log#L57")
+    assert figures["kv_bytes_per_token_per_gpu"][0] == round((1 << 30) / 43648)
+    assert figures["throughput_at_ceiling"][0] == pytest.approx(0.3048518, rel=1e-6)
+    assert figures["throughput_at_ceiling"][1] == "metrics/capacity-steps.jsonl#concurrency=2"
+    assert figures["required_concurrency"][0] == 8
+    assert figures["replicas_needed"][0] == 5
+    assert figures["gpus_per_replica"][0] == 1
+    assert figures["gpus_needed"][0] == 5
+    assert figures["fallback_concurrency"][0] == 1
+
+
+def test_what_the_evidence_does_not_say_is_not_given(tmp_path: Path) -> None:
+    """No stated need in the config: no replica count is invented; the CPU log prints no
+    model-load memory: weights per GPU is not given (never 0)."""
+    figures = _figures(capacity_request(_bundle(tmp_path), Outcome.EXPAND_CAPACITY, [EXPAND, LONG]))
+    assert figures["required_concurrency"] == (None, "not given")
+    assert figures["replicas_needed"][0] is None
+    assert figures["gpus_needed"][0] is None
+    assert figures["weights_per_gpu"] == (None, "not given")
+    assert figures["fallback_concurrency"][0] == 1  # the default 20% headroom
+
+
+def test_only_an_expand_capacity_verdict_gets_a_request(tmp_path: Path) -> None:
+    reader = _bundle(tmp_path, required_concurrency=8)
+    assert capacity_request(reader, Outcome.OBSERVE_WITH_LIMITS, [EXPAND]) is None
+    limited = dataclasses.replace(EXPAND, measurements={"classification": "limit-traffic"})
+    assert capacity_request(reader, Outcome.EXPAND_CAPACITY, [limited]) is None
+
+
+def test_the_markdown_shows_each_figure_with_its_source(tmp_path: Path) -> None:
+    reader = _bundle(tmp_path, required_concurrency=8, headroom=0.25)
+    request = capacity_request(reader, Outcome.EXPAND_CAPACITY, [EXPAND, LONG])
+    assert request is not None
+    text = render_capacity_request(request)
+    assert "| replicas_needed | 5 | replicas |" in text
+    assert "| kv_tokens_available | 43,648 | tokens | environment/startup.log#L57 |" in text
+    assert "| weights_per_gpu | not given |" in text
+    assert "production needs 8" in text
+
+
+def test_decide_refuses_an_edited_or_missing_request(tmp_path: Path) -> None:
+    """A team buys GPUs from this file: one edited to ask for fewer replicas, or deleted, or
+    left beside a verdict that is not expand-capacity, is a difference `golive decide`
+    reports."""
+    reader = _bundle(tmp_path, required_concurrency=8, headroom=0.25)
+    root = reader.root
+    checks = [EXPAND, LONG]
+    assert request_differences(root, Outcome.EXPAND_CAPACITY, checks) == [
+        "capacity-request.json is missing: an expand-capacity verdict carries one"
+    ]
+    request = capacity_request(reader, Outcome.EXPAND_CAPACITY, checks)
+    assert request is not None
+    (root / "capacity-request.json").write_text(json.dumps(request))
+    assert request_differences(root, Outcome.EXPAND_CAPACITY, checks) == []
+    for figure in request["figures"]:
+        if figure["name"] == "replicas_needed":
+            figure["value"] = 1
+    (root / "capacity-request.json").write_text(json.dumps(request))
+    assert request_differences(root, Outcome.EXPAND_CAPACITY, checks) == [
+        "capacity-request.json is not the capacity request the evidence gives"
+    ]
+    assert request_differences(root, Outcome.HOLD, checks) == [
+        "capacity-request.json is present, but the evidence gives no expand-capacity"
+    ]
