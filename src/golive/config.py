@@ -120,6 +120,14 @@ class CapacityConfig(StrictModel):
     )
     duration_s: float = Field(60.0, gt=0, description="sustained phase length")
     step_duration_s: float = Field(20.0, gt=0, description="length of each ramp step")
+    knee_repeats: int = Field(
+        3,
+        ge=1,
+        le=10,
+        description="windows measured at each of the two steps around a candidate throughput "
+        "knee (alternating order); the knee is set only when their 95% interval excludes "
+        "'no knee' (1: judge the single windows, counting noise only)",
+    )
     step_max_requests: int | None = Field(
         None,
         ge=1,

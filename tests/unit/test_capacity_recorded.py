@@ -10,6 +10,7 @@ import pytest
 from golive.checks.capacity.recorded import (
     engine_silent,
     ladder_differences,
+    repeats_differences,
     steps_differences,
     window_differences,
 )
@@ -127,3 +128,37 @@ def test_engine_metrics_must_move_with_the_load(
     else:
         assert found is not None
         assert phrase in found, found
+
+
+@pytest.mark.parametrize(
+    ("row", "named"),
+    [
+        ({"concurrency": 16, "label": "c16r1", "completed": 4, "errors": 0}, []),
+        # a repeat moved to another level, or of a level the ramp never ran
+        ({"concurrency": 8, "label": "c16r1", "completed": 4}, ["concurrency 8, but its label"]),
+        ({"concurrency": 64, "label": "c64r1", "completed": 0}, ["not a repeat of a step"]),
+        (
+            {"concurrency": 16, "label": "c16", "completed": 4},
+            ["concurrency 16, but its label", "completed 4, but its 0 request records"],
+        ),
+        # a repeat claiming answers its records do not have
+        ({"concurrency": 16, "label": "c16r1", "completed": 9}, ["completed 9, but its 4"]),
+    ],
+)
+def test_a_knee_repeat_must_be_a_repeat_of_a_ramp_step(
+    row: dict[str, Any], named: list[str]
+) -> None:
+    """A knee repeat row (`c<N>r<k>`) is held to its own records, and its label must name its
+    level and a level the ramp ran: an edited row would move the knee."""
+    records = [_record("c16r1") for _ in range(4)]
+    found = repeats_differences([row], [{"concurrency": 8}, {"concurrency": 16}], records, "k")
+    assert len(found) == len(named), found
+    for expected, got in zip(named, found, strict=True):
+        assert expected in got
+
+
+def test_two_repeats_with_one_label_are_refused() -> None:
+    row = {"concurrency": 16, "label": "c16r1", "completed": 4, "errors": 0}
+    records = [_record("c16r1") for _ in range(4)]
+    found = repeats_differences([row, row], [{"concurrency": 16}], records, "k")
+    assert any("a second c16r1" in f for f in found), found

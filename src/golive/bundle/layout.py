@@ -53,6 +53,7 @@ CAPACITY_STEPS = "metrics/capacity-steps.jsonl"  # one row per ramp step (StepSt
 CAPACITY_WATCHDOG = "metrics/capacity-watchdog.jsonl"  # each load window's caps and end
 CAPACITY_CLIENTS = "metrics/capacity-clients.jsonl"  # --ray: each client's share of a window
 CAPACITY_SUSTAINED = "metrics/capacity-sustained.json"  # the sustained window's StepStats
+CAPACITY_KNEE_REPEATS = "metrics/capacity-knee-repeats.jsonl"  # windows again at a knee
 CAPACITY_LADDER = "metrics/capacity-long_input.json"  # the long-input ladder's outcomes
 CAPACITY_CALIBRATION = "metrics/capacity-calibration.json"
 CAPACITY_WORKLOAD = "metrics/capacity-workload.json"  # the seed of this run's prompts

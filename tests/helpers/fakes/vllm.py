@@ -30,6 +30,19 @@ class FakeState:
     hanging: int = 0  # chat requests held open right now (their clients still connected)
     peak_hanging: int = 0
     models_asked: int = 0  # GET /v1/models received
+    running: int = 0  # fault "knee": requests being served right now
+    knee_at: int = 2  # fault "knee": past this many in flight, each request takes longer
+
+
+async def _knee(state: FakeState) -> None:
+    """A batch past its knee: every request takes 50 ms up to `knee_at` in flight, and more
+    than proportionally longer past it (x2.8 at twice the knee), so throughput falls while
+    latency grows (the engine's waiting queue stays empty, as on the H200)."""
+    state.running += 1
+    try:
+        await asyncio.sleep(0.05 * max(1.0, state.running / state.knee_at) ** 1.5)
+    finally:
+        state.running -= 1
 
 
 async def _hold(state: FakeState) -> None:
@@ -51,7 +64,7 @@ def _metrics(state: FakeState) -> str:
         "# TYPE vllm:prompt_tokens_total counter\n"
         f'vllm:prompt_tokens_total{{engine="0",model_name="{MODEL}"}} {state.prompt_tokens}\n'
         "# TYPE vllm:num_requests_running gauge\n"
-        f'vllm:num_requests_running{{engine="0",model_name="{MODEL}"}} 0\n'
+        f'vllm:num_requests_running{{engine="0",model_name="{MODEL}"}} {state.running}\n'
     )
 
 
@@ -153,6 +166,8 @@ def build_app(state: FakeState) -> web.Application:
             )
         if state.fault == "hang" or (state.fault == "hang_tools" and body.get("tools")):
             await _hold(state)
+        if state.fault == "knee":
+            await _knee(state)
         state.prompt_tokens += 7
         # a shared endpoint or a gateway routing elsewhere: another model answers every request
         answered = "other-model" if state.fault == "other_model" else MODEL

@@ -10,6 +10,7 @@ from typing import Any
 
 from golive.bundle.layout import (
     CAPACITY_CONCURRENCY_REQUESTS,
+    CAPACITY_KNEE_REPEATS,
     CAPACITY_LADDER,
     CAPACITY_LONG_INPUT_REQUESTS,
     CAPACITY_STEPS,
@@ -27,8 +28,10 @@ from golive.checks.capacity.failures import failure_detail
 from golive.checks.capacity.recorded import (
     engine_silent,
     ladder_differences,
+    repeats_differences,
     steps_differences,
     window_differences,
+    window_label,
     window_records,
 )
 from golive.checks.capacity.rules import (
@@ -61,25 +64,27 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     rows = evidence.jsonl(CAPACITY_STEPS)
     if not rows and (dead := after_death(evidence, "capacity.concurrency")) is not None:
         return dead
+    again = evidence.jsonl(CAPACITY_KNEE_REPEATS)
     records = evidence.jsonl(CAPACITY_CONCURRENCY_REQUESTS)
     mismatch = steps_differences(rows, records, CAPACITY_STEPS)
+    mismatch += repeats_differences(again, rows, records, CAPACITY_KNEE_REPEATS)
     if mismatch:
         return _not_from_records("capacity.concurrency", mismatch, CAPACITY_STEPS)
     silent = [
         why
-        for row in rows
-        if (why := _engine_silent(evidence, row, records, f"capacity-c{row.get('concurrency')}"))
+        for row in [*rows, *again]
+        if (why := _engine_silent(evidence, row, records, f"capacity-{window_label(row)}"))
     ]
     if silent:
         return _not_the_engines("capacity.concurrency", silent, CAPACITY_STEPS)
-    quoted = [
-        {
-            **row,
-            "failure_detail": failure_detail(window_records(records, f"c{row.get('concurrency')}")),
-        }
-        for row in rows
-    ]
-    return ramp_from_steps(quoted, config, evidence.text(TERMINATION) is not None)
+    quoted, repeated = (
+        [
+            {**row, "failure_detail": failure_detail(window_records(records, window_label(row)))}
+            for row in found
+        ]
+        for found in (rows, again)
+    )
+    return ramp_from_steps(quoted, config, evidence.text(TERMINATION) is not None, repeated)
 
 
 def stability_policy(config: CapacityConfig) -> StabilityPolicy:
@@ -92,13 +97,24 @@ def stability_policy(config: CapacityConfig) -> StabilityPolicy:
 
 
 def ramp_from_steps(
-    rows: Sequence[Mapping[str, Any]], config: CapacityConfig, terminated: bool = False
+    rows: Sequence[Mapping[str, Any]],
+    config: CapacityConfig,
+    terminated: bool = False,
+    repeated: Sequence[Mapping[str, Any]] = (),
 ) -> CheckResult:
     """`capacity.concurrency` from the step rows alone (held to their records and scrapes
-    by `judge_ramp`): each step's stability, the knee and the ceiling."""
+    by `judge_ramp`): each step's stability, the knee (on its repeated windows, where a
+    candidate was measured again) and the ceiling."""
     steps = [StepStats.from_json(row) for row in rows]
-    result = classify_concurrency(steps, stability_policy(config))
+    repeats: dict[int, list[StepStats]] = {}
+    for row in repeated:
+        stats = StepStats.from_json(row)
+        repeats.setdefault(stats.concurrency, []).append(stats)
+    result = classify_concurrency(steps, stability_policy(config), repeats)
     measurements: dict[str, Any] = {"steps": len(steps), "ceiling": result.ceiling}
+    for level, runs in sorted(repeats.items()):
+        rates = ", ".join(f"{r.throughput_rps:.3f}" for r in runs)
+        measurements[f"c{level}_repeat_rps"] = rates
     for s in steps:
         measurements[f"c{s.concurrency}_rps"] = round(s.throughput_rps, 3)
         measurements[f"c{s.concurrency}_e2e_p95_s"] = s.e2e_p95_s
@@ -143,8 +159,7 @@ def _engine_silent(
     where = f"{scrapes.removeprefix('capacity-')}"
     before = evidence.text(f"metrics/{scrapes}-before.prom")
     after = evidence.text(f"metrics/{scrapes}-after.prom")
-    label = f"c{row.get('concurrency')}"
-    return engine_silent(row, window_records(records, label), before, after, where)
+    return engine_silent(row, window_records(records, window_label(row)), before, after, where)
 
 
 def _not_the_engines(check_id: str, silent: Sequence[str], source: str) -> CheckResult:

@@ -8,6 +8,7 @@ from typing import Any
 
 from golive.bundle.layout import (
     ANSWER_PROBES_PLAN,
+    CAPACITY_KNEE_REPEATS,
     CAPACITY_LADDER,
     CAPACITY_PHASES,
     CAPACITY_SETUP_REQUESTS,
@@ -43,10 +44,7 @@ from golive.checks.capacity.load_window import (
     ramp,
     window_cap,
 )
-from golive.checks.capacity.rules import (
-    StepStats,
-    classify_concurrency,
-)
+from golive.checks.capacity.rules import StepStats, ramp_next
 from golive.checks.capacity.windows import (
     LongOutcome,
     LongStep,
@@ -271,6 +269,7 @@ async def concurrency_ramp(run: Run) -> CheckResult:
     policy = stability_policy(config)
     steps: list[StepStats] = []
     stable_so_far: list[StepStats] = []
+    repeats: dict[int, list[StepStats]] = {}
     levels = ramp(config.concurrency)
     run.inputs.progress.phase(
         "concurrent agent traffic", config.calibration_s + config.step_duration_s * len(levels)
@@ -287,13 +286,42 @@ async def concurrency_ramp(run: Run) -> CheckResult:
         # slowed by a first-request cost must not end the next window early on its cap
         run.rate_per_slot = max(run.rate_per_slot, stats.throughput_rps / level)
         run.ctx.bundle.append_jsonl(CAPACITY_STEPS, {**stats.to_json(), "request_cap": cap})
-        if classify_concurrency([*stable_so_far, stats], policy).ceiling != stats.concurrency:
+        then = ramp_next(stable_so_far, stats, policy, repeats, config.knee_repeats)
+        if then == "repeat":  # a candidate knee: measured again before it is believed
+            offset = await repeat_knee(run, (stable_so_far[-1].concurrency, level), repeats, offset)
+            then = ramp_next(stable_so_far, stats, policy, repeats, 1)
+        if then != "continue":
             break  # the ceiling is known; more load past it proves nothing
         stable_so_far.append(stats)
     ramp_check = judge_ramp(BundleReader(run.ctx.bundle.root), config)
     ceiling = ramp_check.measurements.get("ceiling")
     run.concurrency_ceiling = ceiling if isinstance(ceiling, int) else None
     return ramp_check
+
+
+async def repeat_knee(
+    run: Run, levels: tuple[int, int], repeats: dict[int, list[StepStats]], offset: int
+) -> int:
+    """The two steps around a candidate knee, `capacity.knee_repeats - 1` more times each,
+    alternating which goes first (the ramp ran the lower first); each window labelled
+    `c<N>r<k>` in the records and scrapes, its row in `metrics/capacity-knee-repeats.jsonl`.
+    Stops at an engine death (that window says so). Returns the next prompt offset."""
+    config = run.ctx.config.capacity
+    lower, upper = levels
+    for number in range(1, config.knee_repeats):
+        for level in (upper, lower) if number % 2 else (lower, upper):
+            label = f"c{level}r{len(repeats.get(level, ())) + 1}"
+            cap = window_cap(run, level, config.step_duration_s, run.rate_per_slot)
+            stats, answered = await load_window(
+                run, level, config.step_duration_s, cap, offset, label=label
+            )
+            offset += len(answered)
+            repeats.setdefault(level, []).append(stats)
+            row = {**stats.to_json(), "label": label, "request_cap": cap}
+            run.ctx.bundle.append_jsonl(CAPACITY_KNEE_REPEATS, row)
+            if stats.engine_died:
+                return offset
+    return offset
 
 
 async def sustained(run: Run) -> CheckResult:

@@ -70,6 +70,35 @@ def steps_differences(
     return out
 
 
+def window_label(row: Mapping[str, Any]) -> str:
+    """A ramp window's label: `c<N>`, or `c<N>r<k>` for a knee repeat."""
+    return str(row.get("label") or f"c{row.get('concurrency')}")
+
+
+def repeats_differences(
+    rows: Sequence[Mapping[str, Any]],
+    steps: Sequence[Mapping[str, Any]],
+    records: Sequence[Mapping[str, Any]],
+    source: str,
+) -> list[str]:
+    """Each knee repeat (`c<N>r<k>`) against its records; its label must name its level and a
+    level the ramp ran (a row golive never writes is not judged)."""
+    levels = {step.get("concurrency") for step in steps}
+    out: list[str] = []
+    seen: set[str] = set()
+    for number, row in enumerate(rows, start=1):
+        label = str(row.get("label"))
+        where = f"{source} line {number} ({label})"
+        level = row.get("concurrency")
+        if not label.startswith(f"c{level}r") or not label[len(f"c{level}r") :].isdigit():
+            out.append(f"{where}: concurrency {level!r}, but its label is {label!r}")
+        elif level not in levels or label in seen:
+            out.append(f"{where}: not a repeat of a step the ramp ran, or a second {label}")
+        seen.add(label)
+        out += window_differences(row, window_records(records, label), where)
+    return out
+
+
 def ladder_differences(
     steps: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], source: str
 ) -> list[str]:

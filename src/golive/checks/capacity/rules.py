@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golive.checks.capacity.knee import candidate, knee, not_reproduced
+
 
 class Action(enum.StrEnum):
     STABLE = "stable"
@@ -102,32 +104,11 @@ class StabilityPolicy:
 
 
 def saturated(previous: StepStats, step: StepStats, policy: StabilityPolicy) -> str | None:
-    """The knee: more concurrency bought no throughput, only latency. The gain must fall short
-    of the policy's by more than counting noise (one standard error of the ratio of two
-    counts): a gain of 1.198 measured on 1,505 and 1,816 requests (±0.02) is not a knee at
-    1.2, a halving on 10 and 4 requests is."""
-    if not previous.throughput_rps or not previous.e2e_p50_s or not step.e2e_p50_s:
-        return None
-    if previous.completed == 0 or step.completed == 0:
-        return None
-    gain = step.throughput_rps / previous.throughput_rps
-    growth = step.e2e_p50_s / previous.e2e_p50_s
-    noise = gain * math.sqrt(1 / previous.completed + 1 / step.completed)
-    if gain + noise < policy.min_throughput_gain and growth > policy.max_latency_growth:
-        waiting = step.max_waiting or 0
-        where = (
-            f"the extra requests queue in the engine (queue {step.queue_mean_s or 0:.2f} s on "
-            f"average, up to {waiting:g} waiting)"
-            if waiting > 0
-            else "the engine's waiting queue stayed empty: the extra time goes into each "
-            "request (larger batches, or the API server), not into its queue"
-        )
-        return (
-            f"from concurrency {previous.concurrency} to {step.concurrency} throughput changed "
-            f"{gain:.2f}x (±{noise:.2f}, {previous.completed} and {step.completed} requests) "
-            f"while median latency grew {growth:.1f}x: {where}"
-        )
-    return None
+    """The knee from one window a side: the gain must fall short of the policy's by more than
+    counting noise (one standard error of the ratio of two counts): a gain of 1.198 measured
+    on 1,505 and 1,816 requests (±0.02) is not a knee at 1.2, a halving on 10 and 4 requests
+    is. Repeated windows are judged with their spread (`knee.knee`)."""
+    return knee([previous], [step], policy)
 
 
 def held_back(
@@ -177,8 +158,20 @@ def step_stable(step: StepStats, policy: StabilityPolicy) -> tuple[bool, str]:
     return True, f"stable at concurrency {step.concurrency}"
 
 
-def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) -> Classification:
-    """Walk the ramp: the ceiling is the last stable step before the first unstable one."""
+def classify_concurrency(
+    steps: Sequence[StepStats],
+    policy: StabilityPolicy,
+    repeats: Mapping[int, Sequence[StepStats]] | None = None,
+) -> Classification:
+    """Walk the ramp: the ceiling is the last stable step before the first unstable one.
+    `repeats`: windows measured again at a level around a candidate knee (`knee.py`); a
+    repeat that fails makes its level unstable like the ramp's own window would."""
+    again = repeats or {}
+
+    def runs(step: StepStats) -> list[StepStats]:
+        return [step, *again.get(step.concurrency, ())]
+
+    unconfirmed: list[str] = []
     if not steps:
         return Classification(Action.NO_DATA, "no concurrency step ran")
     refused = next((s for s in steps if s.refused), None)
@@ -211,6 +204,10 @@ def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) ->
                 ceiling,
             )
         stable, reason = step_stable(step, policy)
+        for number, repeat in enumerate(again.get(step.concurrency, ()), start=1):
+            if stable:
+                stable, why = step_stable(repeat, policy)
+                reason = reason if stable else f"{why} (knee repeat {number})"
         if stable and not step.engine_measured and not step.engine_died:
             return Classification(
                 Action.NO_DATA,
@@ -219,11 +216,15 @@ def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) ->
                 "cannot be judged without them (is --metrics-url a vLLM /metrics?)",
                 ceiling,
             )
-        knee = saturated(previous, step, policy) if stable and previous is not None else None
-        if stable and knee is None:
+        found = knee(runs(previous), runs(step), policy) if stable and previous else None
+        if stable and found is None:
+            if previous is not None and (
+                note := not_reproduced(runs(previous), runs(step), policy)
+            ):
+                unconfirmed.append(note)
             ceiling, previous = step.concurrency, step
             continue
-        reason = knee or reason
+        reason = found or reason
         if (frontend := api_server_bound(step, steps[0])) is not None:
             reason = f"{reason}; {frontend}"
         if ceiling is None and step.errors == step.cancelled > 0 and not step.engine_died:
@@ -245,7 +246,30 @@ def classify_concurrency(steps: Sequence[StepStats], policy: StabilityPolicy) ->
             f"the ramp goes to {need} (--concurrency {need})",
             ceiling,
         )
-    return Classification(Action.STABLE, f"stable at every step up to {ceiling}", ceiling)
+    notes = "".join(f"; {note}" for note in unconfirmed)
+    return Classification(Action.STABLE, f"stable at every step up to {ceiling}{notes}", ceiling)
+
+
+def ramp_next(
+    stable_so_far: Sequence[StepStats],
+    step: StepStats,
+    policy: StabilityPolicy,
+    repeats: Mapping[int, Sequence[StepStats]],
+    knee_repeats: int,
+) -> str:
+    """What the ramp does after `step`: "continue" up, "repeat" the two steps around a
+    candidate knee (once per level), or "stop" (the ceiling is known)."""
+    if (  # the first windows' figures say knee, inside counting noise or not: measure again
+        knee_repeats > 1
+        and stable_so_far
+        and step.concurrency not in repeats
+        and step_stable(step, policy)[0]
+        and candidate(stable_so_far[-1], step, policy)
+    ):
+        return "repeat"
+    if classify_concurrency([*stable_so_far, step], policy, repeats).ceiling == step.concurrency:
+        return "continue"
+    return "stop"
 
 
 def unfinished(ended: int, step: StepStats) -> str:
