@@ -31,6 +31,7 @@ SHORT = {
 
 
 async def test_a_known_knee_is_repeated_and_set_with_its_interval(tmp_path: Path) -> None:
+    """Knee at 2 in flight: the ramp repeats 2 and 4 (upper first, then lower first) and limits traffic to 2, citing the interval over three windows a side."""
     out = tmp_path / "b"
     async with fake_vllm(FakeState(fault="knee")) as url:
 

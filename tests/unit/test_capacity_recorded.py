@@ -158,6 +158,7 @@ def test_a_knee_repeat_must_be_a_repeat_of_a_ramp_step(
 
 
 def test_two_repeats_with_one_label_are_refused() -> None:
+    """Two rows claiming one repeat window (the same label) are refused: one of them was not measured."""
     row = {"concurrency": 16, "label": "c16r1", "completed": 4, "errors": 0}
     records = [_record("c16r1") for _ in range(4)]
     found = repeats_differences([row, row], [{"concurrency": 16}], records, "k")

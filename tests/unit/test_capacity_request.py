@@ -32,8 +32,13 @@ EXPAND = CheckResult(
     "expand-capacity: queue grew at 4; stable up to concurrency 2; production needs 8",
     {"classification": "expand-capacity", "ceiling": 2, "capacity_ceiling": 2},
 )
-LONG = CheckResult(
-    "capacity.long_input", CheckClass.CAPACITY, True, Status.PASS, "s", {"max_context": 1024}
+LONG = CheckResult(  # asked for 2048; 1024 was the longest input served
+    "capacity.long_input",
+    CheckClass.CAPACITY,
+    True,
+    Status.PASS,
+    "s",
+    {"max_context": 2048, "step_512": "accepted", "step_1024": "accepted", "step_2048": "failed"},
 )
 
 
@@ -85,6 +90,7 @@ def test_what_the_evidence_does_not_say_is_not_given(tmp_path: Path) -> None:
 
 
 def test_only_an_expand_capacity_verdict_gets_a_request(tmp_path: Path) -> None:
+    """No request beside any other outcome, nor without a check that said expand-capacity."""
     reader = _bundle(tmp_path, required_concurrency=8)
     assert capacity_request(reader, Outcome.OBSERVE_WITH_LIMITS, [EXPAND]) is None
     limited = dataclasses.replace(EXPAND, measurements={"classification": "limit-traffic"})
@@ -92,6 +98,7 @@ def test_only_an_expand_capacity_verdict_gets_a_request(tmp_path: Path) -> None:
 
 
 def test_the_markdown_shows_each_figure_with_its_source(tmp_path: Path) -> None:
+    """capacity-request.md: a table of every figure with its unit and source; silent evidence reads 'not given'."""
     reader = _bundle(tmp_path, required_concurrency=8, headroom=0.25)
     request = capacity_request(reader, Outcome.EXPAND_CAPACITY, [EXPAND, LONG])
     assert request is not None
@@ -126,3 +133,59 @@ def test_decide_refuses_an_edited_or_missing_request(tmp_path: Path) -> None:
     assert request_differences(root, Outcome.HOLD, checks) == [
         "capacity-request.json is present, but the evidence gives no expand-capacity"
     ]
+
+
+def test_a_sustained_halving_is_not_the_measured_ceiling(tmp_path: Path) -> None:
+    """The sustained window at 4 preempted and holds traffic to 2, a level never run: the
+    request sizes from the ramp's measured ceiling (4), not from that cap."""
+    ramp = dataclasses.replace(
+        EXPAND, status=Status.PASS, measurements={"classification": "stable", "ceiling": 4}
+    )
+    sustained = CheckResult(
+        "capacity.sustained",
+        CheckClass.CAPACITY,
+        True,
+        Status.FAIL,
+        "expand-capacity: preempted at 4",
+        {"classification": "expand-capacity", "capacity_ceiling": 2, "concurrency": 4},
+    )
+    reader = _bundle(tmp_path, required_concurrency=16, headroom=0.0)
+    figures = _figures(capacity_request(reader, Outcome.EXPAND_CAPACITY, [ramp, sustained]))
+    assert figures["ceiling_concurrency"][0] == 4
+    assert figures["replicas_needed"][0] == 4
+
+
+@pytest.mark.parametrize(
+    ("need", "headroom", "replicas", "fallback"), [(100, 0.1, 55, 1), (8, 0.25, 5, 1)]
+)
+def test_float_rounding_buys_no_extra_replica(
+    tmp_path: Path, need: int, headroom: float, replicas: int, fallback: int
+) -> None:
+    """100 x 1.1 / 2 is 55 replicas (floats say 55.000000000000007, which rounds up to 56)."""
+    reader = _bundle(tmp_path, required_concurrency=need, headroom=headroom)
+    figures = _figures(capacity_request(reader, Outcome.EXPAND_CAPACITY, [EXPAND, LONG]))
+    assert figures["replicas_needed"][0] == replicas
+    assert figures["fallback_concurrency"][0] == fallback
+
+
+def test_a_combined_bundle_sizes_from_the_part_that_expanded(tmp_path: Path) -> None:
+    """`decide --combine`: the request reads the config and evidence of the part whose check
+    said expand-capacity (need 8 there), not the combined bundle's own config (need 3), and
+    cites the part's files."""
+    part = _bundle(tmp_path, required_concurrency=8, headroom=0.25).root
+    root = tmp_path / "combined"
+    (root / "parts").mkdir(parents=True)
+    part.rename(root / "parts/capacity")
+    (root / "config").mkdir()
+    (root / "config/effective.yaml").write_text(
+        yaml.safe_dump({"capacity": {"required_concurrency": 3, "headroom": 0.0}})
+    )
+    expand = dataclasses.replace(EXPAND, evidence=("parts/capacity/metrics/capacity-steps.jsonl",))
+    request = capacity_request(BundleReader(root), Outcome.EXPAND_CAPACITY, [expand, LONG])
+    figures = _figures(request)
+    assert figures["required_concurrency"] == (
+        8,
+        "parts/capacity/config/effective.yaml#capacity.required_concurrency",
+    )
+    assert figures["replicas_needed"][0] == 5
+    assert figures["kv_tokens_available"][1] == "parts/capacity/environment/startup.log#L57"

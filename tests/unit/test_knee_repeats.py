@@ -116,6 +116,7 @@ def test_a_repeat_that_fails_makes_its_level_unstable() -> None:
 
 
 def test_the_ramp_repeats_a_candidate_once_then_decides() -> None:
+    """The ramp's next move: a candidate knee is repeated once (not with knee_repeats 1, not twice); a clear gain goes on; a failing step stops without repeats."""
     lower, upper = _window(8, 50.0, 0.16), _window(16, 52.0, 0.33)
     assert ramp_next([lower], upper, POLICY, {}, 3) == "repeat"
     assert ramp_next([lower], upper, POLICY, {}, 1) == "stop"  # the single-window rule

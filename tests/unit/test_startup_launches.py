@@ -13,7 +13,8 @@ from pathlib import Path
 
 from golive.bundle.layout import CHAIN_INPUTS, STARTUP_LOG
 from golive.bundle.store import BundleReader
-from golive.checks.env.judge import chain_inputs, chain_results
+from golive.checks.capacity.judge import judge_model_load
+from golive.checks.env.judge import chain_inputs, chain_results, serving_launch
 from golive.config import GoliveConfig, load_profile
 from golive.evidence.chain import ChainInputs, Source
 from golive.evidence.startup_log import LiveServer, launch_starts, parse_startup_log
@@ -86,7 +87,7 @@ def test_an_earlier_launchs_oom_is_history_not_rebuild() -> None:
     assert "judged: launch 2 of 2" in result.summary
     assert "launch 1 (lines 1-" in result.summary
     assert "out of memory" in result.summary
-    assert result.measurements["earlier_fatal"] == 1
+    assert result.measurements["other_launches_fatal"] == 1
     assert decide([result], ("env",)).outcome is not Outcome.REBUILD
     # the same OOM in the launch that serves is still rebuild
     alone = check_startup_log(_inputs(_failed_launch(LOG_32)))
@@ -96,11 +97,12 @@ def test_an_earlier_launchs_oom_is_history_not_rebuild() -> None:
 
 def test_a_later_failed_launch_does_not_condemn_the_one_serving() -> None:
     """A restart to 0.32.0 failed with OOM while 0.31.0 kept serving: the 0.31.0 launch is
-    judged and the failed attempt is history."""
+    judged (no rebuild), and the failed attempt after it is a warning naming it: which launch
+    serves is worth a look."""
     log = LOG_31 + _failed_launch(LOG_32)
     result = check_startup_log(_inputs(log, "0.31.0"))
-    assert result.status is check_startup_log(_inputs(LOG_31)).status, result.summary
-    assert result.status is not Status.FAIL
+    assert result.status is Status.WARN, result.summary
+    assert "a later launch in the file failed (launch 2" in result.summary
     assert "judged: launch 1 of 2" in result.summary
     # the failed launch starts at the top of its banner, 5 lines into the 0.32 log
     assert "launch 2 (lines 106-" in result.summary
@@ -157,3 +159,67 @@ def test_decide_judges_the_serving_launch_from_the_bundle(tmp_path: Path) -> Non
     assert results["startup.log"].status is CLEAN_LAUNCH_STATUS
     assert results["startup.log"].measurements["judged_launch"] == 2
     assert results["environment.vllm_version"].status is Status.PASS
+
+
+def test_a_quoted_banner_or_ready_line_is_not_a_launch() -> None:
+    """A logged prompt quoting "vLLM API server version" or "Application startup complete"
+    (--enable-log-requests) neither splits the launch nor marks it ready: the OOM after it
+    is the serving launch's, so the verdict stays rebuild (the reviewer's case)."""
+    prompt = (
+        "(APIServer pid=30393) INFO 12-01 05:09:00 [logger.py:43] Received request "
+        "chatcmpl-1: prompt: 'what does vLLM API server version 0.32.0 mean? Application "
+        "startup complete'"
+    )
+    log = LOG_32 + prompt + "\n" + ENGINE_ERROR + OOM + "\n"
+    facts = parse_startup_log(log, LiveServer(version="0.32.0"))
+    assert facts.launches == 1
+    result = check_startup_log(_inputs(log, "0.32.0"))
+    assert result.status is Status.FAIL
+    assert decide([result], ("env",)).outcome is Outcome.REBUILD
+
+
+def test_a_banner_without_args_or_engine_line_stays_with_its_launch() -> None:
+    """A second banner with nothing of a launch after it (no args, no engine line) is not a
+    launch: what follows it belongs to the launch before."""
+    banner = LOG_32.splitlines()[7]  # the logo line with the version (line 8)
+    assert "version 0.32.0" in banner
+    log = LOG_32 + banner + "\n" + ENGINE_ERROR + OOM + "\n"
+    assert parse_startup_log(log).launches == 1
+    assert check_startup_log(_inputs(log, "0.32.0")).status is Status.FAIL
+
+
+def test_the_banner_without_the_logo_is_read() -> None:
+    """VLLM_DISABLE_LOG_LOGO: vLLM prints its version on one plain line."""
+    line = "(APIServer pid=1) INFO 12-01 05:07:59 [api_utils.py:347] vLLM server version 0.32.0, serving model m"
+    facts = parse_startup_log(line + "\n")
+    assert (facts.vllm_version, facts.version_line) == ("0.32.0", 1)
+
+
+def test_malformed_fact_lines_never_raise() -> None:
+    """Lines shaped like facts but malformed (empty counts, two decimal points) are skipped, never an exception that would stop `golive decide`."""
+    for line in (
+        "GPU KV cache size: , tokens",
+        "Loading weights took 1.2.3 seconds",
+        "Model loading took . GiB and 1 seconds",
+    ):
+        assert parse_startup_log(f"INFO start\n{line}\n").line_count == 2
+
+
+def test_every_judge_reads_the_launch_the_live_server_is(tmp_path: Path) -> None:
+    """The reviewer's case: the serving launch (max_model_len 4096, as live), then a later
+    launch with 8192 that reached ready and died of OOM. The chain, the model-load check and the deployment
+    identity all read the serving one: no false rebuild from the model-load check."""
+    later = LOG_32.replace("Using max model len 4096", "Using max model len 8192")
+    later += ENGINE_ERROR + OOM + "\n"  # it reached ready, then died
+    (tmp_path / "environment").mkdir()
+    (tmp_path / STARTUP_LOG).write_text(LOG_32 + later)
+    live = {"value": "4096", "where": "requests/env.jsonl#L2"}
+    (tmp_path / CHAIN_INPUTS).write_text(
+        json.dumps({"live": {"max_model_len": live}, "startup": STARTUP_LOG})
+    )
+    reader = BundleReader(tmp_path)
+    facts = serving_launch(reader)
+    assert facts is not None
+    assert (facts.launch, facts.max_model_len) == (1, 4096)
+    model_load = judge_model_load(reader)
+    assert model_load.status is not Status.FAIL, model_load.summary

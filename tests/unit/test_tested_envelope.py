@@ -30,7 +30,9 @@ def _check(check_id: str, status: Status, **measurements: object) -> CheckResult
 
 
 RAMP_8 = _check("capacity.concurrency", Status.PASS, ceiling=8, steps=4)
-LONG_1024 = _check("capacity.long_input", Status.PASS, max_context=1024)
+LONG_1024 = _check(
+    "capacity.long_input", Status.PASS, max_context=1024, step_512="accepted", step_1024="accepted"
+)
 HELD_300 = _check("capacity.sustained", Status.PASS, duration_s=300.0, concurrency=8)
 
 
@@ -51,19 +53,34 @@ HELD_300 = _check("capacity.sustained", Status.PASS, duration_s=300.0, concurren
         ([_check("capacity.concurrency", Status.ERROR, ceiling=8)], ExercisedEnvelope()),
         ([_check("capacity.concurrency", Status.PASS, ceiling=True)], ExercisedEnvelope()),
         ([_check("capacity.concurrency", Status.PASS, ceiling=0)], ExercisedEnvelope()),
+        # asked for 8,192, served up to 2,048: the envelope is what was served
+        (
+            [
+                _check(
+                    "capacity.long_input",
+                    Status.FAIL,
+                    max_context=8192,
+                    step_2048="accepted",
+                    step_8192="died",
+                )
+            ],
+            ExercisedEnvelope(max_context=2048),
+        ),
         # a sustained window that failed did not hold for its duration
         ([_check("capacity.sustained", Status.FAIL, duration_s=300.0)], ExercisedEnvelope()),
         ([], ExercisedEnvelope()),
     ],
-    ids=["all", "limit", "no-data", "error", "bool", "zero", "sustained-failed", "none"],
+    ids=["all", "limit", "no-data", "error", "bool", "zero", "served", "sustained-failed", "none"],
 )
 def test_the_envelope_is_what_was_measured_and_held(
     checks: list[CheckResult], expected: ExercisedEnvelope
 ) -> None:
+    """The envelope from the judged checks: measured values only (never a 0 or a default), the longest input served rather than the one asked, a sustained window only where it held."""
     assert ExercisedEnvelope.of(checks) == expected
 
 
 def test_the_sentence_names_each_bound_and_what_was_not_tested() -> None:
+    """The sentence a reviewer reads names each bound and says 'not tested' where nothing was measured."""
     full = ExercisedEnvelope.of([RAMP_8, LONG_1024, HELD_300]).sentence()
     assert "concurrency up to 8" in full
     assert "context up to 1,024 tokens" in full

@@ -18,10 +18,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from golive.bundle.layout import STARTUP_LOG
 from golive.bundle.store import BundleReader, read_lines, record_streams
 from golive.checks.context import CheckContext, scrape, served_entry, served_of
-from golive.evidence.startup_log import parse_startup_log
+from golive.checks.env.judge import serving_launch
 from golive.traffic.records import record_line, saved_ok
 
 IDENTITY_FILE = "identity"  # requests/identity.jsonl: /version and /v1/models at the start
@@ -73,11 +72,12 @@ async def ask_identity(ctx: CheckContext) -> None:
     )
 
 
-def launch_args_digest(log_text: str | None) -> str | None:
-    """The startup log's non-default arguments as one digest (None: no log)."""
-    if log_text is None:
+def launch_args_digest(evidence: BundleReader) -> str | None:
+    """The serving launch's non-default arguments as one digest (None: no log)."""
+    facts = serving_launch(evidence)
+    if facts is None:
         return None
-    args = dict(parse_startup_log(log_text).non_default_args)
+    args = dict(facts.non_default_args)
     blob = json.dumps(args, sort_keys=True, default=str)
     return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
 
@@ -118,7 +118,7 @@ def deployment_of(evidence: BundleReader, wanted: str | None) -> Deployment:
         model_root=root,
         max_model_len=max_len,
         process_start=min(starts) if starts else None,
-        launch_args_digest=launch_args_digest(evidence.text(STARTUP_LOG)),
+        launch_args_digest=launch_args_digest(evidence),
         problems=tuple(problems),
     )
 

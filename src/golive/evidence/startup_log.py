@@ -8,6 +8,7 @@ release). Unknown lines are ignored; nothing here raises on odd input.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
@@ -164,8 +165,21 @@ def _message(raw: str) -> str:
     return match.group("msg") if match else raw
 
 
-_VERSION = re.compile(r"version (\d+\.\d+\.\d+\S*)")
-_OLD_VERSION = re.compile(r"vLLM API server version (\S+)")
+# The launch's own version line, anchored at the message's start (a logged prompt that
+# quotes one is not a launch): the logo banner, the banner with the logo off, older servers.
+_VERSION = re.compile(r"^\s*[█▀▄][█▀▄ ]*\s+version (\d+\.\d+\.\d+\S*)")
+_PLAIN_VERSION = re.compile(r"^vLLM (?:API )?server version (\d+\.\d+\.\d+[^\s,]*)")
+_READY = re.compile(
+    r"^(?:Starting vLLM server on|(?:\([^)]*\)\s+)?INFO:\s+Application startup complete)"
+)
+
+
+def _version_in(msg: str) -> str | None:
+    """The version a launch's banner line states (None: not a banner line)."""
+    found = _VERSION.match(msg) or _PLAIN_VERSION.match(msg)
+    return found.group(1) if found else None
+
+
 _ENGINE = re.compile(r"Initializing a V1 LLM engine \(v(\S+)\) with config: (.*)$")
 _KV = re.compile(
     r"(GPU|CPU|XPU|TPU) KV cache size: ([\d,]+) tokens(?:, Maximum concurrency for ([\d,]+) "
@@ -197,8 +211,7 @@ def parse_startup_log(text: str, live: LiveServer | None = None) -> StartupFacts
     are kept as history (`other_launches`), never as evidence about the serving one.
     """
     lines = text.splitlines()
-    starts = launch_starts(lines)
-    bounds = list(zip(starts, [*starts[1:], len(lines)], strict=True))
+    bounds = launch_bounds(lines)
     launches = [_parse_launch(lines[first:end], first) for first, end in bounds]
     index = _serving(launches, live or LiveServer())
     others = tuple(
@@ -228,7 +241,7 @@ def parse_startup_log(text: str, live: LiveServer | None = None) -> StartupFacts
 
 def _opener(msg: str) -> str | None:
     """The kind of line that opens a launch: the version banner, or the args line."""
-    if ("█" in msg and _VERSION.search(msg)) or _OLD_VERSION.search(msg):
+    if _version_in(msg) is not None:
         return "version"
     if msg.startswith("non-default args:"):
         return "args"
@@ -254,6 +267,21 @@ def launch_starts(lines: Sequence[str]) -> list[int]:
     return starts
 
 
+def launch_bounds(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """Each launch's [first, end) line indexes. A piece with neither the args line nor the
+    engine-config line is not a launch of its own (a stray banner-like line): it stays with
+    the launch before it, and so do its failures."""
+    starts = launch_starts(lines)
+    merged: list[tuple[int, int]] = []
+    for first, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+        piece = _parse_launch(lines[first:end], first)
+        if merged and piece.args_line is None and piece.engine_line is None:
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((first, end))
+    return merged
+
+
 def _banner_art(msg: str) -> bool:
     text = msg.strip()
     return not text or text[0] in "█▀▄"
@@ -275,7 +303,8 @@ def _parse_launch(lines: Sequence[str], offset: int) -> StartupFacts:
     signatures: list[Signature] = []
     for number, raw in enumerate(lines, start=offset + 1):
         msg = _message(raw)
-        _read_facts(msg, number, facts)
+        with contextlib.suppress(ValueError):  # a malformed fact line is not a fact
+            _read_facts(msg, number, facts)
         for pattern in PATTERNS:
             if pattern.regex.search(msg):
                 signatures.append(
@@ -293,12 +322,8 @@ def _parse_launch(lines: Sequence[str], offset: int) -> StartupFacts:
 
 
 def _read_facts(msg: str, number: int, facts: dict[str, Any]) -> None:
-    if facts.get("vllm_version") is None:
-        match = (
-            _VERSION.search(msg) if "version" in msg and "█" in msg else _OLD_VERSION.search(msg)
-        )
-        if match:
-            facts["vllm_version"], facts["version_line"] = match.group(1), number
+    if facts.get("vllm_version") is None and (version := _version_in(msg)) is not None:
+        facts["vllm_version"], facts["version_line"] = version, number
     if msg.lstrip().startswith(("█", "▀")) and " model " in msg and "model" not in facts:
         facts["model"] = msg.split(" model ", 1)[1].strip()
     if msg.startswith("non-default args:") and "non_default_args" not in facts:
@@ -329,7 +354,7 @@ def _read_facts(msg: str, number: int, facts: dict[str, Any]) -> None:
         facts["mamba_cache_mode"] = mode.group(1)
     elif (mamba := _MAMBA_PREFIX.search(msg)) is not None:
         facts["mamba_prefix_caching"] = mamba.group(1) == "enabled"
-    elif "Starting vLLM server on" in msg or "Application startup complete" in msg:
+    elif _READY.match(msg):
         facts.setdefault("ready_line", number)
     else:
         for key, regex in _NUMBER_AFTER.items():

@@ -56,8 +56,8 @@ def _history(facts: StartupFacts) -> str:
         )
     return (
         f" [judged: launch {facts.launch} of {facts.launches} in the file (lines "
-        f"{facts.first_line}-{facts.last_line}), the one serving; the others are history, "
-        f"not evidence about it: {' | '.join(parts)}]"
+        f"{facts.first_line}-{facts.last_line}), the one serving; the other launches are not "
+        f"evidence about it: {' | '.join(parts)}]"
     )
 
 
@@ -94,8 +94,9 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             "launches": facts.launches,
             "judged_launch": facts.launch,
             "judged_lines": f"{facts.first_line}-{facts.last_line}",
-            "earlier_fatal": sum(len(o.fatal) for o in facts.other_launches),
+            "other_launches_fatal": sum(len(o.fatal) for o in facts.other_launches),
         }
+    later = [o for o in facts.other_launches if o.number > facts.launch and o.fatal]
     if fatal:
         found = "; ".join(_quote(s) for s in fatal[:5])
         kinds = sorted({s.kind for s in fatal})
@@ -119,6 +120,15 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             [path],
         )
     contradiction = _self_contradiction(facts)
+    if later:  # a launch after the judged one failed: which one serves is in doubt
+        contradiction = "; ".join(
+            [
+                *([contradiction] if contradiction else []),
+                f"a later launch in the file failed (launch {later[0].number}: "
+                f"{_quote(later[0].fatal[0])}): make sure the running server is launch "
+                f"{facts.launch}, the one judged",
+            ]
+        )
     if warnings or contradiction:
         found = "; ".join(
             [*([contradiction] if contradiction else []), *(_quote(s) for s in warnings[:5])]

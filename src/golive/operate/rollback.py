@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from golive.bundle.layout import CHAIN, CONTAINER, STARTUP_LOG
-from golive.bundle.store import locate
+from golive.bundle.layout import CHAIN, CONTAINER
+from golive.bundle.store import BundleReader, locate
+from golive.checks.env.judge import serving_launch
 from golive.errors import ConfigError
-from golive.evidence.startup_log import parse_startup_log
 from golive.verdict.document import VerdictDocument
 from golive.verdict.rederive import require_rederived
 
@@ -47,8 +47,7 @@ def identity(root: Path) -> dict[str, Any]:
     launch-config digest covers the command, the non-default args and the variables."""
     container = _json(locate(root, CONTAINER)) or {}
     chain = _json(locate(root, CHAIN)) or {}
-    log = locate(root, STARTUP_LOG)
-    facts = parse_startup_log(log.read_text(errors="replace")) if log.is_file() else None
+    facts = serving_launch(BundleReader(root))
     args = dict(facts.non_default_args) if facts else {}
     launch = list(container.get("serve_command") or [])
     launch_known = bool(launch or args)

@@ -22,9 +22,10 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader
 from golive.checks.cache.judge import cache_labels
+from golive.checks.env.judge import serving_launch
 from golive.config import parse_config
-from golive.evidence.startup_log import parse_startup_log
 from golive.results import CheckResult, Outcome
+from golive.verdict.document import ExercisedEnvelope
 
 ENV_SCRAPE = "metrics/env.prom"
 _GIB = 1 << 30
@@ -89,18 +90,28 @@ def capacity_request(
     expanding = _expanding(checks)
     if outcome is not Outcome.EXPAND_CAPACITY or expanding is None:
         return None
+    # a combined bundle: the evidence and config of the part whose check expanded
+    part = next(
+        ("/".join(e.split("/")[:2]) + "/" for e in expanding.evidence if e.startswith("parts/")),
+        "",
+    )
+    if part:
+        reader = BundleReader(reader.root / part)
+    envelope = ExercisedEnvelope.of(checks)
     config_text = reader.text(EFFECTIVE_CONFIG)
     config = parse_config(config_text or "{}", EFFECTIVE_CONFIG).capacity
-    log = reader.text(STARTUP_LOG)
-    facts = None if log is None else parse_startup_log(log)
+    facts = serving_launch(reader)
     kv_tokens_metrics, kv_bytes_metrics = _kv_from_metrics(cache_labels(reader.text(ENV_SCRAPE)))
-    ceiling = _number(expanding.measurements.get("capacity_ceiling"))
-    verdict_at = f"{VERDICT}#{expanding.id}"
+    ceiling = envelope.max_concurrency  # the ramp's highest stable step, measured
     figures: list[Figure] = []
 
-    def add(name: str, value: float | None, unit: str, source: str) -> float | None:
-        figures.append(Figure(name, value, unit, source if value is not None else "not given"))
-        return value
+    def add(name: str, value: float | None, unit: str, source: str) -> None:
+        where = (
+            f"{part}{source}"
+            if source.startswith(("environment/", "metrics/", "config/"))
+            else source
+        )
+        figures.append(Figure(name, value, unit, where if value is not None else "not given"))
 
     add(
         "weights_per_gpu",
@@ -122,21 +133,20 @@ def capacity_request(
         "kv_bytes_per_token_per_gpu",
         round(kv_bytes / kv_tokens) if kv_bytes and kv_tokens else None,
         "bytes",
-        "KV cache memory / KV tokens (the two figures above)",
+        "KV cache memory ("
+        + ("kv_cache_per_gpu" if kv_gib else f"{ENV_SCRAPE} kv_cache_memory_bytes")
+        + ") / kv_tokens_available",
     )
     layout = facts.parallel() if facts and (facts.args_line or facts.engine_line) else None
     gpus = layout["tp"] * layout["pp"] * layout["dp"] if layout else None
     add("gpus_per_replica", gpus, "GPUs", f"{STARTUP_LOG} (tp x pp x dp)")
-    add("ceiling_concurrency", ceiling, "requests in flight", verdict_at)
-    context = next(
-        (
-            _number(c.measurements.get("max_context"))
-            for c in checks
-            if c.id == "capacity.long_input"
-        ),
-        None,
+    add("ceiling_concurrency", ceiling, "requests in flight", f"{VERDICT}#capacity.concurrency")
+    add(
+        "ceiling_context",
+        envelope.max_context,
+        "tokens",
+        f"{VERDICT}#capacity.long_input (longest input served)",
     )
-    add("ceiling_context", context, "tokens", f"{VERDICT}#capacity.long_input")
     rate = None if ceiling is None else _step_rate(reader, int(ceiling))
     add(
         "throughput_at_ceiling",
@@ -152,8 +162,11 @@ def capacity_request(
         f"{EFFECTIVE_CONFIG}#capacity.required_concurrency",
     )
     add("headroom", config.headroom, "fraction", f"{EFFECTIVE_CONFIG}#capacity.headroom")
+    # rounded to 9 places first: 100 x 1.1 / 2 is 55, not the 55.000000000000007 floats give
     replicas = (
-        math.ceil(required * (1 + config.headroom) / ceiling) if required and ceiling else None
+        math.ceil(round(required * (1 + config.headroom) / ceiling, 9))
+        if required and ceiling
+        else None
     )
     add("replicas_needed", replicas, "replicas", "required x (1 + headroom) / ceiling, rounded up")
     add(
@@ -164,7 +177,7 @@ def capacity_request(
     )
     add(
         "fallback_concurrency",
-        math.floor(ceiling / (1 + config.headroom)) if ceiling else None,
+        math.floor(round(ceiling / (1 + config.headroom), 9)) if ceiling else None,
         "requests in flight",
         "ceiling / (1 + headroom), rounded down: what today's size serves until it grows",
     )

@@ -7,7 +7,7 @@ an unknown field or a wrong type is an error that names the file and the field.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +117,12 @@ class ExercisedEnvelope(_Entry):
             return value if isinstance(value, int | float) and value > 0 else None
 
         ceiling = number("capacity.concurrency", "ceiling", measured)
-        context = number("capacity.long_input", "max_context", measured)
+        ladder = by_id.get("capacity.long_input")
+        context = (
+            served_context(ladder.measurements)
+            if ladder is not None and ladder.status in measured
+            else None
+        )
         return cls(
             max_concurrency=None if ceiling is None else int(ceiling),
             max_context=None if context is None else int(context),
@@ -139,6 +144,17 @@ class ExercisedEnvelope(_Entry):
             + "; ".join(parts)
             + ". Beyond it nothing was measured: traffic past it is outside this verdict."
         )
+
+
+def served_context(measurements: Mapping[str, object]) -> int | None:
+    """The longest input the long-input ladder saw served (`step_<tokens>: accepted`), not the
+    context it was asked to reach."""
+    served = [
+        int(key.removeprefix("step_"))
+        for key, value in measurements.items()
+        if key.startswith("step_") and key.removeprefix("step_").isdigit() and value == "accepted"
+    ]
+    return max(served, default=None)
 
 
 def tested_sentence(tested: ExercisedEnvelope | None) -> str:

@@ -51,8 +51,8 @@ from golive.checks.capacity.windows import (
     thirds_growth,
     trend,
 )
+from golive.checks.env.judge import serving_launch
 from golive.config import CapacityConfig
-from golive.evidence.startup_log import parse_startup_log
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.headroom import headroom_check
 from golive.traffic.records import saved_answered, saved_e2e_s
@@ -370,8 +370,8 @@ def judge_long_input(evidence: BundleReader) -> CheckResult:
 def judge_model_load(evidence: BundleReader) -> CheckResult:
     """`capacity.model_load` (phase 1) from what the engine printed (`environment/startup.log`)
     and the load curve when golive started it (`memory/load.csv`)."""
-    text = evidence.text(STARTUP_LOG)
-    if text is None:
+    facts = serving_launch(evidence)
+    if facts is None:
         return cap_result(
             "capacity.model_load",
             Status.NO_DATA,
@@ -380,7 +380,6 @@ def judge_model_load(evidence: BundleReader) -> CheckResult:
             (),
             critical=False,
         )
-    facts = parse_startup_log(text)
     rows = (evidence.text(LOAD_CURVE) or "").splitlines()[1:]
     curve = [float(row.split(",")[1]) for row in rows if row.strip()]
     measurements: dict[str, Any] = {

@@ -20,7 +20,7 @@ from golive.evidence.chain_hw import (
     check_host_driver,
 )
 from golive.evidence.facts import ContainerInfo, HostInfo
-from golive.evidence.startup_log import LiveServer, parse_startup_log
+from golive.evidence.startup_log import LiveServer, StartupFacts, parse_startup_log
 from golive.evidence.startup_rules import (
     as_other_launch,
     check_kv_cache,
@@ -93,22 +93,16 @@ def chain_inputs(
     saved = evidence.json(CHAIN_INPUTS)
     if not isinstance(saved, Mapping):
         return None
-    live = saved.get("live") or {}
     log = evidence.text(STARTUP_LOG) if saved.get("startup") else None
     container_text = evidence.text(CONTAINER) if saved.get("container") else None
-    version, max_model_len, model = (
-        _source(live.get(key)) for key in ("vllm_version", "max_model_len", "model")
-    )
-    serving = LiveServer(
-        *(None if source is None else source.value for source in (version, max_model_len, model))
-    )
+    version, max_model_len, model = _live_sources(saved)
     return ChainInputs(
         profile=profile,
         live_version=version,
         live_max_model_len=max_model_len,
         live_model=model,
         image=_source(saved.get("image")),
-        startup=None if log is None else parse_startup_log(log, serving),
+        startup=None if log is None else parse_startup_log(log, live_server(saved)),
         container=None
         if container_text is None
         else ContainerInfo.model_validate_json(container_text),
@@ -117,6 +111,29 @@ def chain_inputs(
         custom_build=config.environment.custom_build,
         cache_info=dict(saved.get("cache_info") or {}),
     )
+
+
+def _live_sources(saved: Mapping[str, Any]) -> tuple[Source | None, ...]:
+    live = saved.get("live") or {}
+    if not isinstance(live, Mapping):
+        return (None, None, None)
+    return tuple(_source(live.get(key)) for key in ("vllm_version", "max_model_len", "model"))
+
+
+def live_server(saved: object) -> LiveServer:
+    """What the live server said of itself, from `environment/chain-inputs.json`."""
+    if not isinstance(saved, Mapping):
+        return LiveServer()
+    return LiveServer(*(None if s is None else s.value for s in _live_sources(saved)))
+
+
+def serving_launch(evidence: BundleReader) -> StartupFacts | None:
+    """The bundle's startup log, read as the launch the live server is: every judge that
+    reads the log (chain, model load, capacity request, identity) reads this one."""
+    log = evidence.text(STARTUP_LOG)
+    if log is None:
+        return None
+    return parse_startup_log(log, live_server(evidence.json(CHAIN_INPUTS)))
 
 
 def chain_results(inputs: ChainInputs) -> list[CheckResult]:
