@@ -142,18 +142,26 @@ class LiveServer:
     max_model_len: str | None = None
     model: str | None = None
 
-    def agrees(self, facts: StartupFacts) -> bool:
-        """No fact both sides state differs."""
+    def contradictions(self, facts: StartupFacts) -> list[str]:
+        """Each fact both sides state and disagree on, as "<fact> in the log, <value> live"."""
+        found = []
         if self.version and facts.vllm_version and facts.vllm_version != self.version:
-            return False
+            found.append(f"vLLM {facts.vllm_version} in the log, {self.version} live")
         if (
             self.max_model_len
             and facts.max_model_len is not None
             and str(facts.max_model_len) != self.max_model_len
         ):
-            return False
+            found.append(
+                f"max_model_len {facts.max_model_len} in the log, {self.max_model_len} live"
+            )
         names = facts.served_names()
-        return not (self.model and names and self.model not in names)
+        if self.model and names and self.model not in names:
+            found.append(f"model {', '.join(names)} in the log, {self.model} live")
+        return found
+
+    def agrees(self, facts: StartupFacts) -> bool:
+        return not self.contradictions(facts)
 
 
 def _truthy(value: Any) -> bool:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from golive.evidence.chain import ChainInputs, env_result
-from golive.evidence.startup_log import StartupFacts
+from golive.evidence.startup_log import LiveServer, StartupFacts
 from golive.evidence.startup_signatures import Severity, Signature, explain
 from golive.results import CheckClass, CheckResult, Status
 
@@ -381,23 +381,18 @@ def check_kv_cache(inputs: ChainInputs) -> CheckResult:
 
 
 def other_launch(inputs: ChainInputs) -> list[str]:
-    """Where the startup log contradicts the live server: it is then the log of another
-    launch, and says nothing about the one being judged."""
-    facts = inputs.startup
-    if facts is None:
+    """Where the startup log contradicts the live server on max_model_len or the served
+    model: it is then the log of another launch, and says nothing about the one being judged
+    (a version that differs is `environment.vllm_version`'s finding: the layers disagree)."""
+    if inputs.startup is None:
         return []
-    found = []
-    live_len = inputs.live_max_model_len
-    if (
-        live_len is not None
-        and facts.max_model_len is not None
-        and str(facts.max_model_len) != live_len.value
-    ):
-        found.append(f"max_model_len {facts.max_model_len} in the log, {live_len.value} live")
-    logged = facts.served_names()
-    if inputs.live_model is not None and logged and inputs.live_model.value not in logged:
-        found.append(f"model {', '.join(logged)} in the log, {inputs.live_model.value} live")
-    return found
+    live = LiveServer(
+        max_model_len=None
+        if inputs.live_max_model_len is None
+        else inputs.live_max_model_len.value,
+        model=None if inputs.live_model is None else inputs.live_model.value,
+    )
+    return live.contradictions(inputs.startup)
 
 
 def as_other_launch(results: Sequence[CheckResult], reasons: Sequence[str]) -> list[CheckResult]:
