@@ -5,6 +5,7 @@ evidence file is caught even after the manifest is recomputed."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -57,3 +58,22 @@ def test_an_edited_ramp_step_is_caught_after_the_manifest_is_resealed(tmp_path: 
     assert not edited.agrees
     assert any(p.startswith("capacity.concurrency") for p in edited.problems), edited.problems
     assert not any("manifest" in p for p in edited.problems)
+
+
+@pytest.mark.tampers_bundle
+@pytest.mark.parametrize(("key", "value"), [("queue_mean_s", 0.0), ("preemptions", 3.0)])
+def test_an_edited_engine_figure_is_caught(tmp_path: Path, key: str, value: float) -> None:
+    """A ramp step's queue time or preemptions decide stable, limit or expand-capacity: they
+    are read again from the step's two saved scrapes, so an edited figure (zeroed to hide
+    saturation, or raised to fake it) leaves the ramp unjudged, however it is resealed."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(GOLDEN, copy)
+    steps = copy / "metrics/capacity-steps.jsonl"
+    rows = [json.loads(line) for line in steps.read_text().splitlines()]
+    rows[1][key] = value  # concurrency 2
+    steps.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    Bundle(copy).seal()
+    checks = {c.id: c for c in rederive(copy).checks}
+    ramp = checks["capacity.concurrency"]
+    assert ramp.status.value == "no_data"
+    assert f"c2: {key} {value!r}, but its scrapes say" in ramp.summary

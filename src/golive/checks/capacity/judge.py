@@ -29,6 +29,7 @@ from golive.checks.capacity.recorded import (
     engine_silent,
     ladder_differences,
     repeats_differences,
+    scraped_differences,
     steps_differences,
     window_differences,
     window_label,
@@ -77,6 +78,22 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     ]
     if silent:
         return _not_the_engines("capacity.concurrency", silent, CAPACITY_STEPS)
+    # bundles before 2026-12 saved the sustained window's scrapes under its ramp step's
+    # names, over the step's own: those steps' engine figures cannot be read again
+    sustained = evidence.json(CAPACITY_SUSTAINED)
+    reused = (
+        sustained.get("label")
+        if isinstance(sustained, Mapping) and not sustained.get("scrapes")
+        else None
+    )
+    edited = [
+        found
+        for row in [*rows, *again]
+        if window_label(row) != reused
+        for found in _scraped(evidence, row, f"capacity-{window_label(row)}")
+    ]
+    if edited:
+        return _not_from_records("capacity.concurrency", edited, CAPACITY_STEPS)
     quoted, repeated = (
         [
             {**row, "failure_detail": failure_detail(window_records(records, window_label(row)))}
@@ -162,6 +179,15 @@ def _engine_silent(
     return engine_silent(row, window_records(records, window_label(row)), before, after, where)
 
 
+def _scraped(evidence: BundleReader, row: Mapping[str, Any], scrapes: str) -> list[str]:
+    return scraped_differences(
+        row,
+        evidence.text(f"metrics/{scrapes}-before.prom"),
+        evidence.text(f"metrics/{scrapes}-after.prom"),
+        scrapes.removeprefix("capacity-"),
+    )
+
+
 def _not_the_engines(check_id: str, silent: Sequence[str], source: str) -> CheckResult:
     """Engine metrics that did not move with the load: the window's engine figures are not
     the engine's, so nothing is judged from them."""
@@ -244,6 +270,9 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     silent = _engine_silent(evidence, row, window, scrapes)
     if silent:
         return _not_the_engines("capacity.sustained", [silent], CAPACITY_SUSTAINED)
+    edited = _scraped(evidence, row, scrapes)
+    if edited:
+        return _not_from_records("capacity.sustained", edited, CAPACITY_SUSTAINED)
     t0 = min((float(r["started_at"]) for r in window), default=0.0)
     done = [
         (float(r["started_at"]) + e2e - t0, e2e)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from golive.checks.capacity.failures import cancelled, server_errors
-from golive.metrics import Snapshot, vllm_snapshot
+from golive.metrics import MetricsDelta, Snapshot, vllm_snapshot
 from golive.quantiles import quantile
 from golive.traffic.records import saved_answered, saved_e2e_s
 
@@ -158,6 +158,36 @@ def engine_silent(
             f"counter grew by {grew:g}"
         )
     return None
+
+
+def scraped_differences(
+    row: Mapping[str, Any], before_text: str | None, after_text: str | None, where: str
+) -> list[str]:
+    """The window's engine figures read from its two saved scrapes, as the collector read
+    them: preemptions (the counter's increase) and the mean queue time (the histogram's);
+    a row that states other values was not made from these scrapes."""
+    before, after = vllm_snapshot(before_text), vllm_snapshot(after_text)
+    if before is None or after is None:
+        return []  # no scrape: the collector had none either, and the row says None
+    delta = MetricsDelta(before, after)
+    queue = delta.histogram("request_queue_time_seconds")
+    again = {
+        "preemptions": delta.counter("num_preemptions"),
+        "queue_mean_s": None if queue is None else queue.mean,
+    }
+    out = []
+    for key, value in again.items():
+        if key not in row:
+            continue
+        saved = row.get(key)
+        same = (
+            saved is None and value is None
+            if saved is None or value is None
+            else isinstance(saved, int | float) and abs(float(saved) - value) <= 1e-6
+        )
+        if not same:
+            out.append(f"{where}: {key} {saved!r}, but its scrapes say {value!r}")
+    return out
 
 
 def _asked(record: Mapping[str, Any]) -> object:
