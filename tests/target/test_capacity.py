@@ -7,6 +7,7 @@ import asyncio
 import csv
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -153,8 +154,11 @@ async def test_a_starved_client_is_not_judged_as_the_server(
     starved = [w for w in windows if w["client_bottleneck"]]
     assert starved, windows
     # each window is judged by its own figures: on a busy 2-core box the hogs may starve
-    # the calibration or sustained window and leave a ramp step its headroom
-    if any(w["phase"] == "concurrency" for w in starved):
+    # the calibration or sustained window and leave a ramp step its headroom (CI: only the
+    # calibration window, in the concurrency phase, was starved, and the ramp was stable)
+    if any(
+        re.fullmatch(r"c\d+(r\d+)?", w["label"]) and w["phase"] == "concurrency" for w in starved
+    ):
         assert ramp["status"] == "no_data", ramp["summary"]
         assert "the client, not the server, was the bottleneck" in ramp["summary"]
     assert verdict.outcome is Outcome.HOLD

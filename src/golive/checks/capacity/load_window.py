@@ -141,6 +141,7 @@ async def load_window(
         client, short = window_headroom(rows, headroom(run), median)
     row = {
         "phase": run.phase,
+        "label": label,  # c<N> a ramp step, c<N>r<k> a knee repeat, calibrate, ...
         "concurrency_cap": concurrency,
         "request_cap": cap,
         "duration_s": duration_s,
