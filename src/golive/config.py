@@ -118,7 +118,12 @@ class CapacityConfig(StrictModel):
     max_context: int | None = Field(
         None, ge=16, description="intended max input; default max_model_len"
     )
-    duration_s: float = Field(60.0, gt=0, description="sustained phase length")
+    duration_s: float = Field(
+        60.0,
+        gt=0,
+        description="sustained phase length; lengthened (at most 2x) where the ramp's rate at "
+        "that level gives fewer than the 30 answers (+25%) a drift is judged on",
+    )
     step_duration_s: float = Field(20.0, gt=0, description="length of each ramp step")
     knee_repeats: int = Field(
         3,

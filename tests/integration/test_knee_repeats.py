@@ -1,5 +1,5 @@
 """A throughput knee is measured again before it becomes a limit (issue 28 §3), end to end:
-`golive capacity` on a server with a known knee (the fake: every request takes 50 ms up to
+`golive capacity` on a server with a known knee (the fake: every request takes 20 ms up to
 two in flight and proportionally longer past it). The ramp sees a candidate knee at 4, runs
 the two steps around it again (alternating order), and sets the limit at 2 with the interval
 it was judged on; `golive decide` re-derives it from the repeats' records (tests/conftest.py).
@@ -22,7 +22,7 @@ from tests.helpers.fakes.vllm import FakeState, fake_vllm
 
 SHORT = {
     "capacity.concurrency": 8,
-    "capacity.step_duration_s": 1.5,
+    "capacity.step_duration_s": 3.0,  # ~200 answers a window: enough for repeats to count
     "capacity.calibration_s": 1.0,
     "capacity.duration_s": 2.0,
     "capacity.max_context": 128,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from golive.checks.capacity.phases import sustained_length
 from golive.checks.capacity.rules import (
     Action,
     StabilityPolicy,
@@ -605,3 +606,22 @@ def test_refusals_are_judged_before_coverage() -> None:
     )
     assert result.action is Action.SERVER_REFUSED
     assert "HTTP 429: rate limit exceeded" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("configured", "measured", "expected"),
+    [
+        (25.0, None, 25.0),  # no ramp rate at that level: as configured
+        (25.0, 10.0, 25.0),  # a fast engine: 30 answers come well within the window
+        (25.0, 1.0, 37.5),  # one answer a second: 37.5 answers need 37.5 s
+        (25.0, 0.47, 50.0),  # the demo's CPU engine at 4 would need 80 s: held to 2x
+        (25.0, 0.1, 50.0),  # never more than twice the configured window
+    ],
+)
+def test_the_sustained_window_is_long_enough_to_judge_a_drift(
+    configured: float, measured: float | None, expected: float
+) -> None:
+    """`capacity.duration_s` is lengthened to what the ramp's measured rate needs for the
+    30 answers a drift is judged on (+25%), at most 2x: a 25 s window that held 15 answers
+    made the demo's verdict hold (too few to tell a drift from noise)."""
+    assert sustained_length(configured, measured) == expected

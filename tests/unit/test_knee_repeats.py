@@ -233,3 +233,14 @@ def test_a_knee_repeated_on_the_h200_and_the_run_after_it() -> None:
     assert both.ceiling == 64, both.reason
     verdicts = json.loads((H200_KNEE / "verdicts.json").read_text())
     assert verdicts["run1"]["limits"] == verdicts["run2"]["limits"] == {"max_concurrency": 32}
+
+
+def test_repeats_are_run_only_where_they_could_confirm_a_knee() -> None:
+    """A 2-core CPU engine answers 3-5 requests a window: even a perfectly flat gain could
+    never be shown below 1.2x by three windows a side, so no repeats are spent there (the
+    demo's ramp took a minute more for nothing); a GPU window of ~900 answers can."""
+    cpu_lower, cpu_upper = _window(2, 0.45, 3.8, wall=10.0), _window(4, 0.47, 8.4, wall=10.0)
+    assert cpu_upper.completed <= 5
+    assert ramp_next([cpu_lower], cpu_upper, POLICY, {}, 3) == "continue"  # not a knee either
+    gpu_lower, gpu_upper = _window(32, 88.0, 0.36, wall=10.0), _window(64, 98.0, 0.64, wall=10.0)
+    assert ramp_next([gpu_lower], gpu_upper, POLICY, {}, 3) == "repeat"

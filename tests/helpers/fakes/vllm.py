@@ -35,12 +35,12 @@ class FakeState:
 
 
 async def _knee(state: FakeState) -> None:
-    """A batch past its knee: every request takes 50 ms up to `knee_at` in flight, and more
-    than proportionally longer past it (x2.8 at twice the knee), so throughput falls while
+    """A batch past its knee: every request takes 20 ms up to `knee_at` in flight, and with
+    the square of the excess past it (x4 at twice the knee), so throughput halves while
     latency grows (the engine's waiting queue stays empty, as on the H200)."""
     state.running += 1
     try:
-        await asyncio.sleep(0.05 * max(1.0, state.running / state.knee_at) ** 1.5)
+        await asyncio.sleep(0.02 * max(1.0, state.running / state.knee_at) ** 2)
     finally:
         state.running -= 1
 

@@ -281,7 +281,10 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     ]
     latency = trend(done)
     thirds = thirds_growth(done)
-    windows = window_throughput(sorted(t for t, _ in done), config.duration_s)
+    # the window's own length (sized from the ramp's rate; older rows: the configured one)
+    duration = row.get("window_s")
+    duration_s = float(duration) if isinstance(duration, int | float) else config.duration_s
+    windows = window_throughput(sorted(t for t, _ in done), duration_s)
     level = stats.concurrency
     result = classify_sustained(
         latency,
@@ -312,7 +315,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         )
     measurements: dict[str, Any] = {
         "concurrency": level,
-        "duration_s": config.duration_s,
+        "duration_s": duration_s,
         "completed": stats.completed,
         "errors": stats.errors,
         "throughput_rps": round(stats.throughput_rps, 3),

@@ -95,6 +95,19 @@ def candidate(previous: StepStats, step: StepStats, policy: StabilityPolicy) -> 
     return gain.value < policy.min_throughput_gain and growth.value > policy.max_latency_growth
 
 
+def confirmable(
+    previous: StepStats, step: StepStats, policy: StabilityPolicy, repeats: int
+) -> bool:
+    """Whether `repeats` windows a side could confirm even a perfectly flat gain: counting
+    noise alone (1/n a window) must leave the interval below the policy's gain. On a 2-core
+    CPU engine a window holds 3-5 answers and no number of repeats would do: none are run."""
+    n = min(previous.completed, step.completed)
+    if repeats < 2 or n <= 0:
+        return False
+    half_width = t975(2 * repeats - 2) * math.sqrt(2 / (repeats * n))
+    return 1 + half_width < policy.min_throughput_gain
+
+
 def knee(
     previous: Sequence[StepStats], step: Sequence[StepStats], policy: StabilityPolicy
 ) -> str | None:

@@ -46,6 +46,7 @@ from golive.checks.capacity.load_window import (
 )
 from golive.checks.capacity.rules import StepStats, ramp_next
 from golive.checks.capacity.windows import (
+    MIN_DRIFT_COMPLETIONS,
     LongOutcome,
     LongStep,
 )
@@ -324,29 +325,48 @@ async def repeat_knee(
     return offset
 
 
+def sustained_length(duration_s: float, measured_rps: float | None) -> float:
+    """The sustained window: `capacity.duration_s`, lengthened (at most 2x) to what the
+    ramp's rate at that level needs for a drift to be judged (MIN_DRIFT_COMPLETIONS answers,
+    +25%): a slow engine given too short a window measures nothing."""
+    if not measured_rps:
+        return duration_s
+    needed = MIN_DRIFT_COMPLETIONS * 1.25 / measured_rps
+    return round(min(max(duration_s, needed), 2 * duration_s), 1)
+
+
 async def sustained(run: Run) -> CheckResult:
     """Phase 4: fixed concurrency and known mix for --duration; the latency trend decides."""
     config = run.ctx.config.capacity
     if run.concurrency_ceiling is None:  # no stable level to sustain: more load proves nothing
         return judge_sustained(BundleReader(run.ctx.bundle.root), config)  # says "not run"
     level = min(config.concurrency, run.concurrency_ceiling)
-    run.inputs.progress.phase("sustained", config.duration_s)
     if not run.rate_per_slot:
         run.rate_per_slot = await calibrate(run)
     measured = run.step_rps.get(level)  # the ramp's throughput at this level, where it ran
     rate = measured / level if measured else run.rate_per_slot
-    cap = window_cap(run, level, config.duration_s, rate)
+    lanes = probe_lanes(level) if run.probes_at_idle else 0
+    # the workload's answers come from the slots the probes leave it
+    workload_rps = measured * (level - lanes) / level if measured else None
+    duration_s = sustained_length(config.duration_s, workload_rps)
+    run.inputs.progress.phase("sustained", duration_s)
+    cap = window_cap(run, level, duration_s, rate)
     probes = None
     if run.probes_at_idle:  # the reference answers exist: probe under the same load
-        lanes = probe_lanes(level)
         where = f"sustained-c{level}"
         run.ctx.bundle.write_json(ANSWER_PROBES_PLAN, {"where": where, "lanes": lanes})
         if lanes:
             probes = ProbeSlots(run.ctx, run.model, where, config.probe_repeats, lanes)
     scrapes = f"capacity-sustained-c{level}"  # apart from the ramp step's at the same level
     stats, _ = await load_window(
-        run, level, config.duration_s, cap, 1_000_000, probes=probes, scrapes=scrapes
+        run, level, duration_s, cap, 1_000_000, probes=probes, scrapes=scrapes
     )
-    row = {**stats.to_json(), "request_cap": cap, "label": f"c{level}", "scrapes": scrapes}
+    row = {
+        **stats.to_json(),
+        "request_cap": cap,
+        "label": f"c{level}",
+        "scrapes": scrapes,
+        "window_s": duration_s,
+    }
     run.ctx.bundle.write_json(CAPACITY_SUSTAINED, row)
     return judge_sustained(BundleReader(run.ctx.bundle.root), config)

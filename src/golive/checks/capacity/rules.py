@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from golive.checks.capacity.knee import candidate, knee, not_reproduced
+from golive.checks.capacity.knee import candidate, confirmable, knee, not_reproduced
 
 
 class Action(enum.StrEnum):
@@ -265,6 +265,7 @@ def ramp_next(
         and step.concurrency not in repeats
         and step_stable(step, policy)[0]
         and candidate(stable_so_far[-1], step, policy)
+        and confirmable(stable_so_far[-1], step, policy, knee_repeats)
     ):
         return "repeat"
     if classify_concurrency([*stable_so_far, step], policy, repeats).ceiling == step.concurrency:
