@@ -101,7 +101,17 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
         ]
         for found in (rows, again)
     )
-    return ramp_from_steps(quoted, config, evidence.text(TERMINATION) is not None, repeated)
+    # the termination record names the step the engine died in: that step died, whatever
+    # its row says (a dead engine core behind a live API server answers HTTP 500 at once)
+    dead = evidence.json(TERMINATION)
+    if isinstance(dead, Mapping) and dead.get("phase") == "concurrency":
+        quoted = [
+            {**row, "engine_died": True}
+            if row.get("concurrency") == dead.get("concurrency")
+            else row
+            for row in quoted
+        ]
+    return ramp_from_steps(quoted, config, dead is not None, repeated)
 
 
 def stability_policy(config: CapacityConfig) -> StabilityPolicy:
