@@ -243,11 +243,18 @@ class Run:
 
 
 def connection_lost(record: RequestRecord) -> str | None:
-    """How the connection failed or broke (the engine may have died: /health is asked)."""
+    """How the connection failed or broke, or the server answered 5xx (the engine may have
+    died: /health is asked)."""
     failure = record.failure
-    if failure is None or failure.kind not in (FailureKind.CONNECT, FailureKind.DISCONNECTED):
+    if failure is None:
         return None
-    return f"{failure.kind.value}: {failure.message}"
+    if failure.kind in (FailureKind.CONNECT, FailureKind.DISCONNECTED):
+        return f"{failure.kind.value}: {failure.message}"
+    # a dead engine core behind a live API server answers HTTP 500 at once: ask /health too
+    status = record.status
+    if isinstance(status, int) and status >= 500:
+        return f"HTTP {status}: {failure.message}"
+    return None
 
 
 def shape_of(body: Mapping[str, Any]) -> dict[str, Any]:
