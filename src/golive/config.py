@@ -11,12 +11,13 @@ import hashlib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from golive.errors import ConfigError
+from golive.yaml_input import parse_yaml, read_yaml, validated
 
 PROFILES = ("generic", "kimi-k3")
 
@@ -164,6 +165,13 @@ class CapacityConfig(StrictModel):
         ge=0,
         description="time requests in flight get to finish after a phase's duration; then the "
         "watchdog ends them (default: 3x the phase, at most 120 s)",
+    )
+    restart_wait_s: float = Field(
+        0.0,
+        ge=0,
+        description="after the engine died above a stable ramp step, how long to wait for the "
+        "deployment to serve again (its platform restarting it) before the sustained window "
+        "measures the ceiling; 0: no wait (with --launch golive starts the command again)",
     )
     long_max_tokens: int = Field(8, ge=1, description="generation limit of long-input requests")
     stall_s: float = Field(
@@ -322,12 +330,9 @@ class Profile(StrictModel):
     agent: AgentProfile = AgentProfile()
 
 
-M = TypeVar("M", bound=BaseModel)
-
-
 def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> GoliveConfig:
     """Defaults ← YAML file ← dotted CLI overrides (`{"target.url": ...}`); validated."""
-    data: dict[str, Any] = _read_yaml(path) if path is not None else {}
+    data: dict[str, Any] = read_yaml(path) if path is not None else {}
     for dotted, value in (overrides or {}).items():
         if value is None:
             continue
@@ -339,7 +344,7 @@ def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -
                 raise ConfigError(f"{path}: {'.'.join(parents)} must be a mapping, not {child!r}")
             node = child
         node[leaf] = value
-    return _validate(GoliveConfig, data, str(path) if path else "command line")
+    return validated(GoliveConfig, data, str(path) if path else "command line")
 
 
 def config_digest(config: GoliveConfig | Mapping[str, Any]) -> str:
@@ -354,24 +359,24 @@ def load_profile(name_or_path: str) -> Profile:
     """A bundled profile by name, or a profile YAML file by path."""
     if name_or_path in PROFILES:
         text = resources.files("golive.profiles").joinpath(f"{name_or_path}.yaml").read_text()
-        return _validate(Profile, _parse_yaml(text, f"profile {name_or_path}"), name_or_path)
+        return validated(Profile, parse_yaml(text, f"profile {name_or_path}"), name_or_path)
     path = Path(name_or_path)
     if not path.is_file():
         raise ConfigError(
             f"profile {name_or_path!r} is neither a bundled profile ({', '.join(PROFILES)}) "
             "nor a readable YAML file"
         )
-    return _validate(Profile, _read_yaml(path), str(path))
+    return validated(Profile, read_yaml(path), str(path))
 
 
 def parse_config(text: str, source: str) -> GoliveConfig:
     """A config from its YAML text (the effective config a bundle keeps)."""
-    return _validate(GoliveConfig, _parse_yaml(text, source), source)
+    return validated(GoliveConfig, parse_yaml(text, source), source)
 
 
 def parse_profile(text: str, source: str) -> Profile:
     """A profile from its YAML text (the copy a bundle keeps in config/profile.yaml)."""
-    return _validate(Profile, _parse_yaml(text, source), source)
+    return validated(Profile, parse_yaml(text, source), source)
 
 
 def profile_text(name_or_path: str) -> str:
@@ -379,57 +384,3 @@ def profile_text(name_or_path: str) -> str:
     if name_or_path in PROFILES:
         return resources.files("golive.profiles").joinpath(f"{name_or_path}.yaml").read_text()
     return Path(name_or_path).read_text()
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"{path}: cannot be read ({exc.strerror}); check the --config path"
-        ) from exc
-    return _parse_yaml(text, str(path))
-
-
-def _parse_yaml(text: str, source: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source}: the top level must be a mapping of keys, not {type(data).__name__}"
-        )
-    return data
-
-
-def _validate(model: type[M], data: Mapping[str, Any], source: str) -> M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_explain(exc, model, source)) from exc
-
-
-def _explain(exc: ValidationError, model: type[BaseModel], source: str) -> str:
-    lines = [f"{source}: {exc.error_count()} invalid setting(s)"]
-    for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        if error["type"] == "extra_forbidden":
-            allowed = _allowed_keys(model, error["loc"][:-1])
-            fix = f"unknown key; remove it or use one of: {', '.join(allowed)}"
-        else:
-            fix = f"{error['msg']} (got {error.get('input')!r})"
-        lines.append(f"  {where}: {fix}")
-    return "\n".join(lines)
-
-
-def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    current: Any = model
-    for part in loc:
-        field = getattr(current, "model_fields", {}).get(part)
-        if field is None:
-            return []
-        current = field.annotation
-    return sorted(getattr(current, "model_fields", {}))

@@ -339,7 +339,11 @@ def sign_bundle(
     check_signable(document, outcome, override_reason, root)
     taken: tuple[str, ...] = ()
     if outcome.value in ACCEPTED:
-        taken = require_rederived(root, f"signing {outcome.value}", override_reason).as_sealed
+        again = require_rederived(root, f"signing {outcome.value}", override_reason)
+        taken = again.as_sealed
+        # the sheet states the envelope the evidence gives, not verdict.json's word: a
+        # `tested` deleted from it (older bundles never had one) cannot hide it
+        document = document.model_copy(update={"tested": ExercisedEnvelope.of(again.checks)})
     manifest = (root / MANIFEST).read_bytes()
     signature = {
         "reviewer": reviewer.strip(),

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from golive.bundle.store import verify
+from golive.bundle.store import Bundle, verify
 from golive.cli.main import main
 from golive.results import EXIT_USAGE, Outcome
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
@@ -252,3 +252,24 @@ async def test_bad_policy_is_a_usage_error(tmp_path: Path, text: str, needle: st
     policy.write_text(text)
     code = await _smoke(tmp_path / "b", None, "--policy", str(policy))
     assert code == EXIT_USAGE
+
+
+@pytest.mark.tampers_bundle
+async def test_a_deleted_tested_envelope_is_still_on_the_signed_sheet(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """A reviewer deletes `tested` from verdict.json and re-seals (older bundles have none,
+    so decide cannot refuse it): the sign-off sheet still states the envelope the evidence
+    gives, never "not stated"."""
+    out = await programme_bundle(tmp_path / "b")
+    verdict = _json(out / "verdict.json")
+    stated = verdict.pop("tested")
+    assert stated["max_concurrency"], stated  # the recorded run exercised an envelope
+    (out / "verdict.json").write_text(json.dumps(verdict, indent=2))
+    Bundle(out).seal()
+    argv = ["signoff", str(out), "--reviewer", "Ana Ops", "--outcome", "observe-with-limits"]
+    assert await _cli(*argv, "--registry", str(tmp_path / "registry")) == 0, capsys.readouterr()
+    signed = _json(out / "signoff.json")
+    assert signed["tested"] == stated
+    assert "not stated" not in signed["tested_sentence"]
+    assert f"concurrency up to {stated['max_concurrency']}" in (out / "signoff.md").read_text()

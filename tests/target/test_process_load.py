@@ -4,6 +4,7 @@ processes, and their records come back as one bundle that the ledger balances.""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ def test_capacity_from_two_worker_processes_is_one_bundle(
     """Every window is split over the two workers (one share each, or one worker when the
     window has one slot); every record a worker sent is in the bundle, each worker measured
     its own headroom, and the main process's loop and CPU are in the bundle beside them. The
-    answer probes still run: their lane stays in the main process."""
+    answer probes still run: their lane stays in the main process. A worker starved of CPU
+    is golive's bottleneck, never the server's."""
     out = tmp_path / "b"
     # the scenario tests' small requests: the default workload's prompts take the 2-core CPU
     # engine 12 s to the first byte, so a 6 s window carried one request
@@ -62,7 +64,6 @@ def test_capacity_from_two_worker_processes_is_one_bundle(
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for w in workers:
         groups.setdefault((w["phase"], w["window_concurrency"]), []).append(w)
-    assert ("concurrency", 4) in groups, checks["capacity.concurrency"]["summary"]
     for (phase, level), shares in groups.items():
         # the sustained window's answer probes keep a quarter of its slots in the main process
         per_window = split(level - (level // 4 if phase == "sustained" else 0), 2)
@@ -71,11 +72,6 @@ def test_capacity_from_two_worker_processes_is_one_bundle(
         assert sorted({w["share"] for w in shares}) == sorted(set(per_window))
     assert all(w["requests"] == w["sent"] > 0 for w in workers)
     assert all(w["loop_lag_p99_ms"] is not None and w["cpu_share"] is not None for w in rows)
-    # the main process's row counts the probes' lane it kept (sustained) and its send lag
-    lane = {m["phase"]: m for m in mains}["sustained"]
-    assert lane["share"] == 1
-    assert lane["requests"] == lane["sent"] > 0
-    assert lane["lag_p99_ms"] is not None
     assert all(m["requests"] == 0 for m in mains if m["phase"] == "concurrency")
     records = [
         json.loads(line)
@@ -85,7 +81,29 @@ def test_capacity_from_two_worker_processes_is_one_bundle(
     ]
     from_workers = [r for r in records if "@" in r["label"]]
     assert len(from_workers) == sum(w["sent"] for w in workers)
+    assert len({r["request_id"] for r in records}) == len(records)
+    assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
+    headroom = checks["golive.client_headroom"]
+    ramp = checks["capacity.concurrency"]
+    steps = [w for w in windows if re.fullmatch(r"c\d+(r\d+)?", w["label"])]
+    if any(w["client_bottleneck"] for w in steps if w["phase"] == "concurrency"):
+        # Two workers, the main process and the engine share 2 cores: on a slow CI host a
+        # worker starved at concurrency 2 (send lag 221 ms a request against 71.5 allowed).
+        # That window is golive's, not the engine's: the ramp stops there, no_data, hold.
+        assert headroom["status"] == "fail", headroom["summary"]
+        assert ramp["status"] == "no_data", ramp["summary"]
+        assert "the client, not the server, was the bottleneck" in ramp["summary"]
+        assert verdict["outcome"] == Outcome.HOLD.value
+        assert "max_concurrency" not in verdict["limits"]
+        return
+    assert ("concurrency", 4) in groups, ramp["summary"]
+    assert headroom["status"] == "pass", (headroom["summary"], headroom["measurements"])
     assert {r["label"].split("@")[1] for r in from_workers} == {"worker-0", "worker-1"}
+    # the main process's row counts the probes' lane it kept (sustained) and its send lag
+    lane = {m["phase"]: m for m in mains}["sustained"]
+    assert lane["share"] == 1
+    assert lane["requests"] == lane["sent"] > 0
+    assert lane["lag_p99_ms"] is not None
     # the probe lane (main process) carried workload requests once the probes were sent
     assert all(r["label"] == "c4" for r in records if "@" not in r["label"])
     under_load = [
@@ -97,8 +115,4 @@ def test_capacity_from_two_worker_processes_is_one_bundle(
     assert lane_workload + len(under_load) == lane["requests"]  # the lane: probes, then workload
     probes = checks["capacity.answers_under_load"]
     assert probes["status"] in ("pass", "warn"), probes["summary"]
-    assert len({r["request_id"] for r in records}) == len(records)
-    assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
-    headroom = checks["golive.client_headroom"]
-    assert headroom["status"] == "pass", (headroom["summary"], headroom["measurements"])
     assert_sustained_read_the_clients(out, checks["capacity.sustained"])

@@ -15,10 +15,9 @@ from golive.checks.capacity.rules import (
     StabilityPolicy,
     StepStats,
     classify_concurrency,
-    request_cap,
     saturated,
-    window_coverage,
 )
+from golive.checks.capacity.window_sizing import request_cap, window_coverage
 from golive.checks.capacity.windows import (
     LongOutcome,
     LongStep,

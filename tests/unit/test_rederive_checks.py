@@ -13,7 +13,8 @@ from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS, CAPACITY_STEPS
 from golive.bundle.store import BundleReader
 from golive.checks.cache import judge_cache
 from golive.checks.cache.judge import cache_from_steps
-from golive.checks.capacity.judge import judge_model_load, ramp_from_steps
+from golive.checks.capacity.judge import ramp_from_steps
+from golive.checks.capacity.model_load import judge_model_load
 from golive.config import GoliveConfig, load_profile
 from golive.errors import BundleError
 from golive.results import CheckClass, CheckResult, Status

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from golive.bundle.layout import CHAIN_INPUTS, STARTUP_LOG
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.judge import judge_model_load
+from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.env.judge import chain_inputs, chain_results, serving_launch
 from golive.config import GoliveConfig, load_profile
 from golive.evidence.chain import ChainInputs, Source

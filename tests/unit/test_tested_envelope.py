@@ -140,3 +140,23 @@ def test_an_edited_envelope_is_caught_after_resealing(
     edited = rederive(copy)
     assert not edited.agrees
     assert any(f"verdict.json's {field}" in p or "tested envelope" in p for p in edited.problems)
+
+
+@pytest.mark.tampers_bundle
+def test_a_lengthened_sustained_window_is_not_a_longer_envelope(tmp_path: Path) -> None:
+    """A reviewer writes window_s 3600 into the demo's sustained row (25 s held) and reseals:
+    the seconds held are never longer than the window's records span (the last answers end
+    28 s after the first was sent), and the stated 25 s no longer agrees: caught."""
+    copy = _golden_with_tested(tmp_path)
+    row_path = copy / "metrics/capacity-sustained.json"
+    row = json.loads(row_path.read_text())
+    row["window_s"] = 3600
+    row_path.write_text(json.dumps(row))
+    Bundle(copy).seal()
+    again = rederive(copy)
+    sustained = next(c for c in again.checks if c.id == "capacity.sustained")
+    held = sustained.measurements["duration_s"]
+    assert isinstance(held, float)
+    assert held <= 28.5, sustained.measurements
+    assert not again.agrees
+    assert any("tested envelope" in p for p in again.problems), again.problems

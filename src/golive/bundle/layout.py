@@ -67,6 +67,7 @@ LEDGER_SENT = "metrics/ledger.json"  # what the clients counted as sent
 MEMORY_CURVE = "memory/capacity.csv"
 LOAD_CURVE = "memory/load.csv"
 TERMINATION = "memory/termination.json"
+RESTART = "memory/restart.json"  # the deployment served again after a death (restart.py)
 
 WATCH_OBSERVATIONS = "watch/observations.jsonl"
 WATCH_RECORDS = "watch/records.jsonl"

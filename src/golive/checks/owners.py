@@ -31,11 +31,11 @@ from golive.checks.capacity.answer_probes import EVIDENCE as ANSWERS_EVIDENCE
 from golive.checks.capacity.answer_probes import judge_answers
 from golive.checks.capacity.judge import (
     judge_headroom,
-    judge_long_input,
-    judge_model_load,
     judge_ramp,
     judge_sustained,
 )
+from golive.checks.capacity.long_input import judge_long_input
+from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.env.judge import CHAIN_CHECKS, judge_chain
 from golive.checks.identity import CHECK_ID as IDENTITY_CHECK
 from golive.checks.identity import judge_identity

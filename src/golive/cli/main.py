@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -170,7 +170,7 @@ async def _capacity(args: argparse.Namespace) -> int:
     async with launched_server(args.launch, config.target.url, served, progress_line) as up:
         log_text = up.log_path.read_text(errors="replace")
         return await _run_capacity(
-            args, config, out, log_text, up.target, up.load_span, up.log_path
+            args, config, out, log_text, up.target, up.load_span, up.log_path, up.relaunch
         )
 
 
@@ -182,12 +182,13 @@ async def _run_capacity(
     launched: RunningTarget | None,
     load_span: tuple[float, float] | None = None,
     server_log: Path | None = None,
+    relaunch: Callable[[], Awaitable[int]] | None = None,
 ) -> int:
     async with load_clients(args.ray, args.workers, config, progress_line) as clients:
         with RichProgress(err) as progress:
             startup = None if log_text is None else parse_startup_log(log_text)
             inputs = _capacity_inputs(args, config, startup, progress, launched, load_span)
-            inputs = dataclasses.replace(inputs, clients=clients)
+            inputs = dataclasses.replace(inputs, clients=clients, relaunch=relaunch)
 
             async def programme(ctx: CheckContext) -> list[CheckResult]:
                 if log_text is not None:

@@ -51,6 +51,7 @@ CAPACITY_FLAGS = (
     ConfigFlag("--max-context", "capacity.max_context", "TOKENS"),
     ConfigFlag("--duration", "capacity.duration_s", "S"),
     ConfigFlag("--step-duration", "capacity.step_duration_s", "S"),
+    ConfigFlag("--restart-wait", "capacity.restart_wait_s", "S"),
 )
 CACHE_FLAGS = (
     ConfigFlag("--prefix-tokens", "cache.prefix_tokens", "TOKENS"),

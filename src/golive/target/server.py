@@ -269,13 +269,29 @@ async def running_target(
         await stop_target(target)
 
 
-@dataclass(frozen=True, slots=True)
 class Launched:
-    """A server golive started from the user's command (`capacity --launch`)."""
+    """A server golive started from the user's command (`capacity --launch`). After an
+    engine death, `relaunch` starts the same command again (its log beside the first)."""
 
-    target: RunningTarget
-    log_path: Path
-    load_span: tuple[float, float]  # wall-clock start and healthy: the model load
+    def __init__(
+        self, argv: list[str], target: RunningTarget, started: float, progress: Progress
+    ) -> None:
+        self.argv = argv
+        self.target = target
+        self.log_path = target.log_path  # the first launch's: the startup log judged
+        self.load_span = (started, time.time())  # wall clock, start to healthy: the model load
+        self.launches = 1
+        self._progress = progress
+
+    async def relaunch(self) -> int:
+        """Stop what is left of the server and start its command again: the new PID."""
+        await stop_target(self.target)
+        self.launches += 1
+        log_path = self.log_path.with_name(f"server-{self.launches}.log")
+        self.target = await launch(
+            self.argv, self.target.url, log_path, self.target.served_name, progress=self._progress
+        )
+        return self.target.pid
 
 
 @contextlib.asynccontextmanager
@@ -285,10 +301,13 @@ async def launched_server(
     """Start `command` (e.g. "vllm serve ..."), its log in a new temporary folder, wait until
     `url` is healthy; stop it by PID however the block ends, saying where its log is."""
     log_path = Path(tempfile.mkdtemp(prefix="golive-launch-")) / "server.log"
+    argv = shlex.split(command)
     started = time.time()
-    target = await launch(shlex.split(command), url, log_path, served_name, progress=progress)
+    up = Launched(
+        argv, await launch(argv, url, log_path, served_name, progress=progress), started, progress
+    )
     try:
-        yield Launched(target, log_path, (started, time.time()))
+        yield up
     finally:
-        await stop_target(target)
-        progress(f"stopped the launched server (pid {target.pid}); its log: {log_path}")
+        await stop_target(up.target)
+        progress(f"stopped the launched server (pid {up.target.pid}); its logs: {log_path.parent}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -32,6 +33,32 @@ class FakeState:
     models_asked: int = 0  # GET /v1/models received
     running: int = 0  # fault "knee": requests being served right now
     knee_at: int = 2  # fault "knee": past this many in flight, each request takes longer
+    die_above: int = 2  # fault "dies_above": more in flight than this kills the engine once
+    down_s: float = 1.0  # ... which serves again this long after (its platform restarts it)
+    down_until: float = 0.0
+    deaths: int = 0
+
+
+_ENGINE_DIED = {"error": {"message": "EngineCore died", "type": "InternalServerError", "code": 500}}
+
+
+def _down(state: FakeState) -> bool:
+    """Fault "dies_above": the engine is dead until its restart."""
+    return state.fault == "dies_above" and time.monotonic() < state.down_until
+
+
+async def _dies_above(state: FakeState) -> bool:
+    """Fault "dies_above": each request takes 50 ms; the first time more than `die_above`
+    are in flight the engine dies (False: this request is answered HTTP 500 with the rest)."""
+    state.running += 1
+    try:
+        if state.running > state.die_above and not state.deaths:
+            state.deaths += 1
+            state.down_until = time.monotonic() + state.down_s
+        await asyncio.sleep(0.05)
+        return not _down(state)
+    finally:
+        state.running -= 1
 
 
 async def _knee(state: FakeState) -> None:
@@ -79,7 +106,7 @@ def _chunk(delta: dict[str, object], finish: str | None = None, model: str = MOD
 
 def build_app(state: FakeState) -> web.Application:
     async def health(_: web.Request) -> web.Response:
-        return web.Response(status=200)
+        return web.Response(status=503 if _down(state) else 200)
 
     async def version(_: web.Request) -> web.Response:
         if state.fault == "not_vllm":
@@ -129,17 +156,10 @@ def build_app(state: FakeState) -> web.Application:
                 },
                 status=404,
             )
-        if state.fault == "http_500":
-            return web.json_response(
-                {
-                    "error": {
-                        "message": "EngineCore died",
-                        "type": "InternalServerError",
-                        "code": 500,
-                    }
-                },
-                status=500,
-            )
+        if state.fault == "http_500" or _down(state):
+            return web.json_response(_ENGINE_DIED, status=500)
+        if state.fault == "dies_above" and not await _dies_above(state):
+            return web.json_response(_ENGINE_DIED, status=500)
         messages = body.get("messages") or []
         if state.fault == "tool_result_500" and any(m.get("role") == "tool" for m in messages):
             return web.json_response(  # a chat template that breaks on tool results

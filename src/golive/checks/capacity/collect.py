@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,7 +25,7 @@ from golive.checks.capacity.rules import (
 )
 from golive.checks.context import CheckContext, scrape
 from golive.evidence.gpu_curve import PhaseSpan, merge_gpu_curve
-from golive.evidence.sampling import Curve, Probe
+from golive.evidence.sampling import Curve, Probe, host_probe
 from golive.evidence.startup_log import StartupFacts
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import (
@@ -86,6 +86,7 @@ class CapacityInputs:
     load_span: tuple[float, float] | None = None  # wall clock of a launch golive made
     progress: PhaseProgress = field(default_factory=Quiet)
     clients: LoadClients | None = None  # spread the load windows over these (--ray)
+    relaunch: Callable[[], Awaitable[int]] | None = None  # golive's own launch again: new PID
 
 
 def cap_result(
@@ -151,6 +152,7 @@ class Run:
         self.dead = asyncio.Event()
         self.death: str | None = None
         self.memory: Curve | None = None
+        self.probes: list[Probe] = []  # what the memory curve samples (the host's first)
         self.concurrency_ceiling: int | None = None
         self.rate_per_slot = 0.0  # requests/s per concurrency slot, from the calibration window
         self.idle_silence_s = 0.0  # how long a typical answer went without a byte, calibration
@@ -180,6 +182,11 @@ class Run:
         if (lost := connection_lost(record)) is not None:
             await self.check_alive(lost, body)
         return record
+
+    def follow(self, pid: int) -> None:
+        """The server runs again as `pid` (relaunched): its host memory is sampled now."""
+        if self.inputs.target_pid is not None and self.probes:
+            self.probes[0] = host_probe(pid)
 
     @property
     def stream_file(self) -> str:
@@ -298,7 +305,7 @@ def engine_probe(ctx: CheckContext) -> Probe:
 def save_load_evidence(run: Run) -> None:
     """Phase 1's evidence: the startup log (saved here where no section before saved it) and
     the host memory curve while golive's own launch loaded the model (`memory/load.csv`),
-    judged by `capacity.judge.judge_model_load`."""
+    judged by `capacity.model_load.judge_model_load`."""
     startup = run.inputs.startup
     if startup is not None and startup.text and not run.ctx.bundle.path(STARTUP_LOG).exists():
         run.ctx.bundle.write_text(STARTUP_LOG, startup.text)

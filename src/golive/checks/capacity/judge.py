@@ -11,15 +11,12 @@ from typing import Any
 from golive.bundle.layout import (
     CAPACITY_CONCURRENCY_REQUESTS,
     CAPACITY_KNEE_REPEATS,
-    CAPACITY_LADDER,
-    CAPACITY_LONG_INPUT_REQUESTS,
     CAPACITY_STEPS,
     CAPACITY_SUSTAINED,
     CAPACITY_SUSTAINED_REQUESTS,
     CAPACITY_WATCHDOG,
-    LOAD_CURVE,
     MEMORY_CURVE,
-    STARTUP_LOG,
+    RESTART,
     TERMINATION,
 )
 from golive.bundle.store import BundleReader
@@ -27,7 +24,6 @@ from golive.checks.capacity.collect import cap_result, classified
 from golive.checks.capacity.failures import failure_detail
 from golive.checks.capacity.recorded import (
     engine_silent,
-    ladder_differences,
     repeats_differences,
     scraped_differences,
     steps_differences,
@@ -45,16 +41,12 @@ from golive.checks.capacity.rules import (
     outside_engine_s,
 )
 from golive.checks.capacity.windows import (
-    LongOutcome,
-    LongStep,
-    classify_long_input,
     classify_sustained,
     thirds_growth,
     trend,
 )
-from golive.checks.env.judge import serving_launch
 from golive.config import CapacityConfig
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CheckResult, Status
 from golive.traffic.headroom import headroom_check
 from golive.traffic.records import saved_answered, saved_e2e_s
 
@@ -70,7 +62,7 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     mismatch = steps_differences(rows, records, CAPACITY_STEPS)
     mismatch += repeats_differences(again, rows, records, CAPACITY_KNEE_REPEATS)
     if mismatch:
-        return _not_from_records("capacity.concurrency", mismatch, CAPACITY_STEPS)
+        return not_from_records("capacity.concurrency", mismatch, CAPACITY_STEPS)
     silent = [
         why
         for row in [*rows, *again]
@@ -93,7 +85,7 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
         for found in _scraped(evidence, row, f"capacity-{window_label(row)}")
     ]
     if edited:
-        return _not_from_records("capacity.concurrency", edited, CAPACITY_STEPS)
+        return not_from_records("capacity.concurrency", edited, CAPACITY_STEPS)
     quoted, repeated = (
         [
             {**row, "failure_detail": failure_detail(window_records(records, window_label(row)))}
@@ -165,7 +157,7 @@ def ramp_from_steps(
     return classified("capacity.concurrency", result, measurements, evidence_paths)
 
 
-def _not_from_records(check_id: str, mismatch: Sequence[str], source: str) -> CheckResult:
+def not_from_records(check_id: str, mismatch: Sequence[str], source: str) -> CheckResult:
     """A summary that its request records contradict: the check cannot be judged from it."""
     more = f" (and {len(mismatch) - 3} more)" if len(mismatch) > 3 else ""
     return cap_result(
@@ -219,12 +211,23 @@ def after_death(evidence: BundleReader, check_id: str) -> CheckResult | None:
     if not isinstance(record, Mapping):
         return None
     where = f"in the {record.get('phase')} phase at concurrency {record.get('concurrency')}"
+    restart = evidence.json(RESTART)
+    if isinstance(restart, Mapping):  # it was tried and failed (restart.py)
+        hint = f"; it did not serve again ({restart.get('failure')}; {RESTART})"
+    elif check_id == "capacity.sustained" and record.get("phase") == "concurrency":
+        hint = (
+            "; to measure the ramp's last stable step, bring the engine back within "
+            "capacity.restart_wait_s (--restart-wait S), or let golive start it again "
+            "(capacity --launch)"
+        )
+    else:
+        hint = ""
     return cap_result(
         check_id,
         Status.NO_DATA,
-        f"not run: the engine terminated earlier, {where} ({record.get('reason')})",
+        f"not run: the engine terminated earlier, {where} ({record.get('reason')}){hint}",
         {},
-        (TERMINATION,),
+        (TERMINATION, *((RESTART,) if isinstance(restart, Mapping) else ())),
     )
 
 
@@ -274,7 +277,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
             f"{CAPACITY_SUSTAINED}: concurrency {stats.concurrency!r}, but its label is {label!r}"
         )
     if mismatch:
-        return _not_from_records("capacity.sustained", mismatch, CAPACITY_SUSTAINED)
+        return not_from_records("capacity.sustained", mismatch, CAPACITY_SUSTAINED)
     # the window's scrapes (bundles before 2026-12 shared the ramp step's names)
     scrapes = str(row.get("scrapes") or f"capacity-{label}")
     silent = _engine_silent(evidence, row, window, scrapes)
@@ -282,7 +285,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         return _not_the_engines("capacity.sustained", [silent], CAPACITY_SUSTAINED)
     edited = _scraped(evidence, row, scrapes)
     if edited:
-        return _not_from_records("capacity.sustained", edited, CAPACITY_SUSTAINED)
+        return not_from_records("capacity.sustained", edited, CAPACITY_SUSTAINED)
     t0 = min((float(r["started_at"]) for r in window), default=0.0)
     done = [
         (float(r["started_at"]) + e2e - t0, e2e)
@@ -291,9 +294,13 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     ]
     latency = trend(done)
     thirds = thirds_growth(done)
-    # the window's own length (sized from the ramp's rate; older rows: the configured one)
+    # the window's own length (sized from the ramp's rate; older rows: the configured one),
+    # never longer than its records span: the tested envelope states the seconds held
     duration = row.get("window_s")
     duration_s = float(duration) if isinstance(duration, int | float) else config.duration_s
+    spanned = [float(r["started_at"]) - t0 + (saved_e2e_s(r) or 0.0) for r in window]
+    if spanned:
+        duration_s = min(duration_s, round(max(spanned), 1))
     windows = window_throughput(sorted(t for t, _ in done), duration_s)
     level = stats.concurrency
     result = classify_sustained(
@@ -343,6 +350,14 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         "window_rps": ", ".join(f"{w:.2f}" for w in windows),
     }
     evidence_paths = [CAPACITY_SUSTAINED_REQUESTS, CAPACITY_SUSTAINED, MEMORY_CURVE]
+    restart = evidence.json(RESTART)
+    if isinstance(restart, Mapping) and restart.get("served_again") is True:
+        # the engine died in the ramp and served again (restart.py): said, never hidden
+        result = dataclasses.replace(
+            result, reason=f"{result.reason} (measured after the engine's restart: {RESTART})"
+        )
+        measurements["after_restart"] = True
+        evidence_paths.append(RESTART)
     return classified("capacity.sustained", result, measurements, evidence_paths)
 
 
@@ -354,107 +369,3 @@ def window_throughput(done_at: Sequence[float], duration_s: float, windows: int 
     for t in done_at:
         counts[min(windows - 1, int(t / width))] += 1
     return [c / width for c in counts]
-
-
-def judge_long_input(evidence: BundleReader) -> CheckResult:
-    """`capacity.long_input` from the ladder the collector saved: each context size and how
-    the server answered it (served, rejected for its length, refused, failed, died)."""
-    ladder = evidence.json(CAPACITY_LADDER)
-    if not isinstance(ladder, Mapping):
-        return after_death(evidence, "capacity.long_input") or cap_result(
-            "capacity.long_input",
-            Status.NO_DATA,
-            f"no long-input ladder ({CAPACITY_LADDER})",
-            {},
-            (),
-        )
-    saved = ladder.get("steps") or ()
-    records = evidence.jsonl(CAPACITY_LONG_INPUT_REQUESTS)
-    mismatch = ladder_differences(saved, records, CAPACITY_LADDER)
-    if mismatch:
-        return _not_from_records("capacity.long_input", mismatch, CAPACITY_LADDER)
-    steps = [
-        LongStep(
-            int(row["context_tokens"]),
-            LongOutcome(row["outcome"]),
-            str(row.get("detail") or ""),
-            row.get("prompt_tokens"),
-        )
-        for row in saved
-    ]
-    max_context = int(ladder["max_context"])
-    max_model_len = ladder.get("max_model_len")
-    result = classify_long_input(steps, max_context, max_model_len)
-    measurements: dict[str, Any] = {
-        "max_context": max_context,
-        "max_model_len": max_model_len,
-        "top_step": ladder.get("top_step"),
-        "tokens_per_word": round(float(ladder["tokens_per_word"]), 3),
-        "calibration": ladder.get("calibration"),
-        "generation_limit": ladder.get("generation_limit"),
-        "sampling": "temperature=0",
-        "recovered_after_rejections": ladder.get("recovered_after_rejections"),
-        **{f"step_{s.context_tokens}": s.outcome.value for s in steps},
-        **{
-            f"prompt_tokens_{s.context_tokens}": s.prompt_tokens
-            for s in steps
-            if s.prompt_tokens is not None
-        },
-    }
-    return classified(
-        "capacity.long_input",
-        result,
-        measurements,
-        (CAPACITY_LONG_INPUT_REQUESTS, CAPACITY_LADDER, MEMORY_CURVE),
-    )
-
-
-def judge_model_load(evidence: BundleReader) -> CheckResult:
-    """`capacity.model_load` (phase 1) from what the engine printed (`environment/startup.log`)
-    and the load curve when golive started it (`memory/load.csv`)."""
-    facts = serving_launch(evidence)
-    if facts is None:
-        return cap_result(
-            "capacity.model_load",
-            Status.NO_DATA,
-            "no startup log: model-load memory and timing unknown (pass --log)",
-            {},
-            (),
-            critical=False,
-        )
-    rows = (evidence.text(LOAD_CURVE) or "").splitlines()[1:]
-    curve = [float(row.split(",")[1]) for row in rows if row.strip()]
-    measurements: dict[str, Any] = {
-        **facts.load_figures(),
-        "kv_cache_tokens": facts.kv_cache_tokens,
-        "peak_load_rss_mib": max(curve, default=None),
-        "load_curve_points": len(curve),
-        **{f"parallel_{k}": v for k, v in facts.parallel().items()},
-    }
-    evidence_files = [STARTUP_LOG] + ([LOAD_CURVE] if curve else [])
-    if facts.fatal:
-        kinds = ", ".join(sorted({s.kind for s in facts.fatal}))
-        return CheckResult(
-            "capacity.model_load",
-            CheckClass.STARTUP,
-            True,
-            Status.FAIL,
-            f"the model did not load cleanly ({kinds}): rebuild the environment or "
-            "fix the topology, not traffic",
-            measurements,
-            tuple(evidence_files),
-        )
-    fallbacks = [s for s in facts.signatures if s.kind == "fallback"]
-    summary = (
-        f"weights loaded in {facts.weights_load_s} s, engine init {facts.init_engine_s} s"
-        + (f", peak {measurements['peak_load_rss_mib']:.0f} MiB host RSS" if curve else "")
-        + (f"; {len(fallbacks)} fallback message(s)" if fallbacks else "")
-    )
-    return cap_result(
-        "capacity.model_load",
-        Status.WARN if fallbacks else Status.PASS,
-        summary,
-        measurements,
-        evidence_files,
-        critical=False,
-    )

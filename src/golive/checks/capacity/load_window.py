@@ -20,13 +20,14 @@ from golive.checks.capacity.collect import (
     seconds,
 )
 from golive.checks.capacity.failures import cancelled, server_errors
-from golive.checks.capacity.rules import StepStats, request_cap, window_coverage
+from golive.checks.capacity.rules import StepStats
 from golive.checks.capacity.stalls import (
     HealthWatch,
     idle_silence_s,
     stall_after_s,
     stall_in,
 )
+from golive.checks.capacity.window_sizing import request_cap, window_coverage
 from golive.checks.context import scrape
 from golive.evidence.sampling import running_beside
 from golive.metrics import MetricsDelta

@@ -31,8 +31,6 @@ from golive.checks.capacity.collect import (
 from golive.checks.capacity.judge import (
     after_death,
     judge_headroom,
-    judge_long_input,
-    judge_model_load,
     judge_ramp,
     judge_sustained,
     stability_policy,
@@ -44,6 +42,9 @@ from golive.checks.capacity.load_window import (
     ramp,
     window_cap,
 )
+from golive.checks.capacity.long_input import judge_long_input
+from golive.checks.capacity.model_load import judge_model_load
+from golive.checks.capacity.restart import served_again
 from golive.checks.capacity.rules import StepStats, ramp_next
 from golive.checks.capacity.windows import (
     MIN_DRIFT_COMPLETIONS,
@@ -85,7 +86,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
         ]
     run = Run(ctx, inputs, served.model, served.max_model_len)
     ctx.bundle.write_json(CAPACITY_WORKLOAD, {"seed": run.workload_seed})
-    probes: list[Probe] = []
+    probes: list[Probe] = run.probes
     if inputs.target_pid is not None:
         probes.append(host_probe(inputs.target_pid))
     gpu = nvml_probe()
@@ -106,6 +107,8 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     async with sampling(ctx.bundle, MEMORY_CURVE, probes, 0.2, lambda: run.phase) as curve:
         run.memory = curve
         for name, phase in phases:
+            if run.dead.is_set() and name == "sustained":  # sustained measures the ceiling
+                await served_again(run)
             if run.dead.is_set():  # not measured: no_data, never a failure with a cause
                 results.append(not_run(run, f"capacity.{name}"))
                 continue

@@ -1,0 +1,69 @@
+"""`capacity.long_input` judged from the bundle alone: the ladder of context sizes the
+collector saved (`metrics/capacity-ladder.json`), held to its request records. The run calls
+it on the bundle it is writing; `golive decide` calls it again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from golive.bundle.layout import CAPACITY_LADDER, CAPACITY_LONG_INPUT_REQUESTS, MEMORY_CURVE
+from golive.bundle.store import BundleReader
+from golive.checks.capacity.collect import cap_result, classified
+from golive.checks.capacity.judge import after_death, not_from_records
+from golive.checks.capacity.recorded import ladder_differences
+from golive.checks.capacity.windows import LongOutcome, LongStep, classify_long_input
+from golive.results import CheckResult, Status
+
+
+def judge_long_input(evidence: BundleReader) -> CheckResult:
+    """`capacity.long_input` from the ladder the collector saved: each context size and how
+    the server answered it (served, rejected for its length, refused, failed, died)."""
+    ladder = evidence.json(CAPACITY_LADDER)
+    if not isinstance(ladder, Mapping):
+        return after_death(evidence, "capacity.long_input") or cap_result(
+            "capacity.long_input",
+            Status.NO_DATA,
+            f"no long-input ladder ({CAPACITY_LADDER})",
+            {},
+            (),
+        )
+    saved = ladder.get("steps") or ()
+    records = evidence.jsonl(CAPACITY_LONG_INPUT_REQUESTS)
+    mismatch = ladder_differences(saved, records, CAPACITY_LADDER)
+    if mismatch:
+        return not_from_records("capacity.long_input", mismatch, CAPACITY_LADDER)
+    steps = [
+        LongStep(
+            int(row["context_tokens"]),
+            LongOutcome(row["outcome"]),
+            str(row.get("detail") or ""),
+            row.get("prompt_tokens"),
+        )
+        for row in saved
+    ]
+    max_context = int(ladder["max_context"])
+    max_model_len = ladder.get("max_model_len")
+    result = classify_long_input(steps, max_context, max_model_len)
+    measurements: dict[str, Any] = {
+        "max_context": max_context,
+        "max_model_len": max_model_len,
+        "top_step": ladder.get("top_step"),
+        "tokens_per_word": round(float(ladder["tokens_per_word"]), 3),
+        "calibration": ladder.get("calibration"),
+        "generation_limit": ladder.get("generation_limit"),
+        "sampling": "temperature=0",
+        "recovered_after_rejections": ladder.get("recovered_after_rejections"),
+        **{f"step_{s.context_tokens}": s.outcome.value for s in steps},
+        **{
+            f"prompt_tokens_{s.context_tokens}": s.prompt_tokens
+            for s in steps
+            if s.prompt_tokens is not None
+        },
+    }
+    return classified(
+        "capacity.long_input",
+        result,
+        measurements,
+        (CAPACITY_LONG_INPUT_REQUESTS, CAPACITY_LADDER, MEMORY_CURVE),
+    )

@@ -1,0 +1,124 @@
+"""An engine that dies above a stable ramp step (issue 28: "death after a stable step →
+observe-with-limits at that step"). The checklist expands capacity only when the failure
+"continues after reasonable context and concurrency controls": the sustained window at the
+last stable step is what shows it, so golive measures it once the deployment serves again,
+and holds (saying how to measure it) when it does not.
+
+The fake stands in for an engine killed by load and restarted by its platform: the real CPU
+engine neither dies at a chosen concurrency nor comes back by itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from golive.checks.capacity.collect import CapacityInputs
+from golive.checks.capacity.phases import run_capacity
+from golive.checks.context import CheckContext
+from golive.config import load_config
+from golive.pipeline import Verdict, judge
+from golive.results import CheckResult, Outcome
+from golive.verdict.rederive import rederive
+from tests.helpers.fakes.vllm import FakeState, fake_vllm
+
+SHORT = {
+    "capacity.concurrency": 4,
+    "capacity.step_duration_s": 1.5,
+    "capacity.calibration_s": 1.5,
+    "capacity.duration_s": 3.0,
+    "capacity.max_context": 256,
+    "capacity.answer_probes": False,
+}
+
+
+async def _capacity(out: Path, **settings: Any) -> tuple[Verdict, FakeState]:
+    state = FakeState(fault="dies_above", die_above=2, down_s=1.0)
+    async with fake_vllm(state) as url:
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            return await run_capacity(ctx, CapacityInputs())
+
+        config = load_config(None, {"target.url": url, **SHORT, **settings})
+        verdict = await judge(config, out, "capacity", programme, ("capacity",))
+    return verdict, state
+
+
+def _checks(verdict: Verdict) -> dict[str, Any]:
+    return {c["id"]: c for c in verdict.data["checks"]}
+
+
+async def test_a_death_above_a_stable_step_restarted_is_a_limit_at_that_step(
+    tmp_path: Path,
+) -> None:
+    """Concurrency 1 and 2 hold, the engine dies at 4 and its platform restarts it within
+    capacity.restart_wait_s: the sustained window runs at 2 and holds, so the outcome is
+    observe-with-limits at 2 — never expand-capacity (no stated need, no saturation) and
+    never hold. The restart is in the bundle and the sustained check says it; decide agrees."""
+    out = tmp_path / "b"
+    verdict, state = await _capacity(out, **{"capacity.restart_wait_s": 20})
+    assert state.deaths == 1
+    checks = _checks(verdict)
+    ramp = checks["capacity.concurrency"]
+    assert ramp["measurements"]["classification"] == "limit-traffic", ramp["summary"]
+    assert ramp["measurements"]["ceiling"] == 2
+    termination = json.loads((out / "memory/termination.json").read_text())
+    assert (termination["phase"], termination["concurrency"]) == ("concurrency", 4)
+    restart = json.loads((out / "memory/restart.json").read_text())
+    assert restart["served_again"] is True
+    assert "platform restarted" in restart["how"]
+    sustained = checks["capacity.sustained"]
+    assert sustained["status"] == "pass", sustained["summary"]
+    assert sustained["measurements"]["concurrency"] == 2
+    assert sustained["measurements"]["after_restart"] is True
+    assert "measured after the engine's restart" in sustained["summary"]
+    assert verdict.outcome is Outcome.OBSERVE_WITH_LIMITS, verdict.data["rules_fired"]
+    assert verdict.data["limits"]["max_concurrency"] == 2
+    fired = {r["rule"] for r in verdict.data["rules_fired"]}
+    assert "capacity-limited" in fired
+    assert not {"capacity-exhausted", "capacity-unattributed"} & fired
+    phases = [p["phase"] for p in json.loads((out / "metrics/capacity-phases.json").read_text())]
+    assert phases == ["long_input", "concurrency", "restart", "sustained"]
+    again = rederive(out)
+    assert again.agrees, again.problems
+
+
+async def test_a_death_above_a_stable_step_not_restarted_holds_and_says_how(
+    tmp_path: Path,
+) -> None:
+    """The same death with no restart wait: the sustained window at 2 was never measured, so
+    the verdict holds (no measurement, no pass) and the sustained check says how to measure
+    it; no limit is stated as if it had been."""
+    out = tmp_path / "b"
+    verdict, _ = await _capacity(out)
+    checks = _checks(verdict)
+    assert checks["capacity.concurrency"]["measurements"]["ceiling"] == 2
+    sustained = checks["capacity.sustained"]
+    assert sustained["status"] == "no_data"
+    assert "not run: the engine terminated earlier" in sustained["summary"]
+    assert "--restart-wait" in sustained["summary"]
+    assert not (out / "memory/restart.json").exists()
+    assert verdict.outcome is Outcome.HOLD
+    again = rederive(out)
+    assert again.agrees, again.problems
+
+
+async def test_a_platform_that_never_restarts_is_named(tmp_path: Path) -> None:
+    """A restart wait that runs out: the attempt is recorded and the sustained check names
+    it; the verdict holds."""
+    out = tmp_path / "b"
+    state = FakeState(fault="dies_above", die_above=2, down_s=3600.0)
+    async with fake_vllm(state) as url:
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            return await run_capacity(ctx, CapacityInputs())
+
+        config = load_config(None, {"target.url": url, **SHORT, "capacity.restart_wait_s": 2.5})
+        verdict = await judge(config, out, "capacity", programme, ("capacity",))
+    restart = json.loads((out / "memory/restart.json").read_text())
+    assert restart["served_again"] is False
+    assert "did not answer OK within 2.5 s" in restart["failure"]
+    sustained = _checks(verdict)["capacity.sustained"]
+    assert sustained["status"] == "no_data"
+    assert "it did not serve again" in sustained["summary"]
+    assert verdict.outcome is Outcome.HOLD
