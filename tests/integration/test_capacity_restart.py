@@ -29,11 +29,17 @@ SHORT = {
     "capacity.duration_s": 3.0,
     "capacity.max_context": 256,
     "capacity.answer_probes": False,
+    # the subject is the death and the restart: a busy test machine's scheduling lag must
+    # not take a 1.5 s window as golive's own bottleneck (the fake answers in 50 ms)
+    "capacity.client_max_lag_ms": 100.0,
+    "capacity.client_max_cpu_share": 1.0,
 }
 
 
-async def _capacity(out: Path, **settings: Any) -> tuple[Verdict, FakeState]:
-    state = FakeState(fault="dies_above", die_above=2, down_s=1.0)
+async def _capacity(
+    out: Path, die_again_above: int | None = None, **settings: Any
+) -> tuple[Verdict, FakeState]:
+    state = FakeState(fault="dies_above", die_above=2, down_s=1.0, die_again_above=die_again_above)
     async with fake_vllm(state) as url:
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
@@ -107,7 +113,7 @@ async def test_a_platform_that_never_restarts_is_named(tmp_path: Path) -> None:
     """A restart wait that runs out: the attempt is recorded and the sustained check names
     it; the verdict holds."""
     out = tmp_path / "b"
-    state = FakeState(fault="dies_above", die_above=2, down_s=3600.0)
+    state = FakeState(fault="dies_above", die_above=3, down_s=3600.0)
     async with fake_vllm(state) as url:
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
@@ -122,3 +128,25 @@ async def test_a_platform_that_never_restarts_is_named(tmp_path: Path) -> None:
     assert sustained["status"] == "no_data"
     assert "it did not serve again" in sustained["summary"]
     assert verdict.outcome is Outcome.HOLD
+
+
+async def test_a_death_that_continues_at_the_limit_after_the_restart_is_kept(
+    tmp_path: Path,
+) -> None:
+    """Restarted, the engine dies again in the sustained window at 2: both deaths are in the
+    bundle (the first record is never overwritten), the sustained check names the death, and
+    the verdict is neither go-live nor expand-capacity (no need stated): concurrency 2 is no
+    longer allowed."""
+    out = tmp_path / "b"
+    verdict, state = await _capacity(out, die_again_above=1, **{"capacity.restart_wait_s": 20})
+    assert state.deaths == 2
+    first = json.loads((out / "memory/termination.json").read_text())
+    assert (first["phase"], first["concurrency"]) == ("concurrency", 4)
+    again = json.loads((out / "memory/termination-after-restart.json").read_text())
+    assert (again["phase"], again["concurrency"]) == ("sustained", 2)
+    sustained = _checks(verdict)["capacity.sustained"]
+    assert "the engine terminated under sustained load at concurrency 2" in sustained["summary"]
+    assert "measured after the engine's restart" in sustained["summary"]
+    assert verdict.outcome not in (Outcome.GO_LIVE, Outcome.EXPAND_CAPACITY)
+    assert verdict.data["limits"].get("max_concurrency", 0) < 2
+    assert rederive(out).agrees

@@ -68,6 +68,7 @@ MEMORY_CURVE = "memory/capacity.csv"
 LOAD_CURVE = "memory/load.csv"
 TERMINATION = "memory/termination.json"
 RESTART = "memory/restart.json"  # the deployment served again after a death (restart.py)
+TERMINATION_AFTER_RESTART = "memory/termination-after-restart.json"  # it died again
 
 WATCH_OBSERVATIONS = "watch/observations.jsonl"
 WATCH_RECORDS = "watch/records.jsonl"

@@ -35,6 +35,7 @@ class FakeState:
     knee_at: int = 2  # fault "knee": past this many in flight, each request takes longer
     die_above: int = 2  # fault "dies_above": more in flight than this kills the engine once
     down_s: float = 1.0  # ... which serves again this long after (its platform restarts it)
+    die_again_above: int | None = None  # ... and once restarted, more than this kills it again
     down_until: float = 0.0
     deaths: int = 0
 
@@ -49,10 +50,12 @@ def _down(state: FakeState) -> bool:
 
 async def _dies_above(state: FakeState) -> bool:
     """Fault "dies_above": each request takes 50 ms; the first time more than `die_above`
-    are in flight the engine dies (False: this request is answered HTTP 500 with the rest)."""
+    are in flight the engine dies (False: this request is answered HTTP 500 with the rest);
+    restarted, more than `die_again_above` (when set) kills it once more."""
     state.running += 1
     try:
-        if state.running > state.die_above and not state.deaths:
+        limit = state.die_above if not state.deaths else state.die_again_above
+        if limit is not None and state.running > limit and not _down(state) and state.deaths < 2:
             state.deaths += 1
             state.down_until = time.monotonic() + state.down_s
         await asyncio.sleep(0.05)

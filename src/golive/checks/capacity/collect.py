@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from golive.bundle.layout import LOAD_CURVE, MEMORY_CURVE, STARTUP_LOG, TERMINATION
+from golive.bundle.layout import (
+    LOAD_CURVE,
+    MEMORY_CURVE,
+    STARTUP_LOG,
+    TERMINATION,
+    TERMINATION_AFTER_RESTART,
+)
 from golive.checks.capacity.failures import clip
 from golive.checks.capacity.rules import (
     Action,
@@ -227,7 +233,10 @@ class Run:
         in_flight = [*self.in_flight.values(), *([shape_of(body)] if body else [])]
         self.death = reason
         self.dead.set()
-        self.ctx.bundle.write_json(TERMINATION, self.termination(reason, in_flight))
+        # a death after a restart (restart.py) keeps the first one's record beside it
+        first = not self.ctx.bundle.path(TERMINATION).exists()
+        path = TERMINATION if first else TERMINATION_AFTER_RESTART
+        self.ctx.bundle.write_json(path, self.termination(reason, in_flight))
         return False
 
     def termination(self, reason: str, in_flight: list[dict[str, Any]]) -> dict[str, Any]:
