@@ -504,3 +504,31 @@ async def test_a_combined_bundle_is_one_deployment_when_judged_again(tmp_path: P
     Bundle(root).seal()
     looped = rederive(root)
     assert any("a part lives in parts/<name>" in p for p in looped.problems)
+
+
+@pytest.mark.parametrize(
+    ("key", "edit"),
+    [
+        ("vllm_version", lambda inputs: inputs["live"]["vllm_version"].update(value="0.99.0")),
+        ("max_model_len", lambda inputs: inputs["live"]["max_model_len"].update(value="1000000")),
+        ("cache_info", lambda inputs: inputs["cache_info"].update(enable_prefix_caching="False")),
+    ],
+    ids=["version", "max-model-len", "cache-config"],
+)
+def test_an_edited_copy_of_the_live_servers_answers_is_named(
+    recorded: Path, tmp_path: Path, key: str, edit: Any
+) -> None:
+    """The version chain reads the live server's answers from chain-inputs.json; edited there
+    (a version the profile wants, a longer context, another cache setting) they are no longer
+    what the saved /version and /v1/models records and the env scrape say: decide names the
+    file and holds, never judges the edited copy."""
+    root = _copy(recorded, tmp_path)
+    path = root / "environment/chain-inputs.json"
+    inputs = json.loads(path.read_text())
+    edit(inputs)
+    path.write_text(json.dumps(inputs))
+    Bundle(root).seal()
+    again = rederive(root)
+    assert not again.agrees
+    assert any("chain-inputs.json" in p and key in p for p in again.problems), again.problems
+    assert again.decision.outcome is Outcome.HOLD

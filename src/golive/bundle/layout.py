@@ -41,6 +41,7 @@ K8S_PODS = "environment/k8s-pods.json"
 
 SMOKE_REQUESTS = "requests/smoke.jsonl"
 ENV_REQUESTS = "requests/env.jsonl"
+ENV_METRICS = "metrics/env.prom"  # the env section's /metrics scrape (cache config)
 AGENT_FAILURES = "requests/agent-failures.jsonl"
 CAPACITY_SETUP_REQUESTS = "requests/capacity-setup.jsonl"
 CAPACITY_LONG_INPUT_REQUESTS = "requests/capacity-long_input.jsonl"

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from golive.bundle.layout import CHAIN_INPUTS, CONTAINER, STARTUP_LOG
+from golive.bundle.layout import CHAIN_INPUTS, CONTAINER, ENV_METRICS, ENV_REQUESTS, STARTUP_LOG
 from golive.bundle.store import BundleReader
+from golive.checks.context import served_entry
 from golive.config import GoliveConfig, Profile
-from golive.errors import BundleError
+from golive.errors import BadResponse, BundleError
 from golive.evidence.chain import ChainInputs, Source, check_image, check_vllm_version
 from golive.evidence.chain_hw import (
     check_container_cuda,
@@ -30,6 +31,7 @@ from golive.evidence.startup_rules import (
     check_startup_log,
     other_launch,
 )
+from golive.metrics import parse_metrics
 from golive.results import CheckResult
 
 # the ids of the chain rules' checks, in RULES' order (a test holds the two together)
@@ -93,6 +95,9 @@ def chain_inputs(
     saved = evidence.json(CHAIN_INPUTS)
     if not isinstance(saved, Mapping):
         return None
+    mismatch = live_differences(evidence, saved, config.target.model)
+    if mismatch:
+        raise BundleError("; ".join(mismatch))
     log = evidence.text(STARTUP_LOG) if saved.get("startup") else None
     container_text = evidence.text(CONTAINER) if saved.get("container") else None
     version, max_model_len, model = _live_sources(saved)
@@ -111,6 +116,50 @@ def chain_inputs(
         custom_build=config.environment.custom_build,
         cache_info=dict(saved.get("cache_info") or {}),
     )
+
+
+def live_differences(
+    evidence: BundleReader, saved: Mapping[str, Any], wanted: str | None
+) -> list[str]:
+    """chain-inputs.json's live answers and cache config are what the saved `/version` and
+    `/v1/models` records and the env scrape say: an edited copy is named, never judged."""
+    said: dict[str, str | None] = dict.fromkeys(("vllm_version", "max_model_len", "model"))
+    for record in evidence.jsonl(ENV_REQUESTS):
+        status, body = record.get("http_status"), record.get("response")
+        if record.get("failure") is not None or not isinstance(status, int) or status // 100 != 2:
+            continue
+        if record.get("label") == "env-version" and isinstance(body, dict) and "version" in body:
+            said["vllm_version"] = str(body["version"])
+        if record.get("label") == "env-models":
+            entry, _ = served_entry(body, wanted)
+            if entry is not None:
+                length = entry.get("max_model_len")
+                said["model"] = str(entry["id"])
+                said["max_model_len"] = str(length) if isinstance(length, int) else None
+    values = [None if s is None else s.value for s in _live_sources(saved)]
+    stated = dict(zip(said, values, strict=True))
+    found = [
+        f"{CHAIN_INPUTS}: live {key} {stated[key]!r}, but {ENV_REQUESTS} says {said[key]!r}"
+        for key in said
+        if stated[key] != said[key]
+    ]
+    cache_info = saved.get("cache_info") or {}
+    scraped = _scraped_cache_info(evidence.text(ENV_METRICS))
+    if dict(cache_info) != scraped:
+        found.append(f"{CHAIN_INPUTS}: cache_info is not the one in {ENV_METRICS}")
+    return found
+
+
+def _scraped_cache_info(text: str | None) -> dict[str, str]:
+    """The labels of `vllm:cache_config_info` in the env scrape, as the collector read them."""
+    if text is None:
+        return {}
+    try:
+        snapshot = parse_metrics(text, taken_at=0.0)
+    except BadResponse:
+        return {}
+    info = snapshot.series("cache_config_info")
+    return dict(info[0].labels) if info else {}
 
 
 def _live_sources(saved: Mapping[str, Any]) -> tuple[Source | None, ...]:
