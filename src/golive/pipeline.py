@@ -7,9 +7,7 @@ unexpected crash becomes a critical `integrity` error (outcome `hold`), never a 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import fnmatch
-import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,38 +20,34 @@ from golive.bundle.layout import (
     CAPACITY_REQUEST_JSON,
     CAPACITY_REQUEST_MD,
     EFFECTIVE_CONFIG,
-    MANIFEST,
     POLICY,
     PROFILE,
-    REPORT_HTML,
     REPORT_MD,
-    SIGNOFF_JSON,
-    SIGNOFF_MD,
     VERDICT,
 )
 from golive.bundle.signing import load_private_key
 from golive.bundle.signoff import (
     UNASSIGNED,
-    build_signoff,
-    bundle_files,
-    read_signoff,
-    render_signoff,
-    require_trusted,
-    unowned,
 )
-from golive.bundle.store import Bundle, BundleReader, size_bytes, verify
+from golive.bundle.store import Bundle, BundleReader, size_bytes
 from golive.checks.context import CheckContext, NoTarget, Target
 from golive.checks.deployment import ask_identity, deployment_of
 from golive.checks.identity import judge_identity
-from golive.config import GoliveConfig, OwnerRule, config_digest, load_profile, profile_text
+from golive.config import (
+    GoliveConfig,
+    OwnerRule,
+    config_digest,
+    load_profile,
+    profile_text,
+)
 from golive.errors import ConfigError
 from golive.evidence.runtime_log import server_log_evidence
-from golive.operate.rollback import ACCEPTED, identity, programme_scope, register, registry_dir
+from golive.operate.rollback import identity
 from golive.operate.watch import WatchSettings, run_watch
 from golive.report.capacity_request import capacity_request, render_capacity_request
-from golive.report.html import render_html
 from golive.report.markdown import bundle_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
+from golive.signature import write_signoff
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
 from golive.verdict.decide import decide, limits
 from golive.verdict.document import (
@@ -65,11 +59,12 @@ from golive.verdict.document import (
     SkippedEntry,
     VerdictDocument,
     rules_of,
+    timestamp,
 )
 from golive.verdict.interrupt import Guard
 from golive.verdict.ledger import write_ledger
 from golive.verdict.policy import apply_policy, load_policy
-from golive.verdict.rederive import judged_from_evidence, require_rederived
+from golive.verdict.rederive import judged_from_evidence
 from golive.verdict.scope import Scope, scope_json, sections_missing, skipped_by_config
 
 Programme = Callable[[CheckContext], Awaitable[list[CheckResult]]]
@@ -85,10 +80,6 @@ class Verdict:
     def data(self) -> dict[str, Any]:
         """verdict.json's content, as written."""
         return self.document.to_json()
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 async def judge(
@@ -118,7 +109,7 @@ async def judge(
     key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
     bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
     bundle.write_text(POLICY, policy.text)
-    started = _now()
+    started = timestamp()
     bundle.write_text(
         EFFECTIVE_CONFIG, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
     )
@@ -213,15 +204,6 @@ def rollback_target(root: Path) -> RollbackTarget:
     )
 
 
-def write_signoff(bundle: Bundle, document: VerdictDocument, signature: Any) -> None:
-    """signoff.json/.md from what the bundle holds, then report.html (which shows them)."""
-    bundle.close()
-    record = build_signoff(document, bundle_files(bundle.root), signature)
-    bundle.write_json(SIGNOFF_JSON, record)
-    bundle.write_text(SIGNOFF_MD, render_signoff(record))
-    bundle.write_text(REPORT_HTML, render_html(bundle.root, document))
-
-
 class RemoteClients(Protocol):
     """Clients on other machines (`traffic/ray_load.RayLoad`)."""
 
@@ -290,7 +272,7 @@ def verdict_document(
         target=config.target.url,
         command=command,
         started_at=started,
-        finished_at=_now(),
+        finished_at=timestamp(),
         golive_version=__version__,
         config_digest=config_digest(config),
         checks=tuple(CheckEntry.of(c) for c in checks),
@@ -303,88 +285,6 @@ def verdict_document(
         actions=tuple(action_for(c, config.signoff.actions) for c in open_items),
         **more,
     )
-
-
-def sign_bundle(
-    root: Path,
-    reviewer: str,
-    outcome: Outcome,
-    override_reason: str | None,
-    registry: Path | None = None,
-    sign_key: Path | None = None,
-    trusted: Sequence[Path] = (),
-) -> dict[str, Any]:
-    """Record the reviewer's signature over an intact bundle and re-seal it; an accepted
-    outcome registers the bundle as a rollback artifact (`operate/rollback.py`). With
-    `trusted` public keys, the bundle must have been sealed by one of them."""
-    key = None if sign_key is None else load_private_key(sign_key)
-    if trusted:
-        require_trusted(root, trusted)
-    report = verify(root)
-    if not report.ok:
-        raise ConfigError(
-            f"{root} does not match its manifest (altered {list(report.altered)}, missing "
-            f"{list(report.missing)}, added {list(report.extra)}): refusing to sign it"
-        )
-    document = VerdictDocument.read(root)
-    previous = read_signoff(root).get("signature")
-    if previous:
-        raise ConfigError(
-            f"{root} is already signed by {previous['reviewer']} ({previous['outcome']}); a "
-            "signature is never replaced: run golive again for a new bundle"
-        )
-    verdict_outcome = document.outcome
-    if not reviewer.strip():
-        raise ConfigError("--reviewer must name a person")
-    check_signable(document, outcome, override_reason, root)
-    taken: tuple[str, ...] = ()
-    if outcome.value in ACCEPTED:
-        again = require_rederived(root, f"signing {outcome.value}", override_reason)
-        taken = again.as_sealed
-        # the sheet states the envelope the evidence gives, not verdict.json's word: a
-        # `tested` deleted from it (older bundles never had one) cannot hide it
-        document = document.model_copy(update={"tested": ExercisedEnvelope.of(again.checks)})
-    manifest = (root / MANIFEST).read_bytes()
-    signature = {
-        "reviewer": reviewer.strip(),
-        "signed_at": _now(),
-        "outcome": outcome.value,
-        "verdict_outcome": verdict_outcome.value,
-        "bundle_digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
-        "override_reason": (override_reason or "").strip() or None,
-        "taken_as_sealed": list(taken),  # accepted on the bundle's word, by the override
-    }
-    bundle = Bundle(root)
-    write_signoff(bundle, document, signature)
-    bundle.seal(key)
-    registered = register(root, signature, registry_dir(registry))
-    return {**signature, "registered": None if registered is None else str(registered)}
-
-
-def check_signable(
-    document: VerdictDocument, outcome: Outcome, override_reason: str | None, root: Path
-) -> None:
-    """What a signature may claim: an accepted outcome only over the whole programme with
-    every open item owned; an outcome better than the verdict's only with a reason."""
-    verdict_outcome = document.outcome
-    if outcome is Outcome.SECTION_PASSED:
-        raise ConfigError("section-passed is not a decision to sign: sign a programme bundle")
-    if outcome.value in ACCEPTED:
-        programme_scope(document, root, f"signing {outcome.value}")
-        open_items = unowned(document.actions)
-        if open_items:
-            raise ConfigError(
-                f"signing {outcome.value} needs an owner, deadline and rollback action for "
-                f"every limit, warning and gap; unassigned: {', '.join(open_items)} (set "
-                "signoff.actions in the config and run again)"
-            )
-    if outcome.severity < verdict_outcome.severity and not (
-        override_reason and override_reason.strip()
-    ):
-        raise ConfigError(
-            f"the verdict is {verdict_outcome.value}: signing the better outcome "
-            f"{outcome.value} over it needs --override-reason TEXT, recorded with the signature"
-        )
 
 
 async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings) -> dict[str, Any]:

@@ -37,16 +37,20 @@ SHORT = {
 
 
 async def _capacity(
-    out: Path, die_again_above: int | None = None, **settings: Any
+    out: Path, restarted: dict[str, Any] | None = None, wait_s: float = 0.0
 ) -> tuple[Verdict, FakeState]:
-    state = FakeState(fault="dies_above", die_above=2, down_s=1.0, die_again_above=die_again_above)
+    # more than 3 in flight: concurrency 4 only (a request the previous window gave up on
+    # may still be in the fake's hands when the next window starts)
+    state = FakeState(fault="dies_above", die_above=3, down_s=1.0, **(restarted or {}))
     async with fake_vllm(state) as url:
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_capacity(ctx, CapacityInputs())
 
-        config = load_config(None, {"target.url": url, **SHORT, **settings})
-        verdict = await judge(config, out, "capacity", programme, ("capacity",))
+        settings = {"target.url": url, **SHORT, "capacity.restart_wait_s": wait_s}
+        verdict = await judge(
+            load_config(None, settings), out, "capacity", programme, ("capacity",)
+        )
     return verdict, state
 
 
@@ -62,7 +66,7 @@ async def test_a_death_above_a_stable_step_restarted_is_a_limit_at_that_step(
     observe-with-limits at 2 — never expand-capacity (no stated need, no saturation) and
     never hold. The restart is in the bundle and the sustained check says it; decide agrees."""
     out = tmp_path / "b"
-    verdict, state = await _capacity(out, **{"capacity.restart_wait_s": 20})
+    verdict, state = await _capacity(out, wait_s=20)
     assert state.deaths == 1
     checks = _checks(verdict)
     ramp = checks["capacity.concurrency"]
@@ -130,23 +134,56 @@ async def test_a_platform_that_never_restarts_is_named(tmp_path: Path) -> None:
     assert verdict.outcome is Outcome.HOLD
 
 
-async def test_a_death_that_continues_at_the_limit_after_the_restart_is_kept(
+async def test_a_death_that_continues_at_the_limit_after_the_restart_holds(
     tmp_path: Path,
 ) -> None:
     """Restarted, the engine dies again in the sustained window at 2: both deaths are in the
-    bundle (the first record is never overwritten), the sustained check names the death, and
-    the verdict is neither go-live nor expand-capacity (no need stated): concurrency 2 is no
-    longer allowed."""
+    bundle (the first record is never overwritten), and the failure continues under the
+    limit its death set, with no saturation behind it: no lower limit is known to hold, so
+    the verdict holds (failure-continues) — neither a limit at 1 nor expand-capacity."""
     out = tmp_path / "b"
-    verdict, state = await _capacity(out, die_again_above=1, **{"capacity.restart_wait_s": 20})
+    restarted = {"die_again_above": 1}
+    verdict, state = await _capacity(out, restarted, wait_s=20)
     assert state.deaths == 2
     first = json.loads((out / "memory/termination.json").read_text())
     assert (first["phase"], first["concurrency"]) == ("concurrency", 4)
     again = json.loads((out / "memory/termination-after-restart.json").read_text())
     assert (again["phase"], again["concurrency"]) == ("sustained", 2)
     sustained = _checks(verdict)["capacity.sustained"]
+    assert sustained["measurements"]["classification"] == "failure-continues"
     assert "the engine terminated under sustained load at concurrency 2" in sustained["summary"]
-    assert "measured after the engine's restart" in sustained["summary"]
-    assert verdict.outcome not in (Outcome.GO_LIVE, Outcome.EXPAND_CAPACITY)
-    assert verdict.data["limits"].get("max_concurrency", 0) < 2
+    assert "after the engine was restarted" in sustained["summary"]
+    assert verdict.outcome is Outcome.HOLD
+    assert "failure-continues" in {r["rule"] for r in verdict.data["rules_fired"]}
+    assert verdict.data["tested"]["sustained_s"] is None  # it did not hold
+    assert rederive(out).agrees
+
+
+async def test_a_restart_that_cannot_serve_holds(tmp_path: Path) -> None:
+    """Restarted, /health answers 200 but every chat request fails: the failure continues at
+    the ramp's last stable step (hold), never a limit at half of it."""
+    out = tmp_path / "b"
+    verdict, _ = await _capacity(out, {"broken_after_restart": True}, wait_s=20)
+    sustained = _checks(verdict)["capacity.sustained"]
+    assert sustained["measurements"]["classification"] == "failure-continues"
+    assert verdict.outcome is Outcome.HOLD
+    assert "max_concurrency" not in verdict.data["limits"] or (
+        verdict.data["limits"]["max_concurrency"] == 2  # the ramp's, never a lower guess
+    )
+    assert rederive(out).agrees
+
+
+async def test_a_restart_as_another_version_is_not_measured(tmp_path: Path) -> None:
+    """The deployment that serves again is another vLLM version: it is not the deployment
+    the ramp measured, so the sustained window is not run on it; restart.json says why and
+    the verdict holds."""
+    out = tmp_path / "b"
+    verdict, _ = await _capacity(out, {"version_after_restart": "0.99.0"}, wait_s=20)
+    restart = json.loads((out / "memory/restart.json").read_text())
+    assert restart["served_again"] is False
+    assert "another deployment: vLLM '0.99.0', was '0.32.0'" in restart["failure"]
+    sustained = _checks(verdict)["capacity.sustained"]
+    assert sustained["status"] == "no_data"
+    assert "another deployment" in sustained["summary"]
+    assert verdict.outcome is Outcome.HOLD
     assert rederive(out).agrees

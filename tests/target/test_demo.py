@@ -69,7 +69,9 @@ def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) 
     record = json.loads((out / "signoff.json").read_text())
     states = {i["number"]: i["state"] for i in record["items"]}
     assert states[11] == "ticked"  # cold prefix-cache results saved
-    assert states[4] == "missing"  # no host driver on a CPU machine
+    # the generic profile requires no CUDA 13 and no R580 driver: a CPU torch passing its
+    # CUDA check confirms neither
+    assert states[3] == states[4] == "not-asserted"
     assert states[17] == "missing"  # not signed yet
     assert "[x] 11." in (out / "signoff.md").read_text()
     # re-derived offline, it agrees; the bundle is intact; JUnit for CI

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from golive.bundle.signoff import ITEMS, build_signoff, render_signoff
+from golive.config import load_profile
 from tests.helpers.verdicts import action, verdict
 from tests.helpers.verdicts import check as _check
+
+KIMI = load_profile("kimi-k3").chain
 
 
 def _states(record: dict[str, Any]) -> dict[int, str]:
@@ -29,7 +32,7 @@ def test_items_follow_their_checks_and_files() -> None:
         (action("environment.host_driver", "infra", "d", "r"),),
     )
     files = ["verdict.json", "environment/container.json", "requests/capacity-long_input.jsonl"]
-    record = build_signoff(held, files)
+    record = build_signoff(held, files, chain=KIMI)
     states = _states(record)
     assert len(ITEMS) == 17
     assert states[1] == "ticked"
@@ -103,3 +106,23 @@ def test_a_warned_item_is_watched_not_ticked() -> None:
     assert "- [ ] WATCHED 13." in render_signoff(record)
     checks[3] = _check("agent.multi_turn", "pass")
     assert _states(build_signoff(verdict("go-live", tuple(checks)), []))[13] == "ticked"
+
+
+def test_a_requirement_the_profile_does_not_make_is_never_ticked() -> None:
+    """The checklist's items for the Kimi K3 image, CUDA 13 and R580 hosts: under the generic
+    profile their checks passing (a CPU torch passes a CUDA check no profile requires) is no
+    confirmation, so they read "not asserted by the generic profile"; under kimi-k3, whose
+    checks hold the deployment to them, passing ticks them (issue 29 §1)."""
+    names = ("environment.image", "environment.container_cuda", "environment.host_driver")
+    passed = verdict(
+        "go-live", tuple(_check(n, "pass", "environment/container.json") for n in names)
+    )
+    files = ["environment/container.json"]
+    generic = build_signoff(passed, files, chain=load_profile("generic").chain)
+    assert [_states(generic)[n] for n in (1, 3, 4)] == ["not-asserted"] * 3
+    assert "not asserted by the generic profile" in generic["items"][2]["why"]
+    assert "CUDA 13" in generic["items"][2]["why"]
+    assert "- [ ] not asserted 3." in render_signoff(generic)
+    assert [_states(build_signoff(passed, files))[n] for n in (1, 3, 4)] == ["not-asserted"] * 3
+    kimi = build_signoff(passed, files, chain=KIMI)
+    assert [_states(kimi)[n] for n in (1, 3, 4)] == ["ticked"] * 3

@@ -134,11 +134,15 @@ def test_banner_and_engine_line_that_disagree_are_a_warning_naming_both() -> Non
 
 
 def test_decide_judges_the_serving_launch_from_the_bundle(tmp_path: Path) -> None:
-    """`golive decide` reads the live answers from chain-inputs.json and the log from the
-    bundle: with a 0.32.0 server live, the earlier launch's OOM is history (no rebuild)."""
+    """`golive decide` reads the live answers from chain-inputs.json (held to the saved
+    /version record) and the log from the bundle: with a 0.32.0 server live, the earlier
+    launch's OOM is history (no rebuild)."""
     (tmp_path / "environment").mkdir()
     (tmp_path / STARTUP_LOG).write_text(_failed_launch(LOG_32) + LOG_32)
-    live = {"value": "0.32.0", "where": "requests/smoke.jsonl#L1"}
+    (tmp_path / "requests").mkdir()
+    version = {"label": "env-version", "http_status": 200, "response": {"version": "0.32.0"}}
+    (tmp_path / "requests/env.jsonl").write_text(json.dumps(version) + "\n")
+    live = {"value": "0.32.0", "where": "requests/env.jsonl#/version"}
     (tmp_path / CHAIN_INPUTS).write_text(
         json.dumps(
             {

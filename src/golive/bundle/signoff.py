@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,13 @@ from golive.bundle.layout import (
 )
 from golive.bundle.signing import load_public_key
 from golive.bundle.store import verify
+from golive.config import ChainExpectation
 from golive.errors import ConfigError
 from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument, tested_sentence
 from golive.verdict.scope import NOT_USED
 
 TICKED, FAILED, MISSING, WATCHED = "ticked", "failed", "missing", "watched"
+NOT_ASSERTED = "not-asserted"  # an item stating a requirement the profile does not make
 UNASSIGNED = "unassigned"  # an open item whose owner the sign-off config does not name
 _BAD = ("fail", "error")
 
@@ -41,13 +43,33 @@ class Item:
     # which must pass where present
     checks: tuple[str, ...] = ()
     files: tuple[str, ...] = ()  # bundle path patterns that must exist
+    # An item stating a fixed requirement (CUDA 13, R580, the Kimi K3 image) is ticked only
+    # where the profile makes that requirement, so that its checks held the deployment to it:
+    # a generic profile's passing CUDA check is no confirmation of CUDA 13.
+    asserted: Callable[[ChainExpectation], bool] | None = None
+    requirement: str = ""  # what the profile must require, in words
 
 
 ITEMS: tuple[Item, ...] = (
-    Item("The Kimi K3 image tag and digest are recorded.", ("environment.image",)),
+    Item(
+        "The Kimi K3 image tag and digest are recorded.",
+        ("environment.image",),
+        asserted=lambda chain: chain.image is not None and chain.image_digest_required,
+        requirement="image with its digest",
+    ),
     Item("The vLLM version and source channel are recorded.", ("environment.vllm_version",)),
-    Item("CUDA 13 is confirmed inside the container.", ("environment.container_cuda",)),
-    Item("Every host meets the R580-or-newer driver requirement.", ("environment.host_driver",)),
+    Item(
+        "CUDA 13 is confirmed inside the container.",
+        ("environment.container_cuda",),
+        asserted=lambda chain: chain.cuda_major == 13,
+        requirement="CUDA 13 build",
+    ),
+    Item(
+        "Every host meets the R580-or-newer driver requirement.",
+        ("environment.host_driver",),
+        asserted=lambda chain: (chain.min_driver_major or 0) >= 580,
+        requirement="R580-or-newer driver",
+    ),
     Item(
         "Host, container, and startup logs agree on the runtime chain.",
         ("environment.driver_runtime", "startup.log"),
@@ -131,8 +153,10 @@ def build_signoff(
     verdict: VerdictDocument,
     files: Sequence[str],
     signature: Mapping[str, Any] | None = None,
+    chain: ChainExpectation | None = None,
 ) -> dict[str, Any]:
-    """signoff.json: every item with its state, the checks and files behind it."""
+    """signoff.json: every item with its state, the checks and files behind it. `chain`: the
+    profile's expectations (None: unknown, so no profile requirement is taken as made)."""
     checks = verdict.checks
     actions = verdict.actions
     items = []
@@ -147,6 +171,12 @@ def build_signoff(
                 else "not signed yet: golive signoff BUNDLE --reviewer NAME --outcome OUTCOME"
             )
             paths = [SIGNOFF_JSON] if signature else []
+        elif item.asserted is not None and (chain is None or not item.asserted(chain)):
+            state, paths = NOT_ASSERTED, []
+            why = (
+                f"not asserted by the {verdict.profile} profile (it requires no "
+                f"{item.requirement}): its checks do not confirm this item"
+            )
         else:
             state, why, paths = _item_state(item, checks, files)
         items.append(
@@ -232,7 +262,13 @@ def _actions_state(actions: Sequence[ActionEntry]) -> tuple[str, str, list[str]]
 
 def render_signoff(record: Mapping[str, Any]) -> str:
     """signoff.md: the checklist as a reviewer reads it."""
-    mark = {TICKED: "[x]", FAILED: "[ ] FAILED", MISSING: "[ ] missing", WATCHED: "[ ] WATCHED"}
+    mark = {
+        TICKED: "[x]",
+        FAILED: "[ ] FAILED",
+        MISSING: "[ ] missing",
+        WATCHED: "[ ] WATCHED",
+        NOT_ASSERTED: "[ ] not asserted",
+    }
     lines = [f"# Go-live sign-off — verdict **{record['outcome']}**", ""]
     if record.get("tested_sentence"):
         lines += [str(record["tested_sentence"]), ""]

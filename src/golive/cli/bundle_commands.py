@@ -18,10 +18,10 @@ from golive.config import load_config
 from golive.errors import ConfigError
 from golive.operate.guardrails import write_guardrails
 from golive.operate.rollback import accepted, registry_dir
-from golive.pipeline import sign_bundle
 from golive.report.html import render_html
 from golive.report.markdown import bundle_markdown, scope_line
 from golive.results import Outcome
+from golive.signature import sign_bundle
 from golive.verdict.document import VerdictDocument, rules_of
 from golive.verdict.rederive import rederive
 

@@ -11,7 +11,7 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,6 +168,7 @@ async def launch(
     ready_timeout_s: float = 300.0,
     progress: Progress = print,
     niceness: int = 0,
+    spawned: Callable[[RunningTarget], None] | None = None,
 ) -> RunningTarget:
     """Start any server command (ours, or a user's `vllm serve ...`) in its own session,
     log to `log_path`, sample its memory while it loads, and wait for `url`/health.
@@ -191,6 +192,8 @@ async def launch(
     log_path.with_suffix(".pid").write_text(f"{process.pid}\n")
     port = int(url.rsplit(":", 1)[1].split("/", maxsplit=1)[0]) if url.count(":") == 2 else 0
     target = RunningTarget(url, process.pid, port, log_path, served_name, tuple(argv))
+    if spawned is not None:  # the caller tracks it before it is ready (stopped however it ends)
+        spawned(target)
     progress(f"target: starting vLLM (pid {process.pid}) on {target.url}, log {log_path}")
     try:
         curve = await _wait_ready(target, process, ready_timeout_s)
@@ -271,27 +274,52 @@ async def running_target(
 
 class Launched:
     """A server golive started from the user's command (`capacity --launch`). After an
-    engine death, `relaunch` starts the same command again (its log beside the first)."""
+    engine death, `relaunch` starts the same command again (its log beside the first). The
+    process is tracked from the moment it is spawned, so one stopped mid-start (an
+    interrupt while it loads) is still stopped at the end."""
 
     def __init__(
-        self, argv: list[str], target: RunningTarget, started: float, progress: Progress
+        self, argv: list[str], url: str, served_name: str, log_path: Path, progress: Progress
     ) -> None:
         self.argv = argv
-        self.target = target
-        self.log_path = target.log_path  # the first launch's: the startup log judged
-        self.load_span = (started, time.time())  # wall clock, start to healthy: the model load
-        self.launches = 1
+        self.url = url
+        self.served_name = served_name
+        self.log_path = log_path  # the first launch's: the startup log judged
+        self.load_span = (0.0, 0.0)  # wall clock, start to healthy: the model load
+        self.launches = 0
+        self._spawned: RunningTarget | None = None
         self._progress = progress
+
+    @property
+    def target(self) -> RunningTarget:
+        assert self._spawned is not None, "not started"
+        return self._spawned
+
+    async def start(self) -> None:
+        started = time.time()
+        await self._launch(self.log_path)
+        self.load_span = (started, time.time())
 
     async def relaunch(self) -> int:
         """Stop what is left of the server and start its command again: the new PID."""
-        await stop_target(self.target)
+        await self.stop()
+        return (await self._launch(self.log_path.with_name(f"server-{self.launches + 1}.log"))).pid
+
+    async def stop(self) -> None:
+        if self._spawned is not None:
+            await stop_target(self._spawned)
+
+    async def _launch(self, log_path: Path) -> RunningTarget:
         self.launches += 1
-        log_path = self.log_path.with_name(f"server-{self.launches}.log")
-        self.target = await launch(
-            self.argv, self.target.url, log_path, self.target.served_name, progress=self._progress
-        )
-        return self.target.pid
+
+        def spawned(target: RunningTarget) -> None:
+            self._spawned = target
+
+        self._spawned = await launch(
+            self.argv, self.url, log_path, self.served_name, progress=self._progress,
+            spawned=spawned,
+        )  # fmt: skip
+        return self._spawned
 
 
 @contextlib.asynccontextmanager
@@ -299,15 +327,12 @@ async def launched_server(
     command: str, url: str, served_name: str, progress: Progress = print
 ) -> AsyncIterator[Launched]:
     """Start `command` (e.g. "vllm serve ..."), its log in a new temporary folder, wait until
-    `url` is healthy; stop it by PID however the block ends, saying where its log is."""
+    `url` is healthy; stop it by PID however the block ends, saying where its logs are."""
     log_path = Path(tempfile.mkdtemp(prefix="golive-launch-")) / "server.log"
-    argv = shlex.split(command)
-    started = time.time()
-    up = Launched(
-        argv, await launch(argv, url, log_path, served_name, progress=progress), started, progress
-    )
+    up = Launched(shlex.split(command), url, served_name, log_path, progress)
     try:
+        await up.start()
         yield up
     finally:
-        await stop_target(up.target)
-        progress(f"stopped the launched server (pid {up.target.pid}); its logs: {log_path.parent}")
+        await up.stop()
+        progress(f"stopped the launched server; its logs: {log_path.parent}")

@@ -31,10 +31,12 @@ _CLASSIFIED = (
     "limit-feature",
     "engine-stalled",
     "first-step-failure",
+    "failure-continues",
 )
 
-# Findings no capacity fixes: a failure at the lowest load, a hung engine.
-_DEFECTS = ("first-step-failure", "engine-stalled")
+# Findings no capacity fixes: a failure at the lowest load, a hung engine, a failure that
+# continued under the limit its own death set (with no saturation behind it).
+_DEFECTS = ("first-step-failure", "engine-stalled", "failure-continues")
 
 # Where a failed critical check points, by the checklist layer it belongs to.
 _FAILURE_OUTCOME = {
@@ -140,6 +142,23 @@ def first_step_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
     )
 
 
+def failure_continued(checks: Sequence[CheckResult]) -> RuleFired | None:
+    """The engine died above a stable step, was restarted, and failed again at that step: the
+    failure is not explained by the load above it, and no limit is known to hold."""
+    hit = [c.id for c in checks if _classification(c) == "failure-continues"]
+    if not hit:
+        return None
+    return RuleFired(
+        "failure-continues",
+        Outcome.HOLD,
+        "the engine failed again at the ramp's last stable step after it was restarted: the "
+        "failure continues under the limit its death set, with no saturation evidence, so no "
+        "traffic limit is known to hold; find its cause (the termination records, the server "
+        "log) before going live",
+        tuple(hit),
+    )
+
+
 def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
     """OOM, queue collapse, stalls or restarts after reasonable limits, on a proven chain."""
     hit = [c.id for c in checks if _classification(c) == "expand-capacity"]
@@ -155,9 +174,7 @@ def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
             "--image) and run again before concluding expand-capacity",
             tuple(hit),
         )
-    defects = [
-        c.id for c in checks if _classification(c) in ("first-step-failure", "engine-stalled")
-    ]
+    defects = [c.id for c in checks if _classification(c) in _DEFECTS]
     if defects or not _stable_step(checks):
         return RuleFired(
             "capacity-unattributed",
@@ -354,6 +371,7 @@ RULES: tuple[Rule, ...] = (
     environment_failed,
     engine_stalled,
     first_step_failed,
+    failure_continued,
     capacity_exhausted,
     capacity_limited,
     agent_feature_limited,

@@ -7,6 +7,7 @@ an unknown field or a wrong type is an error that names the file and the field.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,9 @@ class ExercisedEnvelope(_Entry):
         """From the judged checks (re-judged from raw evidence in `golive decide`)."""
         by_id = {c.id: c for c in checks}
         measured = (Status.PASS, Status.WARN, Status.FAIL)
-        held = (Status.PASS, Status.WARN)
+        # the sustained window held only where it passed: a warn there is a limit set because
+        # it did not (a drift, failures, a death)
+        held = (Status.PASS,)
 
         def number(check_id: str, key: str, statuses: tuple[Status, ...]) -> float | None:
             check = by_id.get(check_id)
@@ -312,3 +315,8 @@ def rules_of(decision: Decision) -> tuple[RuleEntry, ...]:
         RuleEntry(rule=r.rule, outcome=r.outcome, reason=r.reason, checks=r.check_ids)
         for r in decision.rules_fired
     )
+
+
+def timestamp() -> str:
+    """Now, as verdict.json and a signature state times: UTC, to the second."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -36,6 +36,8 @@ class FakeState:
     die_above: int = 2  # fault "dies_above": more in flight than this kills the engine once
     down_s: float = 1.0  # ... which serves again this long after (its platform restarts it)
     die_again_above: int | None = None  # ... and once restarted, more than this kills it again
+    broken_after_restart: bool = False  # ... or, restarted, it answers HTTP 500 to every chat
+    version_after_restart: str | None = None  # ... or it comes back as another vLLM version
     down_until: float = 0.0
     deaths: int = 0
 
@@ -59,7 +61,7 @@ async def _dies_above(state: FakeState) -> bool:
             state.deaths += 1
             state.down_until = time.monotonic() + state.down_s
         await asyncio.sleep(0.05)
-        return not _down(state)
+        return not _down(state) and not (state.deaths and state.broken_after_restart)
     finally:
         state.running -= 1
 
@@ -116,6 +118,8 @@ def build_app(state: FakeState) -> web.Application:
             return web.Response(status=404, text="<html>Not Found</html>", content_type="text/html")
         if state.fault == "odd_version":  # a proxy that answers /version with its own word
             return web.json_response({"version": "ok"})
+        if state.deaths and state.version_after_restart:
+            return web.json_response({"version": state.version_after_restart})
         return web.json_response({"version": "0.32.0"})
 
     async def models(_: web.Request) -> web.Response:

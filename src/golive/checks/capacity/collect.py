@@ -124,6 +124,7 @@ _ACTION_STATUS = {
     Action.SERVER_REFUSED: Status.FAIL,
     Action.INCONSISTENT: Status.FAIL,
     Action.STALLED: Status.FAIL,
+    Action.CONTINUES: Status.FAIL,
 }
 
 
@@ -230,6 +231,8 @@ class Run:
         health = await self.ctx.target.get("/health", "capacity-health")
         if health.ok:
             return True
+        if self.dead.is_set():  # another loss of the same death was recorded meanwhile
+            return False
         in_flight = [*self.in_flight.values(), *([shape_of(body)] if body else [])]
         self.death = reason
         self.dead.set()

@@ -212,9 +212,14 @@ def after_death(evidence: BundleReader, check_id: str) -> CheckResult | None:
         return None
     where = f"in the {record.get('phase')} phase at concurrency {record.get('concurrency')}"
     restart = evidence.json(RESTART)
-    if isinstance(restart, Mapping):  # it was tried and failed (restart.py)
+    if isinstance(restart, Mapping) and restart.get("served_again") is not True:
         hint = f"; it did not serve again ({restart.get('failure')}; {RESTART})"
-    elif check_id == "capacity.sustained" and record.get("phase") == "concurrency":
+    elif (
+        check_id == "capacity.sustained"
+        and record.get("phase") == "concurrency"
+        and isinstance(record.get("concurrency"), int)
+        and record["concurrency"] > 1  # a lower step could have held: a level to sustain
+    ):
         hint = (
             "; to measure the ramp's last stable step, bring the engine back within "
             "capacity.restart_wait_s (--restart-wait S), or let golive start it again "
@@ -303,6 +308,10 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         duration_s = min(duration_s, round(max(spanned), 1))
     windows = window_throughput(sorted(t for t, _ in done), duration_s)
     level = stats.concurrency
+    # a sustained window in a run whose engine died in an earlier phase ran after a restart
+    # (restart.py), whatever memory/restart.json says: at the ramp's last stable step
+    dead = evidence.json(TERMINATION)
+    restarted = isinstance(dead, Mapping) and dead.get("phase") in ("long_input", "concurrency")
     result = classify_sustained(
         latency,
         windows,
@@ -322,6 +331,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         max_running=stats.max_running,
         cancelled=stats.cancelled,
         required_concurrency=config.required_concurrency,
+        after_restart=restarted,
     )
     if result.action is Action.STABLE and not stats.engine_measured:
         result = Classification(
@@ -350,14 +360,13 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         "window_rps": ", ".join(f"{w:.2f}" for w in windows),
     }
     evidence_paths = [CAPACITY_SUSTAINED_REQUESTS, CAPACITY_SUSTAINED, MEMORY_CURVE]
-    restart = evidence.json(RESTART)
-    if isinstance(restart, Mapping) and restart.get("served_again") is True:
-        # the engine died in the ramp and served again (restart.py): said, never hidden
+    if restarted:  # the engine died earlier and served again (restart.py): said, never hidden
+        record = RESTART if isinstance(evidence.json(RESTART), Mapping) else TERMINATION
         result = dataclasses.replace(
-            result, reason=f"{result.reason} (measured after the engine's restart: {RESTART})"
+            result, reason=f"{result.reason} (measured after the engine's restart: {record})"
         )
         measurements["after_restart"] = True
-        evidence_paths.append(RESTART)
+        evidence_paths.append(record)
     return classified("capacity.sustained", result, measurements, evidence_paths)
 
 

@@ -16,11 +16,15 @@ import asyncio
 import time
 
 from golive.bundle.layout import RESTART
+from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import Run
+from golive.checks.context import served_of
+from golive.checks.deployment import IDENTITY_FILE
 from golive.errors import LocalTargetError
 from golive.evidence.gpu_curve import PhaseSpan
 
 POLL_S = 2.0  # /health while waiting for the platform's restart
+RESTART_STREAM = "capacity-restart"  # requests/capacity-restart.jsonl: what served again
 
 
 async def served_again(run: Run) -> bool:
@@ -40,13 +44,15 @@ async def served_again(run: Run) -> bool:
         run.inputs.progress.phase("restart", 0.0)
         try:
             pid = await relaunch()
-        except LocalTargetError as exc:
-            failure = str(exc)
+        except (LocalTargetError, OSError) as exc:
+            failure = f"the relaunch failed: {exc}"
     else:
         how = f"the platform restarted it (waited up to {config.restart_wait_s:g} s)"
         run.inputs.progress.phase("restart", config.restart_wait_s)
         if not await _healthy_within(run, config.restart_wait_s):
             failure = f"/health did not answer OK within {config.restart_wait_s:g} s"
+    if not failure:
+        failure = await _another_deployment(run)
     record = {
         "after": death,
         "how": how,
@@ -76,3 +82,36 @@ async def _healthy_within(run: Run, within_s: float) -> bool:
             return True
         await asyncio.sleep(POLL_S)
     return False
+
+
+async def _another_deployment(run: Run) -> str:
+    """What differs between the deployment that serves again and the one measured so far
+    (its vLLM version, served model, max_model_len: `requests/identity.jsonl` at the start);
+    empty when it is the same. The answers are saved (`requests/capacity-restart.jsonl`)."""
+    ctx = run.ctx
+    version = ctx.save(await ctx.target.get("/version", "restart-version"), RESTART_STREAM)
+    models = ctx.save(await ctx.target.get("/v1/models", "restart-models"), RESTART_STREAM)
+    now = served_of(models, ctx.config.target.model, f"requests/{RESTART_STREAM}.jsonl")
+    said = version.json_body.get("version") if isinstance(version.json_body, dict) else None
+    before = _version_at_start(BundleReader(ctx.bundle.root))
+    changed = []
+    if before is not None and said != before:
+        changed.append(f"vLLM {said!r}, was {before!r}")
+    was = ctx.facts.served
+    if was is not None and (
+        now is None or (now.model, now.max_model_len) != (was.model, was.max_model_len)
+    ):
+        shown = "nothing served" if now is None else f"{now.model} ({now.max_model_len} tokens)"
+        changed.append(f"{shown}, was {was.model} ({was.max_model_len} tokens)")
+    if not changed:
+        return ""
+    return "it served again as another deployment: " + "; ".join(changed)
+
+
+def _version_at_start(evidence: BundleReader) -> str | None:
+    for line in evidence.jsonl(f"requests/{IDENTITY_FILE}.jsonl"):
+        body = line.get("response")
+        if str(line.get("url") or "").endswith("/version") and isinstance(body, dict):
+            version = body.get("version")
+            return version if isinstance(version, str) else None
+    return None

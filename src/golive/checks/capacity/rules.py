@@ -23,6 +23,7 @@ class Action(enum.StrEnum):
     SERVER_REFUSED = "server-refused"  # HTTP 4xx: the server's configuration, not its capacity
     INCONSISTENT = "inconsistent-limits"  # accepted what its own limits say it must refuse
     STALLED = "engine-stalled"  # no token for capacity.stall_s with requests in flight
+    CONTINUES = "failure-continues"  # failed again at the last stable step after a restart
 
 
 @dataclass(frozen=True, slots=True)

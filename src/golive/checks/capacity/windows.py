@@ -5,7 +5,6 @@ least-squares trend with its 95% interval). Table-tested, no I/O."""
 from __future__ import annotations
 
 import enum
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -191,6 +190,7 @@ def classify_sustained(
     required_concurrency: int | None = None,
     max_running: float | None = None,
     cancelled: int = 0,
+    after_restart: bool = False,
 ) -> Classification:
     """Latency rising while throughput stays flat means pressure is accumulating. A rise
     must be significant (the fitted slope's 95% interval above zero) and important: by the
@@ -201,10 +201,26 @@ def classify_sustained(
     (`beyond_need`)."""
     policy = StabilityPolicy(max_preemptions=max_preemptions)
     saturated_by = saturation(concurrency, preemptions, mean_waiting, max_running, policy)
-    need = functools.partial(beyond_need, saturated_by=saturated_by, required=required_concurrency)
+
+    def need(limit: Classification) -> Classification:
+        if not after_restart:
+            return beyond_need(limit, saturated_by, required_concurrency)
+        # the failure continues under the limit after a restart: capacity only when the
+        # engine saturated and production needs at least this level
+        if limit.action is not Action.CONTINUES or saturated_by is None:
+            return limit
+        if required_concurrency is None or required_concurrency < concurrency:
+            return limit
+        return Classification(
+            Action.EXPAND_CAPACITY,
+            f"{limit.reason.split(', the ramp')[0]} after the engine's restart, and the "
+            f"engine saturated: {saturated_by}; production needs {required_concurrency} "
+            "(capacity.required_concurrency)",
+        )
+
     if engine_died:
         reason = f"the engine terminated under sustained load at concurrency {concurrency}"
-        return need(_not_sustained(reason, concurrency, failure_detail))
+        return need(_not_sustained(reason, concurrency, failure_detail, after_restart))
     if stall is not None:
         return Classification(Action.STALLED, stall)
     if refused:  # before coverage: a window cut short by refusals is the refusals' finding
@@ -226,7 +242,7 @@ def classify_sustained(
         reason = (
             f"{errors}/{total} requests failed under sustained load at concurrency {concurrency}"
         )
-        return need(_not_sustained(reason, concurrency, failure_detail))
+        return need(_not_sustained(reason, concurrency, failure_detail, after_restart))
     if total - errors < MIN_SUSTAINED_COMPLETIONS:
         return Classification(
             Action.NO_DATA,
@@ -297,14 +313,25 @@ def thirds_growth(points: Sequence[tuple[float, float]]) -> float | None:
     return tail / head - 1 if head > 0 else None
 
 
-def _not_sustained(reason: str, concurrency: int, detail: str) -> Classification:
+def _not_sustained(
+    reason: str, concurrency: int, detail: str, after_restart: bool = False
+) -> Classification:
     """Failures or a death under sustained load, with no saturation finding of their own: at
-    concurrency 1 the lowest load failed (`first_step_failed`); above it, the ramp's step
-    did not hold for the sustained window, so traffic is capped at half of it."""
+    concurrency 1 the lowest load failed (`first_step_failed`); run after a restart, at the
+    ramp's last stable step, the failure continues under the limit the death set, which no
+    lower limit is known to fix (`failure-continues`: hold); else the ramp's step did not
+    hold for the sustained window, so traffic is capped at half of it."""
+    quoted = f" ({detail})" if detail else ""
+    if after_restart:
+        return Classification(
+            Action.CONTINUES,
+            f"{reason}{quoted}, the ramp's last stable step, after the engine was restarted "
+            "following its death higher up: the failure continues under that limit with no "
+            "saturation evidence, so no limit is known to hold; find its cause",
+        )
     if concurrency <= 1:
         return first_step_failed(reason, detail)
     lower = max(1, concurrency // 2)
-    quoted = f" ({detail})" if detail else ""
     return Classification(
         Action.LIMIT_TRAFFIC,
         f"{reason}{quoted}: concurrency {concurrency} did not hold for the sustained window; "
