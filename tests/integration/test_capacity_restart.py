@@ -13,6 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from golive.bundle.store import Bundle
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
@@ -187,3 +190,21 @@ async def test_a_restart_as_another_version_is_not_measured(tmp_path: Path) -> N
     assert "another deployment" in sustained["summary"]
     assert verdict.outcome is Outcome.HOLD
     assert rederive(out).agrees
+
+
+@pytest.mark.tampers_bundle
+async def test_deleting_the_death_records_does_not_lift_the_hold(tmp_path: Path) -> None:
+    """A reviewer deletes both termination records of the continuing failure and reseals:
+    the ramp's rows still say the engine died, so the missing record is named, and the
+    restart still shows in restart.json: decide holds, never a limit to go live with."""
+    out = tmp_path / "b"
+    verdict, _ = await _capacity(out, {"die_again_above": 1}, wait_s=20)
+    assert verdict.outcome is Outcome.HOLD
+    for name in ("termination.json", "termination-after-restart.json"):
+        (out / "memory" / name).unlink()
+    Bundle(out).seal()
+    again = rederive(out)
+    assert again.decision.outcome is Outcome.HOLD
+    assert any(
+        "termination.json (the death's record) is missing" in p for p in again.problems
+    ) or any("termination.json (the death's record) is missing" in c.summary for c in again.checks)

@@ -624,3 +624,38 @@ def test_the_sustained_window_is_long_enough_to_judge_a_drift(
     30 answers a drift is judged on (+25%), at most 2x: a 25 s window that held 15 answers
     made the demo's verdict hold (too few to tell a drift from noise)."""
     assert sustained_length(configured, measured) == expected
+
+
+@pytest.mark.parametrize(
+    ("preemptions", "required", "expected", "ceiling"),
+    [
+        (None, None, Action.CONTINUES, None),  # no saturation: the failure continues, hold
+        (None, 8, Action.CONTINUES, None),  # a need stated, still no saturation
+        (5.0, None, Action.LIMIT_TRAFFIC, 2),  # saturated: load; a lower limit
+        (5.0, 6, Action.EXPAND_CAPACITY, 2),  # saturated and needed above it: capacity
+    ],
+    ids=["unsaturated", "unsaturated-need", "saturated", "saturated-need"],
+)
+def test_a_failure_at_the_last_stable_step_after_a_restart(
+    preemptions: float | None, required: int | None, expected: Action, ceiling: int | None
+) -> None:
+    """Sustained at the ramp's last stable step (4) after the engine died above it and was
+    restarted, 5 of 60 requests fail: with the engine saturated it is load (a limit at half,
+    or capacity with a need above it); without, the failure continues under the limit the
+    death set and no lower limit is known to hold (failure-continues)."""
+    flat = trend([(float(t), 2.0) for t in range(60)])
+    result = classify_sustained(
+        flat,
+        [1.0],
+        5,
+        60,
+        False,
+        4,
+        preemptions=preemptions,
+        required_concurrency=required,
+        after_restart=True,
+    )
+    assert result.action is expected, result.reason
+    assert result.ceiling == ceiling
+    if expected is Action.CONTINUES:
+        assert "no saturation evidence" in result.reason

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from golive.bundle.layout import RESTART
 from golive.bundle.store import BundleReader, read_lines, record_streams
 from golive.checks.context import CheckContext, scrape, served_entry, served_of
 from golive.checks.env.judge import serving_launch
@@ -106,7 +107,9 @@ def deployment_of(evidence: BundleReader, wanted: str | None) -> Deployment:
         problems.append(f"two vLLM versions answered: {', '.join(sorted(versions))}")
     if len(served) > 1:
         problems.append(f"the served model changed: {', '.join(str(s) for s in sorted(served))}")
-    if len(starts) > 1:
+    restart = evidence.json(RESTART)  # capacity's own restart after a death: recorded there
+    restarted = isinstance(restart, Mapping) and restart.get("served_again") is True
+    if len(starts) > 1 and not restarted:
         problems.append(
             "the engine restarted during the run (process start times "
             f"{', '.join(f'{s:.0f}' for s in sorted(starts))})"

@@ -11,6 +11,7 @@ from typing import Any
 from golive.bundle.layout import (
     CAPACITY_CONCURRENCY_REQUESTS,
     CAPACITY_KNEE_REPEATS,
+    CAPACITY_PHASES,
     CAPACITY_STEPS,
     CAPACITY_SUSTAINED,
     CAPACITY_SUSTAINED_REQUESTS,
@@ -19,7 +20,7 @@ from golive.bundle.layout import (
     RESTART,
     TERMINATION,
 )
-from golive.bundle.store import BundleReader
+from golive.bundle.store import BundleReader, record_streams
 from golive.checks.capacity.collect import cap_result, classified
 from golive.checks.capacity.failures import failure_detail
 from golive.checks.capacity.recorded import (
@@ -61,6 +62,13 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     records = evidence.jsonl(CAPACITY_CONCURRENCY_REQUESTS)
     mismatch = steps_differences(rows, records, CAPACITY_STEPS)
     mismatch += repeats_differences(again, rows, records, CAPACITY_KNEE_REPEATS)
+    died = [f"c{r.get('concurrency')}" for r in rows if r.get("engine_died") is True]
+    if died and not isinstance(evidence.json(TERMINATION), Mapping):
+        # the collector writes the termination record whenever it finds the engine dead
+        mismatch.append(
+            f"{CAPACITY_STEPS} says the engine died at {', '.join(died)}, but {TERMINATION} "
+            "(the death's record) is missing"
+        )
     if mismatch:
         return not_from_records("capacity.concurrency", mismatch, CAPACITY_STEPS)
     silent = [
@@ -310,8 +318,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     level = stats.concurrency
     # a sustained window in a run whose engine died in an earlier phase ran after a restart
     # (restart.py), whatever memory/restart.json says: at the ramp's last stable step
-    dead = evidence.json(TERMINATION)
-    restarted = isinstance(dead, Mapping) and dead.get("phase") in ("long_input", "concurrency")
+    restarted = _restarted(evidence)
     result = classify_sustained(
         latency,
         windows,
@@ -368,6 +375,24 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         measurements["after_restart"] = True
         evidence_paths.append(record)
     return classified("capacity.sustained", result, measurements, evidence_paths)
+
+
+def _restarted(evidence: BundleReader) -> bool:
+    """Whether the sustained window ran after the engine died earlier and served again
+    (restart.py): any of the records a restart leaves says so, so deleting one does not
+    hide it."""
+    dead = evidence.json(TERMINATION)
+    if isinstance(dead, Mapping) and dead.get("phase") in ("long_input", "concurrency"):
+        return True
+    restart = evidence.json(RESTART)
+    if isinstance(restart, Mapping) and restart.get("served_again") is True:
+        return True
+    phases = evidence.json(CAPACITY_PHASES)
+    if isinstance(phases, list) and any(
+        isinstance(p, Mapping) and p.get("phase") == "restart" for p in phases
+    ):
+        return True
+    return bool(record_streams(evidence.root, "capacity-restart"))
 
 
 def window_throughput(done_at: Sequence[float], duration_s: float, windows: int = 6) -> list[float]:

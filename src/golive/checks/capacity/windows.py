@@ -5,6 +5,7 @@ least-squares trend with its 95% interval). Table-tested, no I/O."""
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -202,25 +203,14 @@ def classify_sustained(
     policy = StabilityPolicy(max_preemptions=max_preemptions)
     saturated_by = saturation(concurrency, preemptions, mean_waiting, max_running, policy)
 
-    def need(limit: Classification) -> Classification:
-        if not after_restart:
-            return beyond_need(limit, saturated_by, required_concurrency)
-        # the failure continues under the limit after a restart: capacity only when the
-        # engine saturated and production needs at least this level
-        if limit.action is not Action.CONTINUES or saturated_by is None:
-            return limit
-        if required_concurrency is None or required_concurrency < concurrency:
-            return limit
-        return Classification(
-            Action.EXPAND_CAPACITY,
-            f"{limit.reason.split(', the ramp')[0]} after the engine's restart, and the "
-            f"engine saturated: {saturated_by}; production needs {required_concurrency} "
-            "(capacity.required_concurrency)",
-        )
-
+    need = functools.partial(beyond_need, saturated_by=saturated_by, required=required_concurrency)
+    # After a restart the window ran at the ramp's last stable step: a failure there with the
+    # engine saturated is load (a lower limit, or capacity with a need above it); without
+    # saturation it continues under the limit its death set (failure-continues).
+    continues = after_restart and saturated_by is None
     if engine_died:
         reason = f"the engine terminated under sustained load at concurrency {concurrency}"
-        return need(_not_sustained(reason, concurrency, failure_detail, after_restart))
+        return need(_not_sustained(reason, concurrency, failure_detail, continues))
     if stall is not None:
         return Classification(Action.STALLED, stall)
     if refused:  # before coverage: a window cut short by refusals is the refusals' finding
@@ -242,7 +232,7 @@ def classify_sustained(
         reason = (
             f"{errors}/{total} requests failed under sustained load at concurrency {concurrency}"
         )
-        return need(_not_sustained(reason, concurrency, failure_detail, after_restart))
+        return need(_not_sustained(reason, concurrency, failure_detail, continues))
     if total - errors < MIN_SUSTAINED_COMPLETIONS:
         return Classification(
             Action.NO_DATA,
@@ -314,7 +304,7 @@ def thirds_growth(points: Sequence[tuple[float, float]]) -> float | None:
 
 
 def _not_sustained(
-    reason: str, concurrency: int, detail: str, after_restart: bool = False
+    reason: str, concurrency: int, detail: str, continues: bool = False
 ) -> Classification:
     """Failures or a death under sustained load, with no saturation finding of their own: at
     concurrency 1 the lowest load failed (`first_step_failed`); run after a restart, at the
@@ -322,7 +312,7 @@ def _not_sustained(
     lower limit is known to fix (`failure-continues`: hold); else the ramp's step did not
     hold for the sustained window, so traffic is capped at half of it."""
     quoted = f" ({detail})" if detail else ""
-    if after_restart:
+    if continues:
         return Classification(
             Action.CONTINUES,
             f"{reason}{quoted}, the ramp's last stable step, after the engine was restarted "

@@ -18,6 +18,7 @@ from golive.bundle.layout import (
     CHAIN,
     CHAIN_INPUTS,
     CONTAINER,
+    ENV_METRICS,
     ENV_REQUESTS,
     K8S_PODS,
     RAY_NODES,
@@ -25,7 +26,12 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader
 from golive.checks.context import CheckContext, scrape, served_of
-from golive.checks.env.judge import chain_inputs, chain_results, saved_inputs
+from golive.checks.env.judge import (
+    chain_inputs,
+    chain_results,
+    saved_inputs,
+    scraped_cache_info,
+)
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.chain import ChainInputs, Source
 from golive.evidence.facts import ContainerInfo, HostInfo, read_facts
@@ -217,9 +223,10 @@ async def _live_facts(
         model = Source(served.model, "requests/env.jsonl#/v1/models")
         if served.max_model_len is not None:
             models = Source(str(served.max_model_len), "requests/env.jsonl#/v1/models")
-    metrics = await scrape(ctx, "env")
-    info = metrics.snapshot.series("cache_config_info") if metrics.snapshot else ()
-    return version, models, model, dict(info[0].labels) if info else {}
+    await scrape(ctx, "env")  # saved as metrics/env.prom, read as decide reads it
+    saved = ctx.bundle.path(ENV_METRICS)
+    text = saved.read_text(encoding="utf-8", errors="replace") if saved.is_file() else None
+    return version, models, model, scraped_cache_info(text)
 
 
 def chain_report(inputs: ChainInputs, results: Sequence[CheckResult]) -> dict[str, Any]:

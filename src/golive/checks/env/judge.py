@@ -144,19 +144,23 @@ def live_differences(
         if stated[key] != said[key]
     ]
     cache_info = saved.get("cache_info") or {}
-    scraped = _scraped_cache_info(evidence.text(ENV_METRICS))
+    scraped = scraped_cache_info(evidence.text(ENV_METRICS))
     if dict(cache_info) != scraped:
         found.append(f"{CHAIN_INPUTS}: cache_info is not the one in {ENV_METRICS}")
     return found
 
 
-def _scraped_cache_info(text: str | None) -> dict[str, str]:
-    """The labels of `vllm:cache_config_info` in the env scrape, as the collector read them."""
+def scraped_cache_info(text: str | None) -> dict[str, str]:
+    """The labels of `vllm:cache_config_info` in the saved env scrape: what the collector
+    records and decide reads again, from the same text (a scrape that is not a vLLM
+    /metrics, or cannot be parsed, has none)."""
     if text is None:
         return {}
     try:
         snapshot = parse_metrics(text, taken_at=0.0)
     except BadResponse:
+        return {}
+    if not snapshot.has_vllm_metrics():
         return {}
     info = snapshot.series("cache_config_info")
     return dict(info[0].labels) if info else {}
