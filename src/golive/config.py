@@ -278,6 +278,11 @@ class RecordsConfig(StrictModel):
 
 class GoliveConfig(StrictModel):
     profile: str = Field("generic", description="generic | kimi-k3 | path to a profile YAML")
+    not_k3: str | None = Field(
+        None,
+        description="why a deployment whose model looks like Kimi K3 is not judged under the "
+        "kimi-k3 profile (recorded in the verdict)",
+    )
     target: TargetConfig = TargetConfig()
     smoke: SmokeConfig = SmokeConfig()
     environment: EnvironmentConfig = EnvironmentConfig()

@@ -33,6 +33,7 @@ from golive.bundle.store import Bundle, BundleReader, size_bytes
 from golive.checks.context import CheckContext, NoTarget, Target
 from golive.checks.deployment import ask_identity, deployment_of
 from golive.checks.identity import judge_identity
+from golive.checks.model_profile import judge_model_profile
 from golive.config import (
     GoliveConfig,
     OwnerRule,
@@ -151,6 +152,7 @@ async def judge(
         sent = sum(c.chat_requests for c in [*clients, *remote])
         checks.append(write_ledger(bundle, sent))
         checks += judge_identity(BundleReader(bundle.root))
+        checks += judge_model_profile(BundleReader(bundle.root), profile, config)
     if server_log is not None:
         checks = server_log_evidence(bundle, server_log, checks)
     checks = apply_policy(policy.policy, checks)

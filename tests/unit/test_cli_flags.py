@@ -55,6 +55,7 @@ TEXT = {
     "target.api_key_env": "GOLIVE_TEST_KEY",
     "target.model": "served-name",
     "profile": "kimi-k3",
+    "not_k3": "a fine-tune, not K3",
     "policy": "policy.yaml",
     "sign_key": "key.pem",
     "agent.schemas_file": "tools.yaml",

@@ -39,6 +39,8 @@ from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.env.judge import CHAIN_CHECKS, judge_chain
 from golive.checks.identity import CHECK_ID as IDENTITY_CHECK
 from golive.checks.identity import judge_identity
+from golive.checks.model_profile import CHECK_ID as PROFILE_CHECK
+from golive.checks.model_profile import judge_model_profile
 from golive.checks.smoke.judge import CHECKS as SMOKE_CHECKS
 from golive.checks.smoke.judge import judge_smoke
 from golive.checks.smoke.request_classes import SUSTAINED_STREAM as SMOKE_SUSTAINED
@@ -215,9 +217,9 @@ EVIDENCE_JUDGES = (
     ),
     EvidenceJudge(
         "target.identity",
-        (IDENTITY_CHECK,),
+        (IDENTITY_CHECK, PROFILE_CHECK),
         LEDGER_SENT,  # every section that sends chat requests counts them
-        lambda r, s: judge_identity(r),
+        lambda r, s: [*judge_identity(r), *judge_model_profile(r, s.profile, s.config)],
         None,
     ),
 )

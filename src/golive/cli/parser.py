@@ -42,6 +42,7 @@ TARGET_FLAGS = (
     ConfigFlag("--model", "target.model"),
     ConfigFlag("--engine-url", "target.engine_url", "URL"),
     ConfigFlag("--profile", "profile"),
+    ConfigFlag("--not-k3", "not_k3", "REASON"),
     ConfigFlag("--policy", "policy", "FILE"),
     ConfigFlag("--sign-key", "sign_key", "PEM"),
 )

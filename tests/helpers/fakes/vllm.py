@@ -40,6 +40,7 @@ class FakeState:
     version_after_restart: str | None = None  # ... or it comes back as another vLLM version
     down_until: float = 0.0
     deaths: int = 0
+    root: str | None = None  # /v1/models `root`: the model path behind the served name
 
 
 _ENGINE_DIED = {"error": {"message": "EngineCore died", "type": "InternalServerError", "code": 500}}
@@ -126,9 +127,10 @@ def build_app(state: FakeState) -> web.Application:
         state.models_asked += 1
         if state.fault == "models_down_once" and state.models_asked == 1:
             return web.json_response({"error": "starting"}, status=503)
-        return web.json_response(
-            {"object": "list", "data": [{"id": MODEL, "object": "model", "max_model_len": 4096}]}
-        )
+        entry: dict[str, object] = {"id": MODEL, "object": "model", "max_model_len": 4096}
+        if state.root is not None:
+            entry["root"] = state.root
+        return web.json_response({"object": "list", "data": [entry]})
 
     async def metrics(_: web.Request) -> web.Response:
         if state.fault == "metrics_500":

@@ -1,0 +1,88 @@
+"""Issue 29 §1: which evidence says Kimi K3, and which profiles assert the recipe (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from golive.checks.model_profile import (
+    Sign,
+    kimi_k3_signs,
+    model_profile_result,
+    weaker_than_k3,
+)
+from golive.config import Profile, load_profile
+from golive.results import Status
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "k3"),
+    [
+        ("/v1/models id", "moonshotai/Kimi-K3", True),
+        ("/v1/models root", "RedHatAI/Kimi-K3-NVFP4", True),
+        ("/v1/models root", "/models/kimi_k3", True),
+        ("startup log architecture", "KimiK3ForCausalLM", True),
+        ("startup log architecture", "KimiK3ForConditionalGeneration", True),
+        ("/v1/models id", "prod-chat", False),
+        ("/v1/models root", "moonshotai/Kimi-Linear-48B-A3B-Instruct", False),
+        ("/v1/models root", "moonshotai/Kimi-K2-Instruct", False),
+        ("/v1/models root", "someone/kimi-k30", False),
+        ("startup log architecture", "KimiLinearForCausalLM", False),
+        ("startup log architecture", "Qwen3ForCausalLM", False),
+        # an architecture is named by its class, not by a model path that contains "k3"
+        ("startup log architecture", "MyKimiK3Wrapper", False),
+    ],
+)
+def test_recognised_from_names_and_architectures(where: str, value: str, k3: bool) -> None:
+    """Names by the model's name (any case, -, _ or . between), architectures by class."""
+    assert bool(kimi_k3_signs([Sign(where, value)])) is k3
+
+
+def _profile(**chain: object) -> Profile:
+    return Profile.model_validate({"name": "custom", "description": "", "chain": chain})
+
+
+def test_the_bundled_kimi_k3_profile_asserts_the_recipe() -> None:
+    """Nothing is weaker than itself; the generic profile lacks every recipe assertion."""
+    recipe = load_profile("kimi-k3")
+    assert weaker_than_k3(recipe, recipe) == []
+    gaps = weaker_than_k3(load_profile("generic"), recipe)
+    for field in ("image", "cuda_major", "tool_parser", "min_driver_major", "min_gpus"):
+        assert any(g.startswith(f"chain.{field}") for g in gaps), (field, gaps)
+
+
+def test_a_stricter_custom_profile_counts_as_the_recipe() -> None:
+    """More GPUs, a newer driver and vLLM than the recipe's floor: still the recipe."""
+    recipe = load_profile("kimi-k3")
+    stricter = recipe.model_copy(
+        update={
+            "name": "kimi-k3-gb300",
+            "chain": recipe.chain.model_copy(
+                update={"min_gpus": 16, "min_driver_major": 590, "min_vllm": "0.32.0"}
+            ),
+        }
+    )
+    assert weaker_than_k3(stricter, recipe) == []
+    older = _profile(**{**recipe.chain.model_dump(), "min_vllm": "0.26.0"})
+    assert weaker_than_k3(older, recipe)[0].startswith("chain.min_vllm: '0.26.0'")
+
+
+@pytest.mark.parametrize(
+    ("profile", "not_k3", "status", "phrase"),
+    [
+        ("kimi-k3", None, Status.PASS, "asserts the recipe's chain"),
+        ("generic", None, Status.FAIL, "run with --profile kimi-k3"),
+        ("generic", "not K3: a fine-tune; owner: ml", Status.PASS, "a fine-tune; owner: ml"),
+        # a stated reason still names what the evidence says
+        ("generic", "reason", Status.PASS, "the evidence names Kimi K3"),
+    ],
+)
+def test_the_verdict_on_a_kimi_k3_deployment(
+    profile: str, not_k3: str | None, status: Status, phrase: str
+) -> None:
+    """Critical either way; a fail or a pass by reason says so in the summary."""
+    result = model_profile_result(
+        [Sign("/v1/models root", "moonshotai/Kimi-K3")], load_profile(profile), not_k3
+    )
+    assert result.critical
+    assert result.status is status
+    assert phrase in result.summary
