@@ -208,7 +208,11 @@ class AgentConfig(StrictModel):
     max_tokens: int = Field(160, ge=8, le=8192)
     concurrency: int = Field(4, ge=1, le=256, description="requests in flight at once")
     repeated_failures: int = Field(
-        2, ge=1, description="failures of a critical case that make it fail (fewer: warn)"
+        2,
+        ge=1,
+        le=2,
+        description="failures of a critical case that make it fail (fewer: warn); at most 2, "
+        "as 'repeated' means twice",
     )
     retry_deadline_fraction: float = Field(
         0.5, gt=0.0, lt=1.0, description="client timeout, as a share of a normal answer's time"
@@ -323,6 +327,9 @@ class CapacityProfile(StrictModel):
 
 class AgentProfile(StrictModel):
     reasoning_fields: tuple[str, ...] = ("reasoning", "reasoning_content")
+    # cases critical under this profile whatever the config says (agent.non_critical may not
+    # name them): the model's main Agent path
+    critical_cases: tuple[str, ...] = ()
     forbidden_content_markers: tuple[str, ...] = ()
 
 

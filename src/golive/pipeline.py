@@ -64,7 +64,7 @@ from golive.verdict.document import (
 )
 from golive.verdict.interrupt import Guard
 from golive.verdict.ledger import write_ledger
-from golive.verdict.policy import apply_policy, load_policy
+from golive.verdict.policy import apply_policy, load_policy, refuse_lowering
 from golive.verdict.rederive import judged_from_evidence
 from golive.verdict.scope import Scope, scope_json, sections_missing, skipped_by_config
 
@@ -106,6 +106,7 @@ async def judge(
         raise ConfigError("no target: give --target URL (or target.url in the config file)")
     profile = load_profile(config.profile)
     policy = load_policy(None if config.policy is None else Path(config.policy))
+    refuse_lowering(policy, profile, config)
     api_key = read_api_key(config.target.api_key_env)
     key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
     bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
@@ -155,7 +156,7 @@ async def judge(
         checks += judge_model_profile(BundleReader(bundle.root), profile, config)
     if server_log is not None:
         checks = server_log_evidence(bundle, server_log, checks)
-    checks = apply_policy(policy.policy, checks)
+    checks = apply_policy(policy.policy, checks, profile)
     decision = decide(checks, scope, policy.policy.waive)
     document = verdict_document(
         config,

@@ -17,7 +17,7 @@ from golive.checks.agent.collect import AgentSettings, run_agent
 from golive.checks.agent.rules import classify_reasoning_field
 from golive.checks.agent.select import cases_for
 from golive.checks.context import CheckContext
-from golive.config import load_config
+from golive.config import load_config, load_profile
 from golive.pipeline import judge
 from golive.results import CheckResult, Status
 from golive.traffic.sse import decode_events, reassemble
@@ -80,7 +80,9 @@ async def test_the_client_reads_the_field_the_server_writes(
                 "agent.client_reasoning_field": client,
             },
         )
-        settings = AgentSettings.from_config(config, cases_for(config.agent))
+        settings = AgentSettings.from_config(
+            config, cases_for(config.agent, load_profile(config.profile))
+        )
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_agent(ctx, settings)

@@ -20,7 +20,7 @@ from golive.checks.agent.rules import Layer
 from golive.checks.agent.select import cases_for
 from golive.checks.context import CheckContext
 from golive.cli.main import main
-from golive.config import load_config
+from golive.config import load_config, load_profile
 from golive.pipeline import judge
 from golive.results import CheckResult, Outcome
 from golive.target.install import ensure_target
@@ -134,7 +134,9 @@ async def _gateway_run(
             "agent.concurrency": 8,
         },
     )
-    settings = AgentSettings.from_config(config, cases_for(config.agent))
+    settings = AgentSettings.from_config(
+        config, cases_for(config.agent, load_profile(config.profile))
+    )
 
     async def programme(ctx: CheckContext) -> list[CheckResult]:
         return await run_agent(ctx, settings)

@@ -19,7 +19,7 @@ from golive.checks.agent.select import cases_for
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
-from golive.config import load_config
+from golive.config import load_config, load_profile
 from golive.pipeline import client_settings, judge
 from golive.results import CheckResult
 from golive.target.server import RunningTarget
@@ -115,7 +115,9 @@ async def test_agent_requests_leave_from_the_three_clients(
             "agent.cases": ["one_arg.required"],
         },
     )
-    settings = AgentSettings.from_config(config, cases_for(config.agent))
+    settings = AgentSettings.from_config(
+        config, cases_for(config.agent, load_profile(config.profile))
+    )
     load = await asyncio.to_thread(RayLoad, cluster.cluster.address, client_settings(config))
     try:
 

@@ -114,7 +114,7 @@ EVIDENCE_JUDGES = (
         "agent",
         ("agent.",),
         AGENT_PLAN,
-        lambda r, s: judge_agent(r, s.profile).results,
+        lambda r, s: judge_agent(r, s.profile, s.config.agent).results,
         "agent",
         always=True,
     ),

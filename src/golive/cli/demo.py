@@ -20,7 +20,7 @@ from golive.checks.cache import CacheSettings
 from golive.checks.capacity.collect import CapacityInputs, PhaseProgress, Quiet
 from golive.checks.context import CheckContext
 from golive.checks.env.collect import EnvEvidence
-from golive.config import load_config
+from golive.config import load_config, load_profile
 from golive.evidence.collect import collect_container
 from golive.evidence.startup_log import parse_startup_log
 from golive.pipeline import Verdict, judge
@@ -109,7 +109,9 @@ async def run_demo(
                 progress=phases or Quiet(),
             ),
             cache=CacheSettings.from_config(config, startup),
-            agent=AgentSettings.from_config(config, cases_for(config.agent), phases),
+            agent=AgentSettings.from_config(
+                config, cases_for(config.agent, load_profile(config.profile)), phases
+            ),
         )
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:

@@ -32,7 +32,7 @@ from golive.cli.console import default_out, err, finish, progress_line, read_inp
 from golive.cli.load_clients import judge_options, load_clients
 from golive.cli.parser import build_parser, config_overrides
 from golive.cli.progress import RichProgress
-from golive.config import GoliveConfig, load_config
+from golive.config import GoliveConfig, load_config, load_profile
 from golive.errors import ConfigError, GoliveError
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.gpu_curve import record_gpu_curve
@@ -226,7 +226,9 @@ async def _cache(args: argparse.Namespace) -> int:
 
 async def _agent(args: argparse.Namespace) -> int:
     config = load_config(args.config, config_overrides(args))
-    cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
+    cases = cases_for(
+        config.agent, load_profile(config.profile)
+    )  # bad --schemas or case names fail before any traffic
     out = args.out or default_out("golive-agent")
     async with load_clients(args.ray, args.workers, config, progress_line) as clients:
         with RichProgress(err) as progress:
@@ -268,7 +270,9 @@ async def _run(args: argparse.Namespace) -> int:
     evidence = load_evidence(
         args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
     )
-    cases = cases_for(config.agent)  # bad --schemas or case names fail before any traffic
+    cases = cases_for(
+        config.agent, load_profile(config.profile)
+    )  # bad --schemas or case names fail before any traffic
     startup = None if evidence.log_text is None else parse_startup_log(evidence.log_text)
     out = args.out or default_out("golive-run")
     async with load_clients(args.ray, args.workers, config, progress_line) as clients:

@@ -23,14 +23,14 @@ import yaml
 from golive.bundle.layout import EFFECTIVE_CONFIG, MANIFEST, PARTS, POLICY
 from golive.bundle.store import Bundle, BundleReader
 from golive.checks.deployment import FIELDS, deployment_of
-from golive.config import GoliveConfig
+from golive.config import GoliveConfig, load_profile
 from golive.errors import BundleError, ConfigError
 from golive.operate.rollback import identity
 from golive.pipeline import Verdict, rollback_target, verdict_document, write_verdict
 from golive.results import CheckResult
 from golive.verdict.decide import decide
 from golive.verdict.document import PartEntry, VerdictDocument
-from golive.verdict.policy import apply_policy, load_policy
+from golive.verdict.policy import apply_policy, load_policy, refuse_lowering
 from golive.verdict.rederive import as_part_checks, rederive
 from golive.verdict.scope import PROGRAMME, SECTIONS, Scope, scope_from_json
 
@@ -219,7 +219,9 @@ def combine(
     bundle.write_text(
         EFFECTIVE_CONFIG, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
     )
-    checks = apply_policy(policy.policy, [c for p in parts for c in part_checks(p)])
+    profile = load_profile(config.profile)
+    refuse_lowering(policy, profile, config)
+    checks = apply_policy(policy.policy, [c for p in parts for c in part_checks(p)], profile)
     covered = {s for p in parts for s in p.sections}
     scope: Scope = (
         PROGRAMME if covered >= set(SECTIONS) else tuple(s for s in SECTIONS if s in covered)

@@ -21,10 +21,11 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError
 
-from golive.config import StrictModel
+from golive.config import GoliveConfig, Profile, StrictModel
 from golive.errors import ConfigError
 from golive.results import CheckResult
 from golive.verdict.document import PolicyRef, WaiverEntry
+from golive.verdict.protected import policy_lowers, why_protected
 
 DEFAULT = "policy-default.yaml"
 
@@ -87,6 +88,17 @@ def load_policy(path: Path | None) -> LoadedPolicy:
     return loaded
 
 
+def refuse_lowering(loaded: LoadedPolicy, profile: Profile, config: GoliveConfig) -> None:
+    """Before any traffic: a policy that would make a protected check non-critical is
+    refused, naming each check, the entry and why."""
+    lowered = policy_lowers(loaded.policy.critical, profile, config)
+    if lowered:
+        raise ConfigError(
+            f"policy {loaded.policy.name!r} may not make non-critical: {'; '.join(lowered)}. "
+            "Remove those entries (a policy may raise what is critical, not lower these)"
+        )
+
+
 def impersonation(loaded: LoadedPolicy) -> str | None:
     """Why a policy that names itself as the bundled default is not it, or None."""
     default = parse_policy(default_text(), f"bundled {DEFAULT}")
@@ -114,11 +126,16 @@ def parse_policy(text: str, source: str) -> LoadedPolicy:
     return LoadedPolicy(policy, text)
 
 
-def apply_policy(policy: Policy, checks: Sequence[CheckResult]) -> list[CheckResult]:
-    """Checks with the policy's criticality; the most specific (longest) pattern wins."""
+def apply_policy(
+    policy: Policy, checks: Sequence[CheckResult], profile: Profile | None
+) -> list[CheckResult]:
+    """Checks with the policy's criticality; the most specific (longest) pattern wins. A
+    critical check the policy may not lower (`verdict/protected.py`) stays critical."""
     patterns = sorted(policy.critical.items(), key=lambda item: len(item[0]), reverse=True)
     out = []
     for check in checks:
         match = next((v for p, v in patterns if fnmatch.fnmatchcase(check.id, p)), None)
+        if match is False and check.critical and why_protected(check.id, profile) is not None:
+            match = None
         out.append(check if match is None else dataclasses.replace(check, critical=match))
     return out

@@ -35,7 +35,7 @@ from golive.results import CheckResult, Decision, Outcome, Status
 from golive.verdict.decide import decide, limits
 from golive.verdict.document import ExercisedEnvelope, Limits, PartEntry, VerdictDocument
 from golive.verdict.policy import Policy, apply_policy, impersonation, parse_policy
-from golive.verdict.rejudge import differences, rejudge
+from golive.verdict.rejudge import bundle_profile, differences, rejudge
 from golive.verdict.scope import (
     PROGRAMME,
     SECTIONS,
@@ -108,13 +108,13 @@ def rederive(root: Path) -> Rederived:
     if data.parts is not None or data.command == COMBINED:
         scope, checks, rejudged, owned = _rederive_parts(root, data, problems)
         if policy is not None:
-            checks = apply_policy(policy, checks)
+            checks = apply_policy(policy, checks, bundle_profile(BundleReader(root), data))
         problems.extend(differences(data.results(), checks))
     else:
         scope = bundle_scope(root, data)
         checks, rejudged, owned = rejudge(root, data, checks, policy, problems, scope)
         if policy is not None:
-            checks = apply_policy(policy, checks)
+            checks = apply_policy(policy, checks, bundle_profile(BundleReader(root), data))
     recorded_scope = scope_from_json(data.scope)
     if recorded_scope != scope:
         problems.append(

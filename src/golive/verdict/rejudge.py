@@ -55,7 +55,7 @@ def rejudge(
     run again; differences go to `problems`. Also: the judges that ran, and the ids of the
     checks they own."""
     reader = BundleReader(root)
-    saved = Saved(_profile(reader, data), _config(reader))
+    saved = Saved(bundle_profile(reader, data), _config(reader))
     problems.extend(_setup_problems(reader, data, saved))
     errors = _logged_errors(reader, data)
     in_scope = set(SECTIONS) if scope == PROGRAMME else set(scope)
@@ -100,8 +100,8 @@ def rejudge(
         if errors:
             again, _ = corroborate(again, errors, request_spans(root))
         if policy is not None:
-            again = apply_policy(policy, again)
-            mine = apply_policy(policy, mine)
+            again = apply_policy(policy, again, saved.profile)
+            mine = apply_policy(policy, mine, saved.profile)
         problems.extend(differences(mine, again))
         by_id = {c.id: c for c in again}
         checks = [by_id.pop(c.id, _unproduced(c)) if judge.owns(c.id) else c for c in checks]
@@ -252,7 +252,8 @@ def _config(reader: BundleReader) -> GoliveConfig:
     return parse_config(text, str(reader.root / EFFECTIVE_CONFIG))
 
 
-def _profile(reader: BundleReader, data: VerdictDocument) -> Profile:
+def bundle_profile(reader: BundleReader, data: VerdictDocument) -> Profile:
+    """The profile the bundle keeps (config/profile.yaml), else the one verdict.json names."""
     text = reader.text(PROFILE)
     if text is not None:
         return parse_profile(text, str(reader.root / PROFILE))

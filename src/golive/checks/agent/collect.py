@@ -80,7 +80,7 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
             "retry_scrapes": scrapes,
         },
     )
-    judged = judge_agent(BundleReader(ctx.bundle.root), ctx.profile)
+    judged = judge_agent(BundleReader(ctx.bundle.root), ctx.profile, ctx.config.agent)
     for example in judged.examples:
         ctx.bundle.append_jsonl(AGENT_FAILURES, example)
     return judged.results

@@ -34,7 +34,8 @@ from golive.checks.agent.rules import (
     parity,
     reasoning_fields_written,
 )
-from golive.config import Profile
+from golive.checks.agent.select import due_criticality
+from golive.config import AgentConfig, Profile
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
 from golive.results import CheckClass, CheckResult, Status
@@ -142,12 +143,13 @@ def _parity(run: Run, twin: Run | None) -> Run:
     return dataclasses.replace(run, findings=(*run.findings, mismatch), layer=layer)
 
 
-def judge_agent(evidence: BundleReader, profile: Profile) -> AgentJudgement:
-    """Every planned case's check, from its saved answers."""
+def judge_agent(evidence: BundleReader, profile: Profile, config: AgentConfig) -> AgentJudgement:
+    """Every planned case's check, from its saved answers; how critical a case is and how
+    many failures are repeated come from the config and profile, not from the plan."""
     plan = evidence.json(AGENT_PLAN)
     if not isinstance(plan, Mapping):
         return AgentJudgement([], [])
-    cases = [case_from_json(c) for c in plan.get("cases") or ()]
+    cases = [due_criticality(case_from_json(c), config, profile) for c in plan.get("cases") or ()]
     results: list[CheckResult] = []
     examples: list[dict[str, Any]] = []
     every: list[ParsedResponse] = []  # every case's answers, for the reasoning-field contract
@@ -165,7 +167,7 @@ def judge_agent(evidence: BundleReader, profile: Profile) -> AgentJudgement:
             case_result(
                 case,
                 runs,
-                int(plan["repeated_failures"]),
+                config.repeated_failures,
                 facts,
                 gateway=bool(plan.get("gateway")),
             )

@@ -15,16 +15,37 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from golive.checks.agent.cases import SYSTEM, AgentCase, named, shipped_cases
 from golive.checks.agent.rules import Expect
-from golive.config import AgentConfig
+from golive.config import AgentConfig, Profile
 from golive.errors import ConfigError
 
 
-def cases_for(config: AgentConfig) -> tuple[AgentCase, ...]:
-    """The shipped cases plus the user's, selected and with criticality applied."""
+def cases_for(config: AgentConfig, profile: Profile) -> tuple[AgentCase, ...]:
+    """The shipped cases plus the user's, selected and with criticality applied (the
+    config's, and the cases the profile makes critical, which the config may not lower)."""
+    forced = profile.agent.critical_cases
+    lowered = [n for n in config.non_critical if n in forced]
+    if lowered:
+        raise ConfigError(
+            f"agent.non_critical: {', '.join(lowered)} is critical under the {profile.name} "
+            "profile (the deployment's main Agent path); remove it from agent.non_critical"
+        )
     cases = shipped_cases()
     if config.schemas_file:
         cases += load_user_cases(Path(config.schemas_file))
-    return select(cases, config.cases, config.critical, config.non_critical)
+    return select(cases, config.cases, (*config.critical, *forced), config.non_critical)
+
+
+def due_criticality(case: AgentCase, config: AgentConfig, profile: Profile) -> AgentCase:
+    """A planned case with the criticality the config and profile give it, whatever the plan
+    the bundle carries says: a shipped case starts from its shipped criticality, a user's
+    schema case from the plan (its schema file is not in the bundle)."""
+    shipped = {c.name: c for c in shipped_cases()}
+    base = shipped.get(case.name)
+    if base is not None:
+        case = replace(case, critical=base.critical, feature=base.feature)
+    forced = profile.agent.critical_cases
+    lowered = tuple(n for n in config.non_critical if n not in forced)
+    return _criticality(case, (*config.critical, *forced), lowered)
 
 
 class _Function(BaseModel):

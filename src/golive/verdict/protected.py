@@ -1,0 +1,81 @@
+"""What a policy file may not make non-critical (issue 29 §2).
+
+A policy weighs checks; it may not take back what the checklist calls blocking: the version
+chain and the startup checks (failure signatures among them), golive's own integrity checks
+(the ledger, the answering model, the profile, a stop), a critical Agent case, and the
+cache proof where the profile says the workload depends on reuse. A run whose policy tries
+is refused before any traffic, naming the check; `golive decide` never applies such an entry
+(a forged policy in a bundle cannot lower them either).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+
+from golive.checks.agent.cases import shipped_cases
+from golive.checks.agent.select import due_criticality
+from golive.checks.env.judge import CHAIN_CHECKS
+from golive.config import GoliveConfig, Profile
+
+# check-id pattern -> why it stays critical (a check judged non-critical stays as judged)
+ALWAYS: Mapping[str, str] = {
+    "environment.*": "the version chain",
+    "startup.*": "the startup checks (failure signatures, parsers, launch)",
+    "target.*": "golive's integrity checks (the answering model, the profile)",
+    "golive.*": "golive's integrity checks (the request ledger, a stop, its own headroom)",
+    "agent.*": "a critical Agent case",
+}
+REUSE = "cache.prefix_reuse"
+INTEGRITY = (
+    "target.identity",
+    "target.profile",
+    "golive.ledger",
+    "golive.internal",
+    "golive.interrupted",
+    "golive.client_headroom",
+)
+
+
+def protected_patterns(profile: Profile | None) -> dict[str, str]:
+    """Pattern -> reason, for this profile."""
+    out = dict(ALWAYS)
+    if profile is not None and profile.chain.prefix_caching_required:
+        out[REUSE] = f"the {profile.name} profile's workload depends on prefix reuse"
+    return out
+
+
+def why_protected(check_id: str, profile: Profile | None) -> str | None:
+    """Why no policy may lower `check_id` (None: a policy may)."""
+    patterns = protected_patterns(profile)
+    return next((r for p, r in patterns.items() if fnmatch.fnmatchcase(check_id, p)), None)
+
+
+def protected_ids(profile: Profile, config: GoliveConfig) -> list[str]:
+    """The concrete critical check ids a policy entry is tried against before a run."""
+    agent = [
+        f"agent.{case.name}"
+        for case in shipped_cases()
+        if due_criticality(case, config.agent, profile).critical
+    ]
+    reuse = [REUSE] if profile.chain.prefix_caching_required else []
+    return [*CHAIN_CHECKS, *INTEGRITY, *agent, *reuse]
+
+
+def policy_lowers(
+    critical: Mapping[str, bool], profile: Profile, config: GoliveConfig
+) -> list[str]:
+    """Each protected check a policy's `critical` entries would make non-critical, with the
+    entry and the reason (empty: the policy may be applied)."""
+    out = []
+    for check_id in protected_ids(profile, config):
+        entry = _winning(critical, check_id)
+        if entry is not None and critical[entry] is False:
+            out.append(f"{check_id} (by {entry!r}: {why_protected(check_id, profile)})")
+    return out
+
+
+def _winning(critical: Mapping[str, bool], check_id: str) -> str | None:
+    """The entry that decides `check_id`: the longest matching pattern, as applied."""
+    matches: Sequence[str] = [p for p in critical if fnmatch.fnmatchcase(check_id, p)]
+    return max(matches, key=len) if matches else None
