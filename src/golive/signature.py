@@ -98,6 +98,9 @@ def sign_bundle(
         "bundle_digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
         "override_reason": (override_reason or "").strip() or None,
         "taken_as_sealed": list(taken),  # accepted on the bundle's word, by the override
+        # a better outcome than the verdict's, or checks on the bundle's word: the registry
+        # keeps it "accepted with override", never the default rollback target
+        "override": outcome.severity < verdict_outcome.severity or bool(taken),
     }
     bundle = Bundle(root)
     write_signoff(bundle, document, signature)

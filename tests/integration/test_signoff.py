@@ -174,9 +174,12 @@ async def test_a_policy_waiver_is_named_in_the_verdict(tmp_path: Path) -> None:
     assert await _cli("decide", str(out)) == 0
 
 
-async def test_failing_bundle_needs_an_override_to_sign_go_live(tmp_path: Path) -> None:
+async def test_failing_bundle_needs_an_override_to_sign_go_live(
+    tmp_path: Path, capsys: Any
+) -> None:
     """A section bundle is never signed go-live; a programme bundle that holds is, only with a
-    recorded override reason."""
+    recorded override reason — and the registry keeps it as "accepted with override", never
+    the default rollback target, even when it is the newest entry."""
     out = tmp_path / "b"
     junit = tmp_path / "junit.xml"
     code = await _smoke(out, "stale_metrics", "--junit", str(junit))
@@ -193,13 +196,25 @@ async def test_failing_bundle_needs_an_override_to_sign_go_live(tmp_path: Path) 
     # a programme bundle that holds: go-live only with a recorded reason
     held = await programme_bundle(tmp_path / "p", _unhealthy)
     assert _json(held / "verdict.json")["outcome"] == "hold"
-    argv = ["signoff", str(held), "--reviewer", "Ana", "--outcome", "go-live"]
     registry = ["--registry", str(tmp_path / "registry")]
+    honest = await programme_bundle(tmp_path / "honest")  # observe-with-limits, every item owned
+    signed = ["signoff", str(honest), "--reviewer", "Ana", "--outcome", "observe-with-limits"]
+    assert await _cli(*signed, *registry) == 0
+    argv = ["signoff", str(held), "--reviewer", "Ana", "--outcome", "go-live"]
     assert await _cli(*argv, *registry) == EXIT_USAGE
     assert await _cli(*argv, *registry, *override) == 0
     signature = _json(held / "signoff.json")["signature"]
     assert signature["verdict_outcome"] == "hold"
     assert "INC-42" in signature["override_reason"]
+    assert signature["override"] is True
+    assert "Accepted with override" in (held / "signoff.md").read_text()
+    entries = sorted((tmp_path / "registry").glob("*.json"))
+    assert [_json(e)["accepted_with_override"] for e in entries] == [False, True]
+    capsys.readouterr()
+    assert await _cli("rollback", "show", *registry) == 0
+    shown = capsys.readouterr().out
+    assert f"last accepted: {honest.resolve()} (observe-with-limits" in shown
+    assert f"accepted with override (never the rollback target): {held.resolve()}" in shown
 
 
 @pytest.mark.tampers_bundle

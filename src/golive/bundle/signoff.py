@@ -291,11 +291,14 @@ def render_signoff(record: Mapping[str, Any]) -> str:
             f"Signed **{signature['outcome']}** by {signature['reviewer']} at "
             f"{signature['signed_at']} over bundle {signature['bundle_digest']}"
         )
-        if signature.get("override_reason"):
+        if signature.get("override"):
             lines.append(
-                f"\nOverride of the verdict ({signature['verdict_outcome']}): "
-                f"{signature['override_reason']}"
+                f"\n**Accepted with override** of the verdict ({signature['verdict_outcome']}): "
+                f"{signature['override_reason']}. The rollback registry keeps it, but never as "
+                "the default rollback target."
             )
+        elif signature.get("override_reason"):
+            lines.append(f"\nReviewer's note: {signature['override_reason']}")
     else:
         lines.append("Not signed. Reviewer: ____________________  Outcome: __________")
     return "\n".join(lines) + "\n"

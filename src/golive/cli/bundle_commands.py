@@ -17,7 +17,7 @@ from golive.bundle.store import verify
 from golive.config import load_config
 from golive.errors import ConfigError
 from golive.operate.guardrails import write_guardrails
-from golive.operate.rollback import accepted, registry_dir
+from golive.operate.rollback import accepted, overridden, registry_dir, rollback_target
 from golive.report.html import render_html
 from golive.report.markdown import bundle_markdown, scope_line
 from golive.results import Outcome
@@ -147,11 +147,15 @@ def _verify(bundle: Path, key_file: Path | None) -> int:
 
 def _rollback_show(args: argparse.Namespace) -> int:
     registry = registry_dir(args.registry)
-    entries = accepted(registry)
-    if not entries:
-        print(f"no accepted artifact in {registry}: sign an accepted bundle with golive signoff")
+    last = rollback_target(registry)
+    by_override = [e for e in accepted(registry) if overridden(e)]
+    if last is None:
+        print(
+            f"no accepted artifact in {registry}"
+            + (f" other than {len(by_override)} accepted with override" if by_override else "")
+            + ": sign an accepted bundle with golive signoff"
+        )
         return 1
-    last = entries[-1]
     if args.json:
         print(json.dumps(last, indent=2))
         return 0
@@ -174,6 +178,12 @@ def _rollback_show(args: argparse.Namespace) -> int:
             else "(not recorded: give --container-info with serve_command)"
         )
     )
+    for entry in by_override:
+        print(
+            f"accepted with override (never the rollback target): {entry['bundle']} "
+            f"({entry['outcome']} over a {entry.get('verdict_outcome')} verdict, "
+            f"{entry['accepted_at']}, by {entry['reviewer']}: {entry.get('override_reason')})"
+        )
     return 0
 
 

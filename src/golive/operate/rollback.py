@@ -15,6 +15,7 @@ from golive.bundle.layout import CHAIN, CONTAINER
 from golive.bundle.store import BundleReader, locate
 from golive.checks.env.judge import serving_launch
 from golive.errors import ConfigError
+from golive.results import Outcome
 from golive.verdict.document import VerdictDocument
 from golive.verdict.rederive import require_rederived
 
@@ -105,7 +106,24 @@ def artifact(root: Path, signature: dict[str, Any]) -> dict[str, Any]:
         "bundle_digest": signature["bundle_digest"],
         **identity(root),
         "limits": verdict.limits.to_json(),
+        "accepted_with_override": overridden(
+            {**signature, "verdict_outcome": verdict.outcome.value}
+        ),
+        "override_reason": signature.get("override_reason"),
     }
+
+
+def overridden(entry: dict[str, Any]) -> bool:
+    """Accepted only by a reviewer's override: an outcome better than the verdict's, or
+    checks taken on the bundle's word. Such an entry is never the default rollback target."""
+    if entry.get("accepted_with_override") or entry.get("override") or entry.get("taken_as_sealed"):
+        return True
+    order = {o.value: o.severity for o in Outcome}
+    signed, judged = (
+        order.get(str(entry.get("outcome"))),
+        order.get(str(entry.get("verdict_outcome"))),
+    )
+    return signed is None or judged is None or signed < judged
 
 
 def _digest_of(image: str | None) -> str | None:
@@ -143,7 +161,8 @@ def accepted(registry: Path) -> list[dict[str, Any]]:
 
 
 def rollback_target(registry: Path, current: Path | None = None) -> dict[str, Any] | None:
-    """The newest accepted artifact that is not the deployment being watched."""
+    """The newest accepted artifact that is not the deployment being watched and was not
+    accepted by an override."""
     skip = str(current.resolve()) if current is not None else None
-    candidates = [e for e in accepted(registry) if e.get("bundle") != skip]
+    candidates = [e for e in accepted(registry) if e.get("bundle") != skip and not overridden(e)]
     return candidates[-1] if candidates else None

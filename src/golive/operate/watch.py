@@ -36,6 +36,7 @@ from golive.evidence.sampling import nvml_probe
 from golive.metrics import MetricsDelta, Snapshot
 from golive.operate.guardrails import Envelope, envelope, read_accepted, signed_override
 from golive.operate.rollback import registry_dir, rollback_target
+from golive.operate.watch_identity import require_accepted_deployment
 from golive.operate.watch_rules import (
     Observation,
     Thresholds,
@@ -396,6 +397,7 @@ def _target_summary(target: Mapping[str, Any] | None) -> dict[str, Any] | str:
 
 
 async def run_watch(ctx: CheckContext, settings: WatchSettings) -> dict[str, Any]:
+    await require_accepted_deployment(ctx, settings.accepted, settings.log_file)
     served = await served_model(ctx, "watch-setup")
     if served is None:
         raise ConfigError(f"{ctx.target.url('/v1/models')} lists no model: nothing to watch")

@@ -1,0 +1,104 @@
+"""The watch watches the deployment its bundle accepted (issue 29 §8).
+
+Before the first interval, `golive watch` asks the server what it is (`/version`,
+`/v1/models`, saved in the watch bundle's `requests/identity.jsonl`) and compares it with the
+accepted bundle's identity: the vLLM version, the served model (its name, the model behind
+it, max_model_len) and, where `--log` holds a launch, the launch's arguments. A server that
+differs is refused: its envelope, cache baseline and rollback target are another
+deployment's, so nothing the watch would say of it means anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from golive.bundle.store import BundleReader
+from golive.checks.context import CheckContext
+from golive.checks.deployment import ask_identity, deployment_of
+from golive.checks.env.judge import serving_launch
+from golive.errors import ConfigError
+from golive.evidence.startup_log import StartupFacts, parse_startup_log
+from golive.verdict.document import VerdictDocument
+
+COMPARED = ("vllm_version", "model", "model_root", "max_model_len")
+# where the same launch may differ between two starts: the address it listens on
+_PLACE = ("host", "port")
+
+
+def identity_differences(accepted: Mapping[str, Any], live: Mapping[str, Any]) -> list[str]:
+    """Each field the accepted bundle knows that this server says otherwise or cannot say
+    (the model root is compared by its last path part: a model mounted elsewhere is still
+    that model)."""
+    out = []
+    for field in COMPARED:
+        then, now = accepted.get(field), live.get(field)
+        if then is None:
+            continue
+        if field == "model_root" and now is not None:
+            then, now = _last_part(str(then)), _last_part(str(now))
+        if now is None:
+            out.append(f"{field}: not answered here, {then!r} accepted")
+        elif now != then:
+            out.append(f"{field}: {now!r} here, {then!r} accepted")
+    return out
+
+
+def launch_differences(accepted: StartupFacts | None, live: StartupFacts | None) -> list[str]:
+    """The launch arguments (besides the address) that differ between the accepted launch and
+    the one `--log` holds; nothing where either is unknown."""
+    if accepted is None or live is None or not accepted.non_default_args:
+        return []
+    if not live.non_default_args:
+        return []
+    then, now = _launch(accepted.non_default_args), _launch(live.non_default_args)
+    return [
+        f"launch argument {key}: {now.get(key)!r} here, {then.get(key)!r} accepted"
+        for key in sorted({*then, *now})
+        if then.get(key) != now.get(key)
+    ]
+
+
+def _launch(args: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in args.items() if k not in _PLACE}
+    if isinstance(out.get("model"), str):
+        out["model"] = _last_part(out["model"])
+    return out
+
+
+def _last_part(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def accepted_identity(root: Path, wanted: str | None) -> dict[str, Any]:
+    """The accepted bundle's identity: verdict.json's (a combined bundle's too), else what
+    its evidence says."""
+    recorded = VerdictDocument.read(root).identity
+    if recorded:
+        return dict(recorded)
+    return deployment_of(BundleReader(root), wanted).to_json()
+
+
+async def require_accepted_deployment(
+    ctx: CheckContext, accepted: Path, log_file: Path | None
+) -> None:
+    """Refuse a server that is not the deployment `accepted` judged (ConfigError, naming
+    every difference)."""
+    await ask_identity(ctx)
+    live = deployment_of(BundleReader(ctx.bundle.root), ctx.config.target.model).to_json()
+    found: Sequence[str] = identity_differences(
+        accepted_identity(accepted, ctx.config.target.model), live
+    )
+    if log_file is not None and log_file.is_file():
+        text = log_file.read_text(encoding="utf-8", errors="replace")
+        found = [
+            *found,
+            *launch_differences(serving_launch(BundleReader(accepted)), parse_startup_log(text)),
+        ]
+    if found:
+        raise ConfigError(
+            f"{ctx.target.url('/v1/models')} is not the deployment {accepted} accepted: "
+            f"{'; '.join(found)}. Watch the accepted deployment, or run and sign golive for "
+            "this one first"
+        )
