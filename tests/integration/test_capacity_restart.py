@@ -208,3 +208,36 @@ async def test_deleting_the_death_records_does_not_lift_the_hold(tmp_path: Path)
     assert any(
         "termination.json (the death's record) is missing" in p for p in again.problems
     ) or any("termination.json (the death's record) is missing" in c.summary for c in again.checks)
+
+
+async def test_a_death_is_shown_by_the_failed_health_answer_that_found_it(tmp_path: Path) -> None:
+    """The death record names the failed /health answer saved in
+    requests/capacity-health.jsonl; decide reads both."""
+    out = tmp_path / "b"
+    verdict, _ = await _capacity(out, wait_s=20)
+    assert verdict.outcome is Outcome.OBSERVE_WITH_LIMITS
+    termination = json.loads((out / "memory/termination.json").read_text())
+    health = [json.loads(line) for line in (out / "requests/capacity-health.jsonl").open()]
+    named = [h for h in health if h["request_id"] == termination["health_request_id"]]
+    assert len(named) == 1
+    assert named[0]["http_status"] != 200
+    assert rederive(out).agrees
+
+
+@pytest.mark.tampers_bundle
+async def test_a_death_record_no_failed_health_answer_shows_is_not_believed(
+    tmp_path: Path,
+) -> None:
+    """A death record written into a bundle (here: the honest one, its failed /health answer
+    deleted) could turn a stall or a failing step into a limit at the step below; with no
+    failed answer behind it every capacity check it touches is no_data, naming it: hold."""
+    out = tmp_path / "b"
+    verdict, _ = await _capacity(out, wait_s=20)
+    assert verdict.outcome is Outcome.OBSERVE_WITH_LIMITS
+    (out / "requests/capacity-health.jsonl").unlink()
+    Bundle(out).seal()
+    again = rederive(out)
+    assert again.decision.outcome is Outcome.HOLD
+    ramp = next(c for c in again.checks if c.id == "capacity.concurrency")
+    assert ramp.status.value == "no_data"
+    assert "no failed /health answer in requests/capacity-health.jsonl shows it" in ramp.summary

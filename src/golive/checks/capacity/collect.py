@@ -24,6 +24,7 @@ from golive.bundle.layout import (
     TERMINATION,
     TERMINATION_AFTER_RESTART,
 )
+from golive.checks.capacity.deaths import HEALTH_STREAM
 from golive.checks.capacity.failures import clip
 from golive.checks.capacity.rules import (
     Action,
@@ -228,8 +229,11 @@ class Run:
     async def check_alive(self, reason: str, body: Mapping[str, Any] | None = None) -> bool:
         if self.dead.is_set():
             return False
-        health = await self.ctx.target.get("/health", "capacity-health")
-        if health.ok:
+        # saved: a death record names the failed answer that shows it (deaths.py)
+        health = self.ctx.save(
+            await self.ctx.target.get("/health", "capacity-health"), HEALTH_STREAM
+        )
+        if health.record.ok:
             return True
         if self.dead.is_set():  # another loss of the same death was recorded meanwhile
             return False
@@ -239,7 +243,11 @@ class Run:
         # a death after a restart (restart.py) keeps the first one's record beside it
         first = not self.ctx.bundle.path(TERMINATION).exists()
         path = TERMINATION if first else TERMINATION_AFTER_RESTART
-        self.ctx.bundle.write_json(path, self.termination(reason, in_flight))
+        record = {
+            **self.termination(reason, in_flight),
+            "health_request_id": health.record.request_id,
+        }
+        self.ctx.bundle.write_json(path, record)
         return False
 
     def termination(self, reason: str, in_flight: list[dict[str, Any]]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader, record_streams
 from golive.checks.capacity.collect import cap_result, classified
+from golive.checks.capacity.deaths import unshown_deaths
 from golive.checks.capacity.failures import failure_detail
 from golive.checks.capacity.recorded import (
     engine_silent,
@@ -62,6 +63,7 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     records = evidence.jsonl(CAPACITY_CONCURRENCY_REQUESTS)
     mismatch = steps_differences(rows, records, CAPACITY_STEPS)
     mismatch += repeats_differences(again, rows, records, CAPACITY_KNEE_REPEATS)
+    mismatch += unshown_deaths(evidence)
     died = [f"c{r.get('concurrency')}" for r in rows if r.get("engine_died") is True]
     if died and not isinstance(evidence.json(TERMINATION), Mapping):
         # the collector writes the termination record whenever it finds the engine dead
@@ -218,6 +220,9 @@ def after_death(evidence: BundleReader, check_id: str) -> CheckResult | None:
     record = evidence.json(TERMINATION)
     if not isinstance(record, Mapping):
         return None
+    unshown = unshown_deaths(evidence)
+    if unshown:
+        return not_from_records(check_id, unshown, TERMINATION)
     where = f"in the {record.get('phase')} phase at concurrency {record.get('concurrency')}"
     restart = evidence.json(RESTART)
     if isinstance(restart, Mapping) and restart.get("served_again") is not True:
@@ -285,6 +290,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     label = str(row.get("label"))
     window = window_records(evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS), label)
     mismatch = window_differences(row, window, f"{CAPACITY_SUSTAINED} ({label})")
+    mismatch += unshown_deaths(evidence)
     if label != f"c{stats.concurrency}":  # a row golive never writes: its level is its label's
         mismatch.append(
             f"{CAPACITY_SUSTAINED}: concurrency {stats.concurrency!r}, but its label is {label!r}"

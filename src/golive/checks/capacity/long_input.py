@@ -10,6 +10,7 @@ from typing import Any
 from golive.bundle.layout import CAPACITY_LADDER, CAPACITY_LONG_INPUT_REQUESTS, MEMORY_CURVE
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import cap_result, classified
+from golive.checks.capacity.deaths import unshown_deaths
 from golive.checks.capacity.judge import after_death, not_from_records
 from golive.checks.capacity.recorded import ladder_differences
 from golive.checks.capacity.windows import LongOutcome, LongStep, classify_long_input
@@ -30,7 +31,7 @@ def judge_long_input(evidence: BundleReader) -> CheckResult:
         )
     saved = ladder.get("steps") or ()
     records = evidence.jsonl(CAPACITY_LONG_INPUT_REQUESTS)
-    mismatch = ladder_differences(saved, records, CAPACITY_LADDER)
+    mismatch = ladder_differences(saved, records, CAPACITY_LADDER) + unshown_deaths(evidence)
     if mismatch:
         return not_from_records("capacity.long_input", mismatch, CAPACITY_LADDER)
     steps = [

@@ -1,0 +1,47 @@
+"""An engine death must be shown by the answer that found it (issue 27 §2).
+
+The collector records a death (`memory/termination.json`, and after a restart
+`memory/termination-after-restart.json`) only when `/health` fails after a lost connection or
+a failed request; it saves every `/health` answer it asked in
+`requests/capacity-health.jsonl` and names the failed one in the death's record. A death
+record with no such failed answer behind it is not believed: otherwise one written into a
+bundle over an honest stall (hold) would turn it into a limit at the step below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from golive.bundle.layout import TERMINATION, TERMINATION_AFTER_RESTART
+from golive.bundle.store import BundleReader, read_lines, record_streams
+from golive.traffic.records import record_line, saved_ok
+
+HEALTH_STREAM = "capacity-health"  # requests/capacity-health.jsonl: every /health asked
+
+
+def failed_health_ids(evidence: BundleReader) -> set[str]:
+    """The request ids of the saved `/health` answers that were not 2xx (or never came)."""
+    out: set[str] = set()
+    for path in record_streams(evidence.root, HEALTH_STREAM):
+        for line in read_lines(path):
+            record = record_line(line)
+            if record is not None and not saved_ok(record):
+                out.add(str(record.get("request_id")))
+    return out
+
+
+def unshown_deaths(evidence: BundleReader) -> list[str]:
+    """Each death record no failed `/health` answer in the bundle shows (empty: every death
+    is shown, or none was recorded)."""
+    records = [(rel, evidence.json(rel)) for rel in (TERMINATION, TERMINATION_AFTER_RESTART)]
+    found = [(rel, r) for rel, r in records if isinstance(r, Mapping)]
+    if not found:
+        return []
+    failed = failed_health_ids(evidence)
+    return [
+        f"{rel} records an engine death, but no failed /health answer in "
+        f"requests/{HEALTH_STREAM}.jsonl shows it (its health_request_id "
+        f"{record.get('health_request_id')!r})"
+        for rel, record in found
+        if str(record.get("health_request_id")) not in failed
+    ]
