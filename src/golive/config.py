@@ -214,6 +214,13 @@ class AgentConfig(StrictModel):
         description="failures of a critical case that make it fail (fewer: warn); at most 2, "
         "as 'repeated' means twice",
     )
+    max_bounded_failure_share: float = Field(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        description="a non-critical case failing in more than this share of its runs is not a "
+        "known, bounded defect: hold",
+    )
     retry_deadline_fraction: float = Field(
         0.5, gt=0.0, lt=1.0, description="client timeout, as a share of a normal answer's time"
     )

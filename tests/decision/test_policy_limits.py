@@ -143,7 +143,8 @@ def test_an_agent_plan_marking_cases_non_critical_is_not_believed(tmp_path: Path
     plan["repeated_failures"] = 1000
     plan["cases"] = [{**c, "critical": False} for c in plan["cases"]]
     (root / AGENT_PLAN).write_text(json.dumps(plan))
-    results = judge_agent(BundleReader(root), load_profile("generic"), AgentConfig()).results
+    bounded = AgentConfig(max_bounded_failure_share=1.0)  # as the demo was judged
+    results = judge_agent(BundleReader(root), load_profile("generic"), bounded).results
     critical = {r.id: r.critical for r in results}
     assert critical["agent.one_arg.required"] is True
     assert critical["agent.structured"] is True
@@ -152,13 +153,15 @@ def test_an_agent_plan_marking_cases_non_critical_is_not_believed(tmp_path: Path
 
 def test_under_kimi_k3_tool_choice_auto_is_critical() -> None:
     """The demo's auto tool calls (written into content by its model) judged under kimi-k3:
-    agent.one_arg.auto is critical and fails (hold), where the generic profile only warns."""
+    agent.one_arg.auto is critical and fails (hold), where the generic profile with every
+    failure share taken as bounded only warns."""
     reader = BundleReader(GOLDEN)
     k3 = judge_agent(reader, load_profile("kimi-k3"), AgentConfig()).results
     auto = next(r for r in k3 if r.id == "agent.one_arg.auto")
     assert auto.critical
     assert auto.status is Status.FAIL
-    generic = judge_agent(reader, load_profile("generic"), AgentConfig()).results
+    bounded = AgentConfig(max_bounded_failure_share=1.0)
+    generic = judge_agent(reader, load_profile("generic"), bounded).results
     assert next(r for r in generic if r.id == "agent.one_arg.auto").status is Status.WARN
 
 
@@ -180,3 +183,17 @@ def test_repeated_means_at_most_twice() -> None:
     with pytest.raises(ConfigError, match=r"agent\.repeated_failures"):
         load_config(None, {"agent.repeated_failures": 3})
     assert load_config(None, {"agent.repeated_failures": 1}).agent.repeated_failures == 1
+
+
+def test_a_non_critical_case_failing_in_most_runs_is_not_bounded() -> None:
+    """The demo's answers under the generic profile and the default
+    agent.max_bounded_failure_share (20%): tool_choice=auto failed in 2 of 2 runs, so it is
+    not a known, bounded defect — a critical fail (hold), saying why; with the share at 1.0
+    it is the feature limit the demo was sealed with."""
+    reader = BundleReader(GOLDEN)
+    results = judge_agent(reader, load_profile("generic"), AgentConfig()).results
+    auto = next(r for r in results if r.id == "agent.one_arg.auto")
+    assert auto.critical
+    assert auto.status is Status.FAIL
+    assert "failing in 100% of its runs, more than the 20%" in auto.summary
+    assert "classification" not in auto.measurements

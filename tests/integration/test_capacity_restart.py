@@ -217,7 +217,9 @@ async def test_a_death_is_shown_by_the_failed_health_answer_that_found_it(tmp_pa
     verdict, _ = await _capacity(out, wait_s=20)
     assert verdict.outcome is Outcome.OBSERVE_WITH_LIMITS
     termination = json.loads((out / "memory/termination.json").read_text())
-    health = [json.loads(line) for line in (out / "requests/capacity-health.jsonl").open()]
+    health = [
+        json.loads(x) for x in (out / "requests/capacity-health.jsonl").read_text().splitlines()
+    ]
     named = [h for h in health if h["request_id"] == termination["health_request_id"]]
     assert len(named) == 1
     assert named[0]["http_status"] != 200

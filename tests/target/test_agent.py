@@ -50,11 +50,12 @@ def _examples(out: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.tampers_bundle  # it edits a copy of its bundle: decide must catch that
-async def test_qwen_required_and_named_pass_auto_writes_calls_into_content(
+async def test_qwen_required_and_named_pass_auto_writes_every_call_into_content(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
     """On the real Qwen, required and named tool calls pass while tool_choice=auto writes the call
-    into content: a bounded, named defect."""
+    into content in every run: named, blamed on the model or parser, and — failing in more than
+    agent.max_bounded_failure_share (20%) of its runs — not a known, bounded defect: hold."""
     out = tmp_path / "b"
     cases = ("one_arg.required", "one_arg.named", "one_arg.auto", "retry")
     code, verdict = await _cli(
@@ -67,18 +68,20 @@ async def test_qwen_required_and_named_pass_auto_writes_calls_into_content(
         *(x for c in cases for x in ("--case", c)),
     )
     checks = _checks(verdict)
-    assert code == Outcome.OBSERVE_WITH_LIMITS.exit_code, checks
+    assert code == Outcome.HOLD.exit_code, checks
     for name in ("agent.one_arg.required", "agent.one_arg.named"):
         assert checks[name]["status"] == "pass", checks[name]["summary"]
         assert checks[name]["measurements"]["runs"] == 4
     auto = checks["agent.one_arg.auto"]
-    assert auto["status"] == "warn"
+    assert auto["status"] == "fail"
+    assert auto["critical"] is True
+    assert "failing in 100% of its runs, more than the 20%" in auto["summary"]
     assert auto["measurements"]["passed"] == 0
     assert auto["measurements"]["signatures"] == "tool_calls.empty.call_in_content x4"
     assert auto["measurements"]["layer"] == Layer.MODEL_OR_PARSER.value
-    assert verdict["limits"]["disable_features"] == [
-        "tool_choice=auto (send required or a named tool_choice instead)"
-    ]
+    assert verdict["limits"]["disable_features"] == []  # not bounded: no feature limit
+    held = {r["rule"]: r["checks"] for r in verdict["rules_fired"]}
+    assert held["agent-protocol-failure"] == ["agent.one_arg.auto"]
     examples = _examples(out)
     assert {e["mode"] for e in examples} == {"stream", "plain"}
     assert all('"get_weather"' in e["message"]["content"] for e in examples)
@@ -91,7 +94,7 @@ async def test_qwen_required_and_named_pass_auto_writes_calls_into_content(
     timeouts = [json.loads(x) for x in lines if '"failure": {"kind": "timeout"' in x]
     assert len(timeouts) == 4
     report = (out / "report.md").read_text()
-    assert "disable or rate-limit: **tool_choice=auto" in report
+    assert "not bounded" in report
     assert verify(out).ok
     _rederives_and_catches_an_edited_answer(out, tmp_path / "edited")
 

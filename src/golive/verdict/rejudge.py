@@ -249,7 +249,15 @@ def _config(reader: BundleReader) -> GoliveConfig:
     text = reader.text(EFFECTIVE_CONFIG)
     if text is None:
         return GoliveConfig()
-    return parse_config(text, str(reader.root / EFFECTIVE_CONFIG))
+    config = parse_config(text, str(reader.root / EFFECTIVE_CONFIG))
+    saved = yaml.safe_load(text)
+    agent = saved.get("agent") if isinstance(saved, dict) else None
+    if isinstance(agent, dict) and "max_bounded_failure_share" not in agent:
+        # sealed before the rule (2026-12): its non-critical failures were judged bounded
+        # whatever their share, and are judged so again (a new run writes the key)
+        bounded = config.agent.model_copy(update={"max_bounded_failure_share": 1.0})
+        config = config.model_copy(update={"agent": bounded})
+    return config
 
 
 def bundle_profile(reader: BundleReader, data: VerdictDocument) -> Profile:

@@ -170,6 +170,7 @@ def judge_agent(evidence: BundleReader, profile: Profile, config: AgentConfig) -
                 config.repeated_failures,
                 facts,
                 gateway=bool(plan.get("gateway")),
+                bounded_share=config.max_bounded_failure_share,
             )
         )
         examples += failure_examples(case, runs)
