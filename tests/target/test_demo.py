@@ -15,8 +15,9 @@ SECTIONS = ("environment.", "startup.", "smoke.", "capacity.", "cache.", "agent.
 
 
 def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) -> None:
-    """golive demo runs the whole programme on the local vLLM, gives observe-with-limits naming the
-    auto tool-call defect, and stops the server."""
+    """golive demo runs the whole programme on the local vLLM, holds on the Agent cases the model
+    fails in every run (tool_choice=auto writes calls into content: not a bounded defect), and
+    stops the server."""
     golive = Path(sys.executable).with_name("golive")
     out = tmp_path / "demo"
     junit = tmp_path / "junit.xml"
@@ -29,12 +30,15 @@ def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) 
     )
     verdict = json.loads(run.stdout)
     checks = {c["id"]: c for c in verdict["checks"]}
-    # Qwen + hermes: the core path passes; tool_choice=auto writes calls into content, a
-    # bounded defect on a non-critical feature -> observe-with-limits, naming the feature.
-    assert verdict["outcome"] == "observe-with-limits", verdict["rules_fired"]
-    assert run.returncode == 10, run.stderr[-3000:]
+    # Qwen + hermes: the core path passes; tool_choice=auto writes calls into content in
+    # every run: more than the 20% a known, bounded defect may fail ("Non-critical, bounded
+    # Agent defect: observe with limits" does not apply) -> hold, naming the cases.
+    assert verdict["outcome"] == "hold", verdict["rules_fired"]
+    assert run.returncode == 11, run.stderr[-3000:]
     rules = {r["rule"] for r in verdict["rules_fired"]}
-    assert "agent-feature-limited" in rules
+    assert "agent.one_arg.auto" in next(
+        r["checks"] for r in verdict["rules_fired"] if r["rule"] == "agent-protocol-failure"
+    )
     assert verdict["scope"] == "programme"
     # every limit, warning and gap has an owner from the demo's sign-off config
     assert verdict["actions"]
@@ -45,7 +49,7 @@ def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) 
     # The CPU machine has no GPU host: those gaps are named (non-critical-unproven), and a
     # warn (e.g. a slow start in the log) is watched, never passed over.
     assert rules <= {
-        "agent-feature-limited",
+        "agent-protocol-failure",
         "capacity-limited",
         "non-critical-unproven",
         "warnings-observed",
@@ -55,7 +59,7 @@ def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) 
     )
     if "capacity-limited" in rules:
         assert 1 <= verdict["limits"]["max_concurrency"] < 4
-    assert any("tool_choice=auto" in f for f in verdict["limits"]["disable_features"])
+    assert "not bounded" in checks["agent.one_arg.auto"]["summary"]
     for prefix in SECTIONS:
         assert any(cid.startswith(prefix) for cid in checks), prefix
     assert not [c for c in checks.values() if c["status"] == "skipped" and c["critical"]]
