@@ -79,7 +79,7 @@ async def test_qwen_required_and_named_pass_auto_writes_every_call_into_content(
     assert auto["measurements"]["passed"] == 0
     assert auto["measurements"]["signatures"] == "tool_calls.empty.call_in_content x4"
     assert auto["measurements"]["layer"] == Layer.MODEL_OR_PARSER.value
-    assert verdict["limits"]["disable_features"] == []  # not bounded: no feature limit
+    assert "disable_features" not in verdict["limits"]  # not bounded: no feature limit
     held = {r["rule"]: r["checks"] for r in verdict["rules_fired"]}
     assert held["agent-protocol-failure"] == ["agent.one_arg.auto"]
     examples = _examples(out)
