@@ -162,11 +162,15 @@ def _from_nvidia_smi(node: str, errors: list[str]) -> HostInfo | None:
         return None
 
 
-def collect_container(python: str, image: str | None = None) -> ContainerInfo:
-    """Run the probe under the serving Python; add `docker inspect` digests when reachable."""
+def collect_container(
+    python: str, image: str | None = None, pid: int | None = None
+) -> ContainerInfo:
+    """Run the probe under the serving Python; add `docker inspect` digests when reachable.
+    `pid`: the serving process, where known (else the probe finds the oldest vLLM server):
+    its command line and runtime variables are recorded."""
     script = resources.files("golive.evidence").joinpath("scripts/container_probe.py")
     with resources.as_file(script) as path:
-        out, problem = _run([python, str(path)])
+        out, problem = _run([python, str(path), *([str(pid)] if pid is not None else [])])
     if out is None:
         raise EvidenceError(
             f"the container probe could not run under {python}: {problem}; pass --python with "

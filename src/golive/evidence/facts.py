@@ -48,6 +48,13 @@ class HostInfo(Facts):
     errors: tuple[str, ...] = ()
 
 
+class ContainerGpu(Facts):
+    index: int
+    name: str
+    uuid: str | None = None
+    memory_total_mib: int | None = None
+
+
 class ContainerInfo(Facts):
     """The serving container: image, Python packages, CUDA libraries, variables, command."""
 
@@ -67,7 +74,11 @@ class ContainerInfo(Facts):
     cuda_compat_libs: tuple[str, ...] = ()
     nccl_version: str | None = None
     packages: dict[str, str] = {}
-    environment: dict[str, str] = {}
+    environment: dict[str, str] = {}  # the runtime variables (VLLM_*, NCCL_*, CUDA_*, ...)
+    environment_source: str | None = None  # "serving process <pid>", or "probe" (its own)
+    cuda_visible_devices: str | None = None
+    gpus: tuple[ContainerGpu, ...] = ()  # as torch sees them inside the container
+    container_runtime: str | None = None  # kubernetes | docker | podman | containerd
     serve_command: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
 

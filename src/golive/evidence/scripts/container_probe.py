@@ -119,21 +119,91 @@ def redact_argv(argv):
     return out
 
 
-def _serve_command():
-    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
-        try:
-            with open(cmdline, "rb") as handle:
-                argv = [a.decode(errors="replace") for a in handle.read().split(b"\0") if a]
-        except OSError:
-            continue
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return [a.decode(errors="replace") for a in handle.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def _serve_process(pid=None):
+    """(pid, argv) of the vLLM server: the given pid, else the oldest process serving vLLM."""
+    if pid is not None:
+        return pid, _cmdline(pid)
+    pids = sorted(int(p.split("/")[2]) for p in glob.glob("/proc/[0-9]*/cmdline"))
+    for candidate in pids:
+        argv = _cmdline(candidate)
         text = " ".join(argv)
         if (
             "vllm" in text
             and ("serve" in argv or "api_server" in text)
             and "container_probe" not in text
         ):
-            return argv
-    return []
+            return candidate, argv
+    return None, []
+
+
+def _environment(pid, errors):
+    """The runtime variables the server runs with (its /proc environ), else the probe's own."""
+    if pid is not None:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                raw = handle.read()
+        except OSError as exc:
+            errors.append(
+                f"the serving process's environment (pid {pid}) is not readable "
+                f"({exc.strerror}): the probe's own is recorded instead"
+            )
+        else:
+            pairs = [
+                i.decode(errors="replace").split("=", 1) for i in raw.split(b"\0") if b"=" in i
+            ]
+            return dict(pairs), f"serving process {pid}"
+    return dict(os.environ), "probe"
+
+
+def _gpus(errors):
+    """The GPUs torch sees in this container (name, UUID, memory)."""
+    out = []
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return []
+        for index in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(index)
+            uuid = getattr(props, "uuid", None)
+            out.append(
+                {
+                    "index": index,
+                    "name": props.name,
+                    "uuid": None if uuid is None else f"GPU-{uuid}",
+                    "memory_total_mib": int(props.total_memory) // 2**20,
+                }
+            )
+    except Exception as exc:
+        errors.append(f"the GPUs torch sees are unknown: {exc}")
+        return []
+    return out
+
+
+def _runtime():
+    """The container runtime, as far as the inside of a container shows it."""
+    try:
+        with open("/proc/1/cgroup", encoding="utf-8", errors="replace") as handle:
+            cgroup = handle.read()
+    except OSError:
+        cgroup = ""
+    if "kubepods" in cgroup or os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return "kubernetes"
+    if os.path.exists("/run/.containerenv"):
+        return "podman"
+    if os.path.exists("/.dockerenv") or "docker" in cgroup:
+        return "docker"
+    if "containerd" in cgroup:
+        return "containerd"
+    return None
 
 
 def main():
@@ -156,12 +226,18 @@ def main():
     )
     compat = glob.glob("/usr/local/cuda*/compat/lib*.so*")
     facts["cuda_compat_libs"] = sorted({os.path.realpath(p) for p in compat})
+    given = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else None
+    pid, argv = _serve_process(given)
+    environment, source = _environment(pid, errors)
     facts["environment"] = {
         k: (REDACTED if is_secret_name(k) else v)
-        for k, v in sorted(os.environ.items())
+        for k, v in sorted(environment.items())
         if k.startswith(PREFIXES)
     }
-    argv = _serve_command()
+    facts["environment_source"] = source
+    facts["cuda_visible_devices"] = environment.get("CUDA_VISIBLE_DEVICES")
+    facts["gpus"] = _gpus(errors)
+    facts["container_runtime"] = _runtime()
     facts["serve_command"] = redact_argv(argv)
     facts["errors"] = errors
     json.dump(facts, sys.stdout)
