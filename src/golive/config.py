@@ -385,7 +385,14 @@ def load_profile(name_or_path: str) -> Profile:
             f"profile {name_or_path!r} is neither a bundled profile ({', '.join(PROFILES)}) "
             "nor a readable YAML file"
         )
-    return validated(Profile, read_yaml(path), str(path))
+    profile = validated(Profile, read_yaml(path), str(path))
+    if profile.name in PROFILES and path.read_text() != profile_text(profile.name):
+        # golive decide judges a copy naming a bundled profile as the bundled one
+        raise ConfigError(
+            f"--profile {path}: it calls itself {profile.name!r}, a bundled profile, but differs "
+            "from it; give your profile its own name"
+        )
+    return profile
 
 
 def parse_config(text: str, source: str) -> GoliveConfig:

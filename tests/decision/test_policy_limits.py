@@ -142,6 +142,9 @@ def test_an_agent_plan_marking_cases_non_critical_is_not_believed(tmp_path: Path
     plan = json.loads((root / AGENT_PLAN).read_text())
     plan["repeated_failures"] = 1000
     plan["cases"] = [{**c, "critical": False} for c in plan["cases"]]
+    # and the failing auto case's expectation rewritten to what its answers did
+    auto = next(c for c in plan["cases"] if c["name"] == "one_arg.auto")
+    auto["expect"], auto["tool_choice"] = "any", "none"
     (root / AGENT_PLAN).write_text(json.dumps(plan))
     bounded = AgentConfig(max_bounded_failure_share=1.0)  # as the demo was judged
     results = judge_agent(BundleReader(root), load_profile("generic"), bounded).results
@@ -149,6 +152,8 @@ def test_an_agent_plan_marking_cases_non_critical_is_not_believed(tmp_path: Path
     assert critical["agent.one_arg.required"] is True
     assert critical["agent.structured"] is True
     assert critical["agent.one_arg.auto"] is False  # non-critical as shipped
+    # judged against the shipped case, not the plan's rewritten one: it still fails
+    assert next(r for r in results if r.id == "agent.one_arg.auto").status is Status.WARN
 
 
 def test_under_kimi_k3_tool_choice_auto_is_critical() -> None:
@@ -197,3 +202,18 @@ def test_a_non_critical_case_failing_in_most_runs_is_not_bounded() -> None:
     assert auto.status is Status.FAIL
     assert "failing in 100% of its runs, more than the 20%" in auto.summary
     assert "classification" not in auto.measurements
+
+
+@pytest.mark.tampers_bundle
+def test_a_bundle_sealed_with_repeated_failures_above_two_is_judged_with_two(
+    tmp_path: Path,
+) -> None:
+    """A config sealed before the bound (`repeated_failures: 3`) is still decided — with
+    twice, the stricter reading — never a traceback."""
+    root = tmp_path / "b"
+    shutil.copytree(GOLDEN, root)
+    path = root / "config/effective.yaml"
+    path.write_text(path.read_text().replace("repeated_failures: 2", "repeated_failures: 3"))
+    Bundle(root).seal()
+    again = rederive(root)  # no ConfigError
+    assert any("config_digest" in p for p in again.problems)

@@ -17,6 +17,8 @@ from golive.bundle.store import Bundle
 from golive.checks.smoke.collect import run_smoke
 from golive.cli.main import main
 from golive.config import load_config
+from golive.config import profile_text as load_profile_text
+from golive.errors import ConfigError
 from golive.pipeline import Verdict, judge
 from golive.results import Outcome
 from golive.verdict.rederive import rederive
@@ -75,18 +77,34 @@ async def test_under_the_kimi_k3_profile_the_check_passes(tmp_path: Path) -> Non
     assert _check(verdict, "target.profile")["status"] == "pass"
 
 
-async def test_a_profile_named_kimi_k3_that_asserts_less_holds(tmp_path: Path) -> None:
-    """A custom profile that calls itself kimi-k3 but drops the recipe's CUDA 13 and parser
-    is not the recipe: hold, naming what it asserts less."""
+async def test_a_profile_calling_itself_kimi_k3_is_refused(tmp_path: Path) -> None:
+    """A custom profile file that calls itself kimi-k3 but drops the recipe's CUDA 13 and
+    parser is refused before any traffic (decide would judge it as the bundled kimi-k3)."""
     custom = tmp_path / "k3-lite.yaml"
     custom.write_text(
         "name: kimi-k3\ndescription: lite\nchain:\n  tool_parser: hermes\n  min_gpus: 1\n"
     )
+    with pytest.raises(ConfigError, match="calls itself 'kimi-k3', a bundled profile"):
+        await _smoke(tmp_path / "b", K3_ROOT, profile=str(custom))
+    assert not (tmp_path / "b").exists()
+
+
+async def test_a_custom_profile_that_asserts_less_holds_naming_the_gaps(tmp_path: Path) -> None:
+    """A custom profile under its own name with the recipe's parser but no CUDA or GPU floor:
+    held, naming the first of what it asserts less."""
+    custom = tmp_path / "k3-lite.yaml"
+    custom.write_text(
+        "name: k3-lite\ndescription: lite\nchain:\n  tool_parser: hermes\n  min_gpus: 1\n"
+    )
     verdict = await _smoke(tmp_path / "b", K3_ROOT, profile=str(custom))
     check = _check(verdict, "target.profile")
     assert check["status"] == "fail"
+    assert "judged under the k3-lite profile, which asserts less than the recipe" in str(
+        check["summary"]
+    )
     assert "chain.tool_parser: 'hermes', the recipe's 'kimi_k3'" in str(check["summary"])
-    assert "chain.cuda_major: None, the recipe's 13" in str(check["summary"])
+    gaps = str(check["measurements"]["profile_gaps"])  # type: ignore[index]
+    assert "chain.cuda_major: None, the recipe's 13" in gaps
     assert verdict.outcome is Outcome.HOLD
 
 
@@ -105,6 +123,23 @@ async def test_dropping_the_check_and_resealing_is_caught(tmp_path: Path) -> Non
     assert not again.agrees
     assert again.decision.outcome is Outcome.HOLD
     assert any(p.startswith("target.profile") for p in again.problems), again.problems
+
+
+@pytest.mark.tampers_bundle
+async def test_the_kimi_k3_profile_copied_in_as_generic_is_judged_as_generic(
+    tmp_path: Path,
+) -> None:
+    """A reviewer replaces config/profile.yaml with the kimi-k3 text renamed `generic` (so the
+    Kimi K3 check would see a profile asserting the recipe): a copy naming a bundled profile
+    is judged as the bundled one, and the edit is named."""
+    out = tmp_path / "b"
+    await _smoke(out, K3_ROOT)
+    text = load_profile_text("kimi-k3").replace("name: kimi-k3", "name: generic", 1)
+    (out / "config/profile.yaml").write_text(text)
+    Bundle(out).seal()
+    again = rederive(out)
+    assert again.decision.outcome is Outcome.HOLD
+    assert any("names the bundled 'generic' profile but differs" in p for p in again.problems)
 
 
 def test_the_cli_takes_not_k3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

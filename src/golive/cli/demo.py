@@ -90,9 +90,7 @@ async def run_demo(
     paths = await ensure_target(model, progress, vllm_version)
     async with running_target(paths, ServeOptions(), paths.root / "runs", progress) as target:
         progress(f"target healthy at {target.url}; running the whole programme (golive run)")
-        container = await asyncio.to_thread(
-            collect_container, str(paths.python), None, target.pid
-        )
+        container = await asyncio.to_thread(collect_container, str(paths.python), None, target.pid)
         log_text = target.log_path.read_text(errors="replace")
         evidence = EnvEvidence(
             log_text=log_text,

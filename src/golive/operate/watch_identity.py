@@ -10,6 +10,7 @@ deployment's, so nothing the watch would say of it means anything.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from golive.verdict.document import VerdictDocument
 COMPARED = ("vllm_version", "model", "model_root", "max_model_len")
 # where the same launch may differ between two starts: the address it listens on
 _PLACE = ("host", "port")
+_SECRET = re.compile(r"(^|_)(key|token|secret|password|passwd|credentials?|auth)(_|$)", re.I)
 
 
 def identity_differences(accepted: Mapping[str, Any], live: Mapping[str, Any]) -> list[str]:
@@ -61,7 +63,8 @@ def launch_differences(accepted: StartupFacts | None, live: StartupFacts | None)
 
 
 def _launch(args: Mapping[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in args.items() if k not in _PLACE}
+    # a secret (an API key vLLM printed) is neither compared nor shown
+    out = {k: v for k, v in args.items() if k not in _PLACE and not _SECRET.search(k)}
     if isinstance(out.get("model"), str):
         out["model"] = _last_part(out["model"])
     return out

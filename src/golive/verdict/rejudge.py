@@ -18,12 +18,14 @@ from golive.bundle.store import BundleReader
 from golive.checks.deployment import deployment_of
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, Saved, sections_with_evidence
 from golive.config import (
+    PROFILES,
     GoliveConfig,
     Profile,
     config_digest,
     load_profile,
     parse_config,
     parse_profile,
+    profile_text,
 )
 from golive.evidence.runtime_log import corroborate, request_spans, runtime_errors
 from golive.results import CheckClass, CheckResult, Status
@@ -238,6 +240,9 @@ def _setup_problems(reader: BundleReader, data: VerdictDocument, saved: Saved) -
         changed = sorted(k for k in {*seen, *data.identity} if seen.get(k) != data.identity.get(k))
         if changed:
             out.append(f"verdict.json's identity differs from the evidence in {', '.join(changed)}")
+    edited = _edited_profile(reader)
+    if edited is not None:
+        out.append(edited)
     if saved.profile.name != data.profile:
         out.append(
             f"{PROFILE} is the {saved.profile.name!r} profile, verdict.json names {data.profile!r}"
@@ -249,9 +254,13 @@ def _config(reader: BundleReader) -> GoliveConfig:
     text = reader.text(EFFECTIVE_CONFIG)
     if text is None:
         return GoliveConfig()
-    config = parse_config(text, str(reader.root / EFFECTIVE_CONFIG))
     saved = yaml.safe_load(text)
     agent = saved.get("agent") if isinstance(saved, dict) else None
+    if isinstance(agent, dict) and isinstance(agent.get("repeated_failures"), int):
+        # sealed before "repeated" meant at most twice: judged with twice (stricter)
+        agent["repeated_failures"] = min(agent["repeated_failures"], 2)
+        text = yaml.safe_dump(saved, sort_keys=False)
+    config = parse_config(text, str(reader.root / EFFECTIVE_CONFIG))
     if isinstance(agent, dict) and "max_bounded_failure_share" not in agent:
         # sealed before the rule (2026-12): its non-critical failures were judged bounded
         # whatever their share, and are judged so again (a new run writes the key)
@@ -261,11 +270,24 @@ def _config(reader: BundleReader) -> GoliveConfig:
 
 
 def bundle_profile(reader: BundleReader, data: VerdictDocument) -> Profile:
-    """The profile the bundle keeps (config/profile.yaml), else the one verdict.json names."""
+    """The profile the bundle keeps (config/profile.yaml), else the one verdict.json names. A
+    copy naming a bundled profile is judged as the bundled one, whatever its text says
+    (`_setup_problems` names an edited copy)."""
     text = reader.text(PROFILE)
-    if text is not None:
-        return parse_profile(text, str(reader.root / PROFILE))
-    return load_profile(data.profile or "generic")
+    if text is None:
+        return load_profile(data.profile or "generic")
+    profile = parse_profile(text, str(reader.root / PROFILE))
+    return load_profile(profile.name) if profile.name in PROFILES else profile
+
+
+def _edited_profile(reader: BundleReader) -> str | None:
+    text = reader.text(PROFILE)
+    if text is None:
+        return None
+    name = parse_profile(text, str(reader.root / PROFILE)).name
+    if name in PROFILES and text != profile_text(name):
+        return f"{PROFILE} names the bundled {name!r} profile but differs from it: judged as it"
+    return None
 
 
 def _logged_errors(reader: BundleReader, data: VerdictDocument) -> list[Any]:

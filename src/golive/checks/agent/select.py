@@ -36,13 +36,12 @@ def cases_for(config: AgentConfig, profile: Profile) -> tuple[AgentCase, ...]:
 
 
 def due_criticality(case: AgentCase, config: AgentConfig, profile: Profile) -> AgentCase:
-    """A planned case with the criticality the config and profile give it, whatever the plan
-    the bundle carries says: a shipped case starts from its shipped criticality, a user's
-    schema case from the plan (its schema file is not in the bundle)."""
+    """A planned case as golive defines it, with the criticality the config and profile give
+    it, whatever the plan the bundle carries says: a shipped case is the shipped definition
+    (request, expectation, criticality), a user's schema case the plan's (its schema file is
+    not in the bundle)."""
     shipped = {c.name: c for c in shipped_cases()}
-    base = shipped.get(case.name)
-    if base is not None:
-        case = replace(case, critical=base.critical, feature=base.feature)
+    case = shipped.get(case.name, case)
     forced = profile.agent.critical_cases
     lowered = tuple(n for n in config.non_critical if n not in forced)
     return _criticality(case, (*config.critical, *forced), lowered)

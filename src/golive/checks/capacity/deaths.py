@@ -19,14 +19,21 @@ from golive.traffic.records import record_line, saved_ok
 HEALTH_STREAM = "capacity-health"  # requests/capacity-health.jsonl: every /health asked
 
 
-def failed_health_ids(evidence: BundleReader) -> set[str]:
-    """The request ids of the saved `/health` answers that were not 2xx (or never came)."""
-    out: set[str] = set()
+NEAR_S = 120.0  # a death is recorded right after the failed answer that shows it
+
+
+def failed_health(evidence: BundleReader) -> dict[str, float | None]:
+    """Request id -> when it was sent, of the saved `/health` answers that were not 2xx (or
+    never came)."""
+    out: dict[str, float | None] = {}
     for path in record_streams(evidence.root, HEALTH_STREAM):
         for line in read_lines(path):
             record = record_line(line)
             if record is not None and not saved_ok(record):
-                out.add(str(record.get("request_id")))
+                sent = record.get("started_at")
+                out[str(record.get("request_id"))] = (
+                    float(sent) if isinstance(sent, int | float) else None
+                )
     return out
 
 
@@ -37,11 +44,18 @@ def unshown_deaths(evidence: BundleReader) -> list[str]:
     found = [(rel, r) for rel, r in records if isinstance(r, Mapping)]
     if not found:
         return []
-    failed = failed_health_ids(evidence)
-    return [
-        f"{rel} records an engine death, but no failed /health answer in "
-        f"requests/{HEALTH_STREAM}.jsonl shows it (its health_request_id "
-        f"{record.get('health_request_id')!r})"
-        for rel, record in found
-        if str(record.get("health_request_id")) not in failed
-    ]
+    failed = failed_health(evidence)
+    out = []
+    named: set[str] = set()
+    for rel, record in found:
+        rid = str(record.get("health_request_id"))
+        sent, at = failed.get(rid), record.get("at")
+        near = sent is not None and isinstance(at, int | float) and abs(float(at) - sent) <= NEAR_S
+        if rid not in failed or not near or rid in named:
+            out.append(
+                f"{rel} records an engine death, but no failed /health answer in "
+                f"requests/{HEALTH_STREAM}.jsonl shows it (its health_request_id {rid!r}, "
+                f"at {at!r})"
+            )
+        named.add(rid)
+    return out
