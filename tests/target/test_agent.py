@@ -235,28 +235,34 @@ async def test_golive_run_with_the_weak_model_is_hold(
 async def test_watch_fires_the_health_trigger_within_two_intervals_of_a_stop(
     smollm2_target: RunningTarget, tmp_path: Path
 ) -> None:
-    """Runs last in this module: it stops the engine the module's tests shared."""
+    """Runs last in this module: it stops the module's engine (the watch refuses another model
+    than the accepted bundle's), starts the accepted deployment's (the demo's Qwen), watches
+    it and stops it mid-watch."""
+    await stop_target(smollm2_target)  # its memory back before the next engine starts
     accepted = await accepted_bundle(tmp_path / "accepted")
+    qwen = await start_target(await ensure_target("qwen"), ServeOptions(), tmp_path / "qwen")
     interval = 2.0
-    watch = asyncio.ensure_future(
-        golive_watch(
-            smollm2_target.url,
-            accepted,
-            tmp_path / "w",
-            "--duration",
-            "20",
-            "--interval",
-            str(interval),
-            "--tool-every",
-            "1000",
-            "--cache-every",
-            "1000",
-            "--probe-deadline",
-            "10",
+    try:
+        watch = asyncio.ensure_future(
+            golive_watch(
+                qwen.url,
+                accepted,
+                tmp_path / "w",
+                "--duration",
+                "20",
+                "--interval",
+                str(interval),
+                "--tool-every",
+                "1000",
+                "--cache-every",
+                "1000",
+                "--probe-deadline",
+                "10",
+            )
         )
-    )
-    await asyncio.sleep(3 * interval)
-    await stop_target(smollm2_target)
+        await asyncio.sleep(3 * interval)
+    finally:
+        await stop_target(qwen)
     code, summary = await watch
     assert code == 1
     assert watch_rules(summary)[0] == "engine-health"
