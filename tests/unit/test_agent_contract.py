@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from golive.checks.agent.cases import shipped_cases
-from golive.checks.agent.judge import with_parity
+from golive.checks.agent.judge import MODES, with_parity
 from golive.checks.agent.response import (
     Contract,
     complete_calls,
@@ -407,6 +407,24 @@ def test_retry_case_that_never_timed_out_proves_nothing() -> None:
     result = case_result(CASES["retry"], [_run("plain", 0)], 2, facts)
     assert result.status is Status.NO_DATA
     assert decide([result], ("agent",)).outcome is Outcome.HOLD
+
+
+def test_hidden_retries_fail_even_when_no_deadline_fired() -> None:
+    """The engine took in 10 requests for the 5 the client sent (a hedging gateway) while no
+    attempt hit the client's deadline (a slow reference answer gave a long one, as a CI run
+    once did): the hidden retries are shown by the engine's counters — a failure, not a
+    retry path left unproven."""
+    facts = {
+        "attempts_sent": 5,
+        "timeouts_exercised": 0,
+        "client_deadline_s": 8.5,
+        "engine_admitted": 10,
+        "engine_finished": 10.0,
+    }
+    hidden = [_run(m, 0, "retry.hidden_retries", layer=Layer.IDEMPOTENCY) for m in MODES]
+    result = case_result(CASES["retry"], hidden, 2, facts)
+    assert result.status is Status.FAIL
+    assert result.measurements["layer"] == Layer.IDEMPOTENCY.value
 
 
 def test_retry_without_the_engine_counters_is_no_data() -> None:
