@@ -22,7 +22,7 @@ from golive.bundle.signoff import (
 from golive.bundle.store import Bundle, BundleReader, verify
 from golive.config import ChainExpectation, load_profile, parse_profile
 from golive.errors import ConfigError
-from golive.operate.rollback import ACCEPTED, programme_scope, register, registry_dir
+from golive.operate.rollback import ACCEPTED, overridden, programme_scope, register, registry_dir
 from golive.report.html import render_html
 from golive.results import Outcome
 from golive.verdict.document import ExercisedEnvelope, VerdictDocument, timestamp
@@ -90,7 +90,7 @@ def sign_bundle(
         # `tested` deleted from it (older bundles never had one) cannot hide it
         document = document.model_copy(update={"tested": ExercisedEnvelope.of(again.checks)})
     manifest = (root / MANIFEST).read_bytes()
-    signature = {
+    signature: dict[str, Any] = {
         "reviewer": reviewer.strip(),
         "signed_at": timestamp(),
         "outcome": outcome.value,
@@ -98,10 +98,10 @@ def sign_bundle(
         "bundle_digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
         "override_reason": (override_reason or "").strip() or None,
         "taken_as_sealed": list(taken),  # accepted on the bundle's word, by the override
-        # a better outcome than the verdict's, or checks on the bundle's word: the registry
-        # keeps it "accepted with override", never the default rollback target
-        "override": outcome.severity < verdict_outcome.severity or bool(taken),
     }
+    # a better outcome than the verdict's, or checks on the bundle's word: the registry keeps
+    # it "accepted with override", never the default rollback target
+    signature["override"] = overridden(signature)
     bundle = Bundle(root)
     write_signoff(bundle, document, signature)
     bundle.seal(key)

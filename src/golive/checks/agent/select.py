@@ -32,7 +32,16 @@ def cases_for(config: AgentConfig, profile: Profile) -> tuple[AgentCase, ...]:
     cases = shipped_cases()
     if config.schemas_file:
         cases += load_user_cases(Path(config.schemas_file))
-    return select(cases, config.cases, (*config.critical, *forced), config.non_critical)
+    return select(cases, config.cases, *_criticality_lists(config, profile))
+
+
+def _criticality_lists(
+    config: AgentConfig, profile: Profile
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(critical, non-critical) case names: the config's, with the cases the profile makes
+    critical never among the non-critical."""
+    forced = profile.agent.critical_cases
+    return (*config.critical, *forced), tuple(n for n in config.non_critical if n not in forced)
 
 
 def due_criticality(case: AgentCase, config: AgentConfig, profile: Profile) -> AgentCase:
@@ -41,10 +50,7 @@ def due_criticality(case: AgentCase, config: AgentConfig, profile: Profile) -> A
     (request, expectation, criticality), a user's schema case the plan's (its schema file is
     not in the bundle)."""
     shipped = {c.name: c for c in shipped_cases()}
-    case = shipped.get(case.name, case)
-    forced = profile.agent.critical_cases
-    lowered = tuple(n for n in config.non_critical if n not in forced)
-    return _criticality(case, (*config.critical, *forced), lowered)
+    return _criticality(shipped.get(case.name, case), *_criticality_lists(config, profile))
 
 
 class _Function(BaseModel):
