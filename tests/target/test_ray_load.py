@@ -46,6 +46,10 @@ async def test_capacity_from_three_ray_clients_is_one_bundle(
         "capacity.max_context": 128,
         "capacity.step_duration_s": 6,
         "capacity.duration_s": 20,  # >= 30 completions: the fewest a drift is judged on
+        # three actors, their raylet and the CPU vLLM share 2 cores: CI measured one actor's
+        # mean send lag at 98.7 ms beside 1-2 s answers (the 5 ms default judged that window
+        # golive's own). This test is about the split; the niceness is asserted directly.
+        "capacity.client_max_lag_ms": 250.0,
     }
     config = load_config(None, settings)
     load = await asyncio.to_thread(RayLoad, cluster.cluster.address, client_settings(config))
