@@ -273,6 +273,15 @@ class WatchConfig(StrictModel):
     missing_limit: int = Field(3, ge=1, description="silent intervals before an alert")
     on_rollback: str | None = Field(None, description="command run on a rollback trigger")
     cooldown_s: float = Field(600.0, ge=0, description="seconds between two rollbacks")
+    critical_probe: str | None = Field(
+        None,
+        description="the Agent case (shipped, or of agent.schemas_file) the tool-call probe "
+        "runs: the team's critical workflow; default the profile's first critical calling "
+        "case, else one_arg.required",
+    )
+    max_5xx_share: float = Field(
+        0.05, ge=0, le=1, description="share of HTTP 5xx answers beyond which an interval alerts"
+    )
 
 
 class RecordsConfig(StrictModel):

@@ -56,7 +56,7 @@ class Snapshot:
 
     def resolve(self, name: str) -> str | None:
         """The exposed sample name that `name` refers to here, or None when absent."""
-        for candidate in _spellings(name):
+        for candidate in spellings(name):
             if candidate in self.samples:
                 return candidate
         return None
@@ -202,7 +202,7 @@ def _keep_families(text: str, names: Iterable[str]) -> str:
 @functools.lru_cache(maxsize=32)
 def _family_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
     """Compiled once per set of names: the probes ask for the same few twice a second."""
-    families = sorted({_strip_total(spelling) for name in names for spelling in _spellings(name)})
+    families = sorted({_strip_total(spelling) for name in names for spelling in spellings(name)})
     suffixes = "|".join(s for s in _SAMPLE_SUFFIXES if s)
     return re.compile(
         r"^(?:# (?:HELP|TYPE) )?(?:"
@@ -212,7 +212,7 @@ def _family_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
     )
 
 
-def _spellings(name: str) -> Iterable[str]:
+def spellings(name: str) -> Iterable[str]:
     bare = _strip_total(name)
     for base in ALIASES.get(bare.removeprefix("vllm:"), (bare,)):
         prefixed = base if base.startswith("vllm:") or ":" in base else f"vllm:{base}"

@@ -20,6 +20,7 @@ from golive.bundle.layout import (
     CAPACITY_REQUEST_JSON,
     CAPACITY_REQUEST_MD,
     EFFECTIVE_CONFIG,
+    METRIC_REFERENCE,
     POLICY,
     PROFILE,
     REPORT_MD,
@@ -42,6 +43,7 @@ from golive.config import (
     profile_text,
 )
 from golive.errors import ConfigError
+from golive.evidence.metric_reference import bundle_scrapes, metric_reference
 from golive.evidence.runtime_log import server_log_evidence
 from golive.operate.rollback import identity
 from golive.operate.watch import WatchSettings, run_watch
@@ -187,7 +189,10 @@ async def _identified(ctx: CheckContext, programme: Programme) -> list[CheckResu
 
 
 def write_verdict(bundle: Bundle, document: VerdictDocument) -> None:
-    """verdict.json, report.md, the sign-off sheet and report.html."""
+    """verdict.json, report.md, the sign-off sheet and report.html; beside them the metric
+    names and HELP texts the judgement relied on, from the bundle's own scrapes."""
+    reference = metric_reference(bundle_scrapes(bundle.root), document.identity or {})
+    bundle.write_json(METRIC_REFERENCE, reference)
     bundle.write_json(VERDICT, document.to_json())
     request = capacity_request(BundleReader(bundle.root), document.outcome, document.results())
     if request is not None:

@@ -23,7 +23,8 @@ from golive.evidence.chain_hw import (
 from golive.evidence.facts import ContainerInfo, GpuInfo, HostInfo, read_facts
 from golive.evidence.nvidia import parse_nvidia_smi_xml
 from golive.evidence.startup_log import parse_startup_log
-from golive.evidence.startup_rules import check_parallel, check_parsers, check_startup_log
+from golive.evidence.startup_parallel import check_parallel
+from golive.evidence.startup_rules import check_parsers, check_startup_log
 from golive.results import Outcome, Status
 from golive.verdict.decide import decide
 

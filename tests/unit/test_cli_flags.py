@@ -61,6 +61,7 @@ TEXT = {
     "agent.schemas_file": "tools.yaml",
     "agent.cases": "one_arg.required",
     "watch.on_rollback": "echo rollback",
+    "watch.critical_probe": "no_call",
 }
 
 

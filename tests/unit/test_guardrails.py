@@ -44,6 +44,7 @@ def test_rules_for_the_accepted_envelope_pass_promtool(tmp_path: Path) -> None:
         "GoliveConcurrencyAboveAcceptedCap",
         "GoliveKvCacheNearlyFull",
         "GoliveErrorRate",
+        "GoliveHttp5xxRate",
         "GoliveToolCallParseFailures",
         "GolivePrefixCacheRegression",
         "GoliveTtftBurnRate1h",
@@ -58,7 +59,7 @@ def test_rules_for_the_accepted_envelope_pass_promtool(tmp_path: Path) -> None:
         ["promtool", "check", "rules", str(out)], capture_output=True, text=True, check=False
     )
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "SUCCESS: 8 rules found" in check.stdout
+    assert "SUCCESS: 9 rules found" in check.stdout
 
 
 def test_renamed_and_missing_metrics(tmp_path: Path) -> None:
@@ -67,7 +68,7 @@ def test_renamed_and_missing_metrics(tmp_path: Path) -> None:
         "\n".join(
             line.replace("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
             for line in (DATA / "after-agent.prom").read_text().splitlines()
-            if "tool_call_parser" not in line
+            if "tool_call_parser" not in line and "http_requests" not in line
         )
         + "\n"
     )
@@ -77,7 +78,8 @@ def test_renamed_and_missing_metrics(tmp_path: Path) -> None:
     assert "vllm:gpu_cache_usage_perc" in rules["GoliveKvCacheNearlyFull"]
     assert "GoliveToolCallParseFailures" not in rules
     assert left_out == [
-        "GoliveToolCallParseFailures (needs vllm:tool_call_parser_invocations_total)"
+        "GoliveHttp5xxRate (needs http_requests_total)",
+        "GoliveToolCallParseFailures (needs vllm:tool_call_parser_invocations_total)",
     ]
     assert "left out" in out.read_text()
 

@@ -41,6 +41,22 @@ def _rules(history: list[Observation], th: Thresholds = TH) -> list[str]:
         # OOM fires at once; node errors are alerts
         ([replace(OK, oom_lines=("torch.OutOfMemoryError: CUDA out of memory",))], ["oom"]),
         ([replace(OK, comm_lines=("NCCL WARN ...",))], ["node-errors"]),
+        # HTTP 5xx above 5% of the answers for three intervals: an alert; unmeasured is silent
+        ([replace(OK, http_status={"2xx": 90.0, "5xx": 10.0})] * 3, ["http-errors"]),
+        ([replace(OK, http_status={"2xx": 90.0, "5xx": 10.0})] * 2, []),
+        ([replace(OK, http_status={"2xx": 99.0, "5xx": 1.0})] * 3, []),
+        ([replace(OK, http_status={"2xx": 0.0})] * 3, []),
+        ([replace(OK, http_status=None)] * 3, []),
+        # an engine restart with an OOM line (this interval or the last) is the OOM trigger;
+        # one no line explains is an alert
+        (
+            [
+                replace(OK, oom_lines=("torch.OutOfMemoryError: CUDA out of memory",)),
+                replace(OK, healthy=False, engine_restart="process start time moved"),
+            ],
+            ["oom"],
+        ),
+        ([replace(OK, engine_restart="process start time moved")], ["engine-restart"]),
         # silence: an alert that freezes the envelope rules (no blind rollback)
         (
             [replace(OK, metrics_ok=False, running=None, waiting=None, cache_ratio=0.0)] * 3,
@@ -60,6 +76,20 @@ def test_rollback_versus_alert() -> None:
     (silent,) = evaluate([replace(OK, metrics_ok=False)] * 3, TH)
     assert not silent.rollback
     assert "silence is not health" in silent.reason
+
+
+def test_a_restart_explained_by_oom_names_both() -> None:
+    """The OOM rollback after a restart says the engine restarted and keeps the OOM line; an
+    unexplained restart is not a rollback and says where its cause would be."""
+    line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    restart = "process start time moved from 1795995212 to 1795996000"
+    (oom,) = evaluate([replace(OK, oom_lines=(line,)), replace(OK, engine_restart=restart)], TH)
+    assert oom.rollback
+    assert restart in oom.reason
+    assert oom.evidence["lines"] == (line,)
+    (alone,) = evaluate([replace(OK, engine_restart=restart)], TH)
+    assert not alone.rollback
+    assert "OOMKilled" in alone.reason
 
 
 def test_no_cache_floor_means_no_cache_trigger() -> None:

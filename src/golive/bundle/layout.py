@@ -64,6 +64,7 @@ CACHE_PROTOCOL = "metrics/cache-protocol.json"  # what the cache collector resol
 CACHE_STEPS = "metrics/cache-steps.jsonl"
 AGENT_PLAN = "metrics/agent-plan.json"  # the cases as run and the settings that judge them
 LEDGER_SENT = "metrics/ledger.json"  # what the clients counted as sent
+METRIC_REFERENCE = "metrics/reference.json"  # names and HELP texts relied on, with the version
 
 MEMORY_CURVE = "memory/capacity.csv"
 LOAD_CURVE = "memory/load.csv"

@@ -322,5 +322,15 @@ async def _watch(args: argparse.Namespace) -> int:
     for trigger in summary["triggers"]:
         kind = "ROLLBACK" if trigger["rollback"] else "alert"
         err.print(f"{kind} {trigger['rule']}: {escape(trigger['reason'])}", highlight=False)
-    err.print(f"watch: {summary['intervals']} intervals; bundle: {out}")
+    status = summary.get("http_status")
+    answers = (
+        ", ".join(f"{k} {v:g}" for k, v in status.items())
+        if status
+        else "HTTP status counts not exposed by the server"
+    )
+    err.print(
+        f"watch: {summary['intervals']} intervals; engine restarts {summary['engine_restarts']}; "
+        f"answers {answers}; tool probe {summary['probe_case']}; bundle: {out}",
+        highlight=False,
+    )
     return 0 if summary["clean"] else 1

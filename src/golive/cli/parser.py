@@ -75,6 +75,8 @@ WATCH_FLAGS = (
     ConfigFlag("--missing-limit", "watch.missing_limit", "N"),
     ConfigFlag("--on-rollback", "watch.on_rollback", "CMD"),
     ConfigFlag("--cooldown", "watch.cooldown_s", "S"),
+    ConfigFlag("--critical-probe", "watch.critical_probe", "CASE"),
+    ConfigFlag("--max-5xx-share", "watch.max_5xx_share", "F"),
 )
 
 

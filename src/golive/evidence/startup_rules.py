@@ -1,4 +1,5 @@
-"""Pure rules on the startup log: failures, parsers, prefix caching, parallel layout, KV cache.
+"""Pure rules on the startup log: failures, parsers, prefix caching, KV cache (the parallel
+layout and ranks: `startup_parallel`).
 
 A startup failure (CUDA init, NCCL, missing kernels, OOM at load) means the deployment never
 reached an application-level test: `rebuild` (environment or topology), not traffic tuning.
@@ -16,7 +17,7 @@ from golive.evidence.startup_signatures import Severity, Signature, explain
 from golive.results import CheckClass, CheckResult, Status
 
 
-def _startup(
+def startup_result(
     check_id: str,
     critical: bool,
     status: Status,
@@ -28,7 +29,7 @@ def _startup(
     return env_result(check_id, critical, status, summary, measurements, evidence, check_class)
 
 
-_NO_LOG = "no startup log: pass --log with the first complete engine initialization log"
+NO_LOG = "no startup log: pass --log with the first complete engine initialization log"
 
 
 def _quote(signature: Signature) -> str:
@@ -75,7 +76,7 @@ def _self_contradiction(facts: StartupFacts) -> str | None:
 def check_startup_log(inputs: ChainInputs) -> CheckResult:
     facts, path = inputs.startup, inputs.startup_path
     if facts is None:
-        return _startup("startup.log", True, Status.NO_DATA, _NO_LOG)
+        return startup_result("startup.log", True, Status.NO_DATA, NO_LOG)
     fatal = facts.fatal
     warnings = [s for s in facts.signatures if s.severity is Severity.WARNING]
     measurements: dict[str, float | int | str | bool | None] = {
@@ -101,7 +102,7 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
         found = "; ".join(_quote(s) for s in fatal[:5])
         kinds = sorted({s.kind for s in fatal})
         measurements["failure_kinds"] = ", ".join(kinds)
-        return _startup(
+        return startup_result(
             "startup.log",
             True,
             Status.FAIL,
@@ -110,7 +111,7 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             [f"{path}#L{s.line}" for s in fatal[:10]],
         )
     if facts.ready_line is None:
-        return _startup(
+        return startup_result(
             "startup.log",
             True,
             Status.NO_DATA,
@@ -134,7 +135,7 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             [*([contradiction] if contradiction else []), *(_quote(s) for s in warnings[:5])]
         )
         lines = [facts.version_line, facts.engine_line] if contradiction else []
-        return _startup(
+        return startup_result(
             "startup.log",
             True,
             Status.WARN,
@@ -142,7 +143,7 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             measurements,
             [f"{path}#L{n}" for n in [*lines, *(s.line for s in warnings[:10])] if n],
         )
-    return _startup(
+    return startup_result(
         "startup.log",
         True,
         Status.PASS,
@@ -158,9 +159,9 @@ def check_parsers(inputs: ChainInputs) -> CheckResult:
     critical = chain.tool_parser is not None or chain.reasoning_parser is not None
     facts = inputs.startup
     if facts is None:
-        return _startup("startup.parsers", critical, Status.NO_DATA, _NO_LOG)
+        return startup_result("startup.parsers", critical, Status.NO_DATA, NO_LOG)
     if facts.args_line is None:  # the log does not say: not evidence of a wrong parser
-        return _startup(
+        return startup_result(
             "startup.parsers",
             critical,
             Status.NO_DATA,
@@ -192,10 +193,10 @@ def check_parsers(inputs: ChainInputs) -> CheckResult:
             f"the profile needs {chain.reasoning_parser!r}"
         )
     if problems:
-        return _startup(
+        return startup_result(
             "startup.parsers", True, Status.FAIL, "; ".join(problems), measurements, where
         )
-    return _startup(
+    return startup_result(
         "startup.parsers",
         critical,
         Status.PASS,
@@ -240,7 +241,7 @@ def check_prefix_caching_flag(inputs: ChainInputs) -> CheckResult:
     if labels:
         where.append("metrics/env.prom#vllm:cache_config_info")
     if enabled is None:
-        return _startup(
+        return startup_result(
             "startup.prefix_caching",
             required,
             Status.NO_DATA,
@@ -250,7 +251,7 @@ def check_prefix_caching_flag(inputs: ChainInputs) -> CheckResult:
             CheckClass.CACHE,
         )
     if not enabled:
-        return _startup(
+        return startup_result(
             "startup.prefix_caching",
             required,
             Status.FAIL if required else Status.WARN,
@@ -260,7 +261,7 @@ def check_prefix_caching_flag(inputs: ChainInputs) -> CheckResult:
             where,
             CheckClass.CACHE,
         )
-    return _startup(
+    return startup_result(
         "startup.prefix_caching",
         required,
         Status.PASS,
@@ -276,60 +277,11 @@ def check_prefix_caching_flag(inputs: ChainInputs) -> CheckResult:
     )
 
 
-def check_parallel(inputs: ChainInputs) -> CheckResult:
-    """The parallel layout the engine started with equals the declared one and fits the GPUs."""
-    declared = inputs.declared_parallel
-    facts = inputs.startup
-    critical = declared is not None
-    if facts is None:
-        return _startup("startup.parallel", critical, Status.NO_DATA, _NO_LOG)
-    if facts.args_line is None and facts.engine_line is None:
-        return _startup(
-            "startup.parallel",
-            critical,
-            Status.NO_DATA,
-            "the startup log has neither the `non-default args:` nor the engine-config line, "
-            "so the parallel layout is unknown: give the first complete initialization log",
-            {},
-            [inputs.startup_path],
-        )
-    actual = facts.parallel()
-    where = [f"{inputs.startup_path}#L{facts.engine_line or facts.args_line}"]
-    measurements: dict[str, float | int | str | bool | None] = dict(actual)
-    problems = []
-    if declared is not None:
-        wanted = declared.model_dump()
-        differ = [
-            f"{k}={actual[k]} (declared {wanted[k]})"
-            for k in ("tp", "pp", "dp", "ep")
-            if actual[k] != wanted[k]
-        ]
-        if differ:
-            problems.append(
-                "the engine did not start with the declared layout: " + ", ".join(differ)
-            )
-    gpu_count = sum(len(host.gpus) for host, _ in inputs.hosts)
-    world = actual["tp"] * actual["pp"] * actual["dp"]
-    measurements["world_size"] = world
-    if inputs.hosts and world > gpu_count:
-        problems.append(
-            f"tp*pp*dp = {world} ranks but only {gpu_count} GPU(s) in the host evidence"
-        )
-    if problems:
-        return _startup(
-            "startup.parallel", True, Status.FAIL, "; ".join(problems), measurements, where
-        )
-    layout = ", ".join(f"{k}={v}" for k, v in actual.items())
-    return _startup(
-        "startup.parallel", critical, Status.PASS, f"started with {layout}", measurements, where
-    )
-
-
 def check_kv_cache(inputs: ChainInputs) -> CheckResult:
     """KV cache size and concurrency as logged; max_model_len as served agrees with the log."""
     facts = inputs.startup
     if facts is None:
-        return _startup("startup.kv_cache", False, Status.NO_DATA, _NO_LOG)
+        return startup_result("startup.kv_cache", False, Status.NO_DATA, NO_LOG)
     where = (
         [f"{inputs.startup_path}#L{facts.kv_cache_line}"]
         if facts.kv_cache_line
@@ -351,7 +303,7 @@ def check_kv_cache(inputs: ChainInputs) -> CheckResult:
         and facts.max_model_len is not None
         and str(facts.max_model_len) != live.value
     ):
-        return _startup(
+        return startup_result(
             "startup.kv_cache",
             False,
             Status.WARN,
@@ -361,7 +313,7 @@ def check_kv_cache(inputs: ChainInputs) -> CheckResult:
             [*where, live.where],
         )
     if facts.kv_cache_tokens is None:
-        return _startup(
+        return startup_result(
             "startup.kv_cache",
             False,
             Status.NO_DATA,
@@ -369,7 +321,7 @@ def check_kv_cache(inputs: ChainInputs) -> CheckResult:
             measurements,
             where,
         )
-    return _startup(
+    return startup_result(
         "startup.kv_cache",
         False,
         Status.PASS,

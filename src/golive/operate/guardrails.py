@@ -175,6 +175,15 @@ def guardrail_rules(
         "more than 5% of requests end in error or abort",
     )
     add(
+        "GoliveHttp5xxRate",
+        ["http_requests_total"],
+        'sum(rate(http_requests_total{status="5xx"}[5m])) / '
+        "clamp_min(sum(rate(http_requests_total[5m])), 1e-9) > 0.05",
+        "5m",
+        "page",
+        "more than 5% of the server's HTTP answers are 5xx (its own request error codes)",
+    )
+    add(
         "GoliveToolCallParseFailures",
         ["vllm:tool_call_parser_invocations_total"],
         'sum(rate(vllm:tool_call_parser_invocations_total{outcome!~"tool_call|no_tool_call"}'

@@ -2,11 +2,13 @@
 
 Every interval: `/health` plus a synthetic completion with a deadline (a hung engine can
 still answer `/health`), a metrics scrape (queue, token rates, prefix-cache counters, error
-and tool-parser outcomes), new lines of a log file (OOM, NCCL/Xid, restarts), GPU memory
-through NVML when run on a node; every few intervals a tool-call probe validated against
-its schema and a prefix-cache probe compared with the accepted bundle. `watch_rules.evaluate`
-decides; each trigger is written to `watch/records.jsonl` with the rollback target, and
-`--on-rollback CMD` runs once per trigger (one at a time, with a cool-down).
+and tool-parser outcomes, HTTP status counts, engine restarts: `watch_signals`), new lines
+of a log file (OOM, NCCL/Xid, restarts), GPU memory through NVML when run on a node; every
+few intervals a tool-call probe (the team's critical workflow, `watch.critical_probe`)
+validated against its schema and a prefix-cache probe compared with the accepted bundle.
+`watch_rules.evaluate` decides; each trigger is written to `watch/records.jsonl` with the
+rollback target, and `--on-rollback CMD` runs once per trigger (one at a time, with a
+cool-down).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from golive.bundle.layout import WATCH_OBSERVATIONS, WATCH_RECORDS, WATCH_SUMMARY
-from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.response import Contract, response_findings
 from golive.checks.cache import CacheProtocol
 from golive.checks.cache.rules import engine_reused_tokens
@@ -45,6 +46,7 @@ from golive.operate.watch_rules import (
     evaluate,
     probe_reuse_ratio,
 )
+from golive.operate.watch_signals import interval_values, probe_case
 from golive.verdict.document import VerdictDocument
 from golive.verdict.rederive import require_rederived
 
@@ -73,14 +75,15 @@ class WatchSettings:
         return cls(accepted, config.watch, registry, log_file, progress or Quiet())
 
 
-def thresholds(env: Envelope, repeated: int, missing_limit: int) -> Thresholds:
+def thresholds(env: Envelope, config: WatchConfig) -> Thresholds:
     """The accepted envelope as the watch's limits (the same numbers as the guardrails)."""
     return Thresholds(
         max_waiting=env.waiting_cap,
         max_concurrency=env.max_concurrency,
-        repeated=repeated,
+        repeated=config.repeated,
         cache_floor=None if env.cache_hit_ratio is None else round(env.cache_hit_ratio / 2, 3),
-        missing_limit=missing_limit,
+        missing_limit=config.missing_limit,
+        max_5xx_share=config.max_5xx_share,
     )
 
 
@@ -125,9 +128,7 @@ class Watcher:
         accepted = settings.accepted
         require_rederived(accepted, "watch --accepted", signed_override(accepted))
         self.verdict, steps = read_accepted(accepted)
-        self.th = thresholds(
-            envelope(self.verdict, steps), settings.config.repeated, settings.config.missing_limit
-        )
+        self.th = thresholds(envelope(self.verdict, steps), settings.config)
         self.history: list[Observation] = []
         self.previous: Snapshot | None = None
         self.fired: dict[str, float] = {}
@@ -136,7 +137,7 @@ class Watcher:
         self.triggers: list[dict[str, Any]] = []
         self.log_offset = 0
         self.gpu = nvml_probe()
-        self.tool_case = next(c for c in shipped_cases() if c.name == "one_arg.required")
+        self.tool_case = probe_case(ctx.config, ctx.profile)
         self.cache: CacheProtocol | None = None
         self.cache_warm = False
         self.cache_probes = 0
@@ -175,6 +176,9 @@ class Watcher:
             "intervals": index,
             "interval_s": self.s.config.interval_s,
             "thresholds": asdict(self.th),
+            "probe_case": self.tool_case.name,
+            "engine_restarts": sum(bool(o.engine_restart) for o in self.history),
+            "http_status": http_totals(self.history),
             "triggers": self.triggers,
             "rollback_target": self.target,
             "clean": not any(t["rollback"] for t in self.triggers),
@@ -191,7 +195,8 @@ class Watcher:
         self.last_health = self.health_probe.take() or self.last_health
         healthy, detail, retries = self.last_health or (False, "no probe finished yet", 0)
         snapshot = await self.scrape(index)
-        values = self.rates(snapshot)
+        values = interval_values(self.previous, snapshot)
+        self.previous = snapshot or self.previous
         oom, comm, restart = classify_log(self.new_log_lines())
         gpu = await self.gpu() if self.gpu is not None else {}
         if index % self.s.config.tool_every == self.s.config.tool_every - 1:
@@ -241,40 +246,6 @@ class Watcher:
         """This interval's metrics; every tenth scrape is kept in the bundle."""
         window = f"watch-{index:05d}" if index % 10 == 0 else None
         return (await scrape(self.ctx, window, label="watch-metrics")).snapshot
-
-    def rates(self, snapshot: Snapshot | None) -> dict[str, float | None]:
-        if snapshot is None:
-            return {}
-        values: dict[str, float | None] = {
-            "running": snapshot.value("num_requests_running"),
-            "waiting": snapshot.value("num_requests_waiting"),
-        }
-        previous, self.previous = self.previous, snapshot
-        if previous is None:
-            return values
-        delta = MetricsDelta(previous, snapshot)
-        seconds = max(delta.seconds, 1e-6)
-        prompt, generated = delta.counter("prompt_tokens"), delta.counter("generation_tokens")
-        parser = snapshot.series("tool_call_parser_invocations")
-        failures = [
-            s for s in parser if s.label("outcome") not in ("tool_call", "no_tool_call", None)
-        ]
-        values.update(
-            prompt_tps=None if prompt is None else prompt / seconds,
-            generation_tps=None if generated is None else generated / seconds,
-            cache_queries=delta.counter("prefix_cache_queries"),
-            cache_hits=delta.counter("prefix_cache_hits"),
-            cached_tokens=delta.counter("prompt_tokens_cached"),
-            errors=sum(
-                delta.counter("request_success", finished_reason=r) or 0.0
-                for r in ("error", "abort")
-            ),
-            parse_failures=sum(
-                delta.counter("tool_call_parser_invocations", outcome=o) or 0.0
-                for o in {s.label("outcome") or "" for s in failures}
-            ),
-        )
-        return values
 
     def new_log_lines(self) -> list[str]:
         path = self.s.log_file
@@ -371,6 +342,18 @@ class Watcher:
             log = f"watch/rollback-{number}.log"
             self.ctx.bundle.write_text(log, output.decode("utf-8", errors="replace"))
             return {"ran": True, "exit_code": proc.returncode, "log": log}
+
+
+def http_totals(history: list[Observation]) -> dict[str, float] | None:
+    """The server's answers over the watch by status class; None where it exposed none."""
+    measured = [o.http_status for o in history if o.http_status is not None]
+    if not measured:
+        return None
+    totals: dict[str, float] = {}
+    for counts in measured:
+        for status, n in counts.items():
+            totals[status] = totals.get(status, 0.0) + n
+    return totals
 
 
 def rollback_env(target: Mapping[str, Any], rule: str) -> dict[str, str]:

@@ -1,12 +1,13 @@
 """The post-approval watch's rules: pure functions from the intervals observed so far to the
-triggers that fire. The checklist's four rollback triggers, the health trigger, and the
-silence rule (metrics missing for K intervals is an alert and freezes the other rules:
-silence is not health, and no rollback is decided blind)."""
+triggers that fire. The checklist's four rollback triggers, the health trigger, engine
+restarts and HTTP 5xx alerts, and the silence rule (metrics missing for K intervals is an
+alert and freezes the other rules: silence is not health, and no rollback is decided
+blind)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 OOM = re.compile(
@@ -45,6 +46,9 @@ class Observation:
     comm_lines: tuple[str, ...] = ()
     restart_lines: tuple[str, ...] = ()
     gpu_used_mib: float | None = None
+    kv_usage: float | None = None
+    http_status: Mapping[str, float] | None = None  # answers by status class; None: unmeasured
+    engine_restart: str = ""  # why the engine is a new process since the last interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,7 @@ class Thresholds:
     health_intervals: int = 2
     cache_floor: float | None = None  # probe hit ratio below this is a regression
     missing_limit: int = 3
+    max_5xx_share: float = 0.05  # HTTP 5xx answers beyond this share of an interval's
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +91,7 @@ def evaluate(history: Sequence[Observation], th: Thresholds) -> list[Trigger]:
                 {"details": [o.health_detail for o in recent]},
             )
         )
-    if last.oom_lines:
-        out.append(
-            Trigger(
-                "oom", True, "OOM under the approved traffic profile", {"lines": last.oom_lines}
-            )
-        )
+    out += _restart_and_oom(history)
     silent = history[-th.missing_limit :]
     if len(silent) == th.missing_limit and not any(o.metrics_ok for o in silent):
         out.append(
@@ -113,6 +113,18 @@ def evaluate(history: Sequence[Observation], th: Thresholds) -> list[Trigger]:
             )
         )
     window = history[-th.repeated :]
+    shares = [_share_5xx(o) for o in window]
+    if len(window) == th.repeated and all(x is not None and x > th.max_5xx_share for x in shares):
+        out.append(
+            Trigger(
+                "http-errors",
+                False,
+                f"HTTP 5xx answers above {th.max_5xx_share:.0%} of the server's answers for "
+                f"{th.repeated} consecutive intervals (last {shares[-1]:.0%}, from its own "
+                "http_requests_total)",
+                {"http_status": [o.http_status for o in window]},
+            )
+        )
     if len(window) == th.repeated and all(_outside(o, th) for o in window):
         out.append(
             Trigger(
@@ -152,6 +164,38 @@ def evaluate(history: Sequence[Observation], th: Thresholds) -> list[Trigger]:
             )
         )
     return out
+
+
+def _restart_and_oom(history: Sequence[Observation]) -> list[Trigger]:
+    """OOM from the log, and engine restarts from the metrics (process start time, counters
+    reset): a restart with an OOM line in this or the last interval is the OOM trigger (the
+    restart names the death the line explains); one with no cause in the evidence alerts."""
+    last = history[-1]
+    lines = tuple(line for o in history[-2:] for line in o.oom_lines)
+    if last.engine_restart and lines:
+        reason = (
+            f"OOM under the approved traffic profile: the engine restarted ({last.engine_restart})"
+        )
+        return [Trigger("oom", True, reason, {"lines": lines, "restart": last.engine_restart})]
+    out = []
+    if last.oom_lines:
+        reason = "OOM under the approved traffic profile"
+        out.append(Trigger("oom", True, reason, {"lines": last.oom_lines}))
+    if last.engine_restart:
+        reason = (
+            f"the engine restarted ({last.engine_restart}) and no OOM line explains it: read the "
+            "container's last termination reason (OOMKilled is the OOM trigger) or pass --log"
+        )
+        out.append(Trigger("engine-restart", False, reason, {"restart": last.engine_restart}))
+    return out
+
+
+def _share_5xx(o: Observation) -> float | None:
+    """The interval's share of HTTP 5xx answers; None when it answered nothing measured."""
+    if not o.http_status:
+        return None
+    total = sum(o.http_status.values())
+    return o.http_status.get("5xx", 0.0) / total if total > 0 else None
 
 
 def _outside(o: Observation, th: Thresholds) -> bool:

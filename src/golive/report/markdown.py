@@ -7,7 +7,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from golive.bundle.layout import CAPACITY_REQUEST_MD, CAPACITY_STEPS, CAPACITY_WATCHDOG, CHAIN
+from golive.bundle.layout import (
+    CAPACITY_REQUEST_MD,
+    CAPACITY_STEPS,
+    CAPACITY_WATCHDOG,
+    CHAIN,
+    METRIC_REFERENCE,
+)
 from golive.bundle.store import locate
 from golive.quantiles import samples_needed
 from golive.verdict.document import Limits, VerdictDocument, tested_sentence
@@ -29,10 +35,31 @@ def bundle_markdown(root: Path, verdict: VerdictDocument) -> str:
     text = render_markdown(
         verdict, chain, _rows(root, CAPACITY_WATCHDOG), _rows(root, CAPACITY_STEPS)
     )
+    text += _reference_section(locate(root, METRIC_REFERENCE))
     request = locate(root, CAPACITY_REQUEST_MD)
     if request.is_file():  # the capacity request, written with an expand-capacity verdict
         text += "\n" + request.read_text(encoding="utf-8").replace("# ", "## ", 1)
     return text
+
+
+def _reference_section(path: Path) -> str:
+    """The metrics the judgement read, as the engine's own HELP texts describe them."""
+    if not path.is_file():
+        return ""
+    reference = json.loads(path.read_text())
+    docs = reference.get("documentation") or "vLLM version unknown: no documentation page"
+    lines = [
+        "",
+        f"## Metrics relied on (vLLM {reference.get('vllm_version') or 'unknown'}; {docs})",
+        "",
+        "| metric | exposed as | the engine's HELP text | read for |",
+        "|---|---|---|---|",
+    ]
+    for row in reference.get("metrics") or ():
+        exposed = f"`{row['exposed']}`" if row.get("exposed") else "**absent**"
+        help_text = str(row.get("help") or row.get("absent") or "").replace("|", "\\|")
+        lines.append(f"| {row['metric']} | {exposed} | {help_text} | {row.get('read_for')} |")
+    return "\n".join(lines) + "\n"
 
 
 def _rows(root: Path, rel: str) -> list[dict[str, Any]]:

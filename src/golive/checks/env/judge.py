@@ -22,10 +22,10 @@ from golive.evidence.chain_hw import (
 )
 from golive.evidence.facts import ContainerInfo, HostInfo
 from golive.evidence.startup_log import LiveServer, StartupFacts, parse_startup_log
+from golive.evidence.startup_parallel import check_parallel
 from golive.evidence.startup_rules import (
     as_other_launch,
     check_kv_cache,
-    check_parallel,
     check_parsers,
     check_prefix_caching_flag,
     check_startup_log,

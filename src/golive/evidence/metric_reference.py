@@ -1,0 +1,98 @@
+"""The metric names golive relied on, as the engine itself described them.
+
+vLLM renames and re-documents its metrics between versions (`gpu_cache_usage_perc` became
+`kv_cache_usage_perc`; "running on GPU" became "in model execution batches"). A reviewer
+reading a bundle a year later needs what the judgement read: for each metric golive uses,
+the exposed name, type and `# HELP` text from the bundle's own scrapes, what golive reads it
+for, the vLLM version that exposed it and that version's metrics documentation. Written to
+`metrics/reference.json` before the bundle is sealed; a metric no scrape exposed is listed as
+absent (a judgement that needed it said `no_data`), never given a text of golive's own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from golive.metrics import spellings
+
+# (logical name, what golive reads it for): a literal list, kept next to the judgements
+RELIED_ON: tuple[tuple[str, str], ...] = (
+    ("num_requests_running", "requests in the engine: saturation, ramp steps, watch envelope"),
+    ("num_requests_waiting", "the queue: the knee, saturation evidence, watch envelope"),
+    ("kv_cache_usage_perc", "KV-cache pressure: saturation evidence, guardrail"),
+    ("num_preemptions", "preemptions: saturation evidence"),
+    ("request_queue_time_seconds", "time queued per request: saturation evidence"),
+    ("request_success", "finished requests by reason: engine errors and aborts"),
+    ("prompt_tokens", "prompt tokens: cache proof, token rates"),
+    ("generation_tokens", "generated tokens: token rates"),
+    ("prefix_cache_queries", "prefix-cache lookups: the cache proof"),
+    ("prefix_cache_hits", "prefix-cache hits: the cache proof, watch cache regression"),
+    ("prompt_tokens_cached", "cached prompt tokens: the cache proof"),
+    ("prompt_tokens_by_source", "prompt tokens by where they came from: the cache proof"),
+    ("cache_config_info", "the engine's cache config: prefix caching on, block size"),
+    ("tool_call_parser_invocations", "tool-parser outcomes: parse failures"),
+    ("time_to_first_token_seconds", "TTFT histogram: the guardrails' burn-rate rules"),
+    ("http_requests", "the server's HTTP answers by status class: request error codes"),
+    ("process_start_time_seconds", "the serving process's start: engine restarts in watch"),
+)
+
+_META = re.compile(r"^# (HELP|TYPE) (\S+) ?(.*)$", re.MULTILINE)
+
+
+def docs_url(version: str | None) -> str | None:
+    """The metrics page of the vLLM documentation for `version` (None: version unknown)."""
+    if not version:
+        return None
+    match = re.match(r"(\d+)\.(\d+)", version)
+    page = "usage" if match is None or (int(match[1]), int(match[2])) >= (0, 9) else "serving"
+    return f"https://docs.vllm.ai/en/v{version.split('+')[0]}/{page}/metrics.html"
+
+
+def families(text: str) -> dict[str, dict[str, str]]:
+    """Each family's `# HELP` text and `# TYPE` in one scrape, by the name it was exposed as."""
+    found: dict[str, dict[str, str]] = {}
+    for kind, name, rest in _META.findall(text):
+        entry = found.setdefault(name, {})
+        if kind == "HELP":
+            entry["help"] = rest.replace("\\n", "\n").replace("\\\\", "\\")
+        else:
+            entry["type"] = rest
+    return found
+
+
+def metric_reference(
+    scrapes: Iterable[tuple[str, str]], identity: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The reference from `(bundle path, text)` scrapes: each metric as the first scrape
+    that exposed it describes it."""
+    seen: dict[str, tuple[str, dict[str, str]]] = {}
+    for path, text in scrapes:
+        for name, entry in families(text).items():
+            seen.setdefault(name, (path, entry))
+    rows = []
+    for logical, use in RELIED_ON:
+        spelled = next((s for s in spellings(logical) if s in seen), None)
+        row: dict[str, Any] = {"metric": logical, "read_for": use}
+        if spelled is None:
+            row.update(exposed=None, absent="no scrape in this bundle exposed it")
+        else:
+            path, entry = seen[spelled]
+            row.update(exposed=spelled, type=entry.get("type"), help=entry.get("help"), scrape=path)
+        rows.append(row)
+    version = identity.get("vllm_version")
+    return {
+        "vllm_version": version,
+        "documentation": docs_url(version if isinstance(version, str) else None),
+        "metrics": rows,
+    }
+
+
+def bundle_scrapes(root: Path) -> list[tuple[str, str]]:
+    """The bundle's kept scrapes in name order (the same whichever copy of the bundle)."""
+    return [
+        (str(p.relative_to(root)), p.read_text(encoding="utf-8", errors="replace"))
+        for p in sorted((root / "metrics").glob("*.prom"))
+    ]

@@ -1,0 +1,111 @@
+"""What one watch interval reads from the server's own metrics, and which Agent case its
+tool-call probe runs.
+
+From two consecutive scrapes: the queue gauges, token rates, prefix-cache counters, engine
+error/abort finishes, tool-parser failures, the KV-cache usage, the server's own HTTP status
+counts (`http_requests_total` by status class: the "request error codes" the checklist
+watches, which engine abort counts are not), and whether the engine restarted between them:
+its process start time moved, or its counters went backwards (a new process counts from 0).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from golive.checks.agent.cases import AgentCase, shipped_cases
+from golive.checks.agent.rules import Expect
+from golive.checks.agent.select import load_user_cases
+from golive.config import GoliveConfig, Profile
+from golive.errors import ConfigError
+from golive.metrics import MetricsDelta, Snapshot
+
+# counters that only grow while one engine process lives: one that went backwards is a restart
+RESTART_COUNTERS = ("request_success", "prompt_tokens", "generation_tokens", "http_requests")
+START_TIME = "process_start_time_seconds"
+DEFAULT_PROBE = "one_arg.required"
+
+
+def interval_values(previous: Snapshot | None, snapshot: Snapshot | None) -> dict[str, Any]:
+    """The `Observation` fields one scrape gives, against the previous interval's scrape
+    (rates, counts and restarts need both; the gauges only this one)."""
+    if snapshot is None:
+        return {}
+    values: dict[str, Any] = {
+        "running": snapshot.value("num_requests_running"),
+        "waiting": snapshot.value("num_requests_waiting"),
+        "kv_usage": snapshot.value("kv_cache_usage_perc", "max"),
+    }
+    if previous is None:
+        return values
+    delta = MetricsDelta(previous, snapshot)
+    seconds = max(delta.seconds, 1e-6)
+    prompt, generated = delta.counter("prompt_tokens"), delta.counter("generation_tokens")
+    failures = {
+        s.label("outcome") or ""
+        for s in snapshot.series("tool_call_parser_invocations")
+        if s.label("outcome") not in ("tool_call", "no_tool_call", None)
+    }
+    values.update(
+        prompt_tps=None if prompt is None else prompt / seconds,
+        generation_tps=None if generated is None else generated / seconds,
+        cache_queries=delta.counter("prefix_cache_queries"),
+        cache_hits=delta.counter("prefix_cache_hits"),
+        cached_tokens=delta.counter("prompt_tokens_cached"),
+        errors=sum(
+            delta.counter("request_success", finished_reason=r) or 0.0 for r in ("error", "abort")
+        ),
+        parse_failures=sum(
+            delta.counter("tool_call_parser_invocations", outcome=o) or 0.0 for o in failures
+        ),
+        http_status=http_status_counts(previous, snapshot),
+        engine_restart=restart_evidence(previous, snapshot),
+    )
+    return values
+
+
+def http_status_counts(previous: Snapshot, snapshot: Snapshot) -> dict[str, float] | None:
+    """Requests the server answered in the interval, by status class ("2xx", "4xx", "5xx"),
+    from its own `http_requests_total`; None where the server exposes no such series (not
+    zero errors: unmeasured)."""
+    classes = {s.label("status") for s in snapshot.series("http_requests")} - {None}
+    if not classes:
+        return None
+    delta = MetricsDelta(previous, snapshot)
+    counts = {c: delta.counter("http_requests", status=c) for c in sorted(str(c) for c in classes)}
+    return {c: round(v, 3) for c, v in counts.items() if v is not None}
+
+
+def restart_evidence(previous: Snapshot, snapshot: Snapshot) -> str:
+    """Why the engine behind these two scrapes is a new process ("" when nothing says so)."""
+    before, after = previous.value(START_TIME, "max"), snapshot.value(START_TIME, "max")
+    if before is not None and after is not None and abs(after - before) > 1.0:
+        return f"process start time moved from {before:.0f} to {after:.0f}"
+    for name in RESTART_COUNTERS:
+        was, now = previous.value(name), snapshot.value(name)
+        if was is not None and now is not None and now < was:
+            return f"counter {previous.resolve(name)} went back from {was:g} to {now:g}"
+    return ""
+
+
+def probe_case(config: GoliveConfig, profile: Profile) -> AgentCase:
+    """The tool-call probe's case: `watch.critical_probe` (a shipped case or one of the
+    user's schema cases), else the profile's first critical case that expects a call, else
+    `one_arg.required`."""
+    cases = {c.name: c for c in shipped_cases()}
+    if config.agent.schemas_file:
+        cases.update((c.name, c) for c in load_user_cases(Path(config.agent.schemas_file)))
+    named = config.watch.critical_probe
+    if named is not None:
+        if named not in cases:
+            raise ConfigError(
+                f"watch.critical_probe: no Agent case {named!r}; choose one of "
+                + ", ".join(sorted(cases))
+                + " (a user schema case needs agent.schemas_file)"
+            )
+        return cases[named]
+    for name in profile.agent.critical_cases:
+        case = cases.get(name)
+        if case is not None and case.expect is Expect.CALL:
+            return case
+    return cases[DEFAULT_PROBE]
