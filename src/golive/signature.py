@@ -22,7 +22,14 @@ from golive.bundle.signoff import (
 from golive.bundle.store import Bundle, BundleReader, verify
 from golive.config import ChainExpectation, load_profile, parse_profile
 from golive.errors import ConfigError
-from golive.operate.rollback import ACCEPTED, overridden, programme_scope, register, registry_dir
+from golive.operate.rollback import (
+    ACCEPTED,
+    overridden,
+    programme_scope,
+    register,
+    registry_dir,
+    require_artifact,
+)
 from golive.report.html import render_html
 from golive.results import Outcome
 from golive.verdict.document import ExercisedEnvelope, VerdictDocument, timestamp
@@ -85,6 +92,8 @@ def sign_bundle(
     taken: tuple[str, ...] = ()
     if outcome.value in ACCEPTED:
         again = require_rederived(root, f"signing {outcome.value}", override_reason)
+        # before anything is written: an accepted deployment must be one a rollback can reach
+        require_artifact(root, f"signing {outcome.value}")
         taken = again.as_sealed
         # the sheet states the envelope the evidence gives, not verdict.json's word: a
         # `tested` deleted from it (older bundles never had one) cannot hide it

@@ -44,6 +44,7 @@ from golive.verdict.rederive import Rederived, rederive, require_rederived
 from tests.helpers.sections import (
     all_sections,
     freeze_reuse_counters,
+    pinned_image,
     programme_bundle,
     section_bundle,
 )
@@ -55,7 +56,7 @@ pytestmark = pytest.mark.tampers_bundle
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One programme bundle of the demo's evidence, judged as golive run judges it."""
     root = tmp_path_factory.mktemp("programme") / "b"
-    asyncio.run(programme_bundle(root))
+    asyncio.run(programme_bundle(root, pinned_image))  # signable: a rollback can reach it
     assert rederive(root).agrees
     return root
 

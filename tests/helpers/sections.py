@@ -122,6 +122,33 @@ def _identity(root: Path) -> None:
     (root / "requests/identity.jsonl").write_text("\n".join(asked) + "\n")
 
 
+PINNED_IMAGE = "registry.example/vllm-cpu:v0.32.0@sha256:" + "5e" * 32
+
+
+def pinned_image(root: Path) -> None:
+    """The demo's deployment as a production one is shipped: served from a digest-pinned
+    image, its runtime variables read from the serving process (what a rollback artifact
+    needs; the demo's own venv has no image and its probe predates the process read)."""
+    path = root / "environment/container.json"
+    container = json.loads(path.read_text())
+    container.update(
+        image=PINNED_IMAGE,
+        image_digests=[PINNED_IMAGE.split("@")[1]],
+        environment_source="serving process 4242",
+    )
+    path.write_text(json.dumps(container, indent=2))
+
+
+def edits(*each: Edit) -> Edit:
+    """Several edits of the copied evidence, in order."""
+
+    def apply(root: Path) -> None:
+        for edit in each:
+            edit(root)
+
+    return apply
+
+
 async def section_bundle(
     out: Path,
     section: str,

@@ -29,6 +29,7 @@ def _earlier_image(root: Path) -> None:
         image_digests=["sha256:" + "ab" * 32],
         serve_command=["vllm", "serve", "qwen", "--enable-prefix-caching"],
         environment={"VLLM_CPU_KVCACHE_SPACE": "1", "HF_TOKEN": "never-copied"},
+        environment_source="serving process 4141",
     )
     path.write_text(json.dumps(container, indent=2))
 

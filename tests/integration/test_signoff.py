@@ -16,7 +16,7 @@ from golive.bundle.store import Bundle, verify
 from golive.cli.main import main
 from golive.results import EXIT_USAGE, Outcome
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
-from tests.helpers.sections import programme_bundle
+from tests.helpers.sections import PINNED_IMAGE, edits, pinned_image, programme_bundle
 
 
 async def _smoke(out: Path, fault: str | None, *extra: str) -> int:
@@ -99,7 +99,7 @@ async def test_a_programme_bundle_signs_and_becomes_the_rollback_artifact(
     """A programme bundle of the real CPU vLLM's recorded run (observe-with-limits, every open
     item owned) re-derives, signs, re-seals and is registered as the rollback artifact with
     its launch evidence."""
-    out = await programme_bundle(tmp_path / "b")
+    out = await programme_bundle(tmp_path / "b", pinned_image)
     verdict = _json(out / "verdict.json")
     assert verdict["outcome"] == "observe-with-limits"
     assert verdict["scope"] == "programme"
@@ -116,6 +116,8 @@ async def test_a_programme_bundle_signs_and_becomes_the_rollback_artifact(
     assert artifact["bundle"] == str(out.resolve())
     assert artifact["reviewer"] == "Ana Ops"
     assert artifact["launch_config_digest"].startswith("sha256:")  # startup log + container
+    assert artifact["image_digest"] == PINNED_IMAGE.split("@")[1]
+    assert artifact["runtime_source"] == "serving process 4242"
     signed = _json(out / "signoff.json")
     assert signed["signature"]["reviewer"] == "Ana Ops"
     assert signed["signature"]["taken_as_sealed"] == []
@@ -142,7 +144,7 @@ async def test_observe_with_limits_signs_only_with_every_warn_owned(
     refused = capsys.readouterr().err
     assert "unassigned: " in refused
     assert "startup.log" in refused
-    owned = await programme_bundle(tmp_path / "o")
+    owned = await programme_bundle(tmp_path / "o", pinned_image)
     assert await _cli("signoff", str(owned), *argv, str(tmp_path / "r")) == 0
     # signing go-live over observe-with-limits is an override and needs its reason
     again = await programme_bundle(tmp_path / "g")
@@ -194,10 +196,11 @@ async def test_failing_bundle_needs_an_override_to_sign_go_live(
     argv = ["signoff", str(out), "--reviewer", "Ana", "--outcome", "go-live"]
     assert await _cli(*argv, *override) == EXIT_USAGE
     # a programme bundle that holds: go-live only with a recorded reason
-    held = await programme_bundle(tmp_path / "p", _unhealthy)
+    held = await programme_bundle(tmp_path / "p", edits(_unhealthy, pinned_image))
     assert _json(held / "verdict.json")["outcome"] == "hold"
     registry = ["--registry", str(tmp_path / "registry")]
-    honest = await programme_bundle(tmp_path / "honest")  # observe-with-limits, every item owned
+    # observe-with-limits, every item owned
+    honest = await programme_bundle(tmp_path / "honest", pinned_image)
     signed = ["signoff", str(honest), "--reviewer", "Ana", "--outcome", "observe-with-limits"]
     assert await _cli(*signed, *registry) == 0
     argv = ["signoff", str(held), "--reviewer", "Ana", "--outcome", "go-live"]
@@ -276,7 +279,7 @@ async def test_a_deleted_tested_envelope_is_still_on_the_signed_sheet(
     """A reviewer deletes `tested` from verdict.json and re-seals (older bundles have none,
     so decide cannot refuse it): the sign-off sheet still states the envelope the evidence
     gives, never "not stated"."""
-    out = await programme_bundle(tmp_path / "b")
+    out = await programme_bundle(tmp_path / "b", pinned_image)
     verdict = _json(out / "verdict.json")
     stated = verdict.pop("tested")
     assert stated["max_concurrency"], stated  # the recorded run exercised an envelope
@@ -288,3 +291,50 @@ async def test_a_deleted_tested_envelope_is_still_on_the_signed_sheet(
     assert signed["tested"] == stated
     assert "not stated" not in signed["tested_sentence"]
     assert f"concurrency up to {stated['max_concurrency']}" in (out / "signoff.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("container", "named"),
+    [
+        # the demo as recorded: a venv, no image
+        ({}, "the image digest (the evidence names no digest"),
+        # variables the probe read from its own process, not the server's
+        (
+            {"image_digests": [PINNED_IMAGE.split("@")[1]], "environment_source": "probe"},
+            "the serving process's runtime variables (read from the probe",
+        ),
+        # no serving command and no startup log (hold: signed over it with a reason)
+        (
+            {"image_digests": [PINNED_IMAGE.split("@")[1]], "serve_command": []},
+            "the launch configuration (neither the serving command",
+        ),
+    ],
+)
+async def test_an_accepted_deployment_a_rollback_cannot_reach_is_not_signed(
+    tmp_path: Path, capsys: Any, container: dict[str, Any], named: str
+) -> None:
+    """Checklist: the rollback artifact is the accepted image and launch configuration with
+    its runtime variables, never an untracked rebuild. A bundle lacking one is refused
+    signing as accepted (exit 2, naming what it lacks and how to give it), before anything is
+    written: no signature, nothing registered."""
+
+    def recorded_as(root: Path) -> None:
+        path = root / "environment/container.json"
+        data = {**_json(path), **container}
+        if "serve_command" in container:
+            (root / "environment/startup.log").unlink()
+        path.write_text(json.dumps(data))
+
+    out = await programme_bundle(tmp_path / "b", recorded_as)
+    before = (out / "signoff.json").read_bytes()
+    registry = tmp_path / "registry"
+    argv = ["signoff", str(out), "--reviewer", "Ana", "--outcome", "observe-with-limits"]
+    if "serve_command" in container:
+        argv += ["--override-reason", "the engine log is with the platform team"]
+    assert await _cli(*argv, "--registry", str(registry)) == EXIT_USAGE
+    refused = capsys.readouterr().err
+    assert "cannot be the rollback artifact, so signing observe-with-limits is refused" in refused
+    assert named in refused.replace("\n", " ")
+    assert (out / "signoff.json").read_bytes() == before
+    assert not registry.exists()
+    assert verify(out).ok

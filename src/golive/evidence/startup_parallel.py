@@ -123,18 +123,17 @@ def check_parallel(inputs: ChainInputs) -> CheckResult:
             f"tp*pp*dp = {world} ranks but only {gpu_count} GPU(s) in the host evidence"
         )
     ranks = worker_ranks(facts)
-    if ranks:
+    wrong_ranks = rank_problems(ranks, actual, _gpus_per_node(inputs))
+    if wrong_ranks:  # named only when wrong: a pass reads as it did in bundles sealed before
+        problems += wrong_ranks
         measurements["ranks_seen"] = len({r.rank for r in ranks})
         measurements["max_local_rank"] = max(r.local_rank for r in ranks)
         where.append(f"{inputs.startup_path}#L{ranks[0].line}")
-    problems += rank_problems(ranks, actual, _gpus_per_node(inputs))
     if problems:
         return startup_result(
             "startup.parallel", True, Status.FAIL, "; ".join(problems), measurements, where
         )
     layout = ", ".join(f"{k}={v}" for k, v in actual.items())
-    if ranks:
-        layout += f"; {len(ranks)} worker(s) joined ranks {sorted({r.rank for r in ranks})}"
     return startup_result(
         "startup.parallel", critical, Status.PASS, f"started with {layout}", measurements, where
     )

@@ -64,6 +64,8 @@ def identity(root: Path) -> dict[str, Any]:
     return {
         "image": image,
         "image_digest": digests[0] if digests else _digest_of(image),
+        # where the variables were read: the serving process, or only the probe's own
+        "runtime_source": container.get("environment_source"),
         "vllm_version": facts.vllm_version if facts else container.get("vllm_version"),
         "launch_command": launch,
         "non_default_args": args,
@@ -137,12 +139,50 @@ def _json(path: Path) -> Any:
         return None
 
 
+def artifact_gaps(found: dict[str, Any]) -> list[str]:
+    """What a rollback to this deployment would lack, each with how to give it: the image
+    digest, the launch configuration, the serving process's own runtime variables."""
+    gaps = []
+    if not found.get("image_digest"):
+        gaps.append(
+            "the image digest (the evidence names no digest: give --image NAME@sha256:… or "
+            "--container-info collected in a digest-pinned container)"
+        )
+    if not found.get("launch_config_digest"):
+        gaps.append(
+            "the launch configuration (neither the serving command nor the startup log's "
+            "arguments: give --container-info and --log)"
+        )
+    source = str(found.get("runtime_source") or "")
+    if not source.startswith("serving process"):
+        where = f"read from the {source}" if source else "not recorded"
+        gaps.append(
+            f"the serving process's runtime variables ({where}: run `golive env collect "
+            "--container` inside the serving container while vLLM runs, and pass it with "
+            "--container-info)"
+        )
+    return gaps
+
+
+def require_artifact(root: Path, use: str) -> None:
+    """Refuse `use` (signing an accepted outcome, registering) for a bundle that cannot be
+    rolled back to: the checklist's artifact is the accepted image and launch configuration,
+    never an untracked rebuild."""
+    gaps = artifact_gaps(identity(root))
+    if gaps:
+        raise ConfigError(
+            f"{root} cannot be the rollback artifact, so {use} is refused: it lacks "
+            + "; ".join(gaps)
+        )
+
+
 def register(root: Path, signature: dict[str, Any], registry: Path) -> Path | None:
     """Add a signed, accepted bundle to the registry; other outcomes are not artifacts."""
     if signature["outcome"] not in ACCEPTED:
         return None
     programme_scope(VerdictDocument.read(root), root, "the rollback registry")
     require_rederived(root, "the rollback registry", signature.get("override_reason"))
+    require_artifact(root, "registering it")
     entry = artifact(root, signature)
     try:
         registry.mkdir(parents=True, exist_ok=True)
