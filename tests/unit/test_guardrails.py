@@ -52,6 +52,8 @@ def test_rules_for_the_accepted_envelope_pass_promtool(tmp_path: Path) -> None:
     }
     assert rules["GoliveConcurrencyAboveAcceptedCap"].endswith("> 4")  # the demo's ceiling
     assert "[1h]" in rules["GoliveTtftBurnRate1h"]
+    # the generic HTTP series counted only where the same target is a vLLM engine
+    assert "and on(instance, job) vllm:num_requests_running" in rules["GoliveHttp5xxRate"]
     assert "[5m]" in rules["GoliveTtftBurnRate1h"]
     text = out.read_text()
     assert "tool_choice=auto" in text  # the observe-with-limits feature, stated for the gateway
@@ -78,7 +80,7 @@ def test_renamed_and_missing_metrics(tmp_path: Path) -> None:
     assert "vllm:gpu_cache_usage_perc" in rules["GoliveKvCacheNearlyFull"]
     assert "GoliveToolCallParseFailures" not in rules
     assert left_out == [
-        "GoliveHttp5xxRate (needs http_requests_total)",
+        "GoliveHttp5xxRate (needs http_requests_total, vllm:num_requests_running)",
         "GoliveToolCallParseFailures (needs vllm:tool_call_parser_invocations_total)",
     ]
     assert "left out" in out.read_text()

@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from golive.evidence.metric_reference import RELIED_ON, docs_url, metric_reference
+from golive.evidence.metric_reference import (
+    RELIED_ON,
+    bundle_scrapes,
+    docs_url,
+    metric_reference,
+)
 from tests.helpers.sections import programme_bundle
 
 DATA = Path(__file__).parents[1] / "data"
@@ -68,6 +73,26 @@ def test_the_documentation_page_follows_the_version() -> None:
     assert docs_url("0.24.0+cu130") == "https://docs.vllm.ai/en/v0.24.0/usage/metrics.html"
     assert docs_url("0.8.5") == "https://docs.vllm.ai/en/v0.8.5/serving/metrics.html"
     assert docs_url(None) is None
+    assert docs_url("v0.8.5") == "https://docs.vllm.ai/en/v0.8.5/serving/metrics.html"
+    assert docs_url("0.11.1rc3.dev45+gabc123") is None  # a development build: no page
+
+
+def test_help_escapes_are_undone_once() -> None:
+    """An escaped backslash before an n stays a backslash and an n; an escaped n is a
+    newline: the exposition's escapes undone in one pass."""
+    text = (
+        "# HELP vllm:num_requests_running a\\\\nb c\\nd\n# TYPE vllm:num_requests_running gauge\n"
+    )
+    assert _rows(text)["num_requests_running"]["help"] == "a\\nb c\nd"
+
+
+def test_a_combined_bundles_parts_are_read(tmp_path: Path) -> None:
+    """`decide --combine` keeps the sections' scrapes under parts/: they are the reference."""
+    scrape = tmp_path / "parts/smoke/metrics/smoke-after.prom"
+    scrape.parent.mkdir(parents=True)
+    scrape.write_text(CPU.read_text())
+    (found,) = bundle_scrapes(tmp_path)
+    assert found[0] == "parts/smoke/metrics/smoke-after.prom"
 
 
 async def test_a_sealed_bundle_carries_its_reference_and_the_report_shows_it(

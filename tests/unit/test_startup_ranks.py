@@ -76,3 +76,32 @@ def test_a_log_without_rank_lines_is_judged_as_before() -> None:
     result = _check(log)
     assert result.status is Status.PASS
     assert result.summary == "started with tp=2, pp=1, dp=1, ep=1"
+
+
+def test_a_worker_logging_its_rank_twice_is_one_worker() -> None:
+    """vLLM logs each worker's rank at DEBUG before the data-parallel adjustment and at INFO
+    after it: with VLLM_LOGGING_LEVEL=DEBUG each worker has two lines, one worker each."""
+    debug = "\n".join(
+        line.replace(" INFO ", " DEBUG ") + "\n" + line if "local_rank=" in line else line
+        for line in LOG.splitlines()
+    )
+    assert len(worker_ranks(parse_startup_log(debug))) == 2
+    assert _check(debug).status is Status.PASS
+
+
+def test_independent_data_parallel_engines_each_have_rank_zero() -> None:
+    """Two data-parallel engines of a dense model, each its own process group of one: both
+    workers are rank 0 of a world of 1, which is not a rank joined twice."""
+    log = LOG.replace("world_size=2 rank=1 local_rank=1", "world_size=1 rank=0 local_rank=1")
+    log = log.replace("world_size=2 rank=0 local_rank=0", "world_size=1 rank=0 local_rank=0")
+    log = log.replace("'tensor_parallel_size': 2", "'data_parallel_size': 2")
+    log = log.replace("tensor_parallel_size=2", "tensor_parallel_size=1")
+    log = log.replace("data_parallel_size=1", "data_parallel_size=2")
+    inputs = ChainInputs(
+        profile=load_profile("generic"),
+        startup=parse_startup_log(log),
+        hosts=(_host("x2"),),
+        declared_parallel=ParallelConfig(dp=2),
+    )
+    result = check_parallel(inputs)
+    assert result.status is Status.PASS, result.summary

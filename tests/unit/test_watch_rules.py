@@ -47,6 +47,23 @@ def _rules(history: list[Observation], th: Thresholds = TH) -> list[str]:
         ([replace(OK, http_status={"2xx": 99.0, "5xx": 1.0})] * 3, []),
         ([replace(OK, http_status={"2xx": 0.0})] * 3, []),
         ([replace(OK, http_status=None)] * 3, []),
+        # intervals without answers neither break nor complete a run of 5xx intervals
+        (
+            [
+                replace(OK, http_status={"5xx": 2.0}),
+                OK,
+                replace(OK, http_status={"5xx": 1.0}),
+                replace(OK, http_status={"2xx": 0.0}),
+                replace(OK, http_status={"2xx": 1.0, "5xx": 1.0}),
+            ],
+            ["http-errors"],
+        ),
+        ([replace(OK, http_status={"5xx": 2.0})] * 3 + [OK], []),
+        (
+            [replace(OK, http_status={"5xx": 2.0}), replace(OK, http_status={"2xx": 50.0})]
+            + [replace(OK, http_status={"5xx": 2.0})] * 2,
+            [],
+        ),
         # an engine restart with an OOM line (this interval or the last) is the OOM trigger;
         # one no line explains is an alert
         (
@@ -57,6 +74,16 @@ def _rules(history: list[Observation], th: Thresholds = TH) -> list[str]:
             ["oom"],
         ),
         ([replace(OK, engine_restart="process start time moved")], ["engine-restart"]),
+        # the line came when it died; the model took several silent intervals to load again
+        (
+            [
+                OK,
+                replace(OK, metrics_ok=False, oom_lines=("CUDA out of memory",)),
+                *[replace(OK, metrics_ok=False, healthy=True)] * 4,
+                replace(OK, engine_restart="process start time moved"),
+            ],
+            ["oom"],
+        ),
         # silence: an alert that freezes the envelope rules (no blind rollback)
         (
             [replace(OK, metrics_ok=False, running=None, waiting=None, cache_ratio=0.0)] * 3,

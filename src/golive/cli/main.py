@@ -142,11 +142,7 @@ async def _env(args: argparse.Namespace) -> int:
     elif args.expect_nodes is not None:
         raise ConfigError("--expect-nodes counts the nodes of a Ray cluster: give --ray ADDRESS")
     if args.k8s_namespace is not None:
-        if not args.selector:
-            raise ConfigError("--k8s-namespace needs --selector (the engine pods' labels)")
-        require_kubernetes()
-        k8s = K8sSource(args.k8s_namespace, args.selector, args.k8s_container, args.kubeconfig)
-        evidence = dataclasses.replace(evidence, k8s=k8s)
+        evidence = dataclasses.replace(evidence, k8s=k8s_source(args))
     config = load_config(args.config, config_overrides(args))
     verdict = await judge(
         config,
@@ -306,7 +302,18 @@ async def _run_plan(
     return finish(verdict, args)
 
 
+def k8s_source(args: argparse.Namespace) -> K8sSource | None:
+    """The engine pods `--k8s-namespace` and `--selector` name (None: not given)."""
+    if args.k8s_namespace is None:
+        return None
+    if not args.selector:
+        raise ConfigError("--k8s-namespace needs --selector (the engine pods' labels)")
+    require_kubernetes()
+    return K8sSource(args.k8s_namespace, args.selector, args.k8s_container, args.kubeconfig)
+
+
 async def _watch(args: argparse.Namespace) -> int:
+    k8s = k8s_source(args)
     config = load_config(args.config, config_overrides(args))
     # a probe's answer is awaited no longer than its deadline
     deadline = {"read_timeout_s": config.watch.probe_deadline_s}
@@ -314,7 +321,7 @@ async def _watch(args: argparse.Namespace) -> int:
     out = args.out or default_out("golive-watch")
     with RichProgress(err) as progress:
         settings = WatchSettings.from_config(
-            config, args.accepted, args.registry, args.log, progress
+            config, args.accepted, args.registry, args.log, progress, k8s
         )
         summary = await watch_bundle(config, out, settings)
     if args.json:

@@ -278,10 +278,7 @@ def _add_env(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     env.add_argument(
         "--ray-timeout", type=float, default=120.0, help="--ray: seconds for the nodes to report"
     )
-    env.add_argument("--k8s-namespace", metavar="NS", help="read the engine pods in NS")
-    env.add_argument("--selector", help="--k8s-namespace: the engine pods' label selector")
-    env.add_argument("--k8s-container", help="the engine container (default: each pod's first)")
-    env.add_argument("--kubeconfig", type=Path, help="default: in-cluster, then $KUBECONFIG")
+    k8s_options(env)
     env.add_argument(
         "--ray-container",
         action="store_true",
@@ -367,6 +364,7 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_config_flags(watch, WATCH_FLAGS)
     watch.add_argument("--log", type=Path, help="a log to follow (engine, kubelet, dmesg)")
     watch.add_argument("--registry", type=Path, help="rollback registry (default $GOLIVE_REGISTRY)")
+    k8s_options(watch)
     report = sub.add_parser("report", help="render a bundle's report.html and report.md anew")
     report.add_argument("bundle", type=Path)
     report.add_argument("-o", "--output", type=Path, help="directory (default BUNDLE-report)")
@@ -409,3 +407,11 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     decide.add_argument("--config", type=Path, help="sign-off owners for the combined decision")
     decide.add_argument("--policy", type=Path, help="decision policy for the combined decision")
     decide.add_argument("--json", action="store_true", help="print the re-derived decision")
+
+
+def k8s_options(parser: argparse.ArgumentParser) -> None:
+    """The engine pods to read (env: their images, nodes, logs; watch: their restarts)."""
+    parser.add_argument("--k8s-namespace", metavar="NS", help="read the engine pods in NS")
+    parser.add_argument("--selector", help="--k8s-namespace: the engine pods' label selector")
+    parser.add_argument("--k8s-container", help="the engine container (default: each pod's first)")
+    parser.add_argument("--kubeconfig", type=Path, help="default: in-cluster, then $KUBECONFIG")

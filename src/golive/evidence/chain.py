@@ -69,15 +69,19 @@ def env_result(
     )
 
 
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
 def split_image(ref: str) -> tuple[str, str | None, str | None]:
-    """("vllm/vllm-openai", "kimi-k3", "sha256:...") from `name:tag@sha256:...`."""
+    """("vllm/vllm-openai", "kimi-k3", "sha256:...") from `name:tag@sha256:...`; the digest
+    only where it is one (`@latest` names no exact image)."""
     name, _, digest = ref.partition("@")
     slash = name.rfind("/")
     colon = name.rfind(":")
     tag = None
     if colon > slash:
         name, tag = name[:colon], name[colon + 1 :]
-    return name, tag, digest or None
+    return name, tag, digest if DIGEST.fullmatch(digest) else None
 
 
 def check_image(inputs: ChainInputs) -> CheckResult:

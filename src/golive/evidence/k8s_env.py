@@ -14,7 +14,9 @@ reported.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,10 +73,9 @@ def require_kubernetes() -> None:
         ) from exc
 
 
-def read_cluster(source: K8sSource) -> K8sReport:
-    """List the pods and their nodes (blocking; run in a thread)."""
+def _api(source: K8sSource) -> Any:
+    """The core API client for `source`'s credentials (blocking)."""
     from kubernetes import client, config
-    from kubernetes.client.exceptions import ApiException
     from kubernetes.config.config_exception import ConfigException
 
     try:
@@ -93,33 +94,73 @@ def read_cluster(source: K8sSource) -> K8sReport:
             f"no Kubernetes credentials ({exc}): give --kubeconfig FILE, set KUBECONFIG, "
             "or run golive inside the cluster"
         ) from exc
-    api = client.CoreV1Api(api_client)
-    where = f"pods in {source.namespace} matching {source.selector!r}"
-    try:
-        listed = api.list_namespaced_pod(source.namespace, label_selector=source.selector)
-        pods = [p for p in listed.items if _matches(_labels(p), source.selector)]
-        facts = tuple(_pod(api, pod, source) for pod in pods)
+    return client.CoreV1Api(api_client)
+
+
+def read_cluster(source: K8sSource) -> K8sReport:
+    """List the pods and their nodes (blocking; run in a thread)."""
+    api = _api(source)
+    with _api_errors(f"pods in {source.namespace} matching {source.selector!r}"):
+        facts = tuple(_pod(api, pod, source) for pod in _selected(api, source))
         labels = {}
         for node in sorted({p.node for p in facts if p.node}):
             labels[node] = _labels(api.read_node(node))
+    return K8sReport(source, facts, labels)
+
+
+@contextlib.contextmanager
+def _api_errors(where: str) -> Iterator[None]:
+    """The API's refusals and an unreachable server as evidence errors naming `where`."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        yield
     except ApiException as exc:
         raise EvidenceError(f"{where}: the API answered {exc.status} {exc.reason}") from exc
     except OSError as exc:
         raise EvidenceError(f"{where}: the API server cannot be reached ({exc})") from exc
-    return K8sReport(source, facts, labels)
+
+
+def _selected(api: Any, source: K8sSource) -> list[Any]:
+    """The pods the selector selects (applied again here, whatever the server did)."""
+    listed = api.list_namespaced_pod(source.namespace, label_selector=source.selector)
+    return [p for p in listed.items if _matches(_labels(p), source.selector)]
+
+
+def read_restarts(source: K8sSource) -> dict[str, tuple[int, str | None]]:
+    """Each selected pod's engine-container restart count and why its last run ended
+    (`OOMKilled`, `Error`, …; None before any restart): the watch's light read, without logs
+    or nodes (blocking; run in a thread)."""
+    api = _api(source)
+    with _api_errors(f"pods in {source.namespace} matching {source.selector!r}"):
+        pods = _selected(api, source)
+    found: dict[str, tuple[int, str | None]] = {}
+    for pod in pods:
+        _, _, status = _engine_container(pod, source)
+        last = status.last_state.terminated if status and status.last_state else None
+        found[pod.metadata.name] = (
+            int(status.restart_count or 0) if status else 0,
+            last.reason if last is not None else None,
+        )
+    return found
 
 
 def _labels(item: Any) -> dict[str, str]:
     return dict((item.metadata.labels if item.metadata else None) or {})
 
 
-def _pod(api: Any, pod: Any, source: K8sSource) -> PodFacts:
-    from kubernetes.client.exceptions import ApiException
-
+def _engine_container(pod: Any, source: K8sSource) -> tuple[str, Any, Any]:
+    """(name, spec, status) of the pod's engine container: the one named, else its first."""
     specs = pod.spec.containers or []
     name = source.container or (specs[0].name if specs else "")
     status = next((s for s in (pod.status.container_statuses or []) if s.name == name), None)
-    spec = next((c for c in specs if c.name == name), None)
+    return name, next((c for c in specs if c.name == name), None), status
+
+
+def _pod(api: Any, pod: Any, source: K8sSource) -> PodFacts:
+    from kubernetes.client.exceptions import ApiException
+
+    name, spec, status = _engine_container(pod, source)
     log = error = None
     try:
         log = api.read_namespaced_pod_log(

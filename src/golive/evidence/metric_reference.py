@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from golive.bundle.store import locate_all
 from golive.metrics import spellings
 
 # (logical name, what golive reads it for): a literal list, kept next to the judgements
@@ -40,15 +41,19 @@ RELIED_ON: tuple[tuple[str, str], ...] = (
 )
 
 _META = re.compile(r"^# (HELP|TYPE) (\S+) ?(.*)$", re.MULTILINE)
+_ESCAPE = re.compile(r"\\(n|\\)")
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)$")
 
 
 def docs_url(version: str | None) -> str | None:
-    """The metrics page of the vLLM documentation for `version` (None: version unknown)."""
-    if not version:
+    """The metrics page of the vLLM documentation for release `version` (None: unknown, or a
+    release candidate or development build, which has no page of its own)."""
+    match = _RELEASE.match((version or "").split("+")[0])
+    if match is None:  # unknown, or a development build with no page of its own
         return None
-    match = re.match(r"(\d+)\.(\d+)", version)
-    page = "usage" if match is None or (int(match[1]), int(match[2])) >= (0, 9) else "serving"
-    return f"https://docs.vllm.ai/en/v{version.split('+')[0]}/{page}/metrics.html"
+    major, minor, patch = match.groups()
+    page = "usage" if (int(major), int(minor)) >= (0, 9) else "serving"
+    return f"https://docs.vllm.ai/en/v{major}.{minor}.{patch}/{page}/metrics.html"
 
 
 def families(text: str) -> dict[str, dict[str, str]]:
@@ -56,8 +61,8 @@ def families(text: str) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
     for kind, name, rest in _META.findall(text):
         entry = found.setdefault(name, {})
-        if kind == "HELP":
-            entry["help"] = rest.replace("\\n", "\n").replace("\\\\", "\\")
+        if kind == "HELP":  # the exposition's two escapes, undone in one pass
+            entry["help"] = _ESCAPE.sub(lambda m: "\n" if m[1] == "n" else "\\", rest)
         else:
             entry["type"] = rest
     return found
@@ -91,8 +96,8 @@ def metric_reference(
 
 
 def bundle_scrapes(root: Path) -> list[tuple[str, str]]:
-    """The bundle's kept scrapes in name order (the same whichever copy of the bundle)."""
+    """The bundle's kept scrapes (a combined bundle's parts' too) in path order."""
     return [
         (str(p.relative_to(root)), p.read_text(encoding="utf-8", errors="replace"))
-        for p in sorted((root / "metrics").glob("*.prom"))
+        for p in locate_all(root, "metrics/*.prom")
     ]

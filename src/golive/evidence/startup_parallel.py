@@ -18,6 +18,7 @@ from golive.evidence.startup_rules import NO_LOG, startup_result
 from golive.results import CheckResult, Status
 
 _RANK = re.compile(r"\bworld_size=(\d+) rank=(\d+) local_rank=(\d+)")
+_PID = re.compile(r"\bpid=(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,15 +30,19 @@ class WorkerRank:
 
 
 def worker_ranks(facts: StartupFacts) -> tuple[WorkerRank, ...]:
-    """The ranks this launch's workers logged as they joined, in log order."""
+    """The rank each of this launch's workers joined with: its last rank line (vLLM logs one
+    at DEBUG before the data-parallel adjustment and one at INFO after it), by the worker's
+    `pid=` prefix; in log order."""
     lines = facts.text.splitlines()[facts.first_line - 1 : facts.last_line or None]
-    found = []
+    found: dict[str, WorkerRank] = {}
     for number, line in enumerate(lines, start=facts.first_line):
         match = _RANK.search(line)
         if match is not None:
             world, rank, local = (int(g) for g in match.groups())
-            found.append(WorkerRank(world, rank, local, number))
-    return tuple(found)
+            pid = _PID.search(line[: match.start()])
+            found.pop(pid[1] if pid else f"line {number}", None)
+            found[pid[1] if pid else f"line {number}"] = WorkerRank(world, rank, local, number)
+    return tuple(found.values())
 
 
 def rank_problems(
@@ -57,9 +62,11 @@ def rank_problems(
             f"the workers joined a world of {worlds[0]} rank(s) but tp*pp = {engine}"
             + (f" (x dp {sizes['dp']} = {engine * sizes['dp']})" if sizes["dp"] > 1 else "")
         )
+    # data-parallel engines that are not one process group each count their own ranks
+    one_group = sizes["dp"] == 1 or worlds[-1] == engine * sizes["dp"]
     seen: dict[int, int] = {}
     for r in ranks:
-        if r.rank in seen:
+        if r.rank in seen and one_group:
             problems.append(f"rank {r.rank} joined twice (lines {seen[r.rank]} and {r.line})")
         seen.setdefault(r.rank, r.line)
         if r.rank >= r.world_size:

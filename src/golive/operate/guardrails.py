@@ -174,11 +174,13 @@ def guardrail_rules(
         "page",
         "more than 5% of requests end in error or abort",
     )
+    # the generic instrumentator's name: only the series of targets that are vLLM engines
+    engines = "and on(instance, job) vllm:num_requests_running"
     add(
         "GoliveHttp5xxRate",
-        ["http_requests_total"],
-        'sum(rate(http_requests_total{status="5xx"}[5m])) / '
-        "clamp_min(sum(rate(http_requests_total[5m])), 1e-9) > 0.05",
+        ["http_requests_total", "vllm:num_requests_running"],
+        f'sum(rate(http_requests_total{{status="5xx"}}[5m]) {engines}) / '
+        f"clamp_min(sum(rate(http_requests_total[5m]) {engines}), 1e-9) > 0.05",
         "5m",
         "page",
         "more than 5% of the server's HTTP answers are 5xx (its own request error codes)",

@@ -15,6 +15,7 @@ from golive.bundle.layout import CHAIN, CONTAINER
 from golive.bundle.store import BundleReader, locate
 from golive.checks.env.judge import serving_launch
 from golive.errors import ConfigError
+from golive.evidence.chain import DIGEST, split_image
 from golive.results import Outcome
 from golive.verdict.document import VerdictDocument
 from golive.verdict.rederive import require_rederived
@@ -58,7 +59,9 @@ def identity(root: Path) -> dict[str, Any]:
         if k.startswith(("VLLM_", "CUDA_", "NCCL_", "HF_"))
         and not any(h in k.upper() for h in _SECRET_HINTS)
     }
-    digests = list(container.get("image_digests") or [])
+    digests = [
+        found[0] for d in container.get("image_digests") or [] if (found := DIGEST.search(str(d)))
+    ]
     image = container.get("image") or chain.get("image")
     blob = json.dumps([launch, args, runtime], sort_keys=True, default=str).encode()
     return {
@@ -129,7 +132,7 @@ def overridden(entry: dict[str, Any]) -> bool:
 
 
 def _digest_of(image: str | None) -> str | None:
-    return image.split("@", 1)[1] if image and "@" in image else None
+    return split_image(image)[2] if image else None
 
 
 def _json(path: Path) -> Any:
@@ -143,7 +146,7 @@ def artifact_gaps(found: dict[str, Any]) -> list[str]:
     """What a rollback to this deployment would lack, each with how to give it: the image
     digest, the launch configuration, the serving process's own runtime variables."""
     gaps = []
-    if not found.get("image_digest"):
+    if not DIGEST.fullmatch(str(found.get("image_digest") or "")):
         gaps.append(
             "the image digest (the evidence names no digest: give --image NAME@sha256:… or "
             "--container-info collected in a digest-pinned container)"
@@ -201,8 +204,13 @@ def accepted(registry: Path) -> list[dict[str, Any]]:
 
 
 def rollback_target(registry: Path, current: Path | None = None) -> dict[str, Any] | None:
-    """The newest accepted artifact that is not the deployment being watched and was not
-    accepted by an override."""
+    """The newest accepted artifact that is not the deployment being watched, was not
+    accepted by an override, and holds what a rollback needs (an entry written before that
+    rule, or by hand, without a digest or the server's own variables, is never the target)."""
     skip = str(current.resolve()) if current is not None else None
-    candidates = [e for e in accepted(registry) if e.get("bundle") != skip and not overridden(e)]
+    candidates = [
+        e
+        for e in accepted(registry)
+        if e.get("bundle") != skip and not overridden(e) and not artifact_gaps(e)
+    ]
     return candidates[-1] if candidates else None

@@ -14,16 +14,15 @@ cool-down).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shlex
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from golive.bundle.layout import WATCH_OBSERVATIONS, WATCH_RECORDS, WATCH_SUMMARY
 from golive.checks.agent.response import Contract, response_findings
@@ -33,6 +32,7 @@ from golive.checks.capacity.collect import PhaseProgress, Quiet
 from golive.checks.context import CheckContext, scrape, served_model, tokens_per_word
 from golive.config import GoliveConfig, WatchConfig
 from golive.errors import ConfigError
+from golive.evidence.k8s_env import K8sSource
 from golive.evidence.sampling import nvml_probe
 from golive.metrics import MetricsDelta, Snapshot
 from golive.operate.guardrails import Envelope, envelope, read_accepted, signed_override
@@ -46,11 +46,9 @@ from golive.operate.watch_rules import (
     evaluate,
     probe_reuse_ratio,
 )
-from golive.operate.watch_signals import interval_values, probe_case
+from golive.operate.watch_signals import Background, PodRestarts, interval_values, probe_case
 from golive.verdict.document import VerdictDocument
 from golive.verdict.rederive import require_rederived
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +60,7 @@ class WatchSettings:
     registry: Path | None = None
     log_file: Path | None = None
     progress: PhaseProgress = field(default_factory=Quiet)
+    k8s: K8sSource | None = None  # the engine pods whose container restarts are read
 
     @classmethod
     def from_config(
@@ -71,8 +70,9 @@ class WatchSettings:
         registry: Path | None = None,
         log_file: Path | None = None,
         progress: PhaseProgress | None = None,
+        k8s: K8sSource | None = None,
     ) -> WatchSettings:
-        return cls(accepted, config.watch, registry, log_file, progress or Quiet())
+        return cls(accepted, config.watch, registry, log_file, progress or Quiet(), k8s)
 
 
 def thresholds(env: Envelope, config: WatchConfig) -> Thresholds:
@@ -95,31 +95,6 @@ def probe_prefix_tokens(verdict: VerdictDocument) -> int:
     return 640
 
 
-class Background(Generic[T]):
-    """A probe running beside the intervals: started when due (if not already running),
-    taken in the interval it has finished."""
-
-    def __init__(self) -> None:
-        self.task: asyncio.Task[T] | None = None
-
-    def start(self, make: Callable[[], Awaitable[T]]) -> None:
-        if self.task is None:
-            self.task = asyncio.ensure_future(make())
-
-    def take(self) -> T | None:
-        if self.task is None or not self.task.done():
-            return None
-        task, self.task = self.task, None
-        return task.result()
-
-    async def cancel(self) -> None:
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-        self.task = None
-
-
 class Watcher:
     def __init__(self, ctx: CheckContext, settings: WatchSettings, model: str) -> None:
         self.ctx = ctx
@@ -128,6 +103,12 @@ class Watcher:
         accepted = settings.accepted
         require_rederived(accepted, "watch --accepted", signed_override(accepted))
         self.verdict, steps = read_accepted(accepted)
+        if self.verdict.profile != ctx.profile.name:
+            raise ConfigError(
+                f"{accepted} was judged under the {self.verdict.profile} profile, this watch "
+                f"runs under {ctx.profile.name}: give --profile {self.verdict.profile} (its "
+                "critical workflow is the one the tool probe must run)"
+            )
         self.th = thresholds(envelope(self.verdict, steps), settings.config)
         self.history: list[Observation] = []
         self.previous: Snapshot | None = None
@@ -145,6 +126,7 @@ class Watcher:
         self.last_health: tuple[bool, str, int] | None = None
         self.tool: Background[tuple[bool, str]] = Background()
         self.cache_check: Background[float | None] = Background()
+        self.pods = PodRestarts(settings.k8s)
         self.target = rollback_target(registry_dir(settings.registry), settings.accepted)
 
     async def prepare(self) -> None:
@@ -153,6 +135,7 @@ class Watcher:
         self.cache = CacheProtocol(self.model, tokens, ratio, "watch-" + uuid.uuid4().hex[:8])
         if self.s.log_file is not None and self.s.log_file.is_file():
             self.log_offset = self.s.log_file.stat().st_size  # only what happens from now on
+        await self.pods.baseline()
 
     async def run(self) -> dict[str, Any]:
         await self.prepare()
@@ -169,7 +152,7 @@ class Watcher:
                 await self.fire(trigger, index)
             index += 1
             await asyncio.sleep(max(0.0, self.s.config.interval_s - (time.monotonic() - began)))
-        for probe in (self.health_probe, self.tool, self.cache_check):
+        for probe in (self.health_probe, self.tool, self.cache_check, self.pods.reading):
             await probe.cancel()
         summary = {
             "accepted": str(self.s.accepted),
@@ -205,6 +188,7 @@ class Watcher:
             self.cache_check.start(self.cache_probe)
         tool_ok, tool_detail = self.tool.take() or (None, "")
         cache_ratio = self.cache_check.take()
+        container_restarts, container_oom = self.pods.changes()
         used = [v for v in gpu.values() if v is not None]
         return Observation(
             t=round(t, 3),
@@ -218,6 +202,8 @@ class Watcher:
             oom_lines=oom,
             comm_lines=comm,
             restart_lines=restart,
+            container_restarts=container_restarts,
+            container_oom=container_oom,
             gpu_used_mib=sum(used) if used else None,
             **values,
         )
@@ -262,7 +248,9 @@ class Watcher:
 
     async def tool_probe(self) -> tuple[bool, str]:
         case = self.tool_case
-        body = case.body(self.model, False, 64, 0.0)
+        sampling = self.ctx.config.agent  # the production sampling the case was accepted under
+        tokens = case.max_tokens or sampling.max_tokens
+        body = case.body(self.model, False, tokens, sampling.temperature)
         parsed = self.ctx.save(
             await self.ctx.target.chat(
                 body, "watch-tool", deadline_s=self.s.config.probe_deadline_s

@@ -49,6 +49,8 @@ class Observation:
     kv_usage: float | None = None
     http_status: Mapping[str, float] | None = None  # answers by status class; None: unmeasured
     engine_restart: str = ""  # why the engine is a new process since the last interval
+    container_restarts: tuple[str, ...] = ()  # pods whose engine container restarted, and why
+    container_oom: bool = False  # ... one of them because it was OOMKilled
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,19 +114,26 @@ def evaluate(history: Sequence[Observation], th: Thresholds) -> list[Trigger]:
                 {"comm": last.comm_lines, "restarts": last.restart_lines},
             )
         )
-    window = history[-th.repeated :]
-    shares = [_share_5xx(o) for o in window]
-    if len(window) == th.repeated and all(x is not None and x > th.max_5xx_share for x in shares):
+    # the last intervals that answered anything (one without answers neither breaks nor
+    # extends the run), the latest among them
+    answered = [o for o in history if _share_5xx(o) is not None][-th.repeated :]
+    shares = [_share_5xx(o) or 0.0 for o in answered]
+    if (
+        len(answered) == th.repeated
+        and answered[-1] is last
+        and all(x > th.max_5xx_share for x in shares)
+    ):
         out.append(
             Trigger(
                 "http-errors",
                 False,
-                f"HTTP 5xx answers above {th.max_5xx_share:.0%} of the server's answers for "
-                f"{th.repeated} consecutive intervals (last {shares[-1]:.0%}, from its own "
+                f"HTTP 5xx answers above {th.max_5xx_share:.0%} of the server's answers in "
+                f"{th.repeated} intervals in a row (last {shares[-1]:.0%}, from its own "
                 "http_requests_total)",
-                {"http_status": [o.http_status for o in window]},
+                {"http_status": [o.http_status for o in answered]},
             )
         )
+    window = history[-th.repeated :]
     if len(window) == th.repeated and all(_outside(o, th) for o in window):
         out.append(
             Trigger(
@@ -167,27 +176,42 @@ def evaluate(history: Sequence[Observation], th: Thresholds) -> list[Trigger]:
 
 
 def _restart_and_oom(history: Sequence[Observation]) -> list[Trigger]:
-    """OOM from the log, and engine restarts from the metrics (process start time, counters
-    reset): a restart with an OOM line in this or the last interval is the OOM trigger (the
-    restart names the death the line explains); one with no cause in the evidence alerts."""
+    """OOM from the log, the engine's restarts (its metrics: process start time, counters
+    reset) and the container's (Kubernetes restart counts and their reason). A restart with
+    an OOM line since the last interval that read metrics, or a container OOMKilled, is the
+    OOM trigger
+    (the restart names the death the line explains); one with no cause shown alerts."""
     last = history[-1]
-    lines = tuple(line for o in history[-2:] for line in o.oom_lines)
-    if last.engine_restart and lines:
-        reason = (
-            f"OOM under the approved traffic profile: the engine restarted ({last.engine_restart})"
-        )
-        return [Trigger("oom", True, reason, {"lines": lines, "restart": last.engine_restart})]
+    lines = tuple(line for o in _since_last_metrics(history) for line in o.oom_lines)
+    restarted = "; ".join(x for x in (last.engine_restart, *last.container_restarts) if x)
+    evidence: dict[str, object] = {"restart": restarted, "lines": lines}
+    if last.container_oom or (restarted and lines):
+        reason = f"OOM under the approved traffic profile: the engine restarted ({restarted})"
+        return [Trigger("oom", True, reason, evidence)]
     out = []
     if last.oom_lines:
         reason = "OOM under the approved traffic profile"
         out.append(Trigger("oom", True, reason, {"lines": last.oom_lines}))
-    if last.engine_restart:
+    if restarted:
         reason = (
-            f"the engine restarted ({last.engine_restart}) and no OOM line explains it: read the "
-            "container's last termination reason (OOMKilled is the OOM trigger) or pass --log"
+            f"the engine restarted ({restarted}) and nothing shown explains it: read the "
+            "container's last termination reason (OOMKilled is the OOM trigger; "
+            "--k8s-namespace reads it) or pass --log"
         )
-        out.append(Trigger("engine-restart", False, reason, {"restart": last.engine_restart}))
+        out.append(Trigger("engine-restart", False, reason, {"restart": restarted}))
     return out
+
+
+def _since_last_metrics(history: Sequence[Observation]) -> list[Observation]:
+    """The latest interval and those back to the last one before it that read metrics: a
+    restart is seen at the first scrape after the engine came back, however long it took,
+    and an OOM line written when it died belongs to that restart."""
+    back = [history[-1]]
+    for o in reversed(history[:-1]):
+        back.append(o)
+        if o.metrics_ok:
+            break
+    return back
 
 
 def _share_5xx(o: Observation) -> float | None:

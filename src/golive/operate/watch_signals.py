@@ -10,20 +10,26 @@ its process start time moved, or its counters went backwards (a new process coun
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from golive.checks.agent.cases import AgentCase, shipped_cases
 from golive.checks.agent.rules import Expect
 from golive.checks.agent.select import load_user_cases
 from golive.config import GoliveConfig, Profile
-from golive.errors import ConfigError
+from golive.errors import ConfigError, EvidenceError
+from golive.evidence.k8s_env import K8sSource, read_restarts
 from golive.metrics import MetricsDelta, Snapshot
 
 # counters that only grow while one engine process lives: one that went backwards is a restart
 RESTART_COUNTERS = ("request_success", "prompt_tokens", "generation_tokens", "http_requests")
 START_TIME = "process_start_time_seconds"
 DEFAULT_PROBE = "one_arg.required"
+T = TypeVar("T")
+Counts = dict[str, tuple[int, str | None]]  # pod: (engine-container restarts, last reason)
 
 
 def interval_values(previous: Snapshot | None, snapshot: Snapshot | None) -> dict[str, Any]:
@@ -109,3 +115,73 @@ def probe_case(config: GoliveConfig, profile: Profile) -> AgentCase:
         if case is not None and case.expect is Expect.CALL:
             return case
     return cases[DEFAULT_PROBE]
+
+
+class Background(Generic[T]):
+    """A probe running beside the intervals: started when due (if not already running),
+    taken in the interval it has finished."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[T] | None = None
+
+    def start(self, make: Callable[[], Awaitable[T]]) -> None:
+        if self.task is None:
+            self.task = asyncio.ensure_future(make())
+
+    def take(self) -> T | None:
+        if self.task is None or not self.task.done():
+            return None
+        task, self.task = self.task, None
+        return task.result()
+
+    async def cancel(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        self.task = None
+
+
+class PodRestarts:
+    """The engine containers' restart counts, read from Kubernetes beside the intervals: the
+    counts when the watch began, then each increase with the reason the last run ended
+    (`OOMKilled` is the OOM trigger). Without `--k8s-namespace` it reads nothing."""
+
+    def __init__(self, source: K8sSource | None) -> None:
+        self.source = source
+        self.known: Counts = {}
+        self.reading: Background[Counts | None] = Background()
+
+    async def baseline(self) -> None:
+        """The counts before the first interval; a watch told to read pods it cannot read
+        refuses to start (the error names the API and the fix)."""
+        if self.source is not None:
+            try:
+                self.known = await asyncio.to_thread(read_restarts, self.source)
+            except EvidenceError as exc:
+                raise ConfigError(f"watch --k8s-namespace: {exc}") from exc
+
+    async def _read(self) -> Counts | None:
+        assert self.source is not None
+        try:
+            return await asyncio.to_thread(read_restarts, self.source)
+        except EvidenceError:
+            return None  # one failed read claims nothing; the next interval reads again
+
+    def changes(self) -> tuple[tuple[str, ...], bool]:
+        """(each pod whose engine container restarted since the last read, any OOMKilled)."""
+        if self.source is None:
+            return (), False
+        self.reading.start(self._read)
+        now = self.reading.take()
+        if now is None:
+            return (), False
+        found, oom = [], False
+        for pod, (count, reason) in sorted(now.items()):
+            before = self.known.get(pod, (0, None))[0]  # a new pod counts from 0
+            if count > before:
+                why = reason or "reason not given"
+                found.append(f"pod {pod}: engine container restarts {before} to {count} ({why})")
+                oom = oom or reason == "OOMKilled"
+        self.known = now
+        return tuple(found), oom

@@ -57,7 +57,8 @@ def _reference_section(path: Path) -> str:
     ]
     for row in reference.get("metrics") or ():
         exposed = f"`{row['exposed']}`" if row.get("exposed") else "**absent**"
-        help_text = str(row.get("help") or row.get("absent") or "").replace("|", "\\|")
+        help_text = " ".join(str(row.get("help") or row.get("absent") or "").split())
+        help_text = help_text.replace("|", "\\|")
         lines.append(f"| {row['metric']} | {exposed} | {help_text} | {row.get('read_for')} |")
     return "\n".join(lines) + "\n"
 

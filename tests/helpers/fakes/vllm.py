@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -41,6 +41,9 @@ class FakeState:
     down_until: float = 0.0
     deaths: int = 0
     root: str | None = None  # /v1/models `root`: the model path behind the served name
+    model: str = MODEL  # the served name (a watch test serves the accepted bundle's)
+    started: float = field(default_factory=time.time)  # process_start_time_seconds
+    http_status: dict[str, int] = field(default_factory=dict)  # answers by status class
 
 
 _ENGINE_DIED = {"error": {"message": "EngineCore died", "type": "InternalServerError", "code": 500}}
@@ -88,16 +91,37 @@ async def _hold(state: FakeState) -> None:
         state.hanging -= 1
 
 
+def restart(state: FakeState, down_s: float) -> None:
+    """The engine process dies now and a new one serves `down_s` later (its platform
+    restarting it): /health fails meanwhile, and the new process has its own start time and
+    counters from zero."""
+    state.fault = "dies_above"
+    state.die_above = 1 << 30  # no further deaths from load
+    state.deaths += 1
+    state.down_until = time.monotonic() + down_s
+    state.started = time.time() + down_s
+    state.successes = state.prompt_tokens = 0
+    state.http_status = {}
+
+
 def _metrics(state: FakeState) -> str:
+    model = state.model
+    http = "".join(
+        f'http_requests_total{{handler="/v1/chat/completions",method="POST",status="{c}"}} {n}\n'
+        for c, n in sorted(state.http_status.items())
+    )
     return (
         "# HELP vllm:request_success_total Count of successfully processed requests.\n"
         "# TYPE vllm:request_success_total counter\n"
-        f'vllm:request_success_total{{engine="0",finished_reason="stop",model_name="{MODEL}"}} '
+        f'vllm:request_success_total{{engine="0",finished_reason="stop",model_name="{model}"}} '
         f"{state.successes}\n"
         "# TYPE vllm:prompt_tokens_total counter\n"
-        f'vllm:prompt_tokens_total{{engine="0",model_name="{MODEL}"}} {state.prompt_tokens}\n'
+        f'vllm:prompt_tokens_total{{engine="0",model_name="{model}"}} {state.prompt_tokens}\n'
         "# TYPE vllm:num_requests_running gauge\n"
-        f'vllm:num_requests_running{{engine="0",model_name="{MODEL}"}} {state.running}\n'
+        f'vllm:num_requests_running{{engine="0",model_name="{model}"}} {state.running}\n'
+        "# TYPE process_start_time_seconds gauge\n"
+        f"process_start_time_seconds {state.started}\n"
+        + ("# TYPE http_requests_total counter\n" + http if http else "")
     )
 
 
@@ -127,7 +151,7 @@ def build_app(state: FakeState) -> web.Application:
         state.models_asked += 1
         if state.fault == "models_down_once" and state.models_asked == 1:
             return web.json_response({"error": "starting"}, status=503)
-        entry: dict[str, object] = {"id": MODEL, "object": "model", "max_model_len": 4096}
+        entry: dict[str, object] = {"id": state.model, "object": "model", "max_model_len": 4096}
         if state.root is not None:
             entry["root"] = state.root
         return web.json_response({"object": "list", "data": [entry]})
@@ -144,16 +168,16 @@ def build_app(state: FakeState) -> web.Application:
                 text="<html><body>metrics here</body></html>", content_type="text/html"
             )
         if state.fault == "stale_metrics":
-            return web.Response(text=_metrics(FakeState()))
+            return web.Response(text=_metrics(FakeState(model=state.model, started=state.started)))
         if state.fault == "other_engine_metrics":  # the metrics URL of another deployment
-            return web.Response(text=_metrics(state).replace(MODEL, "other-model"))
+            return web.Response(text=_metrics(state).replace(state.model, "other-model"))
         return web.Response(text=_metrics(state))
 
     async def chat(request: web.Request) -> web.StreamResponse:
         state.chats += 1
         state.seen_auth.append(request.headers.get("Authorization", ""))
         body = await request.json()
-        if body.get("model") != MODEL:
+        if body.get("model") != state.model:
             return web.json_response(
                 {
                     "error": {
@@ -199,7 +223,7 @@ def build_app(state: FakeState) -> web.Application:
             await _knee(state)
         state.prompt_tokens += 7
         # a shared endpoint or a gateway routing elsewhere: another model answers every request
-        answered = "other-model" if state.fault == "other_model" else MODEL
+        answered = "other-model" if state.fault == "other_model" else state.model
         if not body.get("stream"):
             state.successes += 1
             message: dict[str, object] = {"role": "assistant", "content": "All good."}
@@ -256,7 +280,17 @@ def build_app(state: FakeState) -> web.Application:
         await response.write_eof()
         return response
 
-    app = web.Application()
+    @web.middleware
+    async def count_status(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        response = await handler(request)
+        if request.path == "/v1/chat/completions":
+            status = f"{response.status // 100}xx"
+            state.http_status[status] = state.http_status.get(status, 0) + 1
+        return response
+
+    app = web.Application(middlewares=[count_status])
     app.router.add_get("/health", health)
     app.router.add_get("/version", version)
     app.router.add_get("/v1/models", models)

@@ -1,0 +1,94 @@
+"""Issue 29 §8: the watch reads the engine container's restart count and the reason its last
+run ended from Kubernetes (kmock, an in-process API emulator), not only log text: a
+container OOMKilled under the approved traffic is the OOM rollback; one restarted for
+another reason alerts. The engine is the fake serving as the demo's accepted deployment."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("kmock", reason="needs the dev extra (kmock)")
+pytest.importorskip("kubernetes", reason="needs golive[k8s]")
+
+from golive.cli.main import main
+from tests.helpers.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.k8s_cluster import PODS, emulated_cluster, engine_pod
+from tests.helpers.watching import accepted_bundle, golive_watch, rules
+
+QUICK = ("--interval", "0.5", "--tool-every", "1000", "--cache-every", "1000")
+LABELS = {"app": "vllm", "role": "engine"}
+
+
+async def _watching(out: Path) -> None:
+    """Until the watch has observed its first two intervals."""
+    observations = out / "watch/observations.jsonl"
+    for _ in range(200):
+        if observations.is_file() and len(observations.read_text().splitlines()) >= 2:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the watch observed nothing in 10 s")
+
+
+@pytest.mark.parametrize(
+    ("reason", "rule", "rollback"),
+    [("OOMKilled", "oom", True), ("Error", "engine-restart", False)],
+)
+async def test_a_container_restart_is_read_from_kubernetes(
+    tmp_path: Path, reason: str, rule: str, rollback: bool
+) -> None:
+    """Mid-watch the engine pod's container restarts once: OOMKilled is the OOM rollback
+    naming the pod and its counts; another reason is an alert."""
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    state = FakeState(
+        model="qwen2.5-coder-0.5b", root="/root/.cache/golive/target/models/qwen-1d9614638d18"
+    )
+    async with emulated_cluster(tmp_path) as cluster, fake_vllm(state) as url:
+        cluster.add_pod("vllm-0", "gpu-0")
+        k8s = ["--k8s-namespace", "llm", "--selector", "app=vllm,role=engine"]
+        watch = asyncio.ensure_future(
+            golive_watch(
+                url,
+                accepted,
+                tmp_path / "w",
+                "--duration",
+                "6",
+                *QUICK,
+                *k8s,
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+            )
+        )
+        await _watching(tmp_path / "w")  # its baseline read: restarts before it are history
+        cluster.emulator.objects[PODS, "llm", "vllm-0"] = engine_pod(
+            "vllm-0", "gpu-0", "sha256:" + "a" * 64, LABELS, restarts=1, last_reason=reason
+        )
+        code, summary = await watch
+    assert code == (1 if rollback else 0)
+    assert rules(summary) == [rule]
+    (fired,) = summary["triggers"]
+    assert fired["rollback"] is rollback
+    assert f"pod vllm-0: engine container restarts 0 to 1 ({reason})" in fired["reason"]
+
+
+async def test_a_watch_that_cannot_read_its_pods_refuses_to_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Told to read pods in a cluster it has no credentials for, the watch stops before its
+    first interval, naming the fix (exit 2)."""
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    state = FakeState(
+        model="qwen2.5-coder-0.5b", root="/root/.cache/golive/target/models/qwen-1d9614638d18"
+    )
+    missing = tmp_path / "no-such-kubeconfig"
+    async with fake_vllm(state) as url:
+        argv = [
+            "watch", "--target", url, "--accepted", str(accepted), "--out", str(tmp_path / "w"),
+            "--k8s-namespace", "llm", "--selector", "app=vllm", "--kubeconfig", str(missing),
+        ]  # fmt: skip
+        code = await asyncio.to_thread(main, argv)
+    assert code == 2
+    assert "watch --k8s-namespace: no Kubernetes credentials" in capsys.readouterr().err
+    assert not (tmp_path / "w/watch/observations.jsonl").exists()

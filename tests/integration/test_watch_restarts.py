@@ -1,0 +1,105 @@
+"""Issue 29 §8: the watch reads engine restarts and request error codes from the server's own
+metrics, not only from log text. The engine restarting on demand, and answering HTTP 500 on
+demand, is what the fake is for (the real CPU engine's restart is in the closing note: a
+stop and start of the same server, seen as `engine-restart`). The fake serves as the demo's
+accepted deployment (name, model behind it, vLLM version), so the watch accepts it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from golive.cli.main import main
+from golive.results import EXIT_USAGE
+from tests.helpers.fakes.vllm import FakeState, fake_vllm, restart
+from tests.helpers.watching import accepted_bundle, golive_watch, rules
+
+ACCEPTED_MODEL = "qwen2.5-coder-0.5b"
+ACCEPTED_ROOT = "/root/.cache/golive/target/models/qwen-1d9614638d18"
+QUICK = ("--interval", "0.5", "--tool-every", "1000", "--cache-every", "1000")
+
+
+def _as_accepted() -> FakeState:
+    return FakeState(model=ACCEPTED_MODEL, root=ACCEPTED_ROOT)
+
+
+async def test_an_engine_restart_is_seen_in_its_metrics(tmp_path: Path) -> None:
+    """The engine dies and a new process serves 1.5 s later: /health fails (the health
+    rollback) and the new process's start time names the restart (an alert: no OOM line
+    explains it); the summary counts one restart."""
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    state = _as_accepted()
+    async with fake_vllm(state) as url:
+        watch = asyncio.ensure_future(
+            golive_watch(url, accepted, tmp_path / "w", "--duration", "7", *QUICK)
+        )
+        await asyncio.sleep(2.0)
+        restart(state, down_s=1.5)
+        code, summary = await watch
+    assert code == 1
+    assert "engine-restart" in rules(summary)
+    fired = next(t for t in summary["triggers"] if t["rule"] == "engine-restart")
+    assert fired["rollback"] is False
+    assert "process start time moved" in fired["reason"]
+    assert summary["engine_restarts"] == 1
+    assert "oom" not in rules(summary)
+
+
+async def test_a_restart_with_an_oom_line_is_the_oom_rollback(tmp_path: Path) -> None:
+    """The same restart with the engine's OOM line in the followed log: the OOM rollback
+    trigger, naming the restart."""
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    log = tmp_path / "engine.log"
+    log.write_text("INFO serving\n")
+    state = _as_accepted()
+    async with fake_vllm(state) as url:
+        watch = asyncio.ensure_future(
+            golive_watch(
+                url, accepted, tmp_path / "w", "--duration", "7", "--log", str(log), *QUICK
+            )
+        )
+        await asyncio.sleep(2.0)
+        with log.open("a") as out:
+            out.write("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+        restart(state, down_s=1.0)
+        code, summary = await watch
+    assert code == 1
+    oom = next(t for t in summary["triggers"] if t["rule"] == "oom")
+    assert oom["rollback"] is True
+    assert summary["engine_restarts"] == 1
+
+
+async def test_server_errors_come_from_its_http_status_counts(tmp_path: Path) -> None:
+    """Every chat answered HTTP 500 while /health says 200: the server's own status counts
+    show 5xx answers (the alert), beside the synthetic completion's health rollback; before
+    the fault every answer was 2xx."""
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    state = _as_accepted()
+    async with fake_vllm(state) as url:
+        watch = asyncio.ensure_future(
+            golive_watch(url, accepted, tmp_path / "w", "--duration", "6", *QUICK)
+        )
+        await asyncio.sleep(1.5)
+        state.fault = "http_500"
+        code, summary = await watch
+    assert code == 1
+    assert "http-errors" in rules(summary)
+    assert summary["http_status"]["5xx"] >= 3
+    assert summary["http_status"]["2xx"] >= 1
+    assert summary["engine_restarts"] == 0
+
+
+async def test_a_watch_under_another_profile_than_the_accepted_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo's bundle was judged under the generic profile; a watch under kimi-k3 would
+    probe another critical workflow: refused before the first interval, naming the flag."""
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    argv = ["watch", "--accepted", str(accepted), "--out", str(tmp_path / "w")]
+    async with fake_vllm(_as_accepted()) as url:
+        code = await asyncio.to_thread(main, [*argv, "--target", url, "--profile", "kimi-k3"])
+    assert code == EXIT_USAGE
+    assert "was judged under the generic profile" in capsys.readouterr().err
+    assert not (tmp_path / "w/watch/observations.jsonl").exists()
