@@ -16,8 +16,11 @@ pytest.importorskip("kubernetes", reason="needs golive[k8s]")
 from golive.cli.main import main
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 from tests.helpers.k8s_cluster import PODS, emulated_cluster, engine_pod
+from tests.helpers.sections import PINNED_IMAGE, pinned_image
 from tests.helpers.watching import accepted_bundle, golive_watch, rules
 
+MODEL = "qwen2.5-coder-0.5b"
+ROOT = "/root/.cache/golive/target/models/qwen-1d9614638d18"
 QUICK = ("--interval", "0.5", "--tool-every", "1000", "--cache-every", "1000")
 LABELS = {"app": "vllm", "role": "engine"}
 
@@ -92,3 +95,58 @@ async def test_a_watch_that_cannot_read_its_pods_refuses_to_start(
     assert code == 2
     assert "watch --k8s-namespace: no Kubernetes credentials" in capsys.readouterr().err
     assert not (tmp_path / "w/watch/observations.jsonl").exists()
+
+
+async def test_a_selector_matching_no_engine_container_refuses_to_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped --k8s-container (or a selector matching nothing) would read nothing for the
+    whole watch: refused before the first interval, naming the pods it selected."""
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    state = FakeState(model=MODEL, root=ROOT)
+    async with emulated_cluster(tmp_path) as cluster, fake_vllm(state) as url:
+        cluster.add_pod("vllm-0", "gpu-0")
+        argv = [
+            "watch", "--target", url, "--accepted", str(accepted), "--out", str(tmp_path / "w"),
+            "--k8s-namespace", "llm", "--selector", "app=vllm", "--k8s-container", "vllm-engine",
+            "--kubeconfig", str(cluster.kubeconfig),
+        ]  # fmt: skip
+        code = await asyncio.to_thread(main, argv)
+    assert code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "no pod runs the engine container of the accepted image" in err
+    assert "without the container: vllm-0" in err
+
+
+async def test_the_other_colours_pods_are_not_the_accepted_deployment(tmp_path: Path) -> None:
+    """Blue/green under one label: the accepted bundle's image digest picks its pods; the
+    old colour's container OOMKilled mid-watch is not this deployment's OOM."""
+    accepted = await accepted_bundle(tmp_path / "accepted", pinned_image)
+    ours = PINNED_IMAGE.split("@")[1]
+    state = FakeState(model=MODEL, root=ROOT)
+    async with emulated_cluster(tmp_path) as cluster, fake_vllm(state) as url:
+        cluster.add_pod("green-0", "gpu-0", ours)
+        cluster.add_pod("blue-0", "gpu-1", "sha256:" + "b" * 64)
+        watch = asyncio.ensure_future(
+            golive_watch(
+                url,
+                accepted,
+                tmp_path / "w",
+                "--duration",
+                "5",
+                *QUICK,
+                "--k8s-namespace",
+                "llm",
+                "--selector",
+                "app=vllm,role=engine",
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+            )
+        )
+        await _watching(tmp_path / "w")
+        cluster.emulator.objects[PODS, "llm", "blue-0"] = engine_pod(
+            "blue-0", "gpu-1", "sha256:" + "b" * 64, LABELS, restarts=1, last_reason="OOMKilled"
+        )
+        code, summary = await watch
+    assert code == 0, summary["triggers"]
+    assert rules(summary) == []

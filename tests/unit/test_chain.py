@@ -231,9 +231,11 @@ def test_split_image_handles_registries_with_ports() -> None:
         digest,
     )
     assert split_image("vllm") == ("vllm", None, None)
-    # what follows `@` is a digest only when it is one: `@latest` names no exact image
-    assert split_image("vllm/vllm-openai:v0.24.0@latest") == ("vllm/vllm-openai", "v0.24.0", None)
-    assert split_image("vllm/vllm-openai:v0.24.0@sha256:ab")[2] is None
+    # what follows `@` is kept as written; `@latest` names no exact image: a finding
+    assert split_image("vllm/vllm-openai:v0.24.0@latest")[2] == "latest"
+    result = check_image(_inputs("generic", image=Source("vllm/vllm-openai:v0.24.0@latest", "x")))
+    assert result.status is Status.FAIL
+    assert "names 'latest' after '@', which is not a digest" in result.summary
 
 
 def test_cuda_12_container_under_kimi_fails() -> None:

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from golive.cli.parser import ConfigFlag, build_parser, config_field, config_overrides
+from golive.cli.config_flags import ConfigFlag, config_field, config_overrides
+from golive.cli.parser import build_parser
 from golive.config import GoliveConfig, load_config
 
 JUDGING = ("smoke", "env", "capacity", "cache", "agent", "run", "watch")

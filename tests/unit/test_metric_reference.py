@@ -75,6 +75,8 @@ def test_the_documentation_page_follows_the_version() -> None:
     assert docs_url(None) is None
     assert docs_url("v0.8.5") == "https://docs.vllm.ai/en/v0.8.5/serving/metrics.html"
     assert docs_url("0.11.1rc3.dev45+gabc123") is None  # a development build: no page
+    assert docs_url("0.8.5.post1") == "https://docs.vllm.ai/en/v0.8.5.post1/serving/metrics.html"
+    assert docs_url("0.10.1.1") == "https://docs.vllm.ai/en/v0.10.1.1/usage/metrics.html"
 
 
 def test_help_escapes_are_undone_once() -> None:

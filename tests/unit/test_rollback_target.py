@@ -8,6 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from golive.cli.main import main
 from golive.operate.rollback import artifact_gaps, rollback_target
 
 DIGEST = "sha256:" + "ab" * 32
@@ -19,6 +22,7 @@ def _entry(registry: Path, when: str, **change: Any) -> None:
         "accepted_at": f"2026-11-{when}T10:00:00+00:00",
         "outcome": "observe-with-limits",
         "verdict_outcome": "observe-with-limits",
+        "reviewer": "Ana",
         "image": f"registry.example/vllm:0.32@{DIGEST}",
         "image_digest": DIGEST,
         "runtime_source": "serving process 4242",
@@ -51,3 +55,18 @@ def test_what_each_gap_says() -> None:
     assert gaps[1].startswith("the launch configuration (")
     assert "read from the probe" in gaps[2]
     assert "not recorded" in artifact_gaps({})[2]
+
+
+def test_rollback_show_names_what_it_passed_over(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`golive rollback show` says which accepted entries a rollback cannot reach and why;
+    an entry kept with Docker's RepoDigest (`repo@sha256:…`, as registered before) is
+    reachable."""
+    registry = tmp_path / "registry"
+    _entry(registry, "01", image_digest=f"registry.example/vllm@{DIGEST}")
+    _entry(registry, "02", runtime_source="probe")
+    assert main(["rollback", "show", "--registry", str(registry)]) == 0
+    out, err = capsys.readouterr()
+    assert "last accepted: /bundles/01" in out
+    assert "not a rollback target: /bundles/02 lacks the serving process's runtime variables" in err

@@ -105,3 +105,20 @@ def test_independent_data_parallel_engines_each_have_rank_zero() -> None:
     )
     result = check_parallel(inputs)
     assert result.status is Status.PASS, result.summary
+
+
+def test_ray_workers_on_two_nodes_with_the_same_pid_are_two_workers() -> None:
+    """Pids repeat across nodes: two Ray workers with pid 400 on two hosts both claiming
+    rank 1 is a rank joined twice; the same worker's DEBUG and INFO lines without any prefix
+    (one in-process worker) are one worker."""
+    ray = (
+        "(RayWorkerWrapper pid=400, ip=10.0.0.2) INFO world_size=2 rank=1 local_rank=0\n"
+        "(RayWorkerWrapper pid=400, ip=10.0.0.3) INFO world_size=2 rank=1 local_rank=0\n"
+    )
+    ranks = worker_ranks(parse_startup_log(LOG.replace(RANK1, "x") + ray))
+    assert sorted(r.rank for r in ranks) == [0, 1, 1]
+    single = (
+        "DEBUG 01-01 [parallel_state.py:1] world_size=1 rank=0 local_rank=0\n"
+        "INFO 01-01 [parallel_state.py:1] world_size=1 rank=0 local_rank=0\n"
+    )
+    assert len(worker_ranks(parse_startup_log(single))) == 1

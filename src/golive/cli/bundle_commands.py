@@ -17,7 +17,13 @@ from golive.bundle.store import verify
 from golive.config import load_config
 from golive.errors import ConfigError
 from golive.operate.guardrails import write_guardrails
-from golive.operate.rollback import accepted, overridden, registry_dir, rollback_target
+from golive.operate.rollback import (
+    accepted,
+    artifact_gaps,
+    overridden,
+    registry_dir,
+    rollback_target,
+)
 from golive.report.html import render_html
 from golive.report.markdown import bundle_markdown, scope_line
 from golive.results import Outcome
@@ -149,10 +155,18 @@ def _rollback_show(args: argparse.Namespace) -> int:
     registry = registry_dir(args.registry)
     last = rollback_target(registry)
     by_override = [e for e in accepted(registry) if overridden(e)]
+    unreachable = [e for e in accepted(registry) if not overridden(e) and artifact_gaps(e)]
+    for entry in unreachable:  # registered before the rule, or written by hand
+        print(
+            f"not a rollback target: {entry.get('bundle')} lacks "
+            + "; ".join(gap.split(" (")[0] for gap in artifact_gaps(entry)),
+            file=sys.stderr,
+        )
     if last is None:
         print(
             f"no accepted artifact in {registry}"
             + (f" other than {len(by_override)} accepted with override" if by_override else "")
+            + (f" and {len(unreachable)} a rollback cannot reach" if unreachable else "")
             + ": sign an accepted bundle with golive signoff"
         )
         return 1
@@ -161,7 +175,7 @@ def _rollback_show(args: argparse.Namespace) -> int:
         return 0
     print(
         f"last accepted: {last['bundle']} ({last['outcome']}, {last['accepted_at']}, "
-        f"by {last['reviewer']})"
+        f"by {last.get('reviewer')})"
     )
     print(f"  image: {last.get('image')}  digest: {last.get('image_digest')}")
     print(

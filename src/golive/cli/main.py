@@ -28,9 +28,10 @@ from golive.checks.context import CheckContext
 from golive.checks.env.collect import EnvEvidence, env_programme, load_evidence
 from golive.checks.smoke.collect import run_smoke
 from golive.cli.bundle_commands import BUNDLE_COMMANDS, bundle_command
+from golive.cli.config_flags import config_overrides
 from golive.cli.console import default_out, err, finish, progress_line, read_input
 from golive.cli.load_clients import judge_options, load_clients
-from golive.cli.parser import build_parser, config_overrides
+from golive.cli.parser import build_parser
 from golive.cli.progress import RichProgress
 from golive.config import GoliveConfig, load_config, load_profile
 from golive.errors import ConfigError, GoliveError

@@ -73,15 +73,15 @@ DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def split_image(ref: str) -> tuple[str, str | None, str | None]:
-    """("vllm/vllm-openai", "kimi-k3", "sha256:...") from `name:tag@sha256:...`; the digest
-    only where it is one (`@latest` names no exact image)."""
+    """("vllm/vllm-openai", "kimi-k3", "sha256:...") from `name:tag@sha256:...` (what follows
+    `@` as written: `DIGEST` says whether it is one)."""
     name, _, digest = ref.partition("@")
     slash = name.rfind("/")
     colon = name.rfind(":")
     tag = None
     if colon > slash:
         name, tag = name[:colon], name[colon + 1 :]
-    return name, tag, digest if DIGEST.fullmatch(digest) else None
+    return name, tag, digest or None
 
 
 def check_image(inputs: ChainInputs) -> CheckResult:
@@ -109,6 +109,16 @@ def check_image(inputs: ChainInputs) -> CheckResult:
                 measurements,
                 where,
             )
+    if digest is not None and not DIGEST.fullmatch(digest):
+        return env_result(
+            "environment.image",
+            critical,
+            Status.FAIL,
+            f"image {inputs.image.value} names {digest!r} after '@', which is not a digest: give "
+            "name:tag@sha256:<64 hex> so the exact image is known and can be rolled back to",
+            measurements,
+            where,
+        )
     container_digests = inputs.container.image_digests if inputs.container else ()
     running = sorted({d.split("@", 1)[1] for d in container_digests if "@" in d})
     if digest is not None and running and digest not in running:

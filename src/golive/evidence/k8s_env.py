@@ -112,35 +112,54 @@ def read_cluster(source: K8sSource) -> K8sReport:
 def _api_errors(where: str) -> Iterator[None]:
     """The API's refusals and an unreachable server as evidence errors naming `where`."""
     from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
 
     try:
         yield
     except ApiException as exc:
         raise EvidenceError(f"{where}: the API answered {exc.status} {exc.reason}") from exc
-    except OSError as exc:
+    except (OSError, HTTPError) as exc:  # urllib3's retries, timeouts and protocol errors
         raise EvidenceError(f"{where}: the API server cannot be reached ({exc})") from exc
 
 
 def _selected(api: Any, source: K8sSource) -> list[Any]:
-    """The pods the selector selects (applied again here, whatever the server did)."""
-    listed = api.list_namespaced_pod(source.namespace, label_selector=source.selector)
+    """The pods the selector selects (applied again here, whatever the server did); an API
+    that does not answer in 10 s is unreachable, not waited on."""
+    listed = api.list_namespaced_pod(
+        source.namespace, label_selector=source.selector, _request_timeout=10
+    )
     return [p for p in listed.items if _matches(_labels(p), source.selector)]
 
 
-def read_restarts(source: K8sSource) -> dict[str, tuple[int, str | None]]:
-    """Each selected pod's engine-container restart count and why its last run ended
-    (`OOMKilled`, `Error`, …; None before any restart): the watch's light read, without logs
-    or nodes (blocking; run in a thread)."""
+@dataclass(frozen=True, slots=True)
+class ContainerRestarts:
+    """One engine pod's engine container as the watch reads it."""
+
+    restarts: int
+    reason: str | None  # why its last run ended (`OOMKilled`, `Error`, …), or its current one
+    digest: str | None  # the image it runs
+    found: bool  # the pod has the engine container (False: a wrong --k8s-container)
+
+
+def read_restarts(source: K8sSource) -> dict[str, ContainerRestarts]:
+    """Each selected pod's engine container: restart count, why its last run ended, its
+    image: the watch's light read, without logs or nodes (blocking; run in a thread)."""
     api = _api(source)
     with _api_errors(f"pods in {source.namespace} matching {source.selector!r}"):
         pods = _selected(api, source)
-    found: dict[str, tuple[int, str | None]] = {}
+    found: dict[str, ContainerRestarts] = {}
     for pod in pods:
         _, _, status = _engine_container(pod, source)
-        last = status.last_state.terminated if status and status.last_state else None
-        found[pod.metadata.name] = (
+        state = status.state if status else None
+        ended = (state.terminated if state else None) or (
+            status.last_state.terminated if status and status.last_state else None
+        )
+        digest = _DIGEST.search(status.image_id or "") if status else None
+        found[pod.metadata.name] = ContainerRestarts(
             int(status.restart_count or 0) if status else 0,
-            last.reason if last is not None else None,
+            ended.reason if ended is not None else None,
+            digest[0] if digest else None,
+            status is not None,
         )
     return found
 

@@ -42,7 +42,7 @@ RELIED_ON: tuple[tuple[str, str], ...] = (
 
 _META = re.compile(r"^# (HELP|TYPE) (\S+) ?(.*)$", re.MULTILINE)
 _ESCAPE = re.compile(r"\\(n|\\)")
-_RELEASE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)$")
+_RELEASE = re.compile(r"v?((\d+)\.(\d+)\.\d+(?:\.post\d+|\.\d+)?)$")
 
 
 def docs_url(version: str | None) -> str | None:
@@ -51,9 +51,9 @@ def docs_url(version: str | None) -> str | None:
     match = _RELEASE.match((version or "").split("+")[0])
     if match is None:  # unknown, or a development build with no page of its own
         return None
-    major, minor, patch = match.groups()
+    release, major, minor = match.groups()
     page = "usage" if (int(major), int(minor)) >= (0, 9) else "serving"
-    return f"https://docs.vllm.ai/en/v{major}.{minor}.{patch}/{page}/metrics.html"
+    return f"https://docs.vllm.ai/en/v{release}/{page}/metrics.html"
 
 
 def families(text: str) -> dict[str, dict[str, str]]:

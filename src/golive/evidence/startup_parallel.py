@@ -19,6 +19,7 @@ from golive.results import CheckResult, Status
 
 _RANK = re.compile(r"\bworld_size=(\d+) rank=(\d+) local_rank=(\d+)")
 _PID = re.compile(r"\bpid=(\d+)")
+_IP = re.compile(r"\bip=([0-9a-fA-F.:]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,16 +33,19 @@ class WorkerRank:
 def worker_ranks(facts: StartupFacts) -> tuple[WorkerRank, ...]:
     """The rank each of this launch's workers joined with: its last rank line (vLLM logs one
     at DEBUG before the data-parallel adjustment and one at INFO after it), by the worker's
-    `pid=` prefix; in log order."""
+    `pid=` and `ip=` prefix; in log order."""
     lines = facts.text.splitlines()[facts.first_line - 1 : facts.last_line or None]
     found: dict[str, WorkerRank] = {}
     for number, line in enumerate(lines, start=facts.first_line):
         match = _RANK.search(line)
         if match is not None:
             world, rank, local = (int(g) for g in match.groups())
-            pid = _PID.search(line[: match.start()])
-            found.pop(pid[1] if pid else f"line {number}", None)
-            found[pid[1] if pid else f"line {number}"] = WorkerRank(world, rank, local, number)
+            # a worker is its pid on its node (pids repeat across nodes and containers);
+            # unprefixed lines come from the one in-process worker
+            prefix = line[: match.start()]
+            key = " ".join(m[0] for m in (_PID.search(prefix), _IP.search(prefix)) if m)
+            found.pop(key, None)
+            found[key] = WorkerRank(world, rank, local, number)
     return tuple(found.values())
 
 

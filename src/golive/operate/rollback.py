@@ -132,7 +132,8 @@ def overridden(entry: dict[str, Any]) -> bool:
 
 
 def _digest_of(image: str | None) -> str | None:
-    return split_image(image)[2] if image else None
+    digest = split_image(image)[2] if image else None
+    return digest if digest and DIGEST.fullmatch(digest) else None
 
 
 def _json(path: Path) -> Any:
@@ -146,7 +147,8 @@ def artifact_gaps(found: dict[str, Any]) -> list[str]:
     """What a rollback to this deployment would lack, each with how to give it: the image
     digest, the launch configuration, the serving process's own runtime variables."""
     gaps = []
-    if not DIGEST.fullmatch(str(found.get("image_digest") or "")):
+    # entries registered before 2026-12 keep Docker's RepoDigest (`repo@sha256:…`)
+    if not DIGEST.search(str(found.get("image_digest") or "")):
         gaps.append(
             "the image digest (the evidence names no digest: give --image NAME@sha256:… or "
             "--container-info collected in a digest-pinned container)"

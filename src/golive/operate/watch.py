@@ -36,7 +36,7 @@ from golive.evidence.k8s_env import K8sSource
 from golive.evidence.sampling import nvml_probe
 from golive.metrics import MetricsDelta, Snapshot
 from golive.operate.guardrails import Envelope, envelope, read_accepted, signed_override
-from golive.operate.rollback import registry_dir, rollback_target
+from golive.operate.rollback import identity, registry_dir, rollback_target
 from golive.operate.watch_identity import require_accepted_deployment
 from golive.operate.watch_rules import (
     Observation,
@@ -126,7 +126,7 @@ class Watcher:
         self.last_health: tuple[bool, str, int] | None = None
         self.tool: Background[tuple[bool, str]] = Background()
         self.cache_check: Background[float | None] = Background()
-        self.pods = PodRestarts(settings.k8s)
+        self.pods = PodRestarts(settings.k8s, identity(accepted)["image_digest"])
         self.target = rollback_target(registry_dir(settings.registry), settings.accepted)
 
     async def prepare(self) -> None:
@@ -248,9 +248,10 @@ class Watcher:
 
     async def tool_probe(self) -> tuple[bool, str]:
         case = self.tool_case
-        sampling = self.ctx.config.agent  # the production sampling the case was accepted under
-        tokens = case.max_tokens or sampling.max_tokens
-        body = case.body(self.model, False, tokens, sampling.temperature)
+        # the Agent section's token budget (a reasoning model's thinking must fit), at
+        # temperature 0: two failures in a row are a change, not sampling noise
+        tokens = case.max_tokens or self.ctx.config.agent.max_tokens
+        body = case.body(self.model, False, tokens, 0.0)
         parsed = self.ctx.save(
             await self.ctx.target.chat(
                 body, "watch-tool", deadline_s=self.s.config.probe_deadline_s

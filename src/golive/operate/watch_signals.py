@@ -21,7 +21,7 @@ from golive.checks.agent.rules import Expect
 from golive.checks.agent.select import load_user_cases
 from golive.config import GoliveConfig, Profile
 from golive.errors import ConfigError, EvidenceError
-from golive.evidence.k8s_env import K8sSource, read_restarts
+from golive.evidence.k8s_env import ContainerRestarts, K8sSource, read_restarts
 from golive.metrics import MetricsDelta, Snapshot
 
 # counters that only grow while one engine process lives: one that went backwards is a restart
@@ -29,7 +29,6 @@ RESTART_COUNTERS = ("request_success", "prompt_tokens", "generation_tokens", "ht
 START_TIME = "process_start_time_seconds"
 DEFAULT_PROBE = "one_arg.required"
 T = TypeVar("T")
-Counts = dict[str, tuple[int, str | None]]  # pod: (engine-container restarts, last reason)
 
 
 def interval_values(previous: Snapshot | None, snapshot: Snapshot | None) -> dict[str, Any]:
@@ -144,24 +143,47 @@ class Background(Generic[T]):
 
 class PodRestarts:
     """The engine containers' restart counts, read from Kubernetes beside the intervals: the
-    counts when the watch began, then each increase with the reason the last run ended
-    (`OOMKilled` is the OOM trigger). Without `--k8s-namespace` it reads nothing."""
+    counts when the watch began, then each increase with the reason the run ended
+    (`OOMKilled` is the OOM trigger). Only pods running the accepted image count (the old
+    colour of a blue/green deployment shares its labels). Without `--k8s-namespace` it reads
+    nothing."""
 
-    def __init__(self, source: K8sSource | None) -> None:
+    def __init__(self, source: K8sSource | None, digest: str | None = None) -> None:
         self.source = source
-        self.known: Counts = {}
-        self.reading: Background[Counts | None] = Background()
+        self.digest = digest  # the accepted image's digest, where the bundle knows it
+        self.known: dict[str, int] = {}
+        self.reading: Background[dict[str, ContainerRestarts] | None] = Background()
+
+    def _ours(self, pods: dict[str, ContainerRestarts]) -> dict[str, ContainerRestarts]:
+        return {
+            name: pod
+            for name, pod in pods.items()
+            if pod.found and (self.digest is None or pod.digest in (None, self.digest))
+        }
 
     async def baseline(self) -> None:
-        """The counts before the first interval; a watch told to read pods it cannot read
-        refuses to start (the error names the API and the fix)."""
-        if self.source is not None:
-            try:
-                self.known = await asyncio.to_thread(read_restarts, self.source)
-            except EvidenceError as exc:
-                raise ConfigError(f"watch --k8s-namespace: {exc}") from exc
+        """The counts before the first interval. A watch told to read pods it cannot read,
+        or whose selector and container name match no engine container of the accepted
+        image, refuses to start (the error names the API or the selector and the fix)."""
+        if self.source is None:
+            return
+        where = f"watch --k8s-namespace {self.source.namespace} --selector {self.source.selector}"
+        try:
+            pods = await asyncio.to_thread(read_restarts, self.source)
+        except EvidenceError as exc:
+            raise ConfigError(f"watch --k8s-namespace: {exc}") from exc
+        ours = self._ours(pods)
+        if not ours:
+            missing = [n for n, p in pods.items() if not p.found]
+            raise ConfigError(
+                f"{where}: no pod runs the engine container of the accepted image ("
+                + (f"{len(pods)} pod(s) selected" if pods else "no pod selected")
+                + (f"; without the container: {', '.join(sorted(missing))}" if missing else "")
+                + "): check --selector and --k8s-container"
+            )
+        self.known = {name: pod.restarts for name, pod in ours.items()}
 
-    async def _read(self) -> Counts | None:
+    async def _read(self) -> dict[str, ContainerRestarts] | None:
         assert self.source is not None
         try:
             return await asyncio.to_thread(read_restarts, self.source)
@@ -169,7 +191,9 @@ class PodRestarts:
             return None  # one failed read claims nothing; the next interval reads again
 
     def changes(self) -> tuple[tuple[str, ...], bool]:
-        """(each pod whose engine container restarted since the last read, any OOMKilled)."""
+        """(each pod whose engine container restarted since the last read, any OOMKilled).
+        A pod missing from one listing keeps its count; a new pod counts from its first
+        listing (restarts before the watch saw it are not the watch's)."""
         if self.source is None:
             return (), False
         self.reading.start(self._read)
@@ -177,11 +201,13 @@ class PodRestarts:
         if now is None:
             return (), False
         found, oom = [], False
-        for pod, (count, reason) in sorted(now.items()):
-            before = self.known.get(pod, (0, None))[0]  # a new pod counts from 0
-            if count > before:
-                why = reason or "reason not given"
-                found.append(f"pod {pod}: engine container restarts {before} to {count} ({why})")
-                oom = oom or reason == "OOMKilled"
-        self.known = now
+        for name, pod in sorted(self._ours(now).items()):
+            before = self.known.get(name)
+            if before is not None and pod.restarts > before:
+                why = pod.reason or "reason not given"
+                found.append(
+                    f"pod {name}: engine container restarts {before} to {pod.restarts} ({why})"
+                )
+                oom = oom or pod.reason == "OOMKilled"
+            self.known[name] = pod.restarts
         return tuple(found), oom

@@ -1,0 +1,130 @@
+"""Flags that set config keys. A flag that sets a setting is declared as (flag, key); its
+type, help and default come from the config model, so the two cannot drift
+(tests/unit/test_cli_flags.py). `config_overrides` reads back what a command's flags set."""
+
+from __future__ import annotations
+
+import argparse
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from golive.config import GoliveConfig
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFlag:
+    """A flag that sets one config key (None leaves the config file's value)."""
+
+    flag: str
+    key: str
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+TARGET_FLAGS = (
+    ConfigFlag("--target", "target.url", "URL"),
+    ConfigFlag("--metrics-url", "target.metrics_url", "URL"),
+    ConfigFlag("--api-key-env", "target.api_key_env", "NAME"),
+    ConfigFlag("--model", "target.model"),
+    ConfigFlag("--engine-url", "target.engine_url", "URL"),
+    ConfigFlag("--profile", "profile"),
+    ConfigFlag("--not-k3", "not_k3", "REASON"),
+    ConfigFlag("--policy", "policy", "FILE"),
+    ConfigFlag("--sign-key", "sign_key", "PEM"),
+)
+CAPACITY_FLAGS = (
+    ConfigFlag("--concurrency", "capacity.concurrency", "N"),
+    ConfigFlag("--required-concurrency", "capacity.required_concurrency", "N"),
+    ConfigFlag("--max-context", "capacity.max_context", "TOKENS"),
+    ConfigFlag("--duration", "capacity.duration_s", "S"),
+    ConfigFlag("--step-duration", "capacity.step_duration_s", "S"),
+    ConfigFlag("--restart-wait", "capacity.restart_wait_s", "S"),
+)
+CACHE_FLAGS = (
+    ConfigFlag("--prefix-tokens", "cache.prefix_tokens", "TOKENS"),
+    ConfigFlag("--warm-repeats", "cache.warm_repeats", "N"),
+    ConfigFlag("--cold-samples", "cache.cold_samples", "N"),
+)
+AGENT_FLAGS = (
+    ConfigFlag("--repeat", "agent.repeat", "N"),
+    ConfigFlag("--schemas", "agent.schemas_file", "FILE"),
+    ConfigFlag("--case", "agent.cases", "NAME"),
+    ConfigFlag("--temperature", "agent.temperature"),
+)
+WATCH_FLAGS = (
+    ConfigFlag("--duration", "watch.duration_s", "S"),
+    ConfigFlag("--interval", "watch.interval_s", "S"),
+    ConfigFlag("--probe-deadline", "watch.probe_deadline_s", "S"),
+    ConfigFlag("--tool-every", "watch.tool_every", "N"),
+    ConfigFlag("--cache-every", "watch.cache_every", "N"),
+    ConfigFlag("--repeated", "watch.repeated", "N"),
+    ConfigFlag("--missing-limit", "watch.missing_limit", "N"),
+    ConfigFlag("--on-rollback", "watch.on_rollback", "CMD"),
+    ConfigFlag("--cooldown", "watch.cooldown_s", "S"),
+    ConfigFlag("--critical-probe", "watch.critical_probe", "CASE"),
+    ConfigFlag("--max-5xx-share", "watch.max_5xx_share", "F"),
+)
+
+
+def config_field(key: str) -> FieldInfo:
+    """The config model's field behind a dotted key (KeyError: no such key)."""
+    model: type[BaseModel] = GoliveConfig
+    *parents, leaf = key.split(".")
+    for part in parents:
+        annotation = model.model_fields[part].annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            raise KeyError(f"{key}: {part} is not a section of the config")
+        model = annotation
+    return model.model_fields[leaf]
+
+
+def _scalar(annotation: Any) -> tuple[Any, bool]:
+    """(argparse type, repeatable) of a field's annotation: Optional unwrapped, a tuple of
+    strings repeatable, a Literal given as choices by the caller."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = kinds[0]
+    if typing.get_origin(annotation) is tuple:
+        return typing.get_args(annotation)[0], True
+    return annotation, False
+
+
+def add_config_flags(
+    parser: argparse.ArgumentParser, flags: Sequence[ConfigFlag], required: Sequence[str] = ()
+) -> None:
+    """Add each flag with the type, help and default its config key has; remember which
+    flags this command has, for `config_overrides`."""
+    for flag in flags:
+        field = config_field(flag.key)
+        kind, repeatable = _scalar(field.annotation)
+        default = field.get_default(call_default_factory=True)
+        shown = "" if default is None or default == () else f"; default {default}"
+        options: dict[str, Any] = {
+            "dest": flag.dest,
+            "metavar": flag.metavar,
+            "required": flag.flag in required,
+            "help": f"{field.description or flag.key} (config {flag.key}{shown})",
+        }
+        if typing.get_origin(kind) is typing.Literal:
+            options["choices"] = typing.get_args(kind)
+        elif repeatable:
+            options.update(action="append", type=kind)
+        else:
+            options["type"] = kind
+        parser.add_argument(flag.flag, **options)
+    known = parser.get_default("config_flags") or ()
+    parser.set_defaults(config_flags=(*known, *flags))
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The config keys this command's flags set: dotted key -> value (None: not given)."""
+    return {flag.key: getattr(args, flag.dest) for flag in getattr(args, "config_flags", ())}
