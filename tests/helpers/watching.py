@@ -11,6 +11,7 @@ from typing import Any
 
 from golive.cli.main import main
 from golive.operate.rollback import register
+from tests.helpers.fakes.vllm import FakeState
 from tests.helpers.sections import Edit, programme_bundle
 
 
@@ -58,3 +59,33 @@ async def golive_watch(
 
 def rules(summary: dict[str, Any]) -> list[str]:
     return [t["rule"] for t in summary["triggers"]]
+
+
+# the demo's accepted deployment as /v1/models names it: a fake serving it is watched
+ACCEPTED_MODEL = "qwen2.5-coder-0.5b"
+ACCEPTED_ROOT = "/root/.cache/golive/target/models/qwen-1d9614638d18"
+QUICK = ("--interval", "0.5", "--tool-every", "1000", "--cache-every", "1000")
+
+
+def as_accepted() -> FakeState:
+    """A fake engine serving as the demo's accepted deployment (name, model, vLLM version)."""
+    return FakeState(model=ACCEPTED_MODEL, root=ACCEPTED_ROOT)
+
+
+def quick_watch(
+    url: str, accepted: Path, out: Path, seconds: float, *extra: str
+) -> asyncio.Future[tuple[int, dict[str, Any]]]:
+    """`golive watch` at half-second intervals without the tool and cache probes, started."""
+    return asyncio.ensure_future(
+        golive_watch(url, accepted, out, "--duration", str(seconds), *QUICK, *extra)
+    )
+
+
+async def watching(out: Path, intervals: int = 2) -> None:
+    """Until the watch has observed its first `intervals` intervals (its baselines read)."""
+    observations = out / "watch/observations.jsonl"
+    for _ in range(200):
+        if observations.is_file() and len(observations.read_text().splitlines()) >= intervals:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the watch observed nothing in 10 s")

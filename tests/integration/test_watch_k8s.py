@@ -14,25 +14,13 @@ pytest.importorskip("kmock", reason="needs the dev extra (kmock)")
 pytest.importorskip("kubernetes", reason="needs golive[k8s]")
 
 from golive.cli.main import main
-from tests.helpers.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.fakes.vllm import fake_vllm
 from tests.helpers.k8s_cluster import PODS, emulated_cluster, engine_pod
 from tests.helpers.sections import PINNED_IMAGE, pinned_image
-from tests.helpers.watching import accepted_bundle, golive_watch, rules
+from tests.helpers.watching import accepted_bundle, as_accepted, quick_watch, rules, watching
 
-MODEL = "qwen2.5-coder-0.5b"
-ROOT = "/root/.cache/golive/target/models/qwen-1d9614638d18"
-QUICK = ("--interval", "0.5", "--tool-every", "1000", "--cache-every", "1000")
 LABELS = {"app": "vllm", "role": "engine"}
-
-
-async def _watching(out: Path) -> None:
-    """Until the watch has observed its first two intervals."""
-    observations = out / "watch/observations.jsonl"
-    for _ in range(200):
-        if observations.is_file() and len(observations.read_text().splitlines()) >= 2:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the watch observed nothing in 10 s")
+K8S = ("--k8s-namespace", "llm", "--selector", "app=vllm,role=engine")
 
 
 @pytest.mark.parametrize(
@@ -45,26 +33,13 @@ async def test_a_container_restart_is_read_from_kubernetes(
     """Mid-watch the engine pod's container restarts once: OOMKilled is the OOM rollback
     naming the pod and its counts; another reason is an alert."""
     accepted = await accepted_bundle(tmp_path / "accepted")
-    state = FakeState(
-        model="qwen2.5-coder-0.5b", root="/root/.cache/golive/target/models/qwen-1d9614638d18"
-    )
+    state = as_accepted()
     async with emulated_cluster(tmp_path) as cluster, fake_vllm(state) as url:
         cluster.add_pod("vllm-0", "gpu-0")
-        k8s = ["--k8s-namespace", "llm", "--selector", "app=vllm,role=engine"]
-        watch = asyncio.ensure_future(
-            golive_watch(
-                url,
-                accepted,
-                tmp_path / "w",
-                "--duration",
-                "6",
-                *QUICK,
-                *k8s,
-                "--kubeconfig",
-                str(cluster.kubeconfig),
-            )
+        watch = quick_watch(
+            url, accepted, tmp_path / "w", 6, *K8S, "--kubeconfig", str(cluster.kubeconfig)
         )
-        await _watching(tmp_path / "w")  # its baseline read: restarts before it are history
+        await watching(tmp_path / "w")  # its baseline read: restarts before it are history
         cluster.emulator.objects[PODS, "llm", "vllm-0"] = engine_pod(
             "vllm-0", "gpu-0", "sha256:" + "a" * 64, LABELS, restarts=1, last_reason=reason
         )
@@ -82,9 +57,7 @@ async def test_a_watch_that_cannot_read_its_pods_refuses_to_start(
     """Told to read pods in a cluster it has no credentials for, the watch stops before its
     first interval, naming the fix (exit 2)."""
     accepted = await accepted_bundle(tmp_path / "accepted")
-    state = FakeState(
-        model="qwen2.5-coder-0.5b", root="/root/.cache/golive/target/models/qwen-1d9614638d18"
-    )
+    state = as_accepted()
     missing = tmp_path / "no-such-kubeconfig"
     async with fake_vllm(state) as url:
         argv = [
@@ -103,7 +76,7 @@ async def test_a_selector_matching_no_engine_container_refuses_to_start(
     """A mistyped --k8s-container (or a selector matching nothing) would read nothing for the
     whole watch: refused before the first interval, naming the pods it selected."""
     accepted = await accepted_bundle(tmp_path / "accepted")
-    state = FakeState(model=MODEL, root=ROOT)
+    state = as_accepted()
     async with emulated_cluster(tmp_path) as cluster, fake_vllm(state) as url:
         cluster.add_pod("vllm-0", "gpu-0")
         argv = [
@@ -123,27 +96,14 @@ async def test_the_other_colours_pods_are_not_the_accepted_deployment(tmp_path: 
     old colour's container OOMKilled mid-watch is not this deployment's OOM."""
     accepted = await accepted_bundle(tmp_path / "accepted", pinned_image)
     ours = PINNED_IMAGE.split("@")[1]
-    state = FakeState(model=MODEL, root=ROOT)
+    state = as_accepted()
     async with emulated_cluster(tmp_path) as cluster, fake_vllm(state) as url:
         cluster.add_pod("green-0", "gpu-0", ours)
         cluster.add_pod("blue-0", "gpu-1", "sha256:" + "b" * 64)
-        watch = asyncio.ensure_future(
-            golive_watch(
-                url,
-                accepted,
-                tmp_path / "w",
-                "--duration",
-                "5",
-                *QUICK,
-                "--k8s-namespace",
-                "llm",
-                "--selector",
-                "app=vllm,role=engine",
-                "--kubeconfig",
-                str(cluster.kubeconfig),
-            )
+        watch = quick_watch(
+            url, accepted, tmp_path / "w", 5, *K8S, "--kubeconfig", str(cluster.kubeconfig)
         )
-        await _watching(tmp_path / "w")
+        await watching(tmp_path / "w")
         cluster.emulator.objects[PODS, "llm", "blue-0"] = engine_pod(
             "blue-0", "gpu-1", "sha256:" + "b" * 64, LABELS, restarts=1, last_reason="OOMKilled"
         )

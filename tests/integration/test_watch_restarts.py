@@ -13,16 +13,8 @@ import pytest
 
 from golive.cli.main import main
 from golive.results import EXIT_USAGE
-from tests.helpers.fakes.vllm import FakeState, fake_vllm, restart
-from tests.helpers.watching import accepted_bundle, golive_watch, rules
-
-ACCEPTED_MODEL = "qwen2.5-coder-0.5b"
-ACCEPTED_ROOT = "/root/.cache/golive/target/models/qwen-1d9614638d18"
-QUICK = ("--interval", "0.5", "--tool-every", "1000", "--cache-every", "1000")
-
-
-def _as_accepted() -> FakeState:
-    return FakeState(model=ACCEPTED_MODEL, root=ACCEPTED_ROOT)
+from tests.helpers.fakes.vllm import fake_vllm, restart
+from tests.helpers.watching import accepted_bundle, as_accepted, quick_watch, rules, watching
 
 
 async def test_an_engine_restart_is_seen_in_its_metrics(tmp_path: Path) -> None:
@@ -30,12 +22,10 @@ async def test_an_engine_restart_is_seen_in_its_metrics(tmp_path: Path) -> None:
     rollback) and the new process's start time names the restart (an alert: no OOM line
     explains it); the summary counts one restart."""
     accepted = await accepted_bundle(tmp_path / "accepted")
-    state = _as_accepted()
+    state = as_accepted()
     async with fake_vllm(state) as url:
-        watch = asyncio.ensure_future(
-            golive_watch(url, accepted, tmp_path / "w", "--duration", "7", *QUICK)
-        )
-        await asyncio.sleep(2.0)
+        watch = quick_watch(url, accepted, tmp_path / "w", 7)
+        await watching(tmp_path / "w")  # it has seen the engine before the fault
         restart(state, down_s=1.5)
         code, summary = await watch
     assert code == 1
@@ -53,14 +43,10 @@ async def test_a_restart_with_an_oom_line_is_the_oom_rollback(tmp_path: Path) ->
     accepted = await accepted_bundle(tmp_path / "accepted")
     log = tmp_path / "engine.log"
     log.write_text("INFO serving\n")
-    state = _as_accepted()
+    state = as_accepted()
     async with fake_vllm(state) as url:
-        watch = asyncio.ensure_future(
-            golive_watch(
-                url, accepted, tmp_path / "w", "--duration", "7", "--log", str(log), *QUICK
-            )
-        )
-        await asyncio.sleep(2.0)
+        watch = quick_watch(url, accepted, tmp_path / "w", 7, "--log", str(log))
+        await watching(tmp_path / "w")  # it has seen the engine before the fault
         with log.open("a") as out:
             out.write("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
         restart(state, down_s=1.0)
@@ -76,12 +62,10 @@ async def test_server_errors_come_from_its_http_status_counts(tmp_path: Path) ->
     show 5xx answers (the alert), beside the synthetic completion's health rollback; before
     the fault every answer was 2xx."""
     accepted = await accepted_bundle(tmp_path / "accepted")
-    state = _as_accepted()
+    state = as_accepted()
     async with fake_vllm(state) as url:
-        watch = asyncio.ensure_future(
-            golive_watch(url, accepted, tmp_path / "w", "--duration", "6", *QUICK)
-        )
-        await asyncio.sleep(1.5)
+        watch = quick_watch(url, accepted, tmp_path / "w", 6)
+        await watching(tmp_path / "w", 3)
         state.fault = "http_500"
         code, summary = await watch
     assert code == 1
@@ -98,7 +82,7 @@ async def test_a_watch_under_another_profile_than_the_accepted_is_refused(
     probe another critical workflow: refused before the first interval, naming the flag."""
     accepted = await accepted_bundle(tmp_path / "accepted")
     argv = ["watch", "--accepted", str(accepted), "--out", str(tmp_path / "w")]
-    async with fake_vllm(_as_accepted()) as url:
+    async with fake_vllm(as_accepted()) as url:
         code = await asyncio.to_thread(main, [*argv, "--target", url, "--profile", "kimi-k3"])
     assert code == EXIT_USAGE
     assert "was judged under the generic profile" in capsys.readouterr().err
