@@ -97,6 +97,8 @@ class EnvironmentConfig(StrictModel):
     image: str | None = Field(None, description="image reference, name:tag@sha256:digest")
     parallel: ParallelConfig | None = Field(None, description="declared tp/pp/dp/ep")
     custom_build: CustomBuild | None = None
+    gpu_class: str | None = Field(None, description="the GPUs ordered, e.g. H200 (profile's)")
+    gpus: int | None = Field(None, ge=1, description="how many GPUs in all (profile's)")
 
 
 class CapacityConfig(StrictModel):
@@ -328,6 +330,8 @@ class ChainExpectation(StrictModel):
     reasoning_parser: str | None = None
     prefix_caching_required: bool = False
     min_gpus: int | None = None
+    gpu_class: str | None = None  # every GPU's name contains it (e.g. "H200")
+    gpus: int | None = None  # exactly this many GPUs in all
 
 
 class CacheProfile(StrictModel):

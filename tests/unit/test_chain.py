@@ -287,6 +287,21 @@ def test_gpu_count_class_and_fabric() -> None:
     assert "error 802" in result.summary
 
 
+def test_the_declared_gpu_class_and_count() -> None:
+    """Issue 29 §6: the real one- and two-GPU H200 hosts against what the deployment
+    declares: H200 x 3 passes; GB300, or 8 GPUs, is named (not only "at least N")."""
+    hosts = _hosts(_host("x1"), _host("x2"))
+    ok = check_gpus(_inputs("generic", hosts=hosts, gpu_class="H200", gpu_total=3))
+    assert ok.status is Status.PASS, ok.summary
+    wrong = check_gpus(_inputs("generic", hosts=hosts, gpu_class="GB300", gpu_total=8))
+    assert wrong.status is Status.FAIL
+    assert "3 GPU(s) visible, 8 declared" in wrong.summary
+    assert "GPU class NVIDIA H200 is not the declared GB300" in wrong.summary
+    unknown = check_gpus(_inputs("generic", gpu_class="H200"))
+    assert unknown.status is Status.NO_DATA
+    assert unknown.critical
+
+
 def test_missing_evidence_is_no_data_never_pass() -> None:
     """Every rule without its evidence says no_data, and under kimi-k3 that blocks go-live."""
     empty = _inputs()

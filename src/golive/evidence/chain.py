@@ -44,6 +44,8 @@ class ChainInputs:
     container_path: str = CONTAINER
     hosts: tuple[tuple[HostInfo, str], ...] = ()
     declared_parallel: ParallelConfig | None = None
+    gpu_class: str | None = None  # declared by the config, else the profile
+    gpu_total: int | None = None
     custom_build: CustomBuild | None = None
     cache_info: Mapping[str, str] = field(default_factory=dict)
 

@@ -260,16 +260,19 @@ def _api_above(api: int, host_cuda: str) -> bool:
 
 
 def check_gpus(inputs: ChainInputs) -> CheckResult:
-    """GPU class and count against the profile; MIG, persistence and fabric state."""
+    """GPU class and count against the profile (at least its `min_gpus`) and what the config
+    or profile declares (`gpu_class`, exactly `gpus`); MIG, persistence and fabric state."""
     want = inputs.profile.chain.min_gpus
-    critical = want is not None or bool(inputs.hosts)
+    declared = inputs.gpu_class is not None or inputs.gpu_total is not None
+    critical = want is not None or declared or bool(inputs.hosts)
     if not inputs.hosts:
         return env_result(
             "environment.gpus",
             critical,
             Status.NO_DATA,
             "no host evidence, so GPU count and class are unknown"
-            + (f" (the profile needs at least {want})" if want else ""),
+            + (f" (the profile needs at least {want})" if want else "")
+            + (" (declared: give --host-info from each node)" if declared else ""),
         )
     where = [path for _, path in inputs.hosts]
     gpus = [(host.node, gpu) for host, _ in inputs.hosts for gpu in host.gpus]
@@ -285,6 +288,12 @@ def check_gpus(inputs: ChainInputs) -> CheckResult:
         failures.append(f"{len(gpus)} GPU(s) visible, the profile needs at least {want}")
     if len(names) > 1:
         failures.append(f"mixed GPU classes: {', '.join(names)}")
+    if inputs.gpu_total is not None and len(gpus) != inputs.gpu_total:
+        failures.append(f"{len(gpus)} GPU(s) visible, {inputs.gpu_total} declared")
+    wanted = inputs.gpu_class
+    others = [n for n in names if wanted is not None and wanted.lower() not in n.lower()]
+    if others:
+        failures.append(f"GPU class {', '.join(others)} is not the declared {wanted}")
     for node, gpu in gpus:
         if gpu.fabric_state not in (None, "Completed") or gpu.fabric_status not in (
             None,

@@ -113,6 +113,8 @@ def chain_inputs(
         else ContainerInfo.model_validate_json(container_text),
         hosts=tuple((_host(evidence, rel), rel) for rel in saved.get("hosts") or ()),
         declared_parallel=config.environment.parallel,
+        gpu_class=config.environment.gpu_class or profile.chain.gpu_class,
+        gpu_total=config.environment.gpus or profile.chain.gpus,
         custom_build=config.environment.custom_build,
         cache_info=dict(saved.get("cache_info") or {}),
     )
