@@ -93,7 +93,7 @@ def test_a_combined_bundles_parts_are_read(tmp_path: Path) -> None:
     scrape = tmp_path / "parts/smoke/metrics/smoke-after.prom"
     scrape.parent.mkdir(parents=True)
     scrape.write_text(CPU.read_text())
-    (found,) = bundle_scrapes(tmp_path)
+    (found,) = list(bundle_scrapes(tmp_path))
     assert found[0] == "parts/smoke/metrics/smoke-after.prom"
 
 

@@ -12,7 +12,7 @@ absent (a judgement that needed it said `no_data`), never given a text of golive
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +77,11 @@ def metric_reference(
     for path, text in scrapes:
         for name, entry in families(text).items():
             seen.setdefault(name, (path, entry))
+        if all(_exposed(logical, seen) for logical, _ in RELIED_ON):
+            break  # a GPU run keeps hundreds of scrapes: the rest cannot change a row
     rows = []
     for logical, use in RELIED_ON:
-        spelled = next((s for s in spellings(logical) if s in seen), None)
+        spelled = _exposed(logical, seen)
         row: dict[str, Any] = {"metric": logical, "read_for": use}
         if spelled is None:
             row.update(exposed=None, absent="no scrape in this bundle exposed it")
@@ -95,9 +97,13 @@ def metric_reference(
     }
 
 
-def bundle_scrapes(root: Path) -> list[tuple[str, str]]:
-    """The bundle's kept scrapes (a combined bundle's parts' too) in path order."""
-    return [
-        (str(p.relative_to(root)), p.read_text(encoding="utf-8", errors="replace"))
-        for p in locate_all(root, "metrics/*.prom")
-    ]
+def _exposed(logical: str, seen: Mapping[str, object]) -> str | None:
+    """The spelling of `logical` the scrapes exposed, if any."""
+    return next((s for s in spellings(logical) if s in seen), None)
+
+
+def bundle_scrapes(root: Path) -> Iterator[tuple[str, str]]:
+    """The bundle's kept scrapes (a combined bundle's parts' too) in path order, each read
+    only when asked for."""
+    for path in locate_all(root, "metrics/*.prom"):
+        yield str(path.relative_to(root)), path.read_text(encoding="utf-8", errors="replace")

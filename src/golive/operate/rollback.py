@@ -169,11 +169,11 @@ def artifact_gaps(found: dict[str, Any]) -> list[str]:
     return gaps
 
 
-def require_artifact(root: Path, use: str) -> None:
+def require_artifact(root: Path, use: str, found: dict[str, Any] | None = None) -> None:
     """Refuse `use` (signing an accepted outcome, registering) for a bundle that cannot be
     rolled back to: the checklist's artifact is the accepted image and launch configuration,
-    never an untracked rebuild."""
-    gaps = artifact_gaps(identity(root))
+    never an untracked rebuild. `found`: the bundle's identity, where already read."""
+    gaps = artifact_gaps(identity(root) if found is None else found)
     if gaps:
         raise ConfigError(
             f"{root} cannot be the rollback artifact, so {use} is refused: it lacks "
@@ -187,8 +187,8 @@ def register(root: Path, signature: dict[str, Any], registry: Path) -> Path | No
         return None
     programme_scope(VerdictDocument.read(root), root, "the rollback registry")
     require_rederived(root, "the rollback registry", signature.get("override_reason"))
-    require_artifact(root, "registering it")
-    entry = artifact(root, signature)
+    entry = artifact(root, signature)  # the identity read once, for the check and the entry
+    require_artifact(root, "registering it", entry)
     try:
         registry.mkdir(parents=True, exist_ok=True)
         stamp = entry["accepted_at"].replace(":", "").replace("-", "")

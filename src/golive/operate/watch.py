@@ -19,6 +19,7 @@ import os
 import shlex
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -338,11 +339,10 @@ def http_totals(history: list[Observation]) -> dict[str, float] | None:
     measured = [o.http_status for o in history if o.http_status is not None]
     if not measured:
         return None
-    totals: dict[str, float] = {}
+    totals: Counter[str] = Counter()
     for counts in measured:
-        for status, n in counts.items():
-            totals[status] = totals.get(status, 0.0) + n
-    return totals
+        totals.update(counts)
+    return dict(totals)
 
 
 def rollback_env(target: Mapping[str, Any], rule: str) -> dict[str, str]:

@@ -6,6 +6,7 @@ blind)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -116,7 +117,8 @@ def evaluate(history: Sequence[Observation], th: Thresholds) -> list[Trigger]:
         )
     # the last intervals that answered anything (one without answers neither breaks nor
     # extends the run), the latest among them
-    answered = [o for o in history if _share_5xx(o) is not None][-th.repeated :]
+    latest = (o for o in reversed(history) if _share_5xx(o) is not None)
+    answered = list(itertools.islice(latest, th.repeated))[::-1]
     shares = [_share_5xx(o) or 0.0 for o in answered]
     if (
         len(answered) == th.repeated
@@ -179,8 +181,8 @@ def _restart_and_oom(history: Sequence[Observation]) -> list[Trigger]:
     """OOM from the log, the engine's restarts (its metrics: process start time, counters
     reset) and the container's (Kubernetes restart counts and their reason). A restart with
     an OOM line since the last interval that read metrics, or a container OOMKilled, is the
-    OOM trigger
-    (the restart names the death the line explains); one with no cause shown alerts."""
+    OOM trigger (the restart names the death the line explains); one with no cause shown
+    alerts."""
     last = history[-1]
     lines = tuple(line for o in _since_last_metrics(history) for line in o.oom_lines)
     restarted = "; ".join(x for x in (last.engine_restart, *last.container_restarts) if x)

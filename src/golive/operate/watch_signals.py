@@ -13,12 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from golive.checks.agent.cases import AgentCase, shipped_cases
+from golive.checks.agent.cases import AgentCase
 from golive.checks.agent.rules import Expect
-from golive.checks.agent.select import load_user_cases
+from golive.checks.agent.select import known_cases
 from golive.config import GoliveConfig, Profile
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.k8s_env import ContainerRestarts, K8sSource, read_restarts
@@ -63,20 +62,19 @@ def interval_values(previous: Snapshot | None, snapshot: Snapshot | None) -> dic
         parse_failures=sum(
             delta.counter("tool_call_parser_invocations", outcome=o) or 0.0 for o in failures
         ),
-        http_status=http_status_counts(previous, snapshot),
+        http_status=http_status_counts(delta, snapshot),
         engine_restart=restart_evidence(previous, snapshot),
     )
     return values
 
 
-def http_status_counts(previous: Snapshot, snapshot: Snapshot) -> dict[str, float] | None:
-    """Requests the server answered in the interval, by status class ("2xx", "4xx", "5xx"),
-    from its own `http_requests_total`; None where the server exposes no such series (not
-    zero errors: unmeasured)."""
+def http_status_counts(delta: MetricsDelta, snapshot: Snapshot) -> dict[str, float] | None:
+    """Requests the server answered in the interval (`delta`, ending at `snapshot`), by
+    status class ("2xx", "4xx", "5xx"), from its own `http_requests_total`; None where the
+    server exposes no such series (not zero errors: unmeasured)."""
     classes = {s.label("status") for s in snapshot.series("http_requests")} - {None}
     if not classes:
         return None
-    delta = MetricsDelta(previous, snapshot)
     counts = {c: delta.counter("http_requests", status=c) for c in sorted(str(c) for c in classes)}
     return {c: round(v, 3) for c, v in counts.items() if v is not None}
 
@@ -97,9 +95,7 @@ def probe_case(config: GoliveConfig, profile: Profile) -> AgentCase:
     """The tool-call probe's case: `watch.critical_probe` (a shipped case or one of the
     user's schema cases), else the profile's first critical case that expects a call, else
     `one_arg.required`."""
-    cases = {c.name: c for c in shipped_cases()}
-    if config.agent.schemas_file:
-        cases.update((c.name, c) for c in load_user_cases(Path(config.agent.schemas_file)))
+    cases = {c.name: c for c in known_cases(config.agent)}
     named = config.watch.critical_probe
     if named is not None:
         if named not in cases:

@@ -29,10 +29,15 @@ def cases_for(config: AgentConfig, profile: Profile) -> tuple[AgentCase, ...]:
             f"agent.non_critical: {', '.join(lowered)} is critical under the {profile.name} "
             "profile (the deployment's main Agent path); remove it from agent.non_critical"
         )
+    return select(known_cases(config), config.cases, *_criticality_lists(config, profile))
+
+
+def known_cases(config: AgentConfig) -> tuple[AgentCase, ...]:
+    """Every case there is to run: the shipped ones and one per tool of the user's file."""
     cases = shipped_cases()
     if config.schemas_file:
         cases += load_user_cases(Path(config.schemas_file))
-    return select(cases, config.cases, *_criticality_lists(config, profile))
+    return cases
 
 
 def _criticality_lists(
