@@ -148,6 +148,27 @@ class CapacityConfig(StrictModel):
         description="sustained phase: latency growth (fit over the run and last third vs "
         "first third, both) that makes a significant drift a traffic limit",
     )
+    min_memory_headroom: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="GPU memory a GPU keeps spare at its peak (model load, KV cache, load), "
+        "as a share of it; less is a limit (capacity.memory)",
+    )
+    max_memory_growth: float = Field(
+        0.02,
+        gt=0,
+        le=1,
+        description="significant growth of a GPU's memory over the sustained window after "
+        "its warm-up, as a share of the GPU's memory, that is a limit",
+    )
+    max_kv_growth: float = Field(
+        0.05,
+        gt=0,
+        le=1,
+        description="likewise for KV cache usage, as a share of the cache (it swings with the "
+        "requests in flight)",
+    )
     answer_probes: bool = Field(
         True,
         description="send known-answer probes at idle and inside the sustained window "

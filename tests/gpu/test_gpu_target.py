@@ -114,6 +114,21 @@ def test_memory_curves_come_from_nvml_on_the_host(bundle: Path) -> None:
     assert {"long_input", "concurrency", "sustained"} <= phases
 
 
+def test_gpu_memory_is_judged_on_the_engines_gpus(bundle: Path) -> None:
+    """capacity.memory judges the GPUs NVML saw here, the engine's: each holds at least what
+    the engine printed it allocated, and the headroom is what the load needed (a reservation
+    of vLLM's default 0.9 is not a limit)."""
+    memory = _checks(bundle)["capacity.memory"]
+    assert memory["status"] in ("pass", "warn"), memory["summary"]
+    m = memory["measurements"]
+    gpus = json.loads((bundle / "memory/gpus.json").read_text())
+    judged = [g for g in gpus if f"gpu{g['index']}_headroom" in m]
+    assert judged, m
+    for gpu in judged:
+        assert m[f"gpu{gpu['index']}_peak_mib"] >= m["allocated_per_gpu_mib"]
+        assert m[f"gpu{gpu['index']}_total_mib"] == gpu["memory_total_mib"]
+
+
 def test_every_capacity_window_carried_its_load_for_its_whole_duration(bundle: Path) -> None:
     """At GPU speed every load window ran its whole duration under its request cap, with golive
     never the bottleneck."""

@@ -5,18 +5,22 @@ edited to an R575 driver), since this machine has no GPU; the collector runs unc
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from golive.bundle.layout import CHAIN_INPUTS
+from golive.bundle.store import Bundle
 from golive.checks.context import CheckContext
 from golive.checks.env.collect import EnvEvidence, run_env
 from golive.config import load_config
 from golive.evidence.ray_env import RaySource
 from golive.pipeline import Verdict, judge
-from golive.results import CheckResult
+from golive.results import CheckResult, Status
+from golive.verdict.rederive import rederive
 from tests.helpers.ray_cluster import LoopbackCluster, split, three_node_cluster
 
 
@@ -38,6 +42,7 @@ def _checks(verdict: Verdict) -> dict[str, dict[str, Any]]:
     return {c["id"]: c for c in verdict.data["checks"]}
 
 
+@pytest.mark.tampers_bundle
 async def test_every_node_reports_and_a_mixed_driver_is_rebuild(
     cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
@@ -57,6 +62,22 @@ async def test_every_node_reports_and_a_mixed_driver_is_rebuild(
     assert driver["status"] == "fail"
     assert f"{names[2]}: R575" in driver["summary"]
     assert verdict.data["outcome"] == "rebuild"
+    # every node's serving container is judged as one build (here one Python: they agree)
+    saved = json.loads((tmp_path / "b" / CHAIN_INPUTS).read_text())
+    assert sorted(saved["node_containers"]) == sorted(
+        f"environment/container-{n}.json" for n in names
+    )
+    assert "differs across" not in checks["environment.container_cuda"]["summary"]
+    # nodes whose container runtimes differ are caught from the files, whatever the verdict
+    for name, runtime in ((names[0], "kubernetes"), (names[1], "docker")):
+        node = tmp_path / "b" / f"environment/container-{name}.json"
+        node.write_text(json.dumps({**json.loads(node.read_text()), "container_runtime": runtime}))
+    Bundle(tmp_path / "b").seal()
+    again = rederive(tmp_path / "b")
+    assert not again.agrees
+    cuda = next(c for c in again.checks if c.id == "environment.container_cuda")
+    assert cuda.status is Status.FAIL
+    assert f"environment/container-{names[1]}.json" in cuda.summary
 
 
 async def test_fewer_nodes_than_declared_is_a_finding(

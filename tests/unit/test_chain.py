@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from golive.bundle.store import BundleReader
+from golive.checks.env.judge import read_node_containers
 from golive.config import CustomBuild, ParallelConfig, load_profile
 from golive.evidence.chain import (
     ChainInputs,
@@ -429,3 +431,126 @@ def test_a_log_of_another_launch_proves_nothing() -> None:
     )
     assert {r.status for r in results} == {Status.NO_DATA}
     assert decide(results, ("env",)).outcome is Outcome.HOLD
+
+
+def _node(name: str, **update: object) -> tuple[ContainerInfo | None, str]:
+    return _container(**update), f"environment/container-{name}.json"
+
+
+H200_SEEN = ({"index": 0, "name": "NVIDIA H200", "memory_total_mib": 143771},)
+
+
+def test_one_build_on_every_node_passes() -> None:
+    """Every node's serving container on the same build and runtime, seeing its GPU: a pass."""
+    same = {"gpus": H200_SEEN, "container_runtime": "kubernetes"}
+    inputs = _inputs(
+        container=_container(**same), node_containers=(_node("a", **same), _node("b", **same))
+    )
+    assert check_container_cuda(inputs).status is Status.PASS
+
+
+@pytest.mark.parametrize(
+    ("other", "named"),
+    [
+        ({"nccl_version": "2.27.3"}, "NCCL differs across the serving containers: 2.27.3"),
+        ({"torch_cuda": "12.9"}, "torch's CUDA differs"),
+        ({"vllm_version": "0.27.0"}, "vLLM differs"),
+        ({"container_runtime": "docker"}, "container runtime differs"),
+    ],
+)
+def test_a_runtime_that_differs_across_nodes_is_a_rebuild(
+    other: dict[str, object], named: str
+) -> None:
+    """One node on another NCCL, CUDA, vLLM or container runtime is a critical failure naming the file: rebuild, whatever the profile."""
+    inputs = _inputs(
+        "generic",  # even where the profile asks for no CUDA major
+        container=_container(container_runtime="kubernetes"),
+        node_containers=(
+            _node("a", container_runtime="kubernetes"),
+            _node("b", **{"container_runtime": "kubernetes", **other}),
+        ),
+    )
+    result = check_container_cuda(inputs)
+    assert result.status is Status.FAIL
+    assert result.critical
+    assert named in result.summary
+    assert "environment/container-b.json" in result.summary
+    assert "environment/container-b.json" in result.evidence
+    checks = [result]
+    assert decide(checks).outcome is Outcome.REBUILD
+
+
+def test_a_cuda_torch_that_sees_no_gpu_is_a_rebuild() -> None:
+    """A CUDA torch that sees no GPU where nothing hid them means the runtime does not expose the GPUs: rebuild."""
+    blind = ContainerInfo.model_validate(
+        {**_container().model_dump(), "gpus": [], "cuda_visible_devices": "0,1"}
+    )
+    result = check_container_cuda(_inputs("generic", container=blind))
+    assert result.status is Status.FAIL
+    assert "sees no GPU (CUDA_VISIBLE_DEVICES='0,1')" in result.summary
+    unset = ContainerInfo.model_validate({**_container().model_dump(), "gpus": []})
+    assert check_container_cuda(_inputs("generic", container=unset)).status is Status.FAIL
+    # a launcher that hid the GPUs from the probe (a Ray task asking for none runs with
+    # CUDA_VISIBLE_DEVICES empty) says nothing of the runtime
+    hidden = ContainerInfo.model_validate(
+        {**_container().model_dump(), "gpus": [], "cuda_visible_devices": ""}
+    )
+    assert check_container_cuda(_inputs("generic", container=hidden)).status is Status.PASS
+    # a probe that did not record what torch sees (the real capture predates it) is not
+    # judged on it, and a CPU build sees no GPU by design
+    assert check_container_cuda(_inputs("generic", container=_container())).status is Status.PASS
+    cpu = ContainerInfo.model_validate(
+        {**_container().model_dump(), "gpus": [], "torch_cuda": None, "torch_version": "2.13+cpu"}
+    )
+    assert check_container_cuda(_inputs("generic", container=cpu)).status is Status.PASS
+
+
+def test_a_listed_node_container_that_is_missing_is_not_a_pass() -> None:
+    """A node container chain-inputs.json lists but the bundle lacks is not a pass."""
+    inputs = _inputs(
+        "generic", container=_container(), node_containers=((None, "environment/container-b.json"),)
+    )
+    result = check_container_cuda(inputs)
+    assert result.status is Status.FAIL
+    assert "container-b.json is listed in environment/chain-inputs.json but missing" in (
+        result.summary
+    )
+
+
+def test_only_what_each_probe_knew_is_compared() -> None:
+    """An older probe that did not record the container runtime is not another build."""
+    inputs = _inputs(
+        "generic",
+        container=_container(container_runtime=None),
+        node_containers=(_node("a", container_runtime="kubernetes"), _node("b")),
+    )
+    assert check_container_cuda(inputs).status is Status.PASS
+
+
+def testread_node_containers_do_not_excuse_the_serving_container() -> None:
+    """A CUDA torch in the serving container that sees no GPU is judged whatever node
+    containers sit beside it."""
+    blind = ContainerInfo.model_validate({**_container().model_dump(), "gpus": []})
+    inputs = _inputs("generic", container=blind, node_containers=(_node("a"),))
+    result = check_container_cuda(inputs)
+    assert result.status is Status.FAIL
+    assert "sees no GPU" in result.summary
+
+
+def testread_node_containers_are_read_only_where_chain_inputs_lists_them(tmp_path: Path) -> None:
+    """Bundles written before the list compared no node containers and are judged so again;
+    a list naming anything but a node's container file is not read as one."""
+    root = tmp_path
+    (root / "environment").mkdir()
+    node = _container(container_runtime="docker").model_dump_json()
+    (root / "environment/container-a.json").write_text(node)
+    (root / "environment/container.json").write_text(node)
+    reader = BundleReader(root)
+    assert read_node_containers(reader, None) == ()
+    found = read_node_containers(
+        reader, ["environment/container.json", "environment/container-b.json"]
+    )
+    assert [(c is None, rel) for c, rel in found] == [
+        (False, "environment/container-a.json"),  # in the bundle, listed or not
+        (True, "environment/container-b.json"),  # listed, gone
+    ]

@@ -38,7 +38,8 @@ def test_the_servers_runtime_variables_not_the_probes(
     serving: subprocess.Popen[bytes],
 ) -> None:
     """The variables come from the serving process (secrets redacted), named as such; its
-    CUDA_VISIBLE_DEVICES is recorded; no GPU here, so torch sees none."""
+    CUDA_VISIBLE_DEVICES is recorded; no torch here, so what torch sees is unknown (None,
+    never "none": that would read as a runtime hiding the GPUs)."""
     facts = collect_container(sys.executable, pid=serving.pid)
     assert facts.environment_source == f"serving process {serving.pid}"
     assert facts.environment["VLLM_GOLIVE_PROBE_MARKER"] == "from-the-server"
@@ -46,7 +47,8 @@ def test_the_servers_runtime_variables_not_the_probes(
     assert "sk-never-copied" not in facts.model_dump_json()
     assert facts.cuda_visible_devices == "2,3"
     assert facts.serve_command[-3:] == ("vllm", "serve", "some/model")
-    assert facts.gpus == ()
+    assert facts.gpus is None
+    assert any("the GPUs torch sees are unknown" in e for e in facts.errors)
 
 
 def test_an_unreadable_server_falls_back_to_the_probe_and_says_so() -> None:

@@ -67,6 +67,7 @@ LEDGER_SENT = "metrics/ledger.json"  # what the clients counted as sent
 METRIC_REFERENCE = "metrics/reference.json"  # names and HELP texts relied on, with the version
 
 MEMORY_CURVE = "memory/capacity.csv"
+GPU_DEVICES = "memory/gpus.json"  # the GPUs the capacity sampler read: index, uuid, memory
 LOAD_CURVE = "memory/load.csv"
 TERMINATION = "memory/termination.json"
 RESTART = "memory/restart.json"  # the deployment served again after a death (restart.py)

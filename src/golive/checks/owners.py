@@ -20,6 +20,7 @@ from golive.bundle.layout import (
     CAPACITY_WATCHDOG,
     CHAIN_INPUTS,
     LEDGER_SENT,
+    MEMORY_CURVE,
     SMOKE_PLAN,
     STARTUP_LOG,
 )
@@ -35,6 +36,9 @@ from golive.checks.capacity.judge import (
     judge_sustained,
 )
 from golive.checks.capacity.long_input import judge_long_input
+from golive.checks.capacity.memory import CHECK as MEMORY_CHECK
+from golive.checks.capacity.memory import judge_memory
+from golive.checks.capacity.memory import judged_here as memory_judged_here
 from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.env.judge import CHAIN_CHECKS, judge_chain
 from golive.checks.identity import CHECK_ID as IDENTITY_CHECK
@@ -79,6 +83,8 @@ class EvidenceJudge:
     # also expected (its evidence lost if absent) where one of these is in the bundle: a
     # folder ("requests/") counts when it holds a record file
     expected_with: tuple[str, ...] = ()
+    # whether the bundle is judged on these checks at all (a rule newer than the bundle: no)
+    applies: Callable[[BundleReader], bool] | None = None
 
     def owns(self, check_id: str) -> bool:
         if check_id.endswith(".programme"):  # a section's own result: why it did not run
@@ -162,6 +168,15 @@ EVIDENCE_JUDGES = (
         CAPACITY_SUSTAINED,
         lambda r, s: [judge_sustained(r, s.config.capacity)],
         "capacity",
+    ),
+    EvidenceJudge(
+        MEMORY_CHECK,
+        (MEMORY_CHECK,),
+        MEMORY_CURVE,
+        lambda r, s: judge_memory(r, s.config),
+        "capacity",
+        expected_with=(CAPACITY_STEPS,),  # the sampler runs before the first load window
+        applies=memory_judged_here,
     ),
     EvidenceJudge(
         "capacity.answers_under_load",

@@ -42,6 +42,12 @@ class ChainInputs:
     startup_path: str = STARTUP_LOG
     container: ContainerInfo | None = None
     container_path: str = CONTAINER
+    # each node's serving container (multi-node: environment/container-<node>.json); None
+    # where chain-inputs.json lists a file the bundle lacks
+    node_containers: tuple[tuple[ContainerInfo | None, str], ...] = ()
+    # whether the runtime rules (one build across nodes, GPUs exposed) apply: chain-inputs.json
+    # written since they exist (it has `node_containers`) or a live run
+    judges_runtime: bool = True
     hosts: tuple[tuple[HostInfo, str], ...] = ()
     declared_parallel: ParallelConfig | None = None
     gpu_class: str | None = None  # declared by the config, else the profile

@@ -23,10 +23,82 @@ def container_cuda(container: ContainerInfo) -> int | None:
     return cuda_major(container.torch_cuda) or cuda_major(container.cudart_version)
 
 
+# what must be one build on every node that serves (a mixed set is a rebuild, not a limit)
+_ONE_BUILD = (
+    ("vllm_version", "vLLM"),
+    ("torch_version", "torch"),
+    ("torch_cuda", "torch's CUDA"),
+    ("cudart_version", "CUDA runtime"),
+    ("nccl_version", "NCCL"),
+    ("container_runtime", "container runtime"),
+)
+
+
+def runtime_problems(inputs: ChainInputs) -> list[str]:
+    """Why the serving runtime is not one build that sees its GPUs: a node's container
+    missing, a build or runtime that differs across nodes, a CUDA torch that sees no GPU
+    (judged only where the probe recorded what torch sees)."""
+    members: list[tuple[ContainerInfo | None, str]] = list(inputs.node_containers)
+    if inputs.container is not None:
+        members.insert(0, (inputs.container, inputs.container_path))
+    if not inputs.judges_runtime:  # a bundle written before these rules: judged as it was
+        return []
+    problems = [
+        f"{path} is listed in environment/chain-inputs.json but missing"
+        for c, path in members
+        if c is None
+    ]
+    seen = [(c, p) for c, p in members if c is not None]
+    # whether the runtime exposes the GPUs: judged on the serving container's probe where
+    # nothing hid them from it (a Ray task that asks for no GPU runs with CUDA_VISIBLE_DEVICES
+    # empty; a Ray head often has none), and only where the probe recorded what torch saw
+    serving = [] if inputs.container is None else [(inputs.container, inputs.container_path)]
+    for container, path in serving:
+        visible = container.cuda_visible_devices
+        if visible is not None and visible.strip() in (
+            "",
+            "-1",
+            "NoDevFiles",
+        ):  # its launcher hid the GPUs from the probe: says nothing of the runtime
+            continue
+        if container.gpus is not None and container.torch_cuda and not container.gpus:
+            problems.append(
+                f"{path}: torch {container.torch_version} (CUDA {container.torch_cuda}) sees no "
+                f"GPU (CUDA_VISIBLE_DEVICES={container.cuda_visible_devices!r}): the container "
+                "runtime does not expose the GPUs"
+            )
+    for field, label in _ONE_BUILD:
+        # only what each probe knew: an older probe's unknown is not another build
+        values = {p: getattr(c, field) for c, p in seen if getattr(c, field) is not None}
+        if len(set(values.values())) > 1:
+            by_value: dict[str, list[str]] = {}
+            for path, value in sorted(values.items()):
+                by_value.setdefault(str(value), []).append(path)
+            shown = ", ".join(
+                f"{v} ({', '.join(paths)})"
+                for v, paths in sorted(by_value.items(), key=lambda kv: (len(kv[1]), kv[0]))
+            )
+            problems.append(f"{label} differs across the serving containers: {shown}")
+    return problems
+
+
 def check_container_cuda(inputs: ChainInputs) -> CheckResult:
     want = inputs.profile.chain.cuda_major
     critical = want is not None
     container = inputs.container
+    problems = runtime_problems(inputs)
+    if problems:
+        where = sorted({inputs.container_path, *(p for _, p in inputs.node_containers)})
+        return env_result(
+            "environment.container_cuda",
+            True,
+            Status.FAIL,
+            "the serving runtime is not one build that sees its GPUs: "
+            + "; ".join(problems)
+            + ": rebuild so every node runs the same image with its GPUs exposed",
+            {} if container is None else _cuda_facts(container),
+            where,
+        )
     if container is None:
         return env_result(
             "environment.container_cuda",
@@ -36,12 +108,7 @@ def check_container_cuda(inputs: ChainInputs) -> CheckResult:
             "container and pass --container-info",
         )
     where = [inputs.container_path]
-    measurements = {
-        "torch": container.torch_version,
-        "torch_cuda": container.torch_cuda,
-        "cudart": container.cudart_version,
-        "nccl": container.nccl_version,
-    }
+    measurements = _cuda_facts(container)
     if container.torch_version is None:  # torch did not import: nothing is known of CUDA
         return env_result(
             "environment.container_cuda",
@@ -84,6 +151,15 @@ def check_container_cuda(inputs: ChainInputs) -> CheckResult:
         measurements,
         where,
     )
+
+
+def _cuda_facts(container: ContainerInfo) -> dict[str, str | int | None]:
+    return {
+        "torch": container.torch_version,
+        "torch_cuda": container.torch_cuda,
+        "cudart": container.cudart_version,
+        "nccl": container.nccl_version,
+    }
 
 
 def check_host_driver(inputs: ChainInputs) -> CheckResult:

@@ -77,7 +77,9 @@ class ContainerInfo(Facts):
     environment: dict[str, str] = {}  # the runtime variables (VLLM_*, NCCL_*, CUDA_*, ...)
     environment_source: str | None = None  # "serving process <pid>", or "probe" (its own)
     cuda_visible_devices: str | None = None
-    gpus: tuple[ContainerGpu, ...] = ()  # as torch sees them inside the container
+    # as torch sees them inside the container; None: not recorded (an older probe, or torch
+    # could not say), never "none"
+    gpus: tuple[ContainerGpu, ...] | None = None
     container_runtime: str | None = None  # kubernetes | docker | podman | containerd
     serve_command: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()

@@ -85,12 +85,40 @@ def nvml_probe() -> Probe | None:
         values: dict[str, float | None] = {}
         for index, handle in enumerate(handles):
             try:
-                values[f"gpu{index}_used_mib"] = pynvml.nvmlDeviceGetMemoryInfo(handle).used / MIB
+                info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+                values[f"gpu{index}_used_mib"] = info.used / MIB
+                values[f"gpu{index}_total_mib"] = info.total // MIB  # beside memory/gpus.json
             except pynvml.NVMLError:
                 values[f"gpu{index}_used_mib"] = None
+                values[f"gpu{index}_total_mib"] = None
         return values
 
     return probe
+
+
+def nvml_inventory() -> list[dict[str, Any]]:
+    """Each GPU NVML sees here: index, name, UUID and memory total (`memory/gpus.json`, what
+    `capacity.memory` holds the curve's use against); empty when NVML cannot be used."""
+    gpus: list[dict[str, Any]] = []
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            name = pynvml.nvmlDeviceGetName(handle)
+            uuid = pynvml.nvmlDeviceGetUUID(handle)
+            gpus.append(
+                {
+                    "index": index,
+                    "name": name.decode() if isinstance(name, bytes) else str(name),
+                    "uuid": uuid.decode() if isinstance(uuid, bytes) else str(uuid),
+                    "memory_total_mib": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // 2**20,
+                }
+            )
+    except Exception:
+        return []
+    return gpus
 
 
 @dataclass

@@ -96,6 +96,7 @@ def rejudge(
             again = _judged(judge, reader, saved, mine, problems)
         else:
             expected = (judge.always and ran) or (not halted and judge.expected_by(root))
+            expected = expected and (judge.applies is None or judge.applies(reader))
             if not mine and not expected:
                 continue
             again = _without_evidence(judge, reader, saved, mine, problems)

@@ -15,6 +15,7 @@ from golive.bundle.layout import (
     CAPACITY_STEPS,
     CAPACITY_SUSTAINED,
     CAPACITY_WORKLOAD,
+    GPU_DEVICES,
     MEMORY_CURVE,
 )
 from golive.bundle.store import BundleReader
@@ -43,6 +44,7 @@ from golive.checks.capacity.load_window import (
     window_cap,
 )
 from golive.checks.capacity.long_input import judge_long_input
+from golive.checks.capacity.memory import judge_memory
 from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.capacity.restart import served_again
 from golive.checks.capacity.rules import StepStats, ramp_next
@@ -60,7 +62,7 @@ from golive.checks.context import (
     tokens_per_word,
 )
 from golive.evidence.gpu_curve import PhaseSpan
-from golive.evidence.sampling import Probe, host_probe, nvml_probe, sampling
+from golive.evidence.sampling import Probe, host_probe, nvml_inventory, nvml_probe, sampling
 from golive.results import CheckResult, Status
 from golive.traffic.headroom import thaw
 from golive.traffic.records import ParsedResponse, error_message, parse
@@ -92,6 +94,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     gpu = nvml_probe()
     if gpu is not None:
         probes.append(gpu)
+        ctx.bundle.write_json(GPU_DEVICES, nvml_inventory())
     probes.append(engine_probe(ctx))
     save_load_evidence(run)
     results = [judge_model_load(BundleReader(run.ctx.bundle.root))]
@@ -120,6 +123,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     if ctx.config.capacity.answer_probes:  # judged whenever probes were sent, as decide does
         critical = ctx.profile.capacity.answers_under_load_critical
         results += judge_answers(BundleReader(ctx.bundle.root), critical)
+    results += judge_memory(BundleReader(ctx.bundle.root), ctx.config)
     compressed(ctx, CAPACITY_SETUP_REQUESTS)
     thaw()
     if run.windows:

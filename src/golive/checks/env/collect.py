@@ -122,6 +122,7 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
     for node, xml in evidence.host_raw:
         bundle.write_text(f"environment/nvidia-smi-{node}.xml", xml)
     hosts, container, node_checks = list(evidence.hosts), evidence.container, []
+    node_containers: list[str] = []
     if evidence.ray is not None:
         cluster, problem = None, None
         try:
@@ -135,6 +136,7 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
                 if member.container is not None:
                     rel = f"environment/container-{member.name}.json"
                     bundle.write_text(rel, member.container.model_dump_json(indent=2))
+                    node_containers.append(rel)
                     container = container or member.container
         node_checks = node_results(evidence.ray, cluster, problem)
     host_paths = []
@@ -152,6 +154,7 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
         container is not None,
         evidence.log_text is not None,
         cache_info,
+        node_containers,
     )
     bundle.write_json(CHAIN_INPUTS, saved)
     inputs = chain_inputs(BundleReader(bundle.root), ctx.profile, ctx.config)

@@ -5,7 +5,8 @@ writing; `golive decide` calls it again."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from golive.bundle.layout import CHAIN_INPUTS, CONTAINER, ENV_METRICS, ENV_REQUESTS, STARTUP_LOG
@@ -70,6 +71,7 @@ def saved_inputs(
     container: bool,
     startup: bool,
     cache_info: Mapping[str, str],
+    node_containers: Sequence[str] = (),
 ) -> dict[str, Any]:
     """`environment/chain-inputs.json`: the live server's answers and the image reference
     with where each came from, and which saved files the rules read."""
@@ -85,6 +87,7 @@ def saved_inputs(
         "container": CONTAINER if container else None,
         "startup": STARTUP_LOG if startup else None,
         "cache_info": dict(cache_info),
+        "node_containers": list(node_containers),
     }
 
 
@@ -111,6 +114,8 @@ def chain_inputs(
         container=None
         if container_text is None
         else ContainerInfo.model_validate_json(container_text),
+        node_containers=read_node_containers(evidence, saved.get("node_containers")),
+        judges_runtime="node_containers" in saved,
         hosts=tuple((_host(evidence, rel), rel) for rel in saved.get("hosts") or ()),
         declared_parallel=config.environment.parallel,
         gpu_class=config.environment.gpu_class or profile.chain.gpu_class,
@@ -118,6 +123,28 @@ def chain_inputs(
         custom_build=config.environment.custom_build,
         cache_info=dict(saved.get("cache_info") or {}),
     )
+
+
+_NODE_CONTAINER = re.compile(r"environment/container-[^/]+\.json")
+
+
+def read_node_containers(
+    evidence: BundleReader, listed: Any
+) -> tuple[tuple[ContainerInfo | None, str], ...]:
+    """Each node's serving container (Ray): those chain-inputs.json lists (None where the file
+    is gone) and any other `environment/container-<node>.json` the bundle holds. Bundles
+    written before the list (no key) compared none, and are judged so again."""
+    if not isinstance(listed, list):
+        return ()
+    found = {
+        f"environment/{p.name}" for p in (evidence.root / "environment").glob("container-*.json")
+    }
+    named = {str(r) for r in listed if _NODE_CONTAINER.fullmatch(str(r))}
+    out = []
+    for rel in sorted(named | found):
+        text = evidence.text(rel)
+        out.append((None if text is None else ContainerInfo.model_validate_json(text), rel))
+    return tuple(out)
 
 
 def live_differences(

@@ -184,7 +184,7 @@ def _gpus(errors):
             )
     except Exception as exc:
         errors.append(f"the GPUs torch sees are unknown: {exc}")
-        return []
+        return None
     return out
 
 
