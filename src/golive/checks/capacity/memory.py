@@ -50,6 +50,10 @@ from golive.config import GoliveConfig
 from golive.results import CheckResult, Status
 
 CHECK = "capacity.memory"
+_NO_GPU = (
+    f"GPU memory unmeasured: capacity's NVML sampler saw no GPU where golive ran ({GPU_DEVICES}); "
+    "run golive on the GPU host"
+)
 MIN_GROWTH_POINTS = 9  # a fit over the last two thirds, and thirds of at least three samples
 MAX_GPU_MIB = 2**20  # 1 TiB: a total above it is not a GPU's
 _GIB = 1024.0
@@ -125,6 +129,8 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
         "max_memory_growth": limits.max_memory_growth,
     }
     files = [f for f in (MEMORY_CURVE, GPU_DEVICES, STARTUP_LOG) if evidence.text(f) is not None]
+    if evidence.json(GPU_DEVICES) in (None, []):  # the CPU target, or golive off the GPU host
+        return [_unmeasured(_NO_GPU, measurements, files)]
     if facts is None or facts.available_kv_gib is None:
         return [
             _unmeasured(
@@ -229,10 +235,7 @@ def engine_gpus(
     if problem:
         return [], problem
     if not inventory:
-        return [], (
-            f"GPU memory unmeasured: capacity's NVML sampler saw no GPU where golive ran "
-            f"({GPU_DEVICES}); run golive on the GPU host"
-        )
+        return [], _NO_GPU
     seen = _container_uuids(evidence)
     if seen:
         mine = [g for g in inventory if g[2] in seen]
