@@ -77,7 +77,7 @@ def _from_nvml(node: str, errors: list[str]) -> HostInfo | None:
         return None
     try:
         cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
-        gpus = tuple(_nvml_gpu(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount()))
+        gpus = tuple(nvml_gpu(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount()))
         return HostInfo(
             node=node,
             source="nvml",
@@ -92,7 +92,7 @@ def _from_nvml(node: str, errors: list[str]) -> HostInfo | None:
         pynvml.nvmlShutdown()
 
 
-def _nvml_gpu(pynvml: Any, index: int) -> GpuInfo:
+def nvml_gpu(pynvml: Any, index: int) -> GpuInfo:
     handle = pynvml.nvmlDeviceGetHandleByIndex(index)
 
     def optional(call: Any, *args: Any) -> Any:

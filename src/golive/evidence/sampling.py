@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from golive.bundle.store import Bundle
+from golive.evidence.collect import nvml_gpu
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 MIB = 1024 * 1024
@@ -98,27 +99,16 @@ def nvml_probe() -> Probe | None:
 
 def nvml_inventory() -> list[dict[str, Any]]:
     """Each GPU NVML sees here: index, name, UUID and memory total (`memory/gpus.json`, what
-    `capacity.memory` holds the curve's use against); empty when NVML cannot be used."""
-    gpus: list[dict[str, Any]] = []
+    `capacity.memory` holds the curve's use against), read as `golive env collect --host`
+    reads them; empty when NVML cannot be used."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            name = pynvml.nvmlDeviceGetName(handle)
-            uuid = pynvml.nvmlDeviceGetUUID(handle)
-            gpus.append(
-                {
-                    "index": index,
-                    "name": name.decode() if isinstance(name, bytes) else str(name),
-                    "uuid": uuid.decode() if isinstance(uuid, bytes) else str(uuid),
-                    "memory_total_mib": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // 2**20,
-                }
-            )
+        gpus = [nvml_gpu(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount())]
     except Exception:
         return []
-    return gpus
+    return [g.model_dump(include={"index", "name", "uuid", "memory_total_mib"}) for g in gpus]
 
 
 @dataclass

@@ -301,14 +301,6 @@ def shape_of(body: Mapping[str, Any]) -> dict[str, Any]:
 _GAUGES = ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting", "num_preemptions")
 
 
-_CURVE_GAUGES = (
-    "kv_cache_usage_perc",
-    "num_requests_running",
-    "num_requests_waiting",
-    "num_preemptions",
-)
-
-
 def engine_probe(ctx: CheckContext) -> Probe:
     last = {"t": 0.0}
 
@@ -319,7 +311,7 @@ def engine_probe(ctx: CheckContext) -> Probe:
         scraped = await scrape(ctx, None, only=_GAUGES, label="capacity-gauges")
         snap = scraped.snapshot
         if snap is None:  # every column named even so: the curve's header is its first row's
-            return dict.fromkeys(_CURVE_GAUGES)
+            return dict.fromkeys(_GAUGES)
         return {
             "kv_cache_usage_perc": snap.value("kv_cache_usage_perc", "max"),
             "num_requests_running": snap.value("num_requests_running"),

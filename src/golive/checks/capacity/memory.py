@@ -122,14 +122,20 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
     if not judged_here(evidence):
         return []
     limits = config.capacity
-    curve = read_curve(evidence.text(MEMORY_CURVE) or "")
+    curve_text = evidence.text(MEMORY_CURVE)
+    curve = read_curve(curve_text or "")
     facts = serving_launch(evidence)
+    own = evidence.json(GPU_DEVICES)
     measurements: dict[str, Any] = {
         "min_memory_headroom": limits.min_memory_headroom,
         "max_memory_growth": limits.max_memory_growth,
     }
-    files = [f for f in (MEMORY_CURVE, GPU_DEVICES, STARTUP_LOG) if evidence.text(f) is not None]
-    if evidence.json(GPU_DEVICES) in (None, []):  # the CPU target, or golive off the GPU host
+    files = [
+        f
+        for f, read in ((MEMORY_CURVE, curve_text), (GPU_DEVICES, own), (STARTUP_LOG, facts))
+        if read is not None
+    ]
+    if own in (None, []):  # the CPU target, or golive off the GPU host
         return [_unmeasured(_NO_GPU, measurements, files)]
     if facts is None or facts.available_kv_gib is None:
         return [
@@ -149,12 +155,12 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
         "allocated_per_gpu_mib": round(allocated),
         "gpu_memory_utilization": None if utilization is None else str(utilization),
     }
-    gpus, why = engine_gpus(evidence, curve, allocated, config.target.url)
+    gpus, why = engine_gpus(evidence, own, curve, allocated, config.target.url)
     if why:
         return [_unmeasured(why, measurements, files)]
     # the KV cache the accepted load used: the sustained window's (a ramp step past the knee
     # fills it by design; that is queueing, judged by capacity.concurrency)
-    kv_peak = max((v for _, v in curve.series("kv_cache_usage_perc", "sustained")), default=None)
+    kv_peak = curve.peak("kv_cache_usage_perc", "sustained")
     if kv_peak is None:
         return [
             _unmeasured(
@@ -226,16 +232,19 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
 
 
 def engine_gpus(
-    evidence: BundleReader, curve: SavedCurve, allocated_mib: float, target_url: str | None
+    evidence: BundleReader,
+    own: Any,
+    curve: SavedCurve,
+    allocated_mib: float,
+    target_url: str | None,
 ) -> tuple[list[tuple[int, float]], str]:
     """(NVML index, memory total) of each GPU of this host that is the engine's, or why none
     can be judged: the serving container's GPUs by UUID, else — golive beside a loopback
-    target — those holding at least what the engine allocated."""
-    inventory, problem = _inventory(evidence)
+    target — those holding at least what the engine allocated. `own`: `memory/gpus.json` as
+    read, not empty."""
+    inventory, problem = _inventory(evidence, own)
     if problem:
         return [], problem
-    if not inventory:
-        return [], _NO_GPU
     seen = _container_uuids(evidence)
     if seen:
         mine = [g for g in inventory if g[2] in seen]
@@ -276,12 +285,9 @@ def engine_gpus(
     return [(i, total) for i, total, _ in mine], ""
 
 
-def _inventory(evidence: BundleReader) -> tuple[list[tuple[int, float, str | None]], str]:
+def _inventory(evidence: BundleReader, own: Any) -> tuple[list[tuple[int, float, str | None]], str]:
     """The sampler's GPUs (index, memory total, UUID); each must be a plausible total and,
     where the env section recorded hosts, a GPU of one of them with the same index and total."""
-    own = evidence.json(GPU_DEVICES)
-    if own is None:
-        return [], ""
     hosts: dict[str, tuple[Any, Any]] = {}  # UUID: (NVML index, total) on its host
     for path in sorted((evidence.root / "environment").glob("host-*.json")):
         record = evidence.json(f"environment/{path.name}")

@@ -16,8 +16,10 @@ class SavedCurve:
     columns: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     by_phase: dict[tuple[str, str], list[tuple[float, float]]] = field(default_factory=dict)
 
-    def peak(self, column: str) -> float | None:
-        return max((v for _, v in self.columns.get(column, ())), default=None)
+    def peak(self, column: str, phase: str | None = None) -> float | None:
+        """The column's largest sample, over every phase or in `phase`."""
+        samples = self.columns.get(column, ()) if phase is None else self.series(column, phase)
+        return max((v for _, v in samples), default=None)
 
     def series(self, column: str, phase: str) -> list[tuple[float, float]]:
         return list(self.by_phase.get((phase, column), ()))
