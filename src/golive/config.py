@@ -319,6 +319,26 @@ class RecordsConfig(StrictModel):
     compress: bool = Field(True, description="zstd each phase's record stream when it ends")
 
 
+class UnusedPart(StrictModel):
+    """A part of the programme the application does not use, and who says so."""
+
+    part: str = Field(
+        pattern=r"^(smoke\.classes|agent\.[A-Za-z0-9_.-]+)$",
+        description="smoke.classes, or agent.<case> (an Agent case name)",
+    )
+    owner: str = Field(min_length=1, description="who answers for leaving it out")
+    reason: str = Field(min_length=1, description="why the application does not use it")
+
+
+class ProgrammeConfig(StrictModel):
+    """What the acceptance programme may leave out: a request class or Agent case is left out
+    only where the application does not use it, with an owner (else programme-incomplete)."""
+
+    not_used: tuple[UnusedPart, ...] = Field(
+        (), description="parts the application does not use: {part, owner, reason} each"
+    )
+
+
 class GoliveConfig(StrictModel):
     profile: str = Field("generic", description="generic | kimi-k3 | path to a profile YAML")
     not_k3: str | None = Field(
@@ -335,6 +355,9 @@ class GoliveConfig(StrictModel):
     watch: WatchConfig = WatchConfig()
     signoff: SignoffConfig = SignoffConfig()
     records: RecordsConfig = RecordsConfig()
+    # None only in a bundle sealed before the completeness rule (no `programme` key): a new
+    # run always has one (load_config)
+    programme: ProgrammeConfig | None = None
     policy: str | None = Field(None, description="decision policy file (default: bundled)")
     sign_key: str | None = Field(
         None, description="Ed25519 private key (PEM): sign the bundle's manifest with it"
@@ -397,6 +420,12 @@ def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -
                 raise ConfigError(f"{path}: {'.'.join(parents)} must be a mapping, not {child!r}")
             node = child
         node[leaf] = value
+    if "programme" in data and data["programme"] is None:
+        raise ConfigError(
+            f"{path or 'command line'}: programme is empty; leave it out, or list the parts "
+            "the application does not use under programme.not_used"
+        )
+    data.setdefault("programme", {})
     return validated(GoliveConfig, data, str(path) if path else "command line")
 
 

@@ -34,6 +34,16 @@ agent:
 """
 
 
+# A smoke section of the one text request only: the classes left out, as a config says of an
+# application that does not use them (so the section is judged complete, as it is meant).
+TEXT_ONLY: dict[str, Any] = {
+    "smoke.classes": False,
+    "programme.not_used": [
+        {"part": "smoke.classes", "owner": "golive tests", "reason": "one text request only"}
+    ],
+}
+
+
 # For a whole-programme run whose subject is another section (a hold it must name): every
 # section still runs, the load windows are short (~1 min less of the suite a run).
 SHORT_LOAD = ("--concurrency", "2", "--step-duration", "4", "--duration", "10")

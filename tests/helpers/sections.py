@@ -67,7 +67,11 @@ def golden_config(settings: Mapping[str, Any] | None = None) -> GoliveConfig:
     config = load_config(
         GOLDEN / EFFECTIVE_CONFIG, {"agent.max_bounded_failure_share": 1.0, **(settings or {})}
     )
-    return config.model_copy(update={"target": config.target.model_copy(update={"url": None})})
+    # sealed before the completeness rule too (its Agent cases ran once each): judged as such,
+    # unless the settings name a `programme` section (then judged on it as a new run is)
+    target = config.target.model_copy(update={"url": None})
+    judged = any(k == "programme" or k.startswith("programme.") for k in settings or {})
+    return config.model_copy(update={"target": target, **({} if judged else {"programme": None})})
 
 
 async def _rejudged(

@@ -23,13 +23,14 @@ from golive.pipeline import Verdict, judge
 from golive.results import Outcome
 from golive.verdict.rederive import rederive
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.scenario import TEXT_ONLY
 
 K3_ROOT = "moonshotai/Kimi-K3"
 
 
 async def _smoke(out: Path, root: str | None, **overrides: object) -> Verdict:
     async with fake_vllm(FakeState(root=root)) as url:
-        settings = {"target.url": url, "smoke.classes": False, **overrides}
+        settings = {"target.url": url, **TEXT_ONLY, **overrides}
         return await judge(load_config(None, settings), out, "smoke", run_smoke, ("smoke",))
 
 

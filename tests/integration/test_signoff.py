@@ -25,6 +25,8 @@ async def _smoke(out: Path, fault: str | None, *extra: str) -> int:
         config = out.parent / "config.yaml"
         config.write_text(
             "smoke: {classes: false}\n"
+            "programme:\n  not_used:\n"
+            "    - {part: smoke.classes, owner: api-team, reason: 'one text request only'}\n"
             "signoff:\n  actions:\n"
             "    - {match: 'smoke.metrics', owner: sre-oncall, deadline: '2026-12-15',"
             " rollback: 'keep the previous image'}\n"

@@ -16,10 +16,11 @@ from golive.pipeline import Verdict, judge
 from golive.results import Outcome
 from tests.helpers.fakes.gateway import rewriting_gateway
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
+from tests.helpers.scenario import TEXT_ONLY
 
 
 async def _smoke(url: str, out: Path, **overrides: object) -> Verdict:
-    settings = {"target.url": url, "smoke.classes": False, **overrides}
+    settings = {"target.url": url, **TEXT_ONLY, **overrides}
     return await judge(load_config(None, settings), out, "smoke", run_smoke, ("smoke",))
 
 

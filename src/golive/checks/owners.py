@@ -40,6 +40,7 @@ from golive.checks.capacity.memory import CHECK as MEMORY_CHECK
 from golive.checks.capacity.memory import judge_memory
 from golive.checks.capacity.memory import judged_here as memory_judged_here
 from golive.checks.capacity.model_load import judge_model_load
+from golive.checks.coverage import SMOKE as SMOKE_COVERAGE
 from golive.checks.env.judge import CHAIN_CHECKS, judge_chain
 from golive.checks.identity import CHECK_ID as IDENTITY_CHECK
 from golive.checks.identity import judge_identity
@@ -51,7 +52,7 @@ from golive.checks.smoke.request_classes import SUSTAINED_STREAM as SMOKE_SUSTAI
 from golive.checks.smoke.request_classes import judge_sessions, judge_short_sustained
 from golive.checks.smoke.request_classes_judge import CHECKS as CLASS_CHECKS
 from golive.checks.smoke.request_classes_judge import FILE as CLASSES_FILE
-from golive.checks.smoke.request_classes_judge import judge_saved_classes
+from golive.checks.smoke.request_classes_judge import judge_saved_classes, judge_smoke_coverage
 from golive.config import GoliveConfig, Profile
 from golive.results import CheckResult
 from golive.verdict.ledger import CHECK_ID as LEDGER_CHECK
@@ -120,7 +121,7 @@ EVIDENCE_JUDGES = (
         "agent",
         ("agent.",),
         AGENT_PLAN,
-        lambda r, s: judge_agent(r, s.profile, s.config.agent).results,
+        lambda r, s: judge_agent(r, s.profile, s.config.agent, s.config.programme).results,
         "agent",
         always=True,
     ),
@@ -128,7 +129,7 @@ EVIDENCE_JUDGES = (
         "cache",
         ("cache.",),
         CACHE_PROTOCOL,
-        lambda r, s: judge_cache(r, s.profile),
+        lambda r, s: judge_cache(r, s.profile, s.config.programme),
         "cache",
         always=True,
     ),
@@ -187,9 +188,9 @@ EVIDENCE_JUDGES = (
     ),
     EvidenceJudge(
         "smoke",
-        SMOKE_CHECKS,
+        (*SMOKE_CHECKS, SMOKE_COVERAGE),
         SMOKE_PLAN,
-        lambda r, s: judge_smoke(r, s.config),
+        lambda r, s: [*judge_smoke(r, s.config), *judge_smoke_coverage(r, s.config)],
         "smoke",
         always=True,
     ),

@@ -110,7 +110,9 @@ async def run_demo(
             ),
             cache=CacheSettings.from_config(config, startup),
             agent=AgentSettings.from_config(
-                config, cases_for(config.agent, load_profile(config.profile)), phases
+                config,
+                cases_for(config.agent, load_profile(config.profile), config.programme),
+                phases,
             ),
         )
 

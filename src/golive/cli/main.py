@@ -224,7 +224,7 @@ async def _cache(args: argparse.Namespace) -> int:
 async def _agent(args: argparse.Namespace) -> int:
     config = load_config(args.config, config_overrides(args))
     cases = cases_for(
-        config.agent, load_profile(config.profile)
+        config.agent, load_profile(config.profile), config.programme
     )  # bad --schemas or case names fail before any traffic
     out = args.out or default_out("golive-agent")
     async with load_clients(args.ray, args.workers, config, progress_line) as clients:
@@ -268,7 +268,7 @@ async def _run(args: argparse.Namespace) -> int:
         args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
     )
     cases = cases_for(
-        config.agent, load_profile(config.profile)
+        config.agent, load_profile(config.profile), config.programme
     )  # bad --schemas or case names fail before any traffic
     startup = None if evidence.log_text is None else parse_startup_log(evidence.log_text)
     out = args.out or default_out("golive-run")

@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from golive.checks.coverage import INCOMPLETE
 from golive.results import CheckClass, CheckResult, Decision, Outcome, RuleFired, Status
 from golive.verdict.scope import (
     PROGRAMME,
     Scope,
-    missing_parts,
-    sections_missing,
+    programme_incomplete,
+    section_only,
     skipped_by_config,
 )
 
@@ -32,6 +33,7 @@ _CLASSIFIED = (
     "engine-stalled",
     "first-step-failure",
     "failure-continues",
+    INCOMPLETE,  # a part left out: the programme-incomplete rule names it
 )
 
 # Findings no capacity fixes: a failure at the lowest load, a hung engine, a failure that
@@ -52,9 +54,10 @@ def nothing_measured(checks: Sequence[CheckResult]) -> RuleFired | None:
 
 
 def _unmeasured(check: CheckResult) -> bool:
-    """No evidence: could not measure, crashed, or skipped for a reason that is not config."""
+    """No evidence: could not measure, crashed, or skipped for a reason that is not config
+    (nor a part the programme left out: the programme-incomplete rule names those)."""
     if check.status is Status.SKIPPED:
-        return not skipped_by_config(check)
+        return not skipped_by_config(check) and _classification(check) != INCOMPLETE
     return check.status in (Status.NO_DATA, Status.ERROR)
 
 
@@ -333,34 +336,6 @@ def warned(checks: Sequence[CheckResult], waived: Collection[str] = ()) -> RuleF
         "checks passed with warnings: each is watched with an owner, deadline and rollback "
         "action (actions), or waived by name in the policy",
         tuple(hit),
-    )
-
-
-def programme_incomplete(checks: Sequence[CheckResult], scope: Scope) -> RuleFired | None:
-    if scope != PROGRAMME or not checks:
-        return None
-    missing = missing_parts(checks)
-    if not missing:
-        return None
-    return RuleFired(
-        "programme-incomplete",
-        Outcome.HOLD,
-        f"the programme is missing {'; '.join(missing)}: a go-live decision needs every part",
-        (),
-    )
-
-
-def section_only(checks: Sequence[CheckResult], scope: Scope) -> RuleFired | None:
-    missing = sections_missing(scope)
-    if not missing or not checks:
-        return None
-    ran = ", ".join(scope) if scope else "none"
-    return RuleFired(
-        "section-only",
-        Outcome.SECTION_PASSED,
-        f"sections run: {ran}; still missing before a go-live decision: {', '.join(missing)} "
-        "(golive run, or golive decide --combine over section bundles)",
-        (),
     )
 
 

@@ -21,6 +21,7 @@ from golive.config import (
     PROFILES,
     GoliveConfig,
     Profile,
+    ProgrammeConfig,
     config_digest,
     load_profile,
     parse_config,
@@ -253,8 +254,8 @@ def _setup_problems(reader: BundleReader, data: VerdictDocument, saved: Saved) -
 
 def _config(reader: BundleReader) -> GoliveConfig:
     text = reader.text(EFFECTIVE_CONFIG)
-    if text is None:
-        return GoliveConfig()
+    if text is None:  # judged with a new run's defaults (the missing file is a problem)
+        return GoliveConfig(programme=ProgrammeConfig())
     saved = yaml.safe_load(text)
     agent = saved.get("agent") if isinstance(saved, dict) else None
     if isinstance(agent, dict) and isinstance(agent.get("repeated_failures"), int):

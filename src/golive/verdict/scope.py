@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from golive.results import CheckClass, CheckResult, Status
+from golive.checks.coverage import COVERAGE, GAP_SEPARATOR, INCOMPLETE
+from golive.results import CheckClass, CheckResult, Outcome, RuleFired, Status
 
 PROGRAMME = "programme"
 SECTIONS: tuple[str, ...] = ("env", "smoke", "capacity", "cache", "agent")
@@ -44,8 +45,9 @@ def _ran(check: CheckResult) -> bool:
 
 
 def missing_parts(checks: Sequence[CheckResult]) -> list[str]:
-    """The programme's parts this list of results does not hold (empty: complete)."""
-    present = {c.id for c in checks if _ran(c)}
+    """The programme's parts this list of results does not hold (empty: complete). A
+    family's coverage check says what it left out; it is not a part that ran."""
+    present = {c.id for c in checks if _ran(c) and not c.id.endswith(COVERAGE)}
     classes = {c.check_class for c in checks if _ran(c)}
     missing = []
     if not classes & {CheckClass.ENVIRONMENT, CheckClass.STARTUP}:
@@ -72,3 +74,60 @@ def sections_missing(scope: Scope) -> list[str]:
 def skipped_by_config(check: CheckResult) -> bool:
     """Skipped because the config says the class is not used (not evidence that is missing)."""
     return check.status is Status.SKIPPED and check.measurements.get("skip_reason") == NOT_USED
+
+
+def coverage_gaps(checks: Sequence[CheckResult]) -> tuple[list[str], tuple[str, ...]]:
+    """What the families' coverage checks say was left out or run too few times, and their
+    ids (`checks/coverage.py`)."""
+    hit = [
+        c
+        for c in checks
+        if c.status is Status.SKIPPED and c.measurements.get("classification") == INCOMPLETE
+    ]
+    gaps = []
+    for c in hit:
+        named = c.measurements.get("gaps")
+        gaps += named.split(GAP_SEPARATOR) if isinstance(named, str) and named else [c.summary]
+    return gaps, tuple(c.id for c in hit)
+
+
+def programme_incomplete(checks: Sequence[CheckResult], scope: Scope) -> RuleFired | None:
+    """A programme missing a part, or whose parts left out a class or case or ran too few
+    repeats: hold. A section bundle with such a gap only names it (a programme combined from
+    it will be incomplete)."""
+    if not checks:
+        return None
+    gaps, ids = coverage_gaps(checks)
+    if scope != PROGRAMME:
+        if not gaps:
+            return None
+        return RuleFired(
+            "programme-incomplete",
+            Outcome.SECTION_PASSED,
+            f"this section leaves out {'; '.join(gaps)}: a programme combined from it is "
+            "incomplete",
+            ids,
+        )
+    missing = missing_parts(checks) + gaps
+    if not missing:
+        return None
+    return RuleFired(
+        "programme-incomplete",
+        Outcome.HOLD,
+        f"the programme is missing {'; '.join(missing)}: a go-live decision needs every part",
+        ids,
+    )
+
+
+def section_only(checks: Sequence[CheckResult], scope: Scope) -> RuleFired | None:
+    missing = sections_missing(scope)
+    if not missing or not checks:
+        return None
+    ran = ", ".join(scope) if scope else "none"
+    return RuleFired(
+        "section-only",
+        Outcome.SECTION_PASSED,
+        f"sections run: {ran}; still missing before a go-live decision: {', '.join(missing)} "
+        "(golive run, or golive decide --combine over section bundles)",
+        (),
+    )

@@ -18,7 +18,7 @@ from typing import Any
 
 from golive.bundle.layout import AGENT_FAILURES, AGENT_PLAN
 from golive.bundle.store import BundleReader
-from golive.checks.agent.cases import AgentCase, Kind
+from golive.checks.agent.cases import AgentCase, Kind, shipped_cases
 from golive.checks.agent.judge import case_to_json, judge_agent, stream_file
 from golive.checks.agent.results import no_model_result
 from golive.checks.capacity.collect import PhaseProgress, Quiet
@@ -71,6 +71,7 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
         AGENT_PLAN,
         {
             "cases": [case_to_json(c) for c in settings.cases],
+            "shipped": [c.name for c in shipped_cases()],  # what agent.coverage requires
             "repeat": settings.config.repeat,
             "temperature": settings.config.temperature,
             "repeated_failures": settings.config.repeated_failures,
@@ -80,7 +81,9 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
             "retry_scrapes": scrapes,
         },
     )
-    judged = judge_agent(BundleReader(ctx.bundle.root), ctx.profile, ctx.config.agent)
+    judged = judge_agent(
+        BundleReader(ctx.bundle.root), ctx.profile, ctx.config.agent, ctx.config.programme
+    )
     for example in judged.examples:
         ctx.bundle.append_jsonl(AGENT_FAILURES, example)
     return judged.results

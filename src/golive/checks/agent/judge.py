@@ -35,7 +35,8 @@ from golive.checks.agent.rules import (
     reasoning_fields_written,
 )
 from golive.checks.agent.select import due_criticality
-from golive.config import AgentConfig, Profile
+from golive.checks.coverage import SHIPPED_CASES, agent_coverage
+from golive.config import AgentConfig, Profile, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
 from golive.results import CheckClass, CheckResult, Status
@@ -143,9 +144,15 @@ def _parity(run: Run, twin: Run | None) -> Run:
     return dataclasses.replace(run, findings=(*run.findings, mismatch), layer=layer)
 
 
-def judge_agent(evidence: BundleReader, profile: Profile, config: AgentConfig) -> AgentJudgement:
+def judge_agent(
+    evidence: BundleReader,
+    profile: Profile,
+    config: AgentConfig,
+    programme: ProgrammeConfig | None = None,
+) -> AgentJudgement:
     """Every planned case's check, from its saved answers; how critical a case is and how
-    many failures are repeated come from the config and profile, not from the plan."""
+    many failures are repeated come from the config and profile, not from the plan. With
+    `programme` (a bundle judged on completeness), also `agent.coverage` from the runs."""
     plan = evidence.json(AGENT_PLAN)
     if not isinstance(plan, Mapping):
         return AgentJudgement([], [])
@@ -153,6 +160,7 @@ def judge_agent(evidence: BundleReader, profile: Profile, config: AgentConfig) -
     results: list[CheckResult] = []
     examples: list[dict[str, Any]] = []
     every: list[ParsedResponse] = []  # every case's answers, for the reasoning-field contract
+    repeats: dict[str, int] = {}  # each case's runs in its less-run mode
     for case in cases:
         contract = contract_of(case, profile)
         answers = _by_label(evidence.jsonl(f"requests/{stream_file(case)}.jsonl"))
@@ -174,10 +182,18 @@ def judge_agent(evidence: BundleReader, profile: Profile, config: AgentConfig) -
             )
         )
         examples += failure_examples(case, runs)
+        repeats[case.name] = min(sum(r.mode == mode for r in runs) for mode in MODES)
     client_field = plan.get("client_reasoning_field")
     if isinstance(client_field, str):
         files = tuple(f"requests/{stream_file(case)}.jsonl" for case in cases)
         results.append(_reasoning_contract(every, files, client_field))
+    if programme is not None:
+        recorded = [str(n) for n in plan.get("shipped") or () if isinstance(n, str)]
+        required = list(dict.fromkeys((*SHIPPED_CASES, *recorded)))
+        forced = profile.agent.critical_cases
+        results.append(
+            agent_coverage(programme, required, repeats, config.cases, forced, AGENT_PLAN)
+        )
     return AgentJudgement(results, examples)
 
 

@@ -15,21 +15,38 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from golive.checks.agent.cases import SYSTEM, AgentCase, named, shipped_cases
 from golive.checks.agent.rules import Expect
-from golive.config import AgentConfig, Profile
+from golive.config import AgentConfig, Profile, ProgrammeConfig
 from golive.errors import ConfigError
 
 
-def cases_for(config: AgentConfig, profile: Profile) -> tuple[AgentCase, ...]:
+def cases_for(
+    config: AgentConfig, profile: Profile, programme: ProgrammeConfig | None = None
+) -> tuple[AgentCase, ...]:
     """The shipped cases plus the user's, selected and with criticality applied (the
-    config's, and the cases the profile makes critical, which the config may not lower)."""
+    config's, and the cases the profile makes critical, which the config may not lower);
+    `programme.not_used` may name only cases there are, and none the profile makes critical."""
     forced = profile.agent.critical_cases
+    every = known_cases(config)
+    known = {c.name for c in every}
+    for unused in programme.not_used if programme is not None else ():
+        name = unused.part.removeprefix("agent.")
+        if unused.part.startswith("agent.") and name not in known:
+            raise ConfigError(
+                f"programme.not_used: {unused.part} is not an Agent case (there are: "
+                f"{', '.join(sorted(known))})"
+            )
+        if name in forced:
+            raise ConfigError(
+                f"programme.not_used: {unused.part} is critical under the {profile.name} "
+                "profile (the deployment's main Agent path): it must run; remove it"
+            )
     lowered = [n for n in config.non_critical if n in forced]
     if lowered:
         raise ConfigError(
             f"agent.non_critical: {', '.join(lowered)} is critical under the {profile.name} "
             "profile (the deployment's main Agent path); remove it from agent.non_critical"
         )
-    return select(known_cases(config), config.cases, *_criticality_lists(config, profile))
+    return select(every, config.cases, *_criticality_lists(config, profile))
 
 
 def known_cases(config: AgentConfig) -> tuple[AgentCase, ...]:

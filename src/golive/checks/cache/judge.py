@@ -27,7 +27,8 @@ from golive.checks.cache.rules import (
     judge_reuse,
     rank_test,
 )
-from golive.config import Profile
+from golive.checks.coverage import cache_coverage
+from golive.config import Profile, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import Snapshot, parse_metrics
 from golive.results import CheckResult, Status
@@ -35,7 +36,11 @@ from golive.results import CheckResult, Status
 USER_TURN_TOKENS = 24  # the part of a cold prompt that is not shared with the warm ones
 
 
-def judge_cache(evidence: BundleReader, profile: Profile) -> list[CheckResult]:
+def judge_cache(
+    evidence: BundleReader, profile: Profile, programme: ProgrammeConfig | None = None
+) -> list[CheckResult]:
+    """The cache checks; with `programme` (a bundle judged on completeness) also
+    `cache.coverage`, from the warm steps the records hold."""
     protocol = evidence.json(CACHE_PROTOCOL)
     if not isinstance(protocol, Mapping):
         return [
@@ -77,7 +82,11 @@ def judge_cache(evidence: BundleReader, profile: Profile) -> list[CheckResult]:
                 ("cache.retention", False),
             )
         ]
-    return cache_from_steps(evidence, profile, protocol, rows)
+    results = cache_from_steps(evidence, profile, protocol, rows)
+    if programme is not None:
+        warm = sum(1 for row in rows if str(row.get("step", "")).startswith("warm-"))
+        results.append(cache_coverage(warm, CACHE_STEPS))
+    return results
 
 
 def cache_from_steps(

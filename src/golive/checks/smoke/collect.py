@@ -14,6 +14,7 @@ from golive.bundle.layout import SMOKE_DELTA, SMOKE_PLAN, SMOKE_REQUESTS
 from golive.bundle.store import BundleReader
 from golive.checks.context import CheckContext, Scrape, ServedModel, scrape
 from golive.checks.smoke.judge import TEXT_CHECKS, judge_smoke, saved_models
+from golive.checks.smoke.request_classes_judge import judge_smoke_coverage
 from golive.results import CheckResult
 
 
@@ -44,7 +45,7 @@ async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
         from golive.checks.smoke.request_classes import run_classes
 
         results += await run_classes(ctx, model, max_len)
-    return results
+    return results + judge_smoke_coverage(BundleReader(ctx.bundle.root), ctx.config)
 
 
 def _served_model(ctx: CheckContext) -> str | None:

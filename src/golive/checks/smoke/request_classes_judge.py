@@ -12,8 +12,10 @@ from typing import Any
 
 import jsonschema
 
+from golive.bundle.layout import SMOKE_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.context import transport_problem
+from golive.checks.coverage import smoke_coverage
 from golive.checks.smoke.judge import saved_models
 from golive.checks.smoke.request_classes_rules import (
     answer_text,
@@ -214,3 +216,13 @@ def shared_prompt_result(repeats: Sequence[Pair]) -> CheckResult:
         prompts.append((parsed.usage or {}).get("prompt_tokens"))
         answers.append(answer_text(parsed))
     return judge_shared_prompt(prompts, cached, answers)
+
+
+def judge_smoke_coverage(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:
+    """`smoke.coverage` of a smoke section that ran (its plan is here), for a bundle judged on
+    completeness: the classes' record stream is the proof they ran."""
+    if config.programme is None or evidence.json(SMOKE_PLAN) is None:
+        return []
+    stream = f"requests/{FILE}.jsonl"
+    ran = bool(evidence.jsonl(stream))
+    return [smoke_coverage(config.programme, ran, config.smoke.classes, stream)]

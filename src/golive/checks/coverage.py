@@ -1,0 +1,168 @@
+"""Programme completeness (checklist: a go-live decision needs every request class and every
+Agent case the profile lists, each repeated enough to mean something).
+
+Each family that can be cut short says what its evidence covers, in one `<family>.coverage`
+check: `smoke.coverage` (the request classes ran), `agent.coverage` (every shipped case ran,
+each at least `MIN_AGENT_REPEAT` times streamed and plain), `cache.coverage` (at least
+`MIN_WARM_REPEATS` warm requests). A part the application does not use may be left out where
+the config says so with an owner (`programme.not_used`). Counted from the bundle's records,
+never from the config's word, so an edited plan or config cannot make a short run complete.
+A gap is a critical `fail` classified `programme-incomplete`: the decision's rule of that name
+holds a programme on it (a section bundle only names it). A bundle sealed before the rule (no
+`programme` in its effective config) is not judged on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from golive.config import ProgrammeConfig, UnusedPart
+from golive.results import CheckClass, CheckResult, Status
+
+INCOMPLETE = "programme-incomplete"  # the classification of a coverage gap
+LEFT_OUT = "left-out"  # its skip_reason: a part of the programme that did not run
+MIN_AGENT_REPEAT = 3  # agent.repeat of a programme decision (runs per case and mode)
+MIN_WARM_REPEATS = 2  # cache.warm_repeats of a programme decision
+COVERAGE = ".coverage"
+SMOKE = "smoke" + COVERAGE
+AGENT = "agent" + COVERAGE
+CACHE = "cache" + COVERAGE
+CLASSES_PART = "smoke.classes"
+GAP_SEPARATOR = " | "  # between the gaps in a coverage check's `gaps` measurement
+# The Agent cases golive shipped when the rule came: required of every bundle judged on it,
+# whatever list a plan carries (a plan also records the cases shipped when it ran, which a
+# later golive may have added to). A case removed from the shipped set must leave here too.
+SHIPPED_CASES = (
+    "one_arg.required",
+    "one_arg.named",
+    "one_arg.auto",
+    "nested.required",
+    "tool_result",
+    "no_call",
+    "incomplete_args",
+    "invalid_args",
+    "structured",
+    "guided_json",
+    "retry",
+    "multi_turn",
+)
+
+
+def declared_unused(programme: ProgrammeConfig, part: str) -> UnusedPart | None:
+    """The config's word that the application does not use `part` (with its owner)."""
+    return next((u for u in programme.not_used if u.part == part), None)
+
+
+def coverage_result(
+    check_id: str,
+    check_class: CheckClass,
+    gaps: Sequence[str],
+    covered: str,
+    unused: Sequence[UnusedPart] = (),
+    evidence: tuple[str, ...] = (),
+) -> CheckResult:
+    """Pass when nothing is missing (naming what the config says is not used, and who said
+    so); otherwise critical and `skipped` (a part of the programme did not run, which only
+    the programme-incomplete rule judges), naming each gap and how to close it."""
+    said = "".join(f"; {u.part} not used ({u.owner}: {u.reason})" for u in unused)
+    measurements: dict[str, str | None] = {"not_used": said.removeprefix("; ") or None}
+    if not gaps:
+        return CheckResult(
+            check_id, check_class, True, Status.PASS, covered + said, measurements, evidence
+        )
+    measurements.update(
+        classification=INCOMPLETE, skip_reason=LEFT_OUT, gaps=GAP_SEPARATOR.join(gaps)
+    )
+    return CheckResult(
+        check_id,
+        check_class,
+        True,
+        Status.SKIPPED,
+        "; ".join(gaps) + said + ". A go-live decision needs the whole programme: run it, or "
+        "list what the application does not use under programme.not_used with an owner",
+        measurements,
+        evidence,
+    )
+
+
+def smoke_coverage(
+    programme: ProgrammeConfig, classes_ran: bool, configured: bool, evidence: str
+) -> CheckResult:
+    """`smoke.coverage`: the post-start request classes ran (their record stream is here), or
+    the config says the application does not use them (and did not also ask for them: a
+    config that ran the classes and a bundle without their records lost evidence)."""
+    unused = declared_unused(programme, CLASSES_PART)
+    gaps = []
+    if not classes_ran and configured:
+        gaps.append(
+            f"the request classes were to run (smoke.classes: true) but {evidence} is not in "
+            "the bundle"
+        )
+    elif not classes_ran and unused is None:
+        gaps.append("the request classes did not run (smoke.classes: false)")
+    covered = "the request classes ran" if classes_ran else "the request classes did not run"
+    return coverage_result(
+        SMOKE,
+        CheckClass.SMOKE,
+        gaps,
+        covered,
+        () if classes_ran or unused is None else (unused,),
+        (evidence,) if classes_ran else (),
+    )
+
+
+def agent_coverage(
+    programme: ProgrammeConfig,
+    required: Sequence[str],
+    repeats: Mapping[str, int],
+    selected: Sequence[str] | None,
+    critical: Sequence[str],
+    evidence: str,
+) -> CheckResult:
+    """`agent.coverage`: every `required` case ran (`repeats`: each planned case's runs in
+    its less-run mode, streamed or plain), each at least `MIN_AGENT_REPEAT` times. A case
+    left out needs the config's word that the application does not use it, and one the
+    config selected (`agent.cases`; None: all) or the profile makes critical (the
+    deployment's main path) cannot be left out at all."""
+    gaps: list[str] = []
+    unused: list[UnusedPart] = []
+    left_out: list[str] = []
+    for name in required:
+        if name in repeats:
+            continue
+        said = declared_unused(programme, f"agent.{name}")
+        if said is None:
+            left_out.append(name)
+        elif name in critical:
+            gaps.append(f"agent.{name} is critical under the profile: it cannot be declared unused")
+        elif selected is None or name in selected:
+            gaps.append(f"agent.{name} was selected (agent.cases) but its run is not in the plan")
+        else:
+            unused.append(said)
+    if left_out:
+        gaps.append(f"Agent cases left out (agent.cases): {', '.join(left_out)}")
+    short = {name: n for name, n in repeats.items() if n < MIN_AGENT_REPEAT}
+    if short:
+        each = ", ".join(f"{name} {n}" for name, n in sorted(short.items()))
+        gaps.append(
+            f"Agent cases run fewer than the {MIN_AGENT_REPEAT} times per mode a programme "
+            f"decision needs (agent.repeat; a demo may run fewer, then its verdict is hold): "
+            f"{each}"
+        )
+    if not repeats:
+        gaps.append("no Agent case ran")
+    least = min(repeats.values(), default=0)
+    covered = f"{len(repeats)} Agent case(s) ran, each at least {least} time(s) per mode"
+    return coverage_result(AGENT, CheckClass.AGENT, gaps, covered, unused, (evidence,))
+
+
+def cache_coverage(warm: int, evidence: str) -> CheckResult:
+    """`cache.coverage`: the prefix-cache proof sent at least `MIN_WARM_REPEATS` warm requests."""
+    gaps = []
+    if warm < MIN_WARM_REPEATS:
+        gaps.append(
+            f"{warm} warm request(s) in the prefix-cache proof, fewer than the "
+            f"{MIN_WARM_REPEATS} a programme decision needs (cache.warm_repeats)"
+        )
+    covered = f"{warm} warm requests in the prefix-cache proof"
+    return coverage_result(CACHE, CheckClass.CACHE, gaps, covered, (), (evidence,))

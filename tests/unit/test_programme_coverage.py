@@ -1,0 +1,188 @@
+"""Programme completeness (issue 29 §2): every request class and Agent case the profile lists,
+each repeated enough (agent.repeat >= 3, cache.warm_repeats >= 2), or the config's word, with
+an owner, that the application does not use it. Anything less is `programme-incomplete`."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from golive.checks.agent.select import cases_for
+from golive.checks.coverage import (
+    MIN_AGENT_REPEAT,
+    MIN_WARM_REPEATS,
+    agent_coverage,
+    cache_coverage,
+    smoke_coverage,
+)
+from golive.config import ProgrammeConfig, UnusedPart, load_config, load_profile
+from golive.errors import ConfigError
+from golive.results import CheckClass, CheckResult, Outcome, Status
+from golive.verdict.decide import decide
+from golive.verdict.scope import PROGRAMME
+
+SHIPPED = ("one_arg.required", "one_arg.auto", "structured")
+FULL = dict.fromkeys(SHIPPED, MIN_AGENT_REPEAT)  # runs per case in its less-run mode
+OWNED = UnusedPart(part="agent.one_arg.auto", owner="agent team", reason="no auto tool choice")
+
+
+def _programme(*unused: UnusedPart) -> ProgrammeConfig:
+    return ProgrammeConfig(not_used=unused)
+
+
+@pytest.mark.parametrize(
+    ("runs", "unused", "critical", "gaps"),
+    [
+        (FULL, (), (), []),
+        # a one-case agent.cases: the others are left out
+        ({"one_arg.required": 3}, (), (), ["left out (agent.cases): one_arg.auto, structured"]),
+        # agent.repeat 1, or every plain answer of a case gone: fewer than 3 in a mode
+        ({**FULL, "structured": 1}, (), (), ["fewer than the 3 times", "structured 1"]),
+        ({**FULL, "structured": 0}, (), (), ["structured 0"]),
+        # the application does not use auto tool choice, and says who decided so
+        ({"one_arg.required": 3, "structured": 3}, (OWNED,), (), []),
+        # ... but the profile makes it the main path: it must run
+        ({"one_arg.required": 3, "structured": 3}, (OWNED,), ("one_arg.auto",), ["critical"]),
+        # every case declared unused: no Agent contract at all
+        ({}, (), (), ["no Agent case ran"]),
+    ],
+    ids=[
+        "complete",
+        "one-case",
+        "repeat-1",
+        "one-mode",
+        "declared-unused",
+        "critical-declared",
+        "none",
+    ],
+)
+def test_agent_coverage(
+    runs: dict[str, int],
+    unused: tuple[UnusedPart, ...],
+    critical: tuple[str, ...],
+    gaps: list[str],
+) -> None:
+    """Each gap is critical and skipped (left out) naming the case and how to close it; a
+    declared-unused case passes naming its owner."""
+    selected = tuple(runs)  # agent.cases as the config gave them
+    result = agent_coverage(_programme(*unused), SHIPPED, runs, selected, critical, "plan")
+    if not gaps:
+        assert result.status is Status.PASS, result.summary
+        if unused:
+            assert "not used (agent team: no auto tool choice)" in result.summary
+        return
+    assert result.status is Status.SKIPPED
+    assert result.critical
+    assert result.measurements["classification"] == "programme-incomplete"
+    assert result.measurements["skip_reason"] == "left-out"
+    for gap in gaps:
+        assert gap in result.summary, result.summary
+    assert "programme.not_used" in result.summary
+
+
+def test_smoke_and_cache_coverage() -> None:
+    """Classes that did not run are a gap unless declared unused with an owner; fewer than two
+    warm requests are a gap."""
+    assert smoke_coverage(_programme(), True, True, "s").status is Status.PASS
+    missing = smoke_coverage(_programme(), False, False, "s")
+    assert missing.status is Status.SKIPPED
+    assert "smoke.classes: false" in missing.summary
+    batch = UnusedPart(part="smoke.classes", owner="api team", reason="single-turn batch API")
+    declared = smoke_coverage(_programme(batch), False, False, "s")
+    assert declared.status is Status.PASS
+    assert "api team" in declared.summary
+    # the config ran them, yet their records are gone: no declaration covers lost evidence
+    lost = smoke_coverage(_programme(batch), False, True, "s")
+    assert lost.status is Status.SKIPPED
+    assert "were to run" in lost.summary
+    assert cache_coverage(MIN_WARM_REPEATS, "c").status is Status.PASS
+    short = cache_coverage(MIN_WARM_REPEATS - 1, "c")
+    assert short.status is Status.SKIPPED
+    assert "cache.warm_repeats" in short.summary
+
+
+def _passing(check_id: str, check_class: CheckClass) -> CheckResult:
+    return CheckResult(check_id, check_class, True, Status.PASS, "ok", {}, ())
+
+
+PARTS = [
+    _passing("environment.vllm_version", CheckClass.ENVIRONMENT),
+    _passing("smoke.text", CheckClass.SMOKE),
+    *(
+        _passing(p, CheckClass.CAPACITY)
+        for p in (
+            "capacity.model_load",
+            "capacity.long_input",
+            "capacity.concurrency",
+            "capacity.sustained",
+        )
+    ),
+    _passing("cache.prefix_reuse", CheckClass.CACHE),
+    _passing("agent.one_arg.required", CheckClass.AGENT),
+]
+
+
+def test_a_gap_holds_a_programme_and_is_named_in_a_section() -> None:
+    """Every check passed but agent.repeat was 1: hold (programme-incomplete, naming it), not
+    missing evidence or a critical failure (a policy cannot waive or lower it); the same
+    agent section alone is section-passed and says what a programme combined from it will
+    lack. A coverage check alone is not an Agent section that ran."""
+    short = agent_coverage(
+        _programme(), ("one_arg.required",), {"one_arg.required": 1}, None, (), "p"
+    )
+    assert decide(PARTS).outcome is Outcome.GO_LIVE
+    decision = decide([*PARTS, short])
+    assert decision.outcome is Outcome.HOLD
+    (rule,) = decision.rules_fired
+    assert rule.rule == "programme-incomplete"
+    assert rule.check_ids == ("agent.coverage",)
+    assert "fewer than the 3 times" in rule.reason
+    section = decide([PARTS[-1], short], ("agent",))
+    assert section.outcome is Outcome.SECTION_PASSED
+    assert "programme-incomplete" in [r.rule for r in section.rules_fired]
+    assert decide([*PARTS, short], PROGRAMME, {"agent.coverage": "waived"}).outcome is Outcome.HOLD
+    passed = agent_coverage(_programme(), (), {}, (), (), "p")
+    without_cases = [*PARTS[:-1], dataclasses.replace(passed, status=Status.PASS)]
+    (alone,) = decide(without_cases).rules_fired
+    assert "agent (the Agent contract)" in alone.reason
+
+
+def test_config_programme_section(tmp_path: Path) -> None:
+    """A new run is always judged on completeness; `programme: null` and a declaration without
+    an owner are refused, naming the key."""
+    assert load_config(None).programme == ProgrammeConfig()
+    empty = tmp_path / "golive.yaml"
+    empty.write_text("programme:\n")
+    with pytest.raises(ConfigError, match="programme is empty"):
+        load_config(empty)
+    with pytest.raises(ConfigError, match="owner"):
+        load_config(None, {"programme.not_used": [{"part": "smoke.classes", "reason": "x"}]})
+    with pytest.raises(ConfigError, match="part"):
+        load_config(None, {"programme.not_used": [{"part": "cache", "owner": "a", "reason": "b"}]})
+
+
+def test_not_used_names_real_cases_and_never_the_profiles_main_path() -> None:
+    """An unknown case name is refused before any traffic, and so is declaring kimi-k3's
+    critical tool_choice=auto case unused."""
+    config = load_config(None)
+    typo = _programme(UnusedPart(part="agent.one_arg.atuo", owner="a", reason="b"))
+    with pytest.raises(ConfigError, match=r"agent\.one_arg\.atuo is not an Agent case"):
+        cases_for(config.agent, load_profile("generic"), typo)
+    k3 = load_profile("kimi-k3")
+    main_path = _programme(
+        UnusedPart(part=f"agent.{k3.agent.critical_cases[0]}", owner="a", reason="b")
+    )
+    with pytest.raises(ConfigError, match="critical under the kimi-k3 profile"):
+        cases_for(config.agent, k3, main_path)
+    assert cases_for(config.agent, load_profile("generic"), _programme(OWNED))
+
+
+def test_the_cases_required_are_shipped() -> None:
+    """The literal list of cases every bundle must run is golive's shipped set (a case
+    removed from the shipped set must leave the list, or every run would hold)."""
+    from golive.checks.agent.cases import shipped_cases
+    from golive.checks.coverage import SHIPPED_CASES
+
+    assert set(SHIPPED_CASES) <= {c.name for c in shipped_cases()}
