@@ -22,6 +22,31 @@ from golive.yaml_input import parse_yaml, read_yaml, validated
 PROFILES = ("generic", "kimi-k3")
 
 
+# how API keys and tokens begin (a dash is never in a name anyway); case-sensitive, so a
+# variable such as SK_TOKEN stays a name
+_KEY_PREFIXES = ("sk_", "pk_", "rk_", "hf_", "ghp_", "gho_", "github_pat_", "xoxb")
+
+
+def is_env_name(value: str) -> bool:
+    """An environment variable's name, not a key pasted in its place (an API key's prefix, a
+    dash, or more than 64 characters)."""
+    return (
+        0 < len(value) <= 64
+        and value.replace("_", "").isalnum()
+        and value.isascii()
+        and not value[0].isdigit()
+        and not (value.startswith(_KEY_PREFIXES) and len(value) >= 24)
+    )
+
+
+def shown_env_name(value: str) -> str:
+    """The variable's name as an error may print it: a conventional name (upper case,
+    digits, _) as given; anything else, which may be a key that passed for a name (a
+    lower-case or mixed-case token), never."""
+    conventional = value.isascii() and value.replace("_", "").isalnum() and value.isupper()
+    return value if conventional and len(value) <= 48 else "the variable given (not shown)"
+
+
 class StrictModel(BaseModel):
     """Frozen, and rejects unknown keys (a typo must not silently relax a gate)."""
 
@@ -53,9 +78,10 @@ class TargetConfig(StrictModel):
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
-        if value is not None and not value.replace("_", "").isalnum():
+        if value is not None and not is_env_name(value):
             raise ValueError(
-                "give the NAME of an environment variable (letters, digits, _), never the key"
+                "give the NAME of an environment variable (letters, digits, _; at most 64), "
+                "never the key; the value given is not shown"
             )
         return value
 
@@ -122,10 +148,19 @@ class CapacityConfig(StrictModel):
         None, ge=16, description="intended max input; default max_model_len"
     )
     duration_s: float = Field(
-        60.0,
+        600.0,
         gt=0,
         description="sustained phase length; lengthened (at most 2x) where the ramp's rate at "
         "that level gives fewer than the 30 answers (+25%) a drift is judged on",
+    )
+    min_sustained_s: float = Field(
+        600.0,
+        ge=0,
+        description="the shortest sustained window a decision is made on (long enough to "
+        "expose memory growth and queue behaviour); shorter is no_data saying how long to run",
+    )
+    min_sustained_completions: int = Field(
+        30, ge=1, description="the fewest answers a sustained window is judged on; fewer: no_data"
     )
     step_duration_s: float = Field(20.0, gt=0, description="length of each ramp step")
     knee_repeats: int = Field(
@@ -282,6 +317,11 @@ class CacheConfig(StrictModel):
     )
     warm_repeats: int = Field(5, ge=1, le=100, description="warm requests")
     cold_samples: int = Field(3, ge=1, le=100, description="cold requests for the TTFT test")
+    warm_must_be_faster: bool = Field(
+        True,
+        description="reuse the counters prove but warm requests no faster (median TTFT) than "
+        "the cold ones is a warn on cache.prefix_reuse",
+    )
 
 
 class WatchConfig(StrictModel):

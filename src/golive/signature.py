@@ -5,12 +5,13 @@ signature on an intact bundle that re-derives, then re-sealing and registering i
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from golive.bundle.layout import MANIFEST, PROFILE, REPORT_HTML, SIGNOFF_JSON, SIGNOFF_MD
-from golive.bundle.signing import load_private_key
+from golive.bundle.signing import SIGNATURE, load_private_key
 from golive.bundle.signoff import (
     build_signoff,
     bundle_files,
@@ -111,11 +112,46 @@ def sign_bundle(
     # a better outcome than the verdict's, or checks on the bundle's word: the registry keeps
     # it "accepted with override", never the default rollback target
     signature["override"] = overridden(signature)
-    bundle = Bundle(root)
-    write_signoff(bundle, document, signature)
-    bundle.seal(key)
-    registered = register(root, signature, registry_dir(registry))
+    registry_path = registry_dir(registry)
+    if outcome.value in ACCEPTED:
+        writable_registry(registry_path)  # before the bundle is touched: signing is atomic
+    kept = {rel: _bytes(root / rel) for rel in SIGNED_FILES}
+    try:
+        bundle = Bundle(root)
+        write_signoff(bundle, document, signature)
+        bundle.seal(key)
+        registered = register(root, signature, registry_path)
+    except BaseException:
+        for rel, content in kept.items():  # the bundle as it was: a retry may sign it
+            (root / f".{rel}.tmp").unlink(missing_ok=True)
+            if content is None:
+                (root / rel).unlink(missing_ok=True)
+            else:
+                (root / rel).write_bytes(content)
+        raise
     return {**signature, "registered": None if registered is None else str(registered)}
+
+
+# what signing writes: restored as they were when signing cannot finish
+SIGNED_FILES = (SIGNOFF_JSON, SIGNOFF_MD, REPORT_HTML, MANIFEST, SIGNATURE)
+
+
+def _bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() else None
+
+
+def writable_registry(registry: Path) -> None:
+    """The rollback registry can take an entry, or a named error before anything is signed."""
+    probe = registry / f".golive-write-check-{os.getpid()}"
+    try:
+        registry.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write to the registry {registry} ({exc.strerror or exc}): nothing was "
+            "signed; give a writable --registry (or GOLIVE_REGISTRY)"
+        ) from exc
 
 
 def check_signable(

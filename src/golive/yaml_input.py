@@ -39,6 +39,10 @@ def parse_yaml(text: str, source: str) -> dict[str, Any]:
     return data
 
 
+# fields whose wrong value may be a secret pasted in the wrong place: never echoed in an error
+SECRET_FIELDS = ("api_key_env",)
+
+
 def validated(model: type[M], data: Mapping[str, Any], source: str) -> M:
     try:
         return model.model_validate(data)
@@ -54,7 +58,9 @@ def explain(exc: ValidationError, model: type[BaseModel], source: str) -> str:
             allowed = allowed_keys(model, error["loc"][:-1])
             fix = f"unknown key; remove it or use one of: {', '.join(allowed)}"
         else:
-            fix = f"{error['msg']} (got {error.get('input')!r})"
+            fix = error["msg"]
+            if not str(where).endswith(SECRET_FIELDS):  # a pasted key is never printed back
+                fix += f" (got {error.get('input')!r})"
         lines.append(f"  {where}: {fix}")
     return "\n".join(lines)
 

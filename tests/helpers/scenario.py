@@ -25,6 +25,10 @@ capacity:
   long_max_tokens: 4
   step_duration_s: 6
   duration_s: 30  # ~30 completions even at concurrency 1: the fewest a drift may be judged on
+  # windows of seconds, judged as before the decision floor (tested on its own: 10 minutes and
+  # 30 answers by default)
+  min_sustained_s: 0
+  min_sustained_completions: 1
   answer_probes: false  # the demo proves them on this engine
 agent:
   repeat: 1
@@ -50,6 +54,12 @@ SHORT_LOAD = ("--concurrency", "2", "--step-duration", "4", "--duration", "10")
 
 
 # Small, production-shaped capacity requests: the CPU target decodes ~5 tokens/s on one core.
+# Test windows last seconds: judged without the decision floor (10 minutes, 30 answers by
+# default), which has tests of its own.
+NO_FLOOR: dict[str, Any] = {"capacity.min_sustained_s": 0, "capacity.min_sustained_completions": 1}
+NO_FLOOR_ARGS = ("--min-sustained", "0", "--min-completions", "1")
+
+
 SMALL_REQUESTS = {
     "capacity.system_prompt_words": 40,
     "capacity.tools": 1,
@@ -57,6 +67,7 @@ SMALL_REQUESTS = {
     "capacity.long_share": 0.0,
     "capacity.max_tokens": 6,
     "capacity.long_max_tokens": 4,
+    **NO_FLOOR,
 }
 
 

@@ -64,9 +64,13 @@ def golden_config(settings: Mapping[str, Any] | None = None) -> GoliveConfig:
     # the demo was sealed before agent.max_bounded_failure_share, and judged without it: the
     # bundles here stand for a team that accepts the bundled model's tool_choice=auto defect
     # as bounded (they must be signable); tests of the share set it themselves
-    config = load_config(
-        GOLDEN / EFFECTIVE_CONFIG, {"agent.max_bounded_failure_share": 1.0, **(settings or {})}
-    )
+    # ... and before the sustained window's decision floor (it held 50 s): judged as then
+    before = {
+        "agent.max_bounded_failure_share": 1.0,
+        "capacity.min_sustained_s": 0,
+        "capacity.min_sustained_completions": 1,
+    }
+    config = load_config(GOLDEN / EFFECTIVE_CONFIG, {**before, **(settings or {})})
     # sealed before the completeness rule too (its Agent cases ran once each): judged as such,
     # unless the settings name a `programme` section (then judged on it as a new run is)
     target = config.target.model_copy(update={"url": None})

@@ -17,8 +17,10 @@ from golive.pipeline import judge
 from golive.results import CheckResult, Outcome
 from golive.verdict.rederive import rederive
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.scenario import NO_FLOOR
 
 SHORT = {
+    **NO_FLOOR,
     "capacity.concurrency": 4,
     "capacity.step_duration_s": 1.5,
     "capacity.calibration_s": 1.5,

@@ -25,12 +25,14 @@ from golive.config import load_config
 from golive.pipeline import judge
 from golive.results import CheckResult
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.scenario import NO_FLOOR
 
 # Short load windows on a target that never answers a load request.
 PHASE_S = 2.0
 DRAIN_S = 0.5
 GRACE_S = 1.0 + 0.5  # the watchdog's abort grace, plus scheduling slack
 CAPACITY = {
+    **NO_FLOOR,
     "capacity.concurrency": 3,
     "capacity.step_duration_s": PHASE_S,
     "capacity.calibration_s": PHASE_S,
@@ -139,7 +141,8 @@ async def test_signal_stops_the_load_within_a_second_and_seals_a_hold(
 ) -> None:
     """SIGINT or SIGTERM to golive's process group (Ctrl-C in a terminal) during a load stops
     every request within a second and seals a partial bundle that holds, with every sent
-    request recorded; with --workers the workers' requests too, recorded by the workers."""
+    request recorded; with --workers the workers' requests too, recorded by the workers.
+    golive exits as an interrupted command does (128 + the signal), the outcome inside."""
     state = FakeState(fault="hang_tools")
     out = tmp_path / "b"
     async with fake_vllm(state) as url:
@@ -156,7 +159,7 @@ async def test_signal_stops_the_load_within_a_second_and_seals_a_hold(
                 proc.kill()
                 await proc.wait()
     assert stopped_s < 1.0, f"load still open {stopped_s:.2f} s after {sig.name}"
-    assert proc.returncode == 11, stderr.decode()
+    assert proc.returncode == 128 + sig.value, stderr.decode()  # as shells expect (130, 143)
     verdict = json.loads((out / "verdict.json").read_text())
     assert verdict["outcome"] == "hold"
     assert verdict["rules_fired"][0]["rule"] == "interrupted"

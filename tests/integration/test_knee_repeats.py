@@ -19,8 +19,10 @@ from golive.config import load_config
 from golive.pipeline import judge
 from golive.results import CheckResult
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.scenario import NO_FLOOR
 
 SHORT = {
+    **NO_FLOOR,
     "capacity.concurrency": 8,
     "capacity.step_duration_s": 3.0,  # ~200 answers a window: enough for repeats to count
     "capacity.calibration_s": 1.0,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -340,3 +341,44 @@ async def test_an_accepted_deployment_a_rollback_cannot_reach_is_not_signed(
     assert (out / "signoff.json").read_bytes() == before
     assert not registry.exists()
     assert verify(out).ok
+
+
+async def test_an_unwritable_registry_signs_nothing_and_a_retry_succeeds(tmp_path: Path) -> None:
+    """Issue 30 §5: `--registry` that cannot be written (a file stands there) refuses before
+    the bundle is touched — exit 2, the manifest and signoff as they were — so the retry with
+    a writable registry signs and registers it (it was once signed then refused for good)."""
+    out = await programme_bundle(tmp_path / "b", pinned_image)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the registry would go\n")
+    argv = ["signoff", str(out), "--reviewer", "Ana Ops", "--outcome", "observe-with-limits"]
+    assert await _cli(*argv, "--registry", str(blocked / "registry")) == EXIT_USAGE
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert verify(out).ok
+    assert await _cli(*argv, "--registry", str(tmp_path / "registry")) == 0
+    assert _json(out / "signoff.json")["signature"]["reviewer"] == "Ana Ops"
+    assert len(list((tmp_path / "registry").glob("*.json"))) == 1
+
+
+async def test_a_disk_full_during_signing_leaves_the_bundle_signable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills while signoff.json is written (its rename fails): the bundle is left as
+    it was, with no temp file beside it, so it still verifies and the retry signs it."""
+    out = await programme_bundle(tmp_path / "b", pinned_image)
+    real = os.replace
+
+    def full(src: Any, dst: Any) -> None:
+        if str(dst).endswith("signoff.json"):
+            raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr("golive.bundle.store.os.replace", full)
+    argv = ["signoff", str(out), "--reviewer", "Ana Ops", "--outcome", "observe-with-limits"]
+    registry = ["--registry", str(tmp_path / "registry")]
+    assert await _cli(*argv, *registry) != 0
+    assert verify(out).ok
+    assert not list(out.glob(".*.tmp"))
+    monkeypatch.setattr("golive.bundle.store.os.replace", real)
+    assert await _cli(*argv, *registry) == 0
+    assert _json(out / "signoff.json")["signature"]["reviewer"] == "Ana Ops"

@@ -28,9 +28,11 @@ from golive.pipeline import client_settings, judge
 from golive.results import CheckResult
 from golive.traffic.process_load import ProcessLoad, worker_count
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.scenario import NO_FLOOR
 
 PHASE_S, DRAIN_S, GRACE_S = 2.0, 0.5, 1.5
 CAPACITY = {
+    **NO_FLOOR,
     "capacity.concurrency": 4,
     "capacity.step_duration_s": PHASE_S,
     "capacity.calibration_s": PHASE_S,

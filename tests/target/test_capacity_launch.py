@@ -19,6 +19,7 @@ from golive.evidence.sampling import process_tree
 from golive.results import Outcome
 from golive.target.install import ensure_target
 from golive.target.server import ServeOptions, free_port, serve_argv
+from tests.helpers.scenario import NO_FLOOR_ARGS
 
 
 def _server_pid(port: int) -> int | None:
@@ -97,6 +98,7 @@ async def test_launch_records_model_load_and_relaunches_after_a_death(tmp_path: 
                 "5",
                 "--duration",
                 "10",  # the CPU engine answers one request in ~2.5-3 s: a trend needs 3 or more
+                *NO_FLOOR_ARGS,
                 "--out",
                 str(out),
                 "--json",

@@ -14,7 +14,7 @@ from golive.cli.main import main
 from golive.results import Outcome
 from golive.target.server import RunningTarget
 from golive.traffic.load_split import split
-from tests.helpers.scenario import small_requests
+from tests.helpers.scenario import NO_FLOOR_ARGS, small_requests
 from tests.helpers.sustained import assert_sustained_read_the_clients
 
 
@@ -46,6 +46,7 @@ def test_capacity_from_two_worker_processes_is_one_bundle(
             "6",
             "--duration",
             "20",
+            *NO_FLOOR_ARGS,
             "--workers",
             "2",
             "--out",

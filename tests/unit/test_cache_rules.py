@@ -243,3 +243,31 @@ def test_on_the_kimi_linear_model_the_warm_up_took_the_autotune_and_the_cold_req
     assert isinstance(cold, float)
     assert cold < 1.0  # the warm-up is not a cold sample
     assert "took 87.1 s to its first token" in result.summary
+
+
+def test_reuse_that_buys_no_time_is_a_warn() -> None:
+    """Issue 29 §4: the cold/warm comparison counts. The real H200 steps (warm 0.04 s against
+    cold 0.06-0.28 s) pass; the same steps with every warm request as slow as the slowest
+    cold one reuse as much but gain nothing: a warn naming it. A bundle sealed before the rule
+    (speed not judged) passes as it did."""
+    path = DATA.parent / "vllm-gpu-0.24-kimi-linear-mini-h200x2-warmup/cache-steps.jsonl"
+    steps = {
+        s.name: s
+        for s in (CacheStep.from_json(json.loads(x)) for x in path.read_text().splitlines())
+    }
+    assert reuse_result(steps, 3849, 480, True, "t", speed=True).status is Status.PASS
+    slowest = max(s.ttft_s or 0.0 for n, s in steps.items() if n.startswith("cold-"))
+    slow = {
+        n: dataclasses.replace(s, ttft_s=slowest) if n.startswith("warm-") else s
+        for n, s in steps.items()
+    }
+    warned = reuse_result(slow, 3849, 480, True, "t", speed=True)
+    assert warned.status is Status.WARN
+    assert warned.critical
+    assert "warm requests were not faster than the cold" in warned.summary
+    assert warned.measurements["warm_not_faster"] is True
+    assert (
+        warned.measurements["warm_engine_reused_min"]
+        == (reuse_result(steps, 3849, 480, True, "t").measurements["warm_engine_reused_min"])
+    )
+    assert reuse_result(slow, 3849, 480, True, "t").status is Status.PASS

@@ -58,6 +58,7 @@ CAPACITY_KNEE_REPEATS = "metrics/capacity-knee-repeats.jsonl"  # windows again a
 CAPACITY_LADDER = "metrics/capacity-long_input.json"  # the long-input ladder's outcomes
 CAPACITY_CALIBRATION = "metrics/capacity-calibration.json"
 CAPACITY_WORKLOAD = "metrics/capacity-workload.json"  # the seed of this run's prompts
+WORKLOAD_SAMPLE = "metrics/workload-sample.jsonl"  # the user's --sample, as the load sent it
 CAPACITY_PHASES = "metrics/capacity-phases.json"
 ANSWER_PROBES_PLAN = "metrics/answer-probes.json"  # where the probes went under load
 CACHE_PROTOCOL = "metrics/cache-protocol.json"  # what the cache collector resolved and sent

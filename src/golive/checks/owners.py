@@ -129,7 +129,7 @@ EVIDENCE_JUDGES = (
         "cache",
         ("cache.",),
         CACHE_PROTOCOL,
-        lambda r, s: judge_cache(r, s.profile, s.config.programme),
+        lambda r, s: judge_cache(r, s.profile, s.config.programme, s.config.cache),
         "cache",
         always=True,
     ),

@@ -46,6 +46,8 @@ CAPACITY_FLAGS = (
     ConfigFlag("--required-concurrency", "capacity.required_concurrency", "N"),
     ConfigFlag("--max-context", "capacity.max_context", "TOKENS"),
     ConfigFlag("--duration", "capacity.duration_s", "S"),
+    ConfigFlag("--min-sustained", "capacity.min_sustained_s", "S"),
+    ConfigFlag("--min-completions", "capacity.min_sustained_completions", "N"),
     ConfigFlag("--step-duration", "capacity.step_duration_s", "S"),
     ConfigFlag("--restart-wait", "capacity.restart_wait_s", "S"),
 )

@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import signal
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from golive.errors import ConfigError
@@ -44,15 +46,39 @@ def default_out(prefix: str) -> Path:
 
 
 def finish(verdict: Verdict, args: argparse.Namespace) -> int:
-    junit: Path | None = getattr(args, "junit", None)
-    if junit is not None:
-        write_junit(verdict.document, junit)
-        err.print(f"junit: {junit}")
+    """Print the verdict, then write the JUnit file (a file that cannot be written after the
+    run is named, never a traceback hiding the verdict: the bundle is sealed either way)."""
     if args.json:
         print(json.dumps(verdict.data, indent=2))
     else:
         print_table(verdict.document)
+    junit: Path | None = getattr(args, "junit", None)
+    if junit is not None:
+        try:
+            junit.parent.mkdir(parents=True, exist_ok=True)
+            write_junit(verdict.document, junit)
+            err.print(f"junit: {junit}")
+        except OSError as exc:
+            err.print(
+                f"[red]junit: {escape(str(junit))} could not be written ({exc.strerror or exc})"
+                "[/red]; `golive report` renders the sealed bundle again"
+            )
     err.print(f"bundle: {verdict.bundle}")
+    return exit_code(verdict.document)
+
+
+def exit_code(verdict: VerdictDocument) -> int:
+    """The outcome's code; after SIGINT or SIGTERM the shell's 128 + the signal (130, 143),
+    as shells and CI expect of an interrupted command (the sealed partial bundle's outcome,
+    hold, is in its verdict.json)."""
+    if verdict.interrupted is not None:
+        number = getattr(signal.Signals, verdict.interrupted.signal, None)
+        if number is not None:
+            err.print(
+                f"interrupted by {verdict.interrupted.signal}: the partial bundle is sealed "
+                f"(outcome {verdict.outcome})"
+            )
+            return 128 + int(number)
     return verdict.outcome.exit_code
 
 

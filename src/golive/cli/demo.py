@@ -48,6 +48,9 @@ DEMO_SETTINGS = {
     # the window (up to 100 s) to the 30 answers a drift is judged on (25 s gave 9-15, and a
     # +20% drift over 15 answers made the demo's verdict hold)
     "capacity.duration_s": 50,
+    # a demo's window: shorter than the 10 minutes a decision needs (its verdict holds anyway)
+    "capacity.min_sustained_s": 50,
+    "capacity.min_sustained_completions": 10,
     "cache.prefix_tokens": 640,
     "cache.warm_repeats": 3,
     "cache.cold_samples": 2,

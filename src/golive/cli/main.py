@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        prepare_outputs(args)  # before any work: never a traceback after a whole run
         return asyncio.run(_dispatch(args))
     except ConfigError as exc:
         err.print(f"[red]config error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
@@ -67,6 +69,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/yellow]: the bundle keeps what was written so far")
         return 130
+
+
+# argument → what it names: a file golive writes, or a directory it fills
+OUTPUT_FILES = ("junit", "output")
+OUTPUT_DIRECTORIES = {"report": "output"}  # `golive report -o DIR`
+
+
+def prepare_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before the command runs (exit 2, naming the flag and the path), an output path
+    that cannot be written: never a traceback after the run it came at the end of. Nothing is
+    created here; the writer makes the missing folders when it writes."""
+    for attr in OUTPUT_FILES:
+        path: Path | None = getattr(args, attr, None)
+        if path is None:
+            continue
+        is_dir = OUTPUT_DIRECTORIES.get(args.command) == attr
+        flag = "--" + attr
+        if not is_dir and path.is_dir():
+            raise ConfigError(f"{flag} {path} is a directory; give a file path")
+        folder = path if is_dir else path.parent
+        existing = next(p for p in (folder.absolute(), *folder.absolute().parents) if p.exists())
+        if not existing.is_dir():
+            raise ConfigError(f"{flag} {path}: {existing} is not a folder; give another path")
+        probe = existing / f".golive-write-check-{os.getpid()}"
+        try:
+            probe.touch()
+            probe.unlink()
+        except OSError as exc:
+            raise ConfigError(
+                f"{flag} {path}: {existing} is not writable ({exc.strerror or exc}); give "
+                "another path"
+            ) from exc
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
@@ -116,6 +150,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
 
 async def _env(args: argparse.Namespace) -> int:
     if args.action == "collect":
+        if args.output is not None:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
         if args.gpu_curve and args.output is not None:
             rows = await record_gpu_curve(args.output, args.duration)
             progress_line(f"wrote {rows} samples to {args.output}")

@@ -302,6 +302,7 @@ def write_guardrails(bundle: Path, out: Path, ttft_slo_s: float | None = None) -
     env = envelope(verdict, steps, ttft_slo_s)
     rules, left_out = guardrail_rules(verdict, snapshot, env)
     text = render(rules, left_out, str(bundle), env.disable_features)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return left_out
 

@@ -14,8 +14,9 @@ from golive.bundle.layout import (
     CHAIN,
     METRIC_REFERENCE,
 )
-from golive.bundle.store import locate
+from golive.bundle.store import BundleReader, locate
 from golive.quantiles import samples_needed
+from golive.report.workload import workload_section
 from golive.verdict.document import Limits, VerdictDocument, tested_sentence
 
 _MARK = {
@@ -35,6 +36,7 @@ def bundle_markdown(root: Path, verdict: VerdictDocument) -> str:
     text = render_markdown(
         verdict, chain, _rows(root, CAPACITY_WATCHDOG), _rows(root, CAPACITY_STEPS)
     )
+    text += workload_section(BundleReader(root))
     text += _reference_section(locate(root, METRIC_REFERENCE))
     request = locate(root, CAPACITY_REQUEST_MD)
     if request.is_file():  # the capacity request, written with an expand-capacity verdict

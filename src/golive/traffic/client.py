@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
+from golive.config import shown_env_name
 from golive.errors import ConfigError
 from golive.traffic.http1 import (
     Broken,
@@ -57,9 +58,10 @@ def read_api_key(env_name: str | None) -> str | None:
         return None
     value = os.environ.get(env_name)
     if not value:
+        name = shown_env_name(env_name)
         raise ConfigError(
-            f"--api-key-env names {env_name!r}, but that environment variable is unset or "
-            f"empty; export {env_name}=<key> before running golive"
+            f"--api-key-env names {name}, but that environment variable is unset or empty; "
+            "export it (the key as its value) before running golive"
         )
     return value
 

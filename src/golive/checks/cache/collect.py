@@ -110,7 +110,8 @@ async def run_cache(ctx: CheckContext, settings: CacheSettings) -> list[CheckRes
     """Collect the cache evidence into the bundle, then judge it from there."""
     protocol = await collect_cache(ctx, settings)
     ctx.bundle.write_json(CACHE_PROTOCOL, protocol)
-    return judge_cache(BundleReader(ctx.bundle.root), ctx.profile, ctx.config.programme)
+    reader = BundleReader(ctx.bundle.root)
+    return judge_cache(reader, ctx.profile, ctx.config.programme, ctx.config.cache)
 
 
 async def collect_cache(ctx: CheckContext, settings: CacheSettings) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from golive.checks.cache.rules import (
     rank_test,
 )
 from golive.checks.coverage import cache_coverage
-from golive.config import Profile, ProgrammeConfig
+from golive.config import CacheConfig, Profile, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import Snapshot, parse_metrics
 from golive.results import CheckResult, Status
@@ -37,10 +37,15 @@ USER_TURN_TOKENS = 24  # the part of a cold prompt that is not shared with the w
 
 
 def judge_cache(
-    evidence: BundleReader, profile: Profile, programme: ProgrammeConfig | None = None
+    evidence: BundleReader,
+    profile: Profile,
+    programme: ProgrammeConfig | None = None,
+    cache: CacheConfig | None = None,
 ) -> list[CheckResult]:
     """The cache checks; with `programme` (a bundle judged on completeness) also
-    `cache.coverage`, from the warm steps the records hold."""
+    `cache.coverage`, from the warm steps the records hold; with `cache` whose
+    `warm_must_be_faster` the bundle's effective config names (a bundle sealed before the
+    rule does not), warm requests no faster than cold ones are a warn."""
     protocol = evidence.json(CACHE_PROTOCOL)
     if not isinstance(protocol, Mapping):
         return [
@@ -82,7 +87,12 @@ def judge_cache(
                 ("cache.retention", False),
             )
         ]
-    results = cache_from_steps(evidence, profile, protocol, rows)
+    speed = (
+        cache is not None
+        and cache.warm_must_be_faster
+        and evidence.effective_has("cache", "warm_must_be_faster")
+    )
+    results = cache_from_steps(evidence, profile, protocol, rows, speed)
     if programme is not None:
         warm = sum(1 for row in rows if str(row.get("step", "")).startswith("warm-"))
         results.append(cache_coverage(warm, CACHE_STEPS))
@@ -94,9 +104,11 @@ def cache_from_steps(
     profile: Profile,
     protocol: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
+    speed: bool = False,
 ) -> list[CheckResult]:
     """The three cache checks from the protocol, the steps and the start scrape (the steps
-    already held to their scrapes and records by `judge_cache`)."""
+    already held to their scrapes and records by `judge_cache`); `speed`: a warm request that
+    reused tokens but was not faster is a warn."""
     labels = cache_labels(evidence.text(f"metrics/{START_SCRAPE}.prom"))
     logged = LoggedCache.from_json(protocol.get("startup"))
     block = block_size(labels, logged, profile.cache.block_size_hint)
@@ -114,7 +126,7 @@ def cache_from_steps(
     prompt = steps["cold-0"].prompt_tokens or int(protocol["target_tokens"])
     shared_tokens = max(0, prompt - USER_TURN_TOKENS)
     return [
-        reuse_result(steps, shared_tokens, block, enabled, str(protocol.get("calibration"))),
+        reuse_result(steps, shared_tokens, block, enabled, str(protocol.get("calibration")), speed),
         controls_result(steps, block or 16, tuple(protocol.get("controls") or ())),
         retention_result(labels, logged, block, prompt),
     ]
@@ -164,6 +176,7 @@ def reuse_result(
     block: int | None,
     enabled: bool | None,
     calibration: str,
+    speed: bool = False,
 ) -> CheckResult:
     cold = steps["cold-0"]
     warm = [s for n, s in steps.items() if n.startswith("warm-")]
@@ -216,6 +229,20 @@ def reuse_result(
             Status.WARN,
             f"{verdict.diagnosis}{timing}; the counters also moved for traffic that is not ours "
             "(a shared server): deltas are attributed with care",
+            measurements,
+        )
+    if speed and test is not None and test.warm_median >= test.cold_median:
+        # the checklist's cold/warm comparison counts: reuse that buys no time is a finding
+        measurements["warm_not_faster"] = True
+        return cache_result(
+            "cache.prefix_reuse",
+            True,
+            Status.WARN,
+            f"{verdict.diagnosis}{timing}; but the warm requests were not faster than the cold "
+            "one: the reused prefix bought no time to first token here (a prefix too short "
+            "for this engine to matter, or the time goes elsewhere: queueing, tokenization, a "
+            "gateway) — measure with the production prefix (--prefix-tokens) before relying "
+            "on the cache for latency",
             measurements,
         )
     return cache_result(

@@ -44,6 +44,7 @@ from golive.checks.capacity.rules import (
 )
 from golive.checks.capacity.windows import (
     classify_sustained,
+    short_window,
     thirds_growth,
     trend,
 )
@@ -346,6 +347,8 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         required_concurrency=config.required_concurrency,
         after_restart=restarted,
     )
+    if evidence.effective_has("capacity", "min_sustained_s"):  # sealed before: as it was
+        result = short_window(result, duration_s, stats.completed, config)
     if result.action is Action.STABLE and not stats.engine_measured:
         result = Classification(
             Action.NO_DATA,

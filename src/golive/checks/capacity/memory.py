@@ -32,11 +32,8 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
-import yaml
-
 from golive.bundle.layout import (
     CONTAINER,
-    EFFECTIVE_CONFIG,
     GPU_DEVICES,
     MEMORY_CURVE,
     STARTUP_LOG,
@@ -106,15 +103,7 @@ def needed_share(
 def judged_here(evidence: BundleReader) -> bool:
     """False for a bundle sealed before the rule: its effective config has no
     `capacity.min_memory_headroom` (a bundle without the file is judged, with defaults)."""
-    text = evidence.text(EFFECTIVE_CONFIG)
-    if text is None:
-        return True
-    try:
-        saved = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return True
-    capacity = saved.get("capacity") if isinstance(saved, dict) else None
-    return not isinstance(capacity, dict) or "min_memory_headroom" in capacity
+    return evidence.effective_has("capacity", "min_memory_headroom")
 
 
 def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:

@@ -17,6 +17,7 @@ from golive.bundle.layout import (
     CAPACITY_WORKLOAD,
     GPU_DEVICES,
     MEMORY_CURVE,
+    WORKLOAD_SAMPLE,
 )
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.answer_probes import ProbeSlots, judge_answers, probe_lanes, send_idle
@@ -88,6 +89,8 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
         ]
     run = Run(ctx, inputs, served.model, served.max_model_len)
     ctx.bundle.write_json(CAPACITY_WORKLOAD, {"seed": run.workload_seed})
+    for body in inputs.sample:  # what the windows cycle through: the report compares with it
+        ctx.bundle.append_jsonl(WORKLOAD_SAMPLE, {**body, "model": served.model})
     probes: list[Probe] = run.probes
     if inputs.target_pid is not None:
         probes.append(host_probe(inputs.target_pid))
@@ -332,13 +335,16 @@ async def repeat_knee(
     return offset
 
 
-def sustained_length(duration_s: float, measured_rps: float | None) -> float:
+def sustained_length(
+    duration_s: float, measured_rps: float | None, answers: int = MIN_DRIFT_COMPLETIONS
+) -> float:
     """The sustained window: `capacity.duration_s`, lengthened (at most 2x) to what the
-    ramp's rate at that level needs for a drift to be judged (MIN_DRIFT_COMPLETIONS answers,
-    +25%): a slow engine given too short a window measures nothing."""
+    ramp's rate at that level needs for it to be judged (`answers`, at least the
+    MIN_DRIFT_COMPLETIONS a drift needs, +25%): a slow engine given too short a window
+    measures nothing."""
     if not measured_rps:
         return duration_s
-    needed = MIN_DRIFT_COMPLETIONS * 1.25 / measured_rps
+    needed = max(answers, MIN_DRIFT_COMPLETIONS) * 1.25 / measured_rps
     return round(min(max(duration_s, needed), 2 * duration_s), 1)
 
 
@@ -355,7 +361,7 @@ async def sustained(run: Run) -> CheckResult:
     lanes = probe_lanes(level) if run.probes_at_idle else 0
     # the workload's answers come from the slots the probes leave it
     workload_rps = measured * (level - lanes) / level if measured else None
-    duration_s = sustained_length(config.duration_s, workload_rps)
+    duration_s = sustained_length(config.duration_s, workload_rps, config.min_sustained_completions)
     run.inputs.progress.phase("sustained", duration_s)
     cap = window_cap(run, level, duration_s, rate)
     probes = None

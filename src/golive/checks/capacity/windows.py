@@ -19,6 +19,7 @@ from golive.checks.capacity.rules import (
     first_step_failed,
     saturation,
 )
+from golive.config import CapacityConfig
 
 MIN_SUSTAINED_COMPLETIONS = 3  # a latency trend needs at least three points
 # ... and a drift sets a limit only over ten completions a third: on the CPU target, 10 s
@@ -366,4 +367,35 @@ def _not_sustained(
         f"{reason}{quoted}: concurrency {concurrency} did not hold for the sustained window; "
         f"cap traffic at {lower} until the failure is explained",
         ceiling=lower,
+    )
+
+
+def short_window(
+    result: Classification,
+    duration_s: float,
+    completed: int,
+    config: CapacityConfig,
+) -> Classification:
+    """A window that found nothing wrong (or only a drift) but was shorter, or answered
+    fewer, than a decision needs (`capacity.min_sustained_s`, `min_sustained_completions`)
+    is no_data saying how long to run; a failure it found stands."""
+    if result.action not in (Action.STABLE, Action.LIMIT_TRAFFIC):
+        return result
+    short = []
+    if duration_s < config.min_sustained_s * 0.98:  # a window's own rounding is not short
+        short.append(
+            f"ran {duration_s:.0f} s, shorter than the {config.min_sustained_s:.0f} s a decision "
+            "needs to expose memory growth and queue behaviour (capacity.min_sustained_s): run "
+            f"with --duration {config.min_sustained_s:.0f}"
+        )
+    if completed < config.min_sustained_completions:
+        short.append(
+            f"had {completed} answers, fewer than the {config.min_sustained_completions} it is "
+            "judged on (capacity.min_sustained_completions): run longer (--duration)"
+        )
+    if not short:
+        return result
+    return Classification(
+        Action.NO_DATA,
+        f"the sustained window {' and '.join(short)}; over this window: {result.reason}",
     )

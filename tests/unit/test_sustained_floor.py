@@ -1,0 +1,80 @@
+"""Issue 29 §3: the sustained window has a floor for a decision — `capacity.min_sustained_s`
+(10 minutes) and `capacity.min_sustained_completions` (30) by default. Shorter, or fewer
+answers, is `no_data` saying how long to run; a bundle sealed before the floor is judged as
+it was. On the recorded CPU demo: a window of 28 s by its records, 9 answers, sealed `pass`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from golive.bundle.layout import EFFECTIVE_CONFIG
+from golive.bundle.store import BundleReader
+from golive.checks.capacity.judge import judge_sustained
+from golive.config import CapacityConfig, load_config
+from golive.results import Status
+
+GOLDEN = Path(__file__).parent.parent / "data/golden-demo"
+pytestmark = pytest.mark.tampers_bundle  # copies of the demo with a floor in their config
+
+
+def _bundle(tmp_path: Path, **floor: float) -> BundleReader:
+    """The demo's bundle, its effective config naming the floor (as a new run's does)."""
+    root = tmp_path / "b"
+    shutil.copytree(GOLDEN, root)
+    path = root / EFFECTIVE_CONFIG
+    config = yaml.safe_load(path.read_text())
+    config["capacity"].update(floor)
+    path.write_text(yaml.safe_dump(config))
+    return BundleReader(root)
+
+
+def test_the_default_floor_makes_a_28_s_window_no_data(tmp_path: Path) -> None:
+    """Defaults: 28 s and 9 answers are both short, each named, with what to run."""
+    result = judge_sustained(_bundle(tmp_path, min_sustained_s=600.0), CapacityConfig())
+    assert result.status is Status.NO_DATA
+    assert result.critical
+    assert "ran 28 s, shorter than the 600 s" in result.summary
+    assert "--duration 600" in result.summary
+    assert "had 9 answers, fewer than the 30" in result.summary
+    assert "over this window: steady at concurrency 4" in result.summary  # what it saw is kept
+    assert result.measurements["completed"] == 9
+
+
+@pytest.mark.parametrize(
+    ("floor", "status", "named"),
+    [
+        ({"min_sustained_s": 20.0, "min_sustained_completions": 5}, Status.PASS, None),
+        ({"min_sustained_s": 20.0, "min_sustained_completions": 10}, Status.NO_DATA, "9 answers"),
+        ({"min_sustained_s": 30.0, "min_sustained_completions": 5}, Status.NO_DATA, "ran 28 s"),
+    ],
+    ids=["inside", "too-few-answers", "too-short"],
+)
+def test_a_configured_floor(
+    tmp_path: Path, floor: dict[str, float], status: Status, named: str | None
+) -> None:
+    """The floor comes from the config the run applied."""
+    config = CapacityConfig(**floor)
+    result = judge_sustained(_bundle(tmp_path, **floor), config)
+    assert result.status is status, result.summary
+    if named is not None:
+        assert named in result.summary
+
+
+def test_a_bundle_sealed_before_the_floor_is_judged_as_it_was() -> None:
+    """The demo's own effective config has no floor keys: its 28 s window passes as sealed,
+    though the parsed config's defaults carry the floor."""
+    reader = BundleReader(GOLDEN)
+    config = load_config(GOLDEN / EFFECTIVE_CONFIG).capacity
+    assert config.min_sustained_s == 600
+    assert judge_sustained(reader, config).status is Status.PASS
+
+
+def test_a_new_run_defaults_to_ten_minutes() -> None:
+    """A default run holds its window for the floor it is judged on."""
+    config = CapacityConfig()
+    assert config.duration_s >= config.min_sustained_s == 600
+    assert config.min_sustained_completions == 30
