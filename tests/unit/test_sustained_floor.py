@@ -14,6 +14,8 @@ import yaml
 from golive.bundle.layout import EFFECTIVE_CONFIG
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.judge import judge_sustained
+from golive.checks.capacity.rules import Action, Classification
+from golive.checks.capacity.windows import short_window
 from golive.config import CapacityConfig, load_config
 from golive.results import Status
 
@@ -49,7 +51,7 @@ def test_the_default_floor_makes_a_28_s_window_no_data(tmp_path: Path) -> None:
     [
         ({"min_sustained_s": 20.0, "min_sustained_completions": 5}, Status.PASS, None),
         ({"min_sustained_s": 20.0, "min_sustained_completions": 10}, Status.NO_DATA, "9 answers"),
-        ({"min_sustained_s": 30.0, "min_sustained_completions": 5}, Status.NO_DATA, "ran 28 s"),
+        ({"min_sustained_s": 40.0, "min_sustained_completions": 5}, Status.NO_DATA, "ran 28 s"),
     ],
     ids=["inside", "too-few-answers", "too-short"],
 )
@@ -78,3 +80,26 @@ def test_a_new_run_defaults_to_ten_minutes() -> None:
     config = CapacityConfig()
     assert config.duration_s >= config.min_sustained_s == 600
     assert config.min_sustained_completions == 30
+
+
+@pytest.mark.parametrize(
+    "found",
+    [
+        Classification(Action.LIMIT_TRAFFIC, "the engine terminated at concurrency 8", ceiling=4),
+        Classification(Action.LIMIT_TRAFFIC, "latency rose 40% over the run", ceiling=2),
+        Classification(Action.EXPAND_CAPACITY, "OOM under sustained load"),
+    ],
+    ids=["death", "drift", "expand"],
+)
+def test_what_a_short_window_found_stands(found: Classification) -> None:
+    """A window cut short because the engine died, or one that drifted, keeps its finding and
+    its limit: the floor only stops a short window from passing."""
+    assert short_window(found, 120.0, 12, CapacityConfig()) == found
+
+
+def test_a_window_its_cap_ended_after_nine_tenths_is_not_short() -> None:
+    """The share of its length a window must cover (90%) is not short of the floor: 545 s of
+    600 s passes, 535 s is short."""
+    stable = Classification(Action.STABLE, "steady")
+    assert short_window(stable, 545.0, 300, CapacityConfig()) == stable
+    assert short_window(stable, 535.0, 300, CapacityConfig()).action is Action.NO_DATA

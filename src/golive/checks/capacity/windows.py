@@ -19,6 +19,7 @@ from golive.checks.capacity.rules import (
     first_step_failed,
     saturation,
 )
+from golive.checks.capacity.window_sizing import COVERED_SHARE
 from golive.config import CapacityConfig
 
 MIN_SUSTAINED_COMPLETIONS = 3  # a latency trend needs at least three points
@@ -376,13 +377,15 @@ def short_window(
     completed: int,
     config: CapacityConfig,
 ) -> Classification:
-    """A window that found nothing wrong (or only a drift) but was shorter, or answered
-    fewer, than a decision needs (`capacity.min_sustained_s`, `min_sustained_completions`)
-    is no_data saying how long to run; a failure it found stands."""
-    if result.action not in (Action.STABLE, Action.LIMIT_TRAFFIC):
+    """A window that found nothing wrong but was shorter, or answered fewer, than a decision
+    needs (`capacity.min_sustained_s`, `min_sustained_completions`) is no_data saying how long
+    to run. Whatever it found stands (a drift, errors, a death: a short window because the
+    engine died is that death, not a short run); a window cut by its request cap after the
+    share of its length a window must cover is not short either."""
+    if result.action is not Action.STABLE:
         return result
     short = []
-    if duration_s < config.min_sustained_s * 0.98:  # a window's own rounding is not short
+    if duration_s < config.min_sustained_s * COVERED_SHARE:
         short.append(
             f"ran {duration_s:.0f} s, shorter than the {config.min_sustained_s:.0f} s a decision "
             "needs to expose memory growth and queue behaviour (capacity.min_sustained_s): run "
