@@ -43,8 +43,8 @@ def shown_env_name(value: str) -> str:
     """The variable's name as an error may print it: a conventional name (upper case,
     digits, _) as given; anything else, which may be a key that passed for a name (a
     lower-case or mixed-case token), never."""
-    conventional = value.isascii() and value.replace("_", "").isalnum() and value.isupper()
-    return value if conventional and len(value) <= 48 else "the variable given (not shown)"
+    conventional = is_env_name(value) and value.isupper() and len(value) <= 48
+    return value if conventional else "the variable given (not shown)"
 
 
 class StrictModel(BaseModel):

@@ -7,8 +7,9 @@ each at least `MIN_AGENT_REPEAT` times streamed and plain), `cache.coverage` (at
 `MIN_WARM_REPEATS` warm requests). A part the application does not use may be left out where
 the config says so with an owner (`programme.not_used`). Counted from the bundle's records,
 never from the config's word, so an edited plan or config cannot make a short run complete.
-A gap is a critical `fail` classified `programme-incomplete`: the decision's rule of that name
-holds a programme on it (a section bundle only names it). A bundle sealed before the rule (no
+A gap is critical and `skipped` (skip_reason `left-out`, classified `programme-incomplete`): the
+decision's rule of that name holds a programme on it (a section bundle only names it), never
+as missing evidence. A bundle sealed before the rule (no
 `programme` in its effective config) is not judged on it.
 """
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from golive.checks.coverage import INCOMPLETE
 from golive.results import CheckClass, CheckResult, Decision, Outcome, RuleFired, Status
 from golive.verdict.scope import (
     PROGRAMME,
     Scope,
+    left_out,
     programme_incomplete,
     section_only,
     skipped_by_config,
@@ -33,7 +33,6 @@ _CLASSIFIED = (
     "engine-stalled",
     "first-step-failure",
     "failure-continues",
-    INCOMPLETE,  # a part left out: the programme-incomplete rule names it
 )
 
 # Findings no capacity fixes: a failure at the lowest load, a hung engine, a failure that
@@ -57,7 +56,7 @@ def _unmeasured(check: CheckResult) -> bool:
     """No evidence: could not measure, crashed, or skipped for a reason that is not config
     (nor a part the programme left out: the programme-incomplete rule names those)."""
     if check.status is Status.SKIPPED:
-        return not skipped_by_config(check) and _classification(check) != INCOMPLETE
+        return not skipped_by_config(check) and not left_out(check)
     return check.status in (Status.NO_DATA, Status.ERROR)
 
 

@@ -76,14 +76,16 @@ def skipped_by_config(check: CheckResult) -> bool:
     return check.status is Status.SKIPPED and check.measurements.get("skip_reason") == NOT_USED
 
 
+def left_out(check: CheckResult) -> bool:
+    """A family's coverage check saying a part of the programme did not run (or too few
+    times): the programme-incomplete rule judges it, not as missing evidence."""
+    return check.status is Status.SKIPPED and check.measurements.get("classification") == INCOMPLETE
+
+
 def coverage_gaps(checks: Sequence[CheckResult]) -> tuple[list[str], tuple[str, ...]]:
     """What the families' coverage checks say was left out or run too few times, and their
     ids (`checks/coverage.py`)."""
-    hit = [
-        c
-        for c in checks
-        if c.status is Status.SKIPPED and c.measurements.get("classification") == INCOMPLETE
-    ]
+    hit = [c for c in checks if left_out(c)]
     gaps = []
     for c in hit:
         named = c.measurements.get("gaps")
