@@ -86,6 +86,24 @@ class TargetConfig(StrictModel):
         return value
 
 
+class ClientConfig(StrictModel):
+    """The production client's timeout and retry policy: the concurrent phase's requests are
+    sent with it, and its retries and timeouts are counted per window (a retry storm,
+    `capacity.max_retry_share`, makes a window unstable)."""
+
+    timeout_s: float | None = Field(
+        None, gt=0, description="whole-request timeout; default: target.request_deadline_s"
+    )
+    retries: int = Field(0, ge=0, le=10, description="attempts after the first, on a failure")
+    backoff_s: float = Field(0.5, gt=0, description="wait before the first retry, doubled after")
+    backoff_max_s: float = Field(8.0, gt=0, description="longest wait between attempts")
+    retry_statuses: tuple[int, ...] = Field(
+        (429, 500, 502, 503, 504),
+        description="HTTP statuses retried (no answer at all — refused, timed out, cut off — "
+        "always is)",
+    )
+
+
 class SmokeConfig(StrictModel):
     prompt: str = "In one sentence, what does an SRE check before a deployment goes live?"
     max_tokens: int = Field(48, ge=1, le=4096)
@@ -129,6 +147,14 @@ class EnvironmentConfig(StrictModel):
 
 class CapacityConfig(StrictModel):
     """The four pressure phases. Every phase is bounded by time and by a request cap."""
+
+    max_retry_share: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="retries (client.retries) per request above which a window is a retry "
+        "storm: not stable",
+    )
 
     concurrency: int = Field(8, ge=1, le=4096, description="highest concurrency of the ramp")
     required_concurrency: int | None = Field(
@@ -322,6 +348,11 @@ class CacheConfig(StrictModel):
         description="reuse the counters prove but warm requests no faster (median TTFT) than "
         "the cold ones is a warn on cache.prefix_reuse",
     )
+    after_load_probe: bool = Field(
+        True,
+        description="in a programme run, send the warm prefix once more after the sustained "
+        "window (cache.after_load: kept or evicted by the load)",
+    )
 
 
 class WatchConfig(StrictModel):
@@ -387,6 +418,7 @@ class GoliveConfig(StrictModel):
         "kimi-k3 profile (recorded in the verdict)",
     )
     target: TargetConfig = TargetConfig()
+    client: ClientConfig = ClientConfig()
     smoke: SmokeConfig = SmokeConfig()
     environment: EnvironmentConfig = EnvironmentConfig()
     capacity: CapacityConfig = CapacityConfig()

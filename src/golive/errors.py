@@ -4,6 +4,7 @@
     ├── ConfigError                 bad config file, profile, flag or environment variable (exit 2)
     ├── TargetError                 the server under test misbehaved at the transport level
     │   ├── TargetUnreachable       connection refused, DNS, TLS, connect/read timeout
+    │   ├── TargetNotMeasurable     preflight: the target cannot be measured at all (exit 4)
     │   └── BadResponse             reachable, but the answer is not what the protocol promises
     ├── LocalTargetError            the bundled CPU vLLM could not be set up, started or stopped
     ├── BundleError                 the evidence bundle could not be written, read or sealed
@@ -31,6 +32,12 @@ class TargetError(GoliveError):
 
 class TargetUnreachable(TargetError):
     """Connection refused, name not resolved, or a timeout before any answer."""
+
+
+class TargetNotMeasurable(TargetError):
+    """Preflight: the target cannot be measured at all (unreachable, not authorised, a wrong
+    path, not an OpenAI-compatible server, another served model); the message names the
+    fix. No bundle is written: there is no verdict about a deployment never reached."""
 
 
 class BadResponse(TargetError):

@@ -42,7 +42,7 @@ from golive.config import (
     load_profile,
     profile_text,
 )
-from golive.errors import ConfigError
+from golive.errors import ConfigError, TargetNotMeasurable
 from golive.evidence.metric_reference import bundle_scrapes, metric_reference
 from golive.evidence.runtime_log import server_log_evidence
 from golive.operate.rollback import identity
@@ -52,6 +52,7 @@ from golive.report.markdown import bundle_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
 from golive.signature import write_signoff
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
+from golive.traffic.preflight import preflight
 from golive.verdict.decide import decide, limits
 from golive.verdict.document import (
     ActionEntry,
@@ -95,11 +96,16 @@ async def judge(
     require_target: bool = True,
     remote: Sequence[RemoteClients] = (),
     route: Callable[[TargetClient], Target] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Verdict:
     """Run `programme` against the configured target and write a sealed bundle.
 
-    `server_log`: the server's log file (`--log`), read again when the programme ends: the
-    errors it logged are attributed to the checks whose requests were in flight. `remote`:
+    A target that cannot be measured at all stops first (`traffic/preflight.py`, exit 4,
+    nothing written) — unless the server's log is given and `warn` says it: then the run goes
+    on, for what the log shows. An env section (`require_target` False) asks no preflight.
+    `server_log`: the server's log file (`--log`), read again when the
+    programme ends: the errors it logged are attributed to the checks whose requests were in
+    flight. `remote`:
     clients on other machines (--ray) that the ledger counts and a signal stops; `route` puts
     them behind the target the checks use. `scope`: PROGRAMME, or the sections a section
     command runs.
@@ -111,6 +117,8 @@ async def judge(
     refuse_lowering(policy, profile, config)
     api_key = read_api_key(config.target.api_key_env)
     key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
+    if config.target.url is not None and require_target:
+        await _preflight(config, server_log, warn)
     bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
     bundle.write_text(POLICY, policy.text)
     started = timestamp()
@@ -140,15 +148,7 @@ async def judge(
             done = await guard.run(_identified(ctx, programme))
             checks = done if done is not None else []
     except Exception as exc:
-        checks = [
-            CheckResult(
-                "golive.internal",
-                CheckClass.INTEGRITY,
-                True,
-                Status.ERROR,
-                f"golive stopped early on an unexpected error: {type(exc).__name__}: {exc}",
-            )
-        ]
+        checks = [_crashed(bundle, exc)]
     if guard.interruption is not None:
         checks.append(guard.interruption.check())
     if clients or remote:
@@ -179,6 +179,32 @@ async def judge(
     write_verdict(bundle, document)
     bundle.seal(key)
     return Verdict(decision.outcome, out, document)
+
+
+def _crashed(bundle: Bundle, exc: Exception) -> CheckResult:
+    """golive's own error: a critical `golive.internal` (hold), its traceback in the bundle."""
+    bundle.keep_traceback("golive", exc)
+    return CheckResult(
+        "golive.internal",
+        CheckClass.INTEGRITY,
+        True,
+        Status.ERROR,
+        f"golive stopped early on an unexpected error: {type(exc).__name__}: {exc}",
+    )
+
+
+async def _preflight(
+    config: GoliveConfig, server_log: Path | None, warn: Callable[[str], None] | None
+) -> None:
+    """A target that cannot be measured at all stops here, before any bundle; with the
+    server's log given (and a way to say so) the run goes on, for what the log shows (a
+    startup failure is `rebuild`)."""
+    try:
+        await preflight(client_settings(config), config.target.model)
+    except TargetNotMeasurable as exc:
+        if server_log is None or warn is None:
+            raise
+        warn(f"{exc}; judging what the server's log shows")
 
 
 async def _identified(ctx: CheckContext, programme: Programme) -> list[CheckResult]:

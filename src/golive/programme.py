@@ -2,8 +2,9 @@
 
 Compatibility first: the version chain is judged before any load is spent, and a `rebuild`
 stops the programme there. Then the post-start request classes (a server that does not
-answer stops the rest too), the pressure phases, the prefix-cache proof and the Agent
-contract. Every section that does not run leaves a `skipped` result saying why, and a
+answer stops the rest too), the prefix-cache proof, the pressure phases, the proof's warm
+prefix probed again after their sustained window (kept or evicted by the load), and the
+Agent contract. Every section that does not run leaves a `skipped` result saying why, and a
 section that crashes leaves an `error` result while the others still run.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from golive.checks.agent.collect import AgentSettings, run_agent
-from golive.checks.cache import CacheSettings, run_cache
+from golive.checks.cache import CacheSettings, probe_after_load, run_cache
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
@@ -47,22 +48,26 @@ def section_result(section: str, status: Status, summary: str) -> CheckResult:
 
 
 async def run_programme(ctx: CheckContext, plan: RunPlan) -> list[CheckResult]:
-    steps: list[tuple[str, Callable[[], Awaitable[list[CheckResult]]]]] = [
-        ("env", lambda: run_env(ctx, plan.evidence)),
-        ("smoke", lambda: run_smoke(ctx)),
-        ("capacity", lambda: run_capacity(ctx, plan.capacity)),
-        ("cache", lambda: run_cache(ctx, plan.cache)),
-        ("agent", lambda: run_agent(ctx, plan.agent)),
+    # (section, step, whether it is the section's first step: a skipped section says so once)
+    steps: list[tuple[str, Callable[[], Awaitable[list[CheckResult]]], bool]] = [
+        ("env", lambda: run_env(ctx, plan.evidence), True),
+        ("smoke", lambda: run_smoke(ctx), True),
+        ("cache", lambda: run_cache(ctx, plan.cache), True),
+        ("capacity", lambda: run_capacity(ctx, plan.capacity), True),
+        ("cache", lambda: probe_after_load(ctx), False),
+        ("agent", lambda: run_agent(ctx, plan.agent), True),
     ]
     checks: list[CheckResult] = []
     stop: str | None = None
-    for section, step in steps:
+    for section, step, first in steps:
         if stop is not None:
-            checks.append(section_result(section, Status.SKIPPED, stop))
+            if first:
+                checks.append(section_result(section, Status.SKIPPED, stop))
             continue
         try:
             found = await step()
         except Exception as exc:  # one broken section must not lose the others' evidence
+            ctx.bundle.keep_traceback(section, exc)
             found = [
                 section_result(
                     section,

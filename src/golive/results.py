@@ -62,6 +62,7 @@ _EXIT_CODES: Mapping[Outcome, int] = {
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_NOT_MEASURABLE = 4  # preflight: the target cannot be measured at all (no bundle)
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,16 @@ SHORT_LOAD = ("--concurrency", "2", "--step-duration", "4", "--duration", "10")
 # default), which has tests of its own.
 NO_FLOOR: dict[str, Any] = {"capacity.min_sustained_s": 0, "capacity.min_sustained_completions": 1}
 NO_FLOOR_ARGS = ("--min-sustained", "0", "--min-completions", "1")
+# a capacity section against a fake that answers in milliseconds: 1.5 s windows to 4
+FAKE_CAPACITY: dict[str, Any] = {
+    **NO_FLOOR,
+    "capacity.concurrency": 4,
+    "capacity.step_duration_s": 1.5,
+    "capacity.calibration_s": 1.5,
+    "capacity.duration_s": 3.0,
+    "capacity.max_context": 256,
+    "capacity.answer_probes": False,
+}
 
 
 SMALL_REQUESTS = {

@@ -65,10 +65,12 @@ def golden_config(settings: Mapping[str, Any] | None = None) -> GoliveConfig:
     # bundles here stand for a team that accepts the bundled model's tool_choice=auto defect
     # as bounded (they must be signable); tests of the share set it themselves
     # ... and before the sustained window's decision floor (it held 50 s): judged as then
+    # ... and before the probe after the sustained window (the demo never sent it): off
     before = {
         "agent.max_bounded_failure_share": 1.0,
         "capacity.min_sustained_s": 0,
         "capacity.min_sustained_completions": 1,
+        "cache.after_load_probe": False,
     }
     config = load_config(GOLDEN / EFFECTIVE_CONFIG, {**before, **(settings or {})})
     # sealed before the completeness rule too (its Agent cases ran once each): judged as such,

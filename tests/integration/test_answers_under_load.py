@@ -68,8 +68,12 @@ def _app(in_flight: list[int]) -> web.Application:
     async def ok(_: web.Request) -> web.Response:
         return web.Response(text="")
 
+    async def models(_: web.Request) -> web.Response:  # what golive's preflight asks first
+        return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_get("/v1/models", models)
     app.router.add_get("/health", ok)
     app.router.add_get("/metrics", ok)
     return app

@@ -17,17 +17,9 @@ from golive.pipeline import judge
 from golive.results import CheckResult, Outcome
 from golive.verdict.rederive import rederive
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
-from tests.helpers.scenario import NO_FLOOR
+from tests.helpers.scenario import FAKE_CAPACITY
 
-SHORT = {
-    **NO_FLOOR,
-    "capacity.concurrency": 4,
-    "capacity.step_duration_s": 1.5,
-    "capacity.calibration_s": 1.5,
-    "capacity.duration_s": 3.0,
-    "capacity.max_context": 256,
-    "capacity.answer_probes": False,
-}
+SHORT = FAKE_CAPACITY
 
 
 async def test_http_500_on_tool_results_at_concurrency_1_is_a_defect(tmp_path: Path) -> None:

@@ -24,16 +24,10 @@ from golive.pipeline import Verdict, judge
 from golive.results import CheckResult, Outcome
 from golive.verdict.rederive import rederive
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
-from tests.helpers.scenario import NO_FLOOR
+from tests.helpers.scenario import FAKE_CAPACITY
 
 SHORT = {
-    **NO_FLOOR,
-    "capacity.concurrency": 4,
-    "capacity.step_duration_s": 1.5,
-    "capacity.calibration_s": 1.5,
-    "capacity.duration_s": 3.0,
-    "capacity.max_context": 256,
-    "capacity.answer_probes": False,
+    **FAKE_CAPACITY,
     # the subject is the death and the restart: a busy test machine's scheduling lag must
     # not take a 1.5 s window as golive's own bottleneck (the fake answers in 50 ms)
     "capacity.client_max_lag_ms": 100.0,

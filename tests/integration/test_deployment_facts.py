@@ -36,12 +36,12 @@ def _labels(path: Path) -> list[str]:
 # its bundle holds hand-made smoke results: what is tested is how often /v1/models is asked
 @pytest.mark.synthetic_checks
 async def test_the_second_family_reuses_the_first_answer(tmp_path: Path) -> None:
-    """One GET /v1/models, when the run starts (with /version: the deployment's identity);
-    both families are told the model and where it was read."""
+    """One GET /v1/models when the run starts (with /version: the deployment's identity),
+    after the preflight's; both families are told the model and where it was read."""
     state = FakeState()
     async with fake_vllm(state) as url:
         first, second = await _ask_twice(url, tmp_path / "b")
-    assert state.models_asked == 1
+    assert state.models_asked == 2  # the preflight's (no bundle record), the identity's
     assert first == second == ServedModel(MODEL, 4096, "requests/identity.jsonl")
     assert _labels(tmp_path / "b/requests/identity.jsonl") == ["version", "models"]
     assert _labels(tmp_path / "b/requests/first-family.jsonl") == []
@@ -52,8 +52,8 @@ async def test_the_second_family_reuses_the_first_answer(tmp_path: Path) -> None
 async def test_a_failed_answer_is_asked_again(tmp_path: Path) -> None:
     """A 503 at the start names no model: the first family asks again and saves that answer
     as its own; the second reuses it."""
-    state = FakeState(fault="models_down_once")
+    state = FakeState(fault="models_down_once", models_down_at=2)  # after the preflight's
     async with fake_vllm(state) as url:
         first, second = await _ask_twice(url, tmp_path / "b")
-    assert state.models_asked == 2
+    assert state.models_asked == 3
     assert first == second == ServedModel(MODEL, 4096, "requests/first-family.jsonl")

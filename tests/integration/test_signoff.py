@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
+from golive.bundle.signing import SIGNATURE, load_public_key
 from golive.bundle.store import Bundle, verify
 from golive.cli.main import main
 from golive.results import EXIT_USAGE, Outcome
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.keys import ed25519_keys
 from tests.helpers.sections import PINNED_IMAGE, edits, pinned_image, programme_bundle
 
 
@@ -382,3 +384,31 @@ async def test_a_disk_full_during_signing_leaves_the_bundle_signable(
     monkeypatch.setattr("golive.bundle.store.os.replace", real)
     assert await _cli(*argv, *registry) == 0
     assert _json(out / "signoff.json")["signature"]["reviewer"] == "Ana Ops"
+
+
+async def test_cli_signs_at_seal_and_at_signoff(tmp_path: Path) -> None:
+    """`--sign-key` on a judging command and on signoff; both verify with the public key."""
+    private, public = ed25519_keys(tmp_path)
+    out, out2 = tmp_path / "b", tmp_path / "b2"
+    async with fake_vllm(FakeState(fault="odd_version")) as url:  # answers wrongly: hold
+        argv = ["smoke", "--target", url, "--out", str(out), "--sign-key", str(private)]
+        code = await asyncio.to_thread(main, argv)
+        await asyncio.to_thread(main, ["smoke", "--target", url, "--out", str(out2)])
+    assert code == 11
+    assert verify(out, load_public_key(public)).ok
+    signoff = ["signoff", str(out), "--reviewer", "R", "--outcome", "hold"]
+    assert await asyncio.to_thread(main, signoff) == 0
+    assert not (out / SIGNATURE).exists()
+    assert not verify(out, load_public_key(public)).ok
+    signoff = [
+        "signoff",
+        str(out2),
+        "--reviewer",
+        "R",
+        "--outcome",
+        "hold",
+        "--sign-key",
+        str(private),
+    ]
+    assert await asyncio.to_thread(main, signoff) == 0
+    assert verify(out2, load_public_key(public)).ok

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from pathlib import Path
@@ -12,8 +13,9 @@ from golive.bundle.store import verify
 from golive.checks.smoke.collect import run_smoke
 from golive.cli.main import main
 from golive.config import load_config
+from golive.errors import TargetNotMeasurable
 from golive.pipeline import Verdict, judge
-from golive.results import Outcome
+from golive.results import EXIT_NOT_MEASURABLE, Outcome
 from tests.helpers.fakes.gateway import rewriting_gateway
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
 from tests.helpers.scenario import TEXT_ONLY
@@ -55,19 +57,15 @@ async def test_a_version_that_is_not_a_version_fails(tmp_path: Path) -> None:
     assert verdict.outcome is Outcome.HOLD
 
 
-async def test_unreachable_target_is_error_and_hold(tmp_path: Path) -> None:
-    """Connection refused: each check says `error` with the reason; outcome hold."""
+async def test_unreachable_target_is_not_measurable(tmp_path: Path) -> None:
+    """Connection refused: preflight stops before any bundle, naming the URL and the fix
+    (issue 30 §1: a target that cannot be measured is not a `hold` about a deployment)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    verdict = await _smoke(f"http://127.0.0.1:{port}", tmp_path / "b")
-    status = _status(verdict)
-    assert verdict.outcome is Outcome.HOLD
-    assert status["smoke.health"] == "error"
-    assert "cannot connect" in _summary(verdict, "smoke.health")
-    assert status["smoke.metrics"] == "no_data"
-    assert status["smoke.text"] == "no_data"
-    assert verify(tmp_path / "b").ok
+    with pytest.raises(TargetNotMeasurable, match="could not be reached"):
+        await _smoke(f"http://127.0.0.1:{port}", tmp_path / "b")
+    assert not (tmp_path / "b").exists()
 
 
 async def test_server_that_is_not_vllm(tmp_path: Path) -> None:
@@ -105,13 +103,14 @@ async def test_a_4xx_is_a_configuration_finding_naming_the_field(tmp_path: Path)
 
 
 async def test_wrong_model_name(tmp_path: Path) -> None:
-    """A model the server does not serve is named, with what is served, and nothing is sent."""
-    async with fake_vllm(FakeState()) as url:
-        verdict = await _smoke(url, tmp_path / "b", **{"target.model": "gpt-9"})
-    assert _status(verdict)["smoke.models"] == "fail"
-    assert f"served: {MODEL}" in _summary(verdict, "smoke.models")
-    assert _status(verdict)["smoke.text"] == "no_data"
-    assert verdict.outcome is Outcome.HOLD
+    """A model the server does not serve is named, with what is served, and nothing is sent
+    (preflight: no bundle about a deployment that serves something else)."""
+    state = FakeState()
+    async with fake_vllm(state) as url:
+        with pytest.raises(TargetNotMeasurable, match=f"the server serves {MODEL}, not"):
+            await _smoke(url, tmp_path / "b", **{"target.model": "gpt-9"})
+    assert state.chats == 0
+    assert not (tmp_path / "b").exists()
 
 
 async def test_answers_from_another_model_hold(tmp_path: Path) -> None:
@@ -198,19 +197,28 @@ async def test_api_key_is_sent_but_never_saved(
 
 
 @pytest.mark.tampers_bundle
-def test_cli_exit_codes_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`golive smoke` exits 11 (hold) on an unreachable target; `verify` 0 then 1."""
+async def test_cli_exit_codes_and_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`golive smoke` exits 4 (target not measurable) on an unreachable target, writing
+    nothing; 11 (hold) on a server that answers wrongly; `verify` 0 then 1."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     out = tmp_path / "b"
-    code = main(["smoke", "--target", f"http://127.0.0.1:{port}", "--out", str(out), "--json"])
+    argv = ["smoke", "--target", f"http://127.0.0.1:{port}", "--out", str(out), "--json"]
+    assert await asyncio.to_thread(main, argv) == EXIT_NOT_MEASURABLE == 4
+    assert not out.exists()
+    capsys.readouterr()
+    async with fake_vllm(FakeState(fault="odd_version")) as url:
+        argv = ["smoke", "--target", url, "--out", str(out), "--json"]
+        code = await asyncio.to_thread(main, argv)
     assert code == Outcome.HOLD.exit_code == 11
     printed = json.loads(capsys.readouterr().out)
     assert printed["outcome"] == "hold"
-    assert main(["verify", str(out)]) == 0
+    assert await asyncio.to_thread(main, ["verify", str(out)]) == 0
     (out / "verdict.json").write_text((out / "verdict.json").read_text().replace("hold", "go-live"))
-    assert main(["verify", str(out)]) == 1
+    assert await asyncio.to_thread(main, ["verify", str(out)]) == 1
     assert "altered: verdict.json" in capsys.readouterr().out
 
 

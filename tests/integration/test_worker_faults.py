@@ -17,15 +17,16 @@ from typing import Any
 
 import pytest
 
-from golive.bundle.layout import CAPACITY_CLIENTS, CAPACITY_WATCHDOG
+from golive.bundle.layout import CAPACITY_CLIENTS, CAPACITY_WATCHDOG, GOLIVE_TRACEBACK
 from golive.bundle.store import read_lines, record_streams, verify
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext, body_sample
+from golive.cli.console import exit_code
 from golive.config import load_config
 from golive.errors import ConfigError
 from golive.pipeline import client_settings, judge
-from golive.results import CheckResult
+from golive.results import EXIT_INTERNAL, CheckResult
 from golive.traffic.process_load import ProcessLoad, worker_count
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 from tests.helpers.scenario import NO_FLOOR
@@ -126,6 +127,11 @@ async def test_a_worker_that_dies_mid_window_is_an_internal_error(tmp_path: Path
     assert "worker-0" in internal["summary"], internal["summary"]
     assert verdict.data["outcome"] == "hold"
     assert verify(out).ok
+    # golive's own error (issue 30 §2): the command exits 3, the traceback kept for the report
+    assert exit_code(verdict.document) == EXIT_INTERNAL == 3
+    kept = (out / GOLIVE_TRACEBACK).read_text()
+    assert kept.startswith("--- golive\nTraceback (most recent call last):")
+    assert "LoadClientError: worker-0" in kept
 
 
 @pytest.mark.parametrize(

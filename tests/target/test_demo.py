@@ -80,6 +80,13 @@ def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) 
     assert checks["environment.host_driver"]["status"] == "no_data"  # no GPU here, said so
     assert checks["smoke.text_stream"]["status"] == "pass"
     assert checks["cache.prefix_reuse"]["status"] == "pass", checks["cache.prefix_reuse"]
+    # the proof's warm prefix, sent again after the sustained window: kept or evicted, measured
+    # by the engine's own counters, with the window's counters beside it (issue 29 §4)
+    after = checks["cache.after_load"]
+    assert after["status"] in ("pass", "warn"), after
+    assert after["measurements"]["probe_reused_tokens"] is not None
+    assert after["measurements"]["window_prefix_queries"] > 0
+    assert "since the last warm request" in after["summary"]
     assert checks["agent.one_arg.required"]["status"] == "pass"
     assert checks["capacity.model_load"]["measurements"]["peak_load_rss_mib"] > 500
     # sign-off: ticked from evidence, items without evidence say so

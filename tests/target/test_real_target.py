@@ -17,7 +17,7 @@ import pytest
 from golive.bundle.store import Bundle, verify
 from golive.checks.smoke.collect import run_smoke
 from golive.config import GoliveConfig, load_config
-from golive.errors import LocalTargetError
+from golive.errors import LocalTargetError, TargetNotMeasurable
 from golive.metrics import MetricsDelta, parse_metrics
 from golive.pipeline import judge
 from golive.results import Outcome
@@ -102,14 +102,18 @@ async def test_editing_any_file_breaks_verify(real_target: RunningTarget, tmp_pa
     assert verify(out).ok
 
 
-async def test_wrong_model_on_real_vllm_holds(real_target: RunningTarget, tmp_path: Path) -> None:
-    """Asking the real server for a model it does not serve is a named failure → hold."""
+async def test_wrong_model_on_real_vllm_is_not_measurable(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """Asking the real server for a model it does not serve stops in preflight, naming the
+    served model and the fix; no bundle is written."""
     config = _config(real_target, **{"target.model": "kimi-k3"})
-    verdict = await judge(config, tmp_path / "b", "smoke", run_smoke, ("smoke",))
-    assert verdict.outcome is Outcome.HOLD
-    summary = str(_checks(verdict.data)["smoke.models"]["summary"])
-    assert "'kimi-k3' is not served" in summary
-    assert real_target.served_name in summary
+    with pytest.raises(TargetNotMeasurable) as info:
+        await judge(config, tmp_path / "b", "smoke", run_smoke, ("smoke",))
+    assert f"the server serves {real_target.served_name}, not target.model 'kimi-k3'" in str(
+        info.value
+    )
+    assert not (tmp_path / "b").exists()
 
 
 async def test_metrics_url_that_is_not_metrics(real_target: RunningTarget, tmp_path: Path) -> None:

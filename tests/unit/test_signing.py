@@ -16,28 +16,14 @@ from golive.bundle.signing import SIGNATURE, load_private_key, load_public_key
 from golive.bundle.store import Bundle, verify
 from golive.cli.main import main
 from golive.errors import ConfigError
+from tests.helpers.keys import ed25519_keys
 
 # the bundles here are built and altered by hand: manifests and signatures, not verdicts
 pytestmark = pytest.mark.tampers_bundle
 
 
 def _keys(tmp_path: Path, name: str = "k") -> tuple[Path, Path]:
-    key = Ed25519PrivateKey.generate()
-    private = tmp_path / f"{name}.pem"
-    public = tmp_path / f"{name}.pub.pem"
-    private.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    public.write_bytes(
-        key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
-    return private, public
+    return ed25519_keys(tmp_path, name)
 
 
 def _sealed(root: Path, private: Path | None) -> Path:
@@ -170,31 +156,3 @@ def test_bad_signing_keys_are_named(
     with pytest.raises(ConfigError, match=phrase) as err:
         load_private_key(path)
     assert str(path) in str(err.value)
-
-
-def test_cli_signs_at_seal_and_at_signoff(tmp_path: Path) -> None:
-    """`--sign-key` on a judging command and on signoff; both verify with the public key."""
-    private, public = _keys(tmp_path)
-    out = tmp_path / "b"
-    code = main(
-        ["smoke", "--target", "http://127.0.0.1:9", "--out", str(out), "--sign-key", str(private)]
-    )
-    assert code == 11  # unreachable: hold
-    assert verify(out, load_public_key(public)).ok
-    assert main(["signoff", str(out), "--reviewer", "R", "--outcome", "hold"]) == 0
-    assert not (out / SIGNATURE).exists()
-    assert not verify(out, load_public_key(public)).ok
-    out2 = tmp_path / "b2"
-    main(["smoke", "--target", "http://127.0.0.1:9", "--out", str(out2)])
-    signoff = [
-        "signoff",
-        str(out2),
-        "--reviewer",
-        "R",
-        "--outcome",
-        "hold",
-        "--sign-key",
-        str(private),
-    ]
-    assert main(signoff) == 0
-    assert verify(out2, load_public_key(public)).ok

@@ -36,6 +36,7 @@ CHAIN = "environment/chain.json"  # each layer's facts and each link's verdict
 CHAIN_INPUTS = "environment/chain-inputs.json"  # what the chain rules read, and where
 SERVER_LOG = "environment/server.log"  # the server's log as it was when the run ended
 SERVER_LOG_ERRORS = "environment/server-log-errors.json"  # each error and what was in flight
+GOLIVE_TRACEBACK = "environment/golive-traceback.txt"  # golive's own crash, for its bug report
 RAY_NODES = "environment/ray-nodes.json"
 K8S_PODS = "environment/k8s-pods.json"
 

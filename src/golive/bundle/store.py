@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ import yaml
 import zstandard
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from golive.bundle.layout import EFFECTIVE_CONFIG, MANIFEST, PARTS
+from golive.bundle.layout import EFFECTIVE_CONFIG, GOLIVE_TRACEBACK, MANIFEST, PARTS
 from golive.bundle.signing import SIGNATURE, SignatureCheck, check_signature, sign_manifest
 from golive.errors import BundleError
 
@@ -70,6 +71,13 @@ class Bundle:
     def append_jsonl(self, rel: str, obj: Any) -> None:
         """Append one JSON line and flush it to the OS at once."""
         self.append_text(rel, jsonl_text(obj))
+
+    def keep_traceback(self, where: str, exc: BaseException) -> None:
+        """golive's own crash (in `where`: a section, or golive itself), its traceback
+        appended to `GOLIVE_TRACEBACK` for the bug report; the command exits 3 once sealed
+        (`cli.console.exit_code`)."""
+        text = "".join(traceback.format_exception(exc))
+        self.append_text(GOLIVE_TRACEBACK, f"--- {where}\n{text}\n")
 
     def append_text(self, rel: str, text: str) -> None:
         """Append text (one or more whole lines) and flush it to the OS at once."""

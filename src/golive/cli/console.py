@@ -13,9 +13,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from golive.bundle.layout import GOLIVE_TRACEBACK
 from golive.errors import ConfigError
 from golive.pipeline import Verdict
 from golive.report.junit import write_junit
+from golive.results import EXIT_INTERNAL, Status
 from golive.verdict.document import VerdictDocument
 
 err = Console(stderr=True)
@@ -79,6 +81,18 @@ def exit_code(verdict: VerdictDocument) -> int:
                 f"(outcome {verdict.outcome})"
             )
             return 128 + int(number)
+    crashed = [
+        c.id
+        for c in verdict.checks
+        if c.status is Status.ERROR and (c.id == "golive.internal" or c.id.endswith(".programme"))
+    ]
+    if crashed:
+        err.print(
+            f"golive stopped on its own error ({', '.join(crashed)}): the bundle is sealed "
+            f"(outcome {verdict.outcome}) and the traceback is in {GOLIVE_TRACEBACK}; please "
+            "report it"
+        )
+        return EXIT_INTERNAL
     return verdict.outcome.exit_code
 
 

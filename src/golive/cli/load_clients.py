@@ -18,6 +18,7 @@ from golive.errors import ConfigError
 from golive.evidence.ray_env import require_ray
 from golive.pipeline import client_settings
 from golive.traffic.process_load import ProcessLoad, worker_count
+from golive.traffic.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from golive.traffic.ray_load import RayLoad
@@ -44,7 +45,11 @@ async def load_clients(
         yield None
         return
     processes = await asyncio.to_thread(
-        ProcessLoad, client_settings(config), count, body_sample(config)
+        ProcessLoad,
+        client_settings(config),
+        count,
+        body_sample(config),
+        retry=RetryPolicy.of(config.client),
     )
     progress(f"workers: load from {count} processes")
     try:
@@ -60,7 +65,9 @@ async def _ray(
     require_ray()
     from golive.traffic.ray_load import RayLoad
 
-    load = await asyncio.to_thread(RayLoad, address, client_settings(config))
+    load = await asyncio.to_thread(
+        RayLoad, address, client_settings(config), RetryPolicy.of(config.client)
+    )
     progress(f"ray: load from {len(load.actors)} client(s): {', '.join(load.names)}")
     try:
         yield load

@@ -35,7 +35,7 @@ from golive.cli.load_clients import judge_options, load_clients
 from golive.cli.parser import build_parser
 from golive.cli.progress import RichProgress
 from golive.config import GoliveConfig, load_config, load_profile
-from golive.errors import ConfigError, GoliveError
+from golive.errors import ConfigError, GoliveError, TargetNotMeasurable
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.gpu_curve import record_gpu_curve
 from golive.evidence.k8s_env import K8sSource, require_kubernetes
@@ -44,7 +44,7 @@ from golive.evidence.startup_log import StartupFacts, parse_startup_log
 from golive.operate.watch import WatchSettings
 from golive.pipeline import judge, watch_bundle
 from golive.programme import RunPlan, run_programme
-from golive.results import EXIT_INTERNAL, EXIT_USAGE, CheckResult
+from golive.results import EXIT_INTERNAL, EXIT_NOT_MEASURABLE, EXIT_USAGE, CheckResult
 from golive.target.server import RunningTarget, launched_server
 from golive.traffic.workload import read_sample
 from golive.verdict.scope import PROGRAMME
@@ -63,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         err.print(f"[red]config error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
+    except TargetNotMeasurable as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]", highlight=False, soft_wrap=True)
+        return EXIT_NOT_MEASURABLE
     except GoliveError as exc:
         err.print(f"[red]golive error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_INTERNAL
@@ -101,6 +104,11 @@ def prepare_outputs(args: argparse.Namespace) -> None:
                 f"{flag} {path}: {existing} is not writable ({exc.strerror or exc}); give "
                 "another path"
             ) from exc
+
+
+def warn(message: str) -> None:
+    """A finding that does not stop the command, on stderr."""
+    err.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 async def _dispatch(args: argparse.Namespace) -> int:
@@ -237,6 +245,7 @@ async def _run_capacity(
                 ("capacity",),
                 remote=remote,
                 server_log=server_log,
+                warn=warn,
             )
     return finish(verdict, args)
 
@@ -253,7 +262,9 @@ async def _cache(args: argparse.Namespace) -> int:
         return await run_cache(ctx, settings)
 
     out = args.out or default_out("golive-cache")
-    verdict = await judge(config, out, "cache", programme, ("cache",), server_log=args.log)
+    verdict = await judge(
+        config, out, "cache", programme, ("cache",), server_log=args.log, warn=warn
+    )
     return finish(verdict, args)
 
 
@@ -334,7 +345,14 @@ async def _run_plan(
             return await run_programme(ctx, plan)
 
         verdict = await judge(
-            config, out, "run", programme, PROGRAMME, server_log=args.log, **judge_options(clients)
+            config,
+            out,
+            "run",
+            programme,
+            PROGRAMME,
+            server_log=args.log,
+            warn=warn,
+            **judge_options(clients),
         )
     return finish(verdict, args)
 

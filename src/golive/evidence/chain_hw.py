@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from golive.evidence.chain import ChainInputs, env_result
+from golive.evidence.fabric import fabric_findings
 from golive.evidence.facts import ContainerInfo
 from golive.evidence.nvidia import cuda_major, driver_major
 from golive.results import CheckResult, Status
@@ -337,7 +338,8 @@ def _api_above(api: int, host_cuda: str) -> bool:
 
 def check_gpus(inputs: ChainInputs) -> CheckResult:
     """GPU class and count against the profile (at least its `min_gpus`) and what the config
-    or profile declares (`gpu_class`, exactly `gpus`); MIG, persistence and fabric state."""
+    or profile declares (`gpu_class`, exactly `gpus`); MIG, persistence, the NVLink fabric and
+    IMEX (`fabric.py`)."""
     want = inputs.profile.chain.min_gpus
     declared = inputs.gpu_class is not None or inputs.gpu_total is not None
     critical = want is not None or declared or bool(inputs.hosts)
@@ -370,15 +372,12 @@ def check_gpus(inputs: ChainInputs) -> CheckResult:
     others = [n for n in names if wanted is not None and wanted.lower() not in n.lower()]
     if others:
         failures.append(f"GPU class {', '.join(others)} is not the declared {wanted}")
+    fabric = fabric_findings([host for host, _ in inputs.hosts])
+    failures += fabric.failures
+    warnings += fabric.warnings
+    if fabric.domains:
+        measurements["nvlink_domains"] = len(set(fabric.domains.values()))
     for node, gpu in gpus:
-        if gpu.fabric_state not in (None, "Completed") or gpu.fabric_status not in (
-            None,
-            "Success",
-        ):
-            failures.append(
-                f"{node} GPU {gpu.index}: fabric {gpu.fabric_state}/{gpu.fabric_status} (CUDA will "
-                "fail with error 802 until nvidia-fabricmanager finishes)"
-            )
         if gpu.mig_mode == "Enabled":
             warnings.append(f"{node} GPU {gpu.index}: MIG enabled")
         if gpu.persistence_mode == "Disabled":

@@ -61,6 +61,13 @@ def collect_host(node: str | None = None) -> HostInfo:
     if info.gpus and shutil.which("systemctl"):
         state, _ = _run(["systemctl", "is-active", "nvidia-fabricmanager"])
         extra["fabric_manager"] = (state or "inactive").strip()
+        state, _ = _run(["systemctl", "is-active", "nvidia-imex"])
+        extra["imex"] = (state or "inactive").strip()
+    if info.gpus and shutil.which("nvidia-imex-ctl"):
+        domain, problem = _run(["nvidia-imex-ctl", "-N"])
+        extra["imex_domain"] = domain
+        if problem:
+            errors.append(problem)
     return info.model_copy(update={**extra, "errors": (*info.errors, *errors)})
 
 
@@ -104,7 +111,7 @@ def nvml_gpu(pynvml: Any, index: int) -> GpuInfo:
     mig = optional(pynvml.nvmlDeviceGetMigMode)
     capability = optional(pynvml.nvmlDeviceGetCudaComputeCapability)
     persistence = optional(pynvml.nvmlDeviceGetPersistenceMode)
-    fabric_state, fabric_status = _nvml_fabric(pynvml, handle)
+    fabric_state, fabric_status, cluster, clique = _nvml_fabric(pynvml, handle)
     return GpuInfo(
         index=index,
         name=_str(pynvml.nvmlDeviceGetName(handle)),
@@ -118,14 +125,17 @@ def nvml_gpu(pynvml: Any, index: int) -> GpuInfo:
         compute_capability=None if capability is None else f"{capability[0]}.{capability[1]}",
         fabric_state=fabric_state,
         fabric_status=fabric_status,
+        fabric_cluster_uuid=cluster,
+        fabric_clique_id=clique,
     )
 
 
 _FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
 
 
-def _nvml_fabric(pynvml: Any, handle: Any) -> tuple[str | None, str | None]:
-    """Fabric (NVSwitch/NVLink domain) state; the call's shape differs across NVML versions."""
+def _nvml_fabric(pynvml: Any, handle: Any) -> tuple[str | None, str | None, str | None, str | None]:
+    """Fabric (NVSwitch/NVLink domain) state, status, cluster UUID and clique id; the call's
+    shape differs across NVML versions."""
     import ctypes
 
     for struct, call in (
@@ -141,9 +151,27 @@ def _nvml_fabric(pynvml: Any, handle: Any) -> tuple[str | None, str | None]:
             continue
         state = _FABRIC_STATES.get(int(info.state), str(info.state))
         if state == "Not Supported":
-            return None, None
-        return state, "Success" if int(info.status) == 0 else f"error {info.status}"
-    return None, None
+            return None, None, None, None
+        status = "Success" if int(info.status) == 0 else f"error {info.status}"
+        return state, status, _cluster_uuid(getattr(info, "clusterUuid", None)), _clique(info)
+    return None, None, None, None
+
+
+def _cluster_uuid(raw: Any) -> str | None:
+    """NVML's 16-byte fabric cluster UUID as text (None where the structure has none)."""
+    try:
+        data = bytes(raw)[:16]
+    except TypeError:
+        return None
+    if len(data) != 16:
+        return None
+    text = data.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def _clique(info: Any) -> str | None:
+    clique = getattr(info, "cliqueId", None)
+    return None if clique is None else str(int(clique))
 
 
 def _str(value: Any) -> str:

@@ -29,6 +29,8 @@ class GpuInfo(Facts):
     compute_capability: str | None = None
     fabric_state: str | None = None
     fabric_status: str | None = None
+    fabric_cluster_uuid: str | None = None  # the multi-node NVLink domain (all zeros: none)
+    fabric_clique_id: str | None = None
 
 
 class HostInfo(Facts):
@@ -44,6 +46,8 @@ class HostInfo(Facts):
     proc_driver_version: str | None = None  # /proc/driver/nvidia/version: the kernel module
     gpus: tuple[GpuInfo, ...] = ()
     fabric_manager: str | None = None  # systemd state of nvidia-fabricmanager, when present
+    imex: str | None = None  # systemd state of nvidia-imex (multi-node NVLink), when present
+    imex_domain: str | None = None  # `nvidia-imex-ctl -N`: the IMEX domain's nodes and state
     topology: str | None = None
     errors: tuple[str, ...] = ()
 

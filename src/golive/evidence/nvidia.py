@@ -74,6 +74,8 @@ def parse_nvidia_smi_xml(text: str, node: str, source_name: str = "nvidia-smi -q
                 mig_mode=_text(gpu, "mig_mode/current_mig"),
                 fabric_state=_text(gpu, "fabric/state"),
                 fabric_status=_text(gpu, "fabric/status"),
+                fabric_cluster_uuid=_text(gpu, "fabric/clusterUuid"),
+                fabric_clique_id=_text(gpu, "fabric/cliqueId"),
             )
         )
     return HostInfo(

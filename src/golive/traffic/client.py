@@ -35,7 +35,7 @@ from golive.traffic.http1 import (
 )
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings
 
-_KEPT_HEADERS = ("x-request-id", "content-type", "server", "retry-after")
+_KEPT_HEADERS = ("x-request-id", "content-type", "server", "retry-after", "location")
 CHAT_PATH = "/v1/chat/completions"
 
 

@@ -30,7 +30,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
@@ -50,6 +50,7 @@ from golive.traffic.load_split import (
     window_result,
 )
 from golive.traffic.records import BodySample, ParsedResponse, RequestRecord, parse
+from golive.traffic.retry import RetryPolicy, send_with_retries
 from golive.traffic.schedule import ABORT_GRACE_S, LoadResult, MakeBody, Schedule, run_schedule
 
 FLUSH_S = 0.02  # a worker hands its records over at least this often ...
@@ -89,6 +90,7 @@ class WorkerWindow:
     label: str
     stream: str  # the bundle's record stream: requests/<stream>.jsonl
     sample: BodySample  # this worker's share of which records keep their full bodies
+    retry: RetryPolicy = field(default_factory=RetryPolicy)  # the client's timeout, retries
 
 
 class ProcessLoad:
@@ -101,8 +103,10 @@ class ProcessLoad:
         workers: int,
         sample: BodySample,
         start_s: float = START_S,
+        retry: RetryPolicy | None = None,
     ) -> None:
         context = multiprocessing.get_context("spawn")
+        self.retry = retry or RetryPolicy()
         self.names = [f"worker-{i}" for i in range(workers)]
         self.conns: list[Connection] = []
         self.procs: list[BaseProcess] = []
@@ -209,6 +213,7 @@ class ProcessLoad:
                     f"{label}@{self.names[i]}",
                     sink.stream_file,
                     self._samples[i],
+                    self.retry,
                 ), label)  # fmt: skip
                 loop.add_reader(self.conns[i].fileno(), readable, i)
             bound = schedule.duration_s + schedule.drain_s + ABORT_GRACE_S + SPARE_S
@@ -324,14 +329,23 @@ class _Worker:
                 self.conn.send(("records", list(batch), client.chat_requests - before))
                 batch.clear()
 
-        async def send(body: Any, label: str, scheduled_ns: int) -> RequestRecord:
-            record = await client.chat(body, label, scheduled_ns)
+        def keep(record: RequestRecord) -> None:
             parsed = parse(record)
             line = jsonl_text(parsed.to_json(sample.keep(w.stream, parsed)))
             batch.append((for_main(parsed), line))
             if len(batch) >= FLUSH_RECORDS:
                 flush()
+
+        async def send(body: Any, label: str, scheduled_ns: int) -> RequestRecord:
+            record = await send_with_retries(
+                client.chat, body, label, scheduled_ns, w.retry, keep, None, self.stopped
+            )
+            keep(record)
             return record
+
+        def end(reason: str) -> int:  # the window's end: no more retries either
+            self.stopped.set()
+            return client.abort_in_flight(reason)
 
         monitor = ClientMonitor()
         with collector_paused():
@@ -342,7 +356,7 @@ class _Worker:
                     w.make_body,
                     w.label,
                     stop=self.stopped,
-                    abort=client.abort_in_flight,
+                    abort=end,
                 )
         thaw()
         flush()

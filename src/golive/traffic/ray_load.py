@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import os
 import socket
@@ -41,6 +42,7 @@ from golive.traffic.load_split import (
     window_result,
 )
 from golive.traffic.records import RequestRecord
+from golive.traffic.retry import RetryPolicy, send_with_retries
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule, cancel_all, run_schedule
 
 BATCH_S = 0.25
@@ -65,9 +67,10 @@ def normal_priority() -> None:
 class LoadClient:
     """One client machine's share of a load window (an async actor)."""
 
-    def __init__(self, name: str, settings: ClientSettings) -> None:
+    def __init__(self, name: str, settings: ClientSettings, retry: RetryPolicy) -> None:
         self.name = name
         self.settings = settings
+        self.retry = retry  # the production client's policy, for the load windows
         self.client: TargetClient | None = None
         self.stopped: asyncio.Event | None = None
         self.single: TargetClient | None = None  # for one-at-a-time requests (`chat`)
@@ -99,12 +102,18 @@ class LoadClient:
             task = asyncio.ensure_future(
                 run_schedule(
                     schedule,
-                    client.chat,
+                    functools.partial(
+                        send_with_retries,
+                        client.chat,
+                        policy=self.retry,
+                        retried=records.put_nowait,
+                        closing=self.stopped,
+                    ),
                     make_body,
                     label,
                     on_record=records.put_nowait,
                     stop=self.stopped,
-                    abort=client.abort_in_flight,
+                    abort=functools.partial(_end, self.stopped, client),
                 )
             )
             while not (task.done() and records.empty()):
@@ -128,6 +137,12 @@ class LoadClient:
         return aborted + (0 if self.client is None else self.client.abort_in_flight(reason))
 
 
+def _end(stopped: asyncio.Event, client: TargetClient, reason: str) -> int:
+    """A window's end: no more retries, and what is in flight is aborted."""
+    stopped.set()
+    return client.abort_in_flight(reason)
+
+
 class RecordSink(Protocol):
     """Where a window's records go as they arrive (the capacity run's `Run`)."""
 
@@ -137,7 +152,9 @@ class RecordSink(Protocol):
 class RayLoad:
     """The actors of a load cluster; use one per golive run, then `close`."""
 
-    def __init__(self, address: str, settings: ClientSettings) -> None:
+    def __init__(
+        self, address: str, settings: ClientSettings, retry: RetryPolicy | None = None
+    ) -> None:
         try:
             ray.init(
                 address=address,
@@ -158,7 +175,9 @@ class RayLoad:
             name = f"client-{i}-{node.get('NodeManagerHostname', 'node')}"
             strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
             self.actors.append(
-                LoadClient.options(scheduling_strategy=strategy).remote(name, settings)  # type: ignore[attr-defined]
+                LoadClient.options(scheduling_strategy=strategy).remote(  # type: ignore[attr-defined]
+                    name, settings, retry or RetryPolicy()
+                )
             )
             self.names.append(name)
         self._sent: dict[str, int] = {}

@@ -22,6 +22,7 @@ import yaml
 
 from golive.bundle.layout import EFFECTIVE_CONFIG, MANIFEST, PARTS, POLICY
 from golive.bundle.store import Bundle, BundleReader
+from golive.checks.cache.after_load import combined_gap
 from golive.checks.deployment import FIELDS, deployment_of
 from golive.config import GoliveConfig, load_profile
 from golive.errors import BundleError, ConfigError
@@ -226,6 +227,8 @@ def combine(
     scope: Scope = (
         PROGRAMME if covered >= set(SECTIONS) else tuple(s for s in SECTIONS if s in covered)
     )
+    gap = combined_gap([p.root for p in parts], checks, scope == PROGRAMME)
+    checks += apply_policy(policy.policy, gap, profile)
     decision = decide(checks, scope, policy.policy.waive)
     first = parts[0].verdict
     document = verdict_document(

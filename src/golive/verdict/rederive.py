@@ -28,6 +28,7 @@ from golive.bundle.layout import (
     VERDICT,
 )
 from golive.bundle.store import BundleReader, verify
+from golive.checks.cache.after_load import combined_gap
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, sections_with_evidence
 from golive.errors import ConfigError
 from golive.report.capacity_request import capacity_request
@@ -269,6 +270,9 @@ def _rederive_parts(
     if not parts:
         problems.append("a combined bundle without parts: nothing to re-derive")
     problems.extend(_one_deployment(held, data))
+    gap = combined_gap([where for where, _ in held], checks, scope == PROGRAMME)
+    checks += gap
+    owned.update(c.id for c in gap)
     return scope, checks, sorted(rejudged), owned
 
 

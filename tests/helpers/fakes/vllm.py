@@ -31,6 +31,7 @@ class FakeState:
     hanging: int = 0  # chat requests held open right now (their clients still connected)
     peak_hanging: int = 0
     models_asked: int = 0  # GET /v1/models received
+    models_down_at: int = 1  # fault "models_down_once": which ask of /v1/models gets a 503
     running: int = 0  # fault "knee": requests being served right now
     knee_at: int = 2  # fault "knee": past this many in flight, each request takes longer
     die_above: int = 2  # fault "dies_above": more in flight than this kills the engine once
@@ -44,6 +45,7 @@ class FakeState:
     model: str = MODEL  # the served name (a watch test serves the accepted bundle's)
     started: float = field(default_factory=time.time)  # process_start_time_seconds
     http_status: dict[str, int] = field(default_factory=dict)  # answers by status class
+    seen: set[str] = field(default_factory=set)  # fault "overloaded": bodies served before
 
 
 _ENGINE_DIED = {"error": {"message": "EngineCore died", "type": "InternalServerError", "code": 500}}
@@ -66,6 +68,20 @@ async def _dies_above(state: FakeState) -> bool:
             state.down_until = time.monotonic() + state.down_s
         await asyncio.sleep(0.05)
         return not _down(state) and not (state.deaths and state.broken_after_restart)
+    finally:
+        state.running -= 1
+
+
+async def _overloaded(state: FakeState, body: dict[str, object]) -> bool:
+    """A front end shedding load: past `knee_at` in flight it answers 503 to a request it has
+    not seen before (the same body sent again, a client's retry, is served)."""
+    state.running += 1
+    try:
+        key = json.dumps(body, sort_keys=True)
+        shed = state.running > state.knee_at and key not in state.seen
+        state.seen.add(key)
+        await asyncio.sleep(0.05)
+        return not shed
     finally:
         state.running -= 1
 
@@ -149,7 +165,7 @@ def build_app(state: FakeState) -> web.Application:
 
     async def models(_: web.Request) -> web.Response:
         state.models_asked += 1
-        if state.fault == "models_down_once" and state.models_asked == 1:
+        if state.fault == "models_down_once" and state.models_asked == state.models_down_at:
             return web.json_response({"error": "starting"}, status=503)
         entry: dict[str, object] = {"id": state.model, "object": "model", "max_model_len": 4096}
         if state.root is not None:
@@ -193,6 +209,16 @@ def build_app(state: FakeState) -> web.Application:
             return web.json_response(_ENGINE_DIED, status=500)
         if state.fault == "dies_above" and not await _dies_above(state):
             return web.json_response(_ENGINE_DIED, status=500)
+        if state.fault == "flaky_500":  # an engine defect each request meets once
+            key = json.dumps(body, sort_keys=True)
+            if key not in state.seen:
+                state.seen.add(key)
+                return web.json_response(_ENGINE_DIED, status=500)
+        if state.fault == "overloaded" and not await _overloaded(state, body):
+            return web.json_response(
+                {"error": {"message": "server overloaded", "type": "ServiceUnavailable"}},
+                status=503,
+            )
         messages = body.get("messages") or []
         if state.fault == "tool_result_500" and any(m.get("role") == "tool" for m in messages):
             return web.json_response(  # a chat template that breaks on tool results

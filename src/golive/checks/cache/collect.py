@@ -14,6 +14,15 @@ from typing import Any
 
 from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS
 from golive.bundle.store import BundleReader
+from golive.checks.cache.after_load import (
+    AFTER_SCRAPE,
+    BEFORE_SCRAPE,
+    PROBE_LABEL,
+    RECORDS,
+    probe_body,
+    sustained_ran,
+)
+from golive.checks.cache.after_load import CHECK as AFTER_LOAD
 from golive.checks.cache.judge import block_size, judge_cache, labels_of
 from golive.checks.cache.rules import (
     CACHE_FILE,
@@ -112,6 +121,23 @@ async def run_cache(ctx: CheckContext, settings: CacheSettings) -> list[CheckRes
     ctx.bundle.write_json(CACHE_PROTOCOL, protocol)
     reader = BundleReader(ctx.bundle.root)
     return judge_cache(reader, ctx.profile, ctx.config.programme, ctx.config.cache)
+
+
+async def probe_after_load(ctx: CheckContext) -> list[CheckResult]:
+    """After the sustained window (a programme run): the warm prefix once more, alone
+    between two scrapes (`cache.after_load`: kept or evicted by the load). Nothing is sent
+    where the config turns it off, no sustained window ran, or the proof left no warm request
+    to repeat (the judge then says what is missing)."""
+    reader = BundleReader(ctx.bundle.root)
+    body = probe_body(reader.jsonl(RECORDS))
+    if ctx.config.cache.after_load_probe and sustained_ran(reader) and body is not None:
+        await scrape(ctx, BEFORE_SCRAPE)
+        ctx.save(await ctx.target.chat(body, PROBE_LABEL), FILE)
+        await scrape(ctx, AFTER_SCRAPE)
+    judged = judge_cache(
+        BundleReader(ctx.bundle.root), ctx.profile, ctx.config.programme, ctx.config.cache
+    )
+    return [c for c in judged if c.id == AFTER_LOAD]
 
 
 async def collect_cache(ctx: CheckContext, settings: CacheSettings) -> dict[str, Any]:

@@ -15,8 +15,9 @@ from typing import Any
 
 from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS
 from golive.bundle.store import BundleReader
+from golive.checks.cache.after_load import CacheSetting, judge_after_load
 from golive.checks.cache.recorded import steps_differences
-from golive.checks.cache.retention import retention_result
+from golive.checks.cache.retention import retention_result, retention_setting
 from golive.checks.cache.rules import (
     CACHE_FILE,
     START_SCRAPE,
@@ -92,7 +93,14 @@ def judge_cache(
         and cache.warm_must_be_faster
         and evidence.effective_has("cache", "warm_must_be_faster")
     )
-    results = cache_from_steps(evidence, profile, protocol, rows, speed)
+    # the probe after the sustained window: due where the run's config asks for it (a bundle
+    # sealed before the rule does not name the key, and is judged as it was)
+    after_load = (
+        None
+        if cache is None or not evidence.effective_has("cache", "after_load_probe")
+        else cache.after_load_probe
+    )
+    results = cache_from_steps(evidence, profile, protocol, rows, speed, after_load)
     if programme is not None:
         warm = sum(1 for row in rows if str(row.get("step", "")).startswith("warm-"))
         results.append(cache_coverage(warm, CACHE_STEPS))
@@ -105,10 +113,13 @@ def cache_from_steps(
     protocol: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
     speed: bool = False,
+    after_load: bool | None = None,
 ) -> list[CheckResult]:
     """The three cache checks from the protocol, the steps and the start scrape (the steps
     already held to their scrapes and records by `judge_cache`); `speed`: a warm request that
-    reused tokens but was not faster is a warn."""
+    reused tokens but was not faster is a warn; `after_load`: whether the probe after the
+    sustained window is due where one ran (None: sealed before the rule; `cache.after_load`
+    is judged wherever its evidence is)."""
     labels = cache_labels(evidence.text(f"metrics/{START_SCRAPE}.prom"))
     logged = LoggedCache.from_json(protocol.get("startup"))
     block = block_size(labels, logged, profile.cache.block_size_hint)
@@ -125,10 +136,13 @@ def cache_from_steps(
         ]
     prompt = steps["cold-0"].prompt_tokens or int(protocol["target_tokens"])
     shared_tokens = max(0, prompt - USER_TURN_TOKENS)
+    mode, interval, hybrid = retention_setting(labels, logged)
+    setting = CacheSetting(block or 16, mode, interval, hybrid)
     return [
         reuse_result(steps, shared_tokens, block, enabled, str(protocol.get("calibration")), speed),
         controls_result(steps, block or 16, tuple(protocol.get("controls") or ())),
         retention_result(labels, logged, block, prompt),
+        *judge_after_load(evidence, steps, setting, after_load),
     ]
 
 

@@ -10,14 +10,27 @@ from golive.checks.cache.rules import LoggedCache, cache_result
 from golive.results import CheckResult, Status
 
 
-def retention_result(
-    labels: Mapping[str, str], logged: LoggedCache | None, block: int | None, prompt_tokens: int
-) -> CheckResult:
+def retention_setting(
+    labels: Mapping[str, str], logged: LoggedCache | None
+) -> tuple[str | None, str | None, bool]:
+    """The cache's mamba mode and retention interval (the startup log's word over the
+    engine's cache_config_info), and whether the cache is hybrid (recurrent + attention)."""
     mode = labels.get("mamba_cache_mode") or (logged.mamba_cache_mode if logged else None)
     interval = labels.get("prefix_cache_retention_interval")
     if logged is not None and logged.retention_interval is not None:
         interval = logged.retention_interval
-    hybrid = mode not in (None, "none", "None")
+    return mode, interval, mode not in (None, "none", "None")
+
+
+def interval_unset(interval: str | None) -> bool:
+    """No retention interval configured (absent, None or 0)."""
+    return interval in (None, "None", "0")
+
+
+def retention_result(
+    labels: Mapping[str, str], logged: LoggedCache | None, block: int | None, prompt_tokens: int
+) -> CheckResult:
+    mode, interval, hybrid = retention_setting(labels, logged)
     boundaries = (
         "hybrid cache: reuse relies on prompt-end checkpoints and interval checkpoints "
         f"(retention interval {interval})"
@@ -55,7 +68,7 @@ def judge_retention(measurements: Mapping[str, Any], hybrid: bool, boundaries: s
             "prefix caching is off in the engine config: no prefix is retained at all",
             measurements,
         )
-    if hybrid and measurements.get("retention_interval") in (None, "None", "0"):
+    if hybrid and interval_unset(measurements.get("retention_interval")):
         return cache_result(
             "cache.retention",
             False,

@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from golive.bundle.layout import (
-    LOAD_CURVE,
     MEMORY_CURVE,
-    STARTUP_LOG,
     TERMINATION,
     TERMINATION_AFTER_RESTART,
 )
@@ -30,8 +28,7 @@ from golive.checks.capacity.rules import (
     Action,
     Classification,
 )
-from golive.checks.context import CheckContext, scrape
-from golive.evidence.gpu_curve import PhaseSpan, merge_gpu_curve
+from golive.checks.context import CheckContext
 from golive.evidence.sampling import Curve, Probe, host_probe
 from golive.evidence.startup_log import StartupFacts
 from golive.results import CheckClass, CheckResult, Status
@@ -41,6 +38,7 @@ from golive.traffic.records import (
     RequestRecord,
     error_message,
 )
+from golive.traffic.retry import RetryPolicy, RetryTally, send_with_retries
 from golive.traffic.schedule import LoadResult, MakeBody, Schedule
 
 _CONTEXT_ERROR = (
@@ -174,6 +172,9 @@ class Run:
         # cache would otherwise answer the start of a window from cache and the rest cold,
         # which reads as latency drifting upward (seen on a long-lived target, +60% in 10 s).
         self.workload_seed = random.SystemRandom().randrange(1, 1 << 31)
+        self.retry = RetryPolicy.of(ctx.config.client)
+        self.tally = RetryTally()  # each window's retries and timeouts
+        self.closing = asyncio.Event()  # no more retries: the window ended or the engine died
         self._n = 0
         self._checking: asyncio.Future[bool] | None = None  # a health check of a client's loss
 
@@ -181,15 +182,38 @@ class Run:
         self._n += 1
         key = self._n
         self.in_flight[key] = shape_of(body)
-        try:
-            record = await self.ctx.target.chat(body, label, scheduled_ns)
+        try:  # as production's client sends it (`client.*`: timeout, retries, backoff)
+            record = await send_with_retries(
+                self.ctx.target.chat,
+                body,
+                label,
+                scheduled_ns,
+                self.retry,
+                self._retried,
+                lambda r: self._lost(r, body),
+                self.closing,
+            )
         finally:
             self.in_flight.pop(key, None)
         self.parsed[record.request_id] = self.ctx.save(record, self.stream_file, self.bodies)
+        self.tally.count(record)
         self.inputs.progress.record(record.ok)
+        await self._lost(record, body)
+        return record
+
+    def _retried(self, record: RequestRecord) -> None:
+        """An attempt a retry answers in its place: kept in the stream under its own label."""
+        self.parsed[record.request_id] = self.ctx.save(record, self.stream_file, self.bodies)
+        self.tally.count(record)
+
+    def close_window(self, reason: str) -> int:
+        """The window ends: no more retries, and what is in flight is aborted."""
+        self.closing.set()
+        return self.ctx.target.abort_in_flight(reason)
+
+    async def _lost(self, record: RequestRecord, body: Mapping[str, Any]) -> None:
         if (lost := connection_lost(record)) is not None:
             await self.check_alive(lost, body)
-        return record
 
     def follow(self, pid: int) -> None:
         """The server runs again as `pid` (relaunched): its host memory is sampled now."""
@@ -217,6 +241,7 @@ class Run:
             self._arrived(parsed.record)
 
     def _arrived(self, record: RequestRecord) -> None:
+        self.tally.count(record)
         self.inputs.progress.record(record.ok)
         lost = connection_lost(record)
         if lost is not None and self._checking is None and not self.dead.is_set():
@@ -240,6 +265,7 @@ class Run:
         in_flight = [*self.in_flight.values(), *([shape_of(body)] if body else [])]
         self.death = reason
         self.dead.set()
+        self.closing.set()
         # a death after a restart (restart.py) keeps the first one's record beside it
         first = not self.ctx.bundle.path(TERMINATION).exists()
         path = TERMINATION if first else TERMINATION_AFTER_RESTART
@@ -296,82 +322,6 @@ def shape_of(body: Mapping[str, Any]) -> dict[str, Any]:
         "max_tokens": body.get("max_tokens"),
         "stream": bool(body.get("stream")),
     }
-
-
-_GAUGES = ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting", "num_preemptions")
-
-
-def engine_probe(ctx: CheckContext) -> Probe:
-    last = {"t": 0.0}
-
-    async def probe() -> Mapping[str, float | None]:
-        if time.monotonic() - last["t"] < 0.5:  # the engine's gauges at 2 Hz, memory at 5 Hz
-            return {}
-        last["t"] = time.monotonic()
-        scraped = await scrape(ctx, None, only=_GAUGES, label="capacity-gauges")
-        snap = scraped.snapshot
-        if snap is None:  # every column named even so: the curve's header is its first row's
-            return dict.fromkeys(_GAUGES)
-        return {
-            "kv_cache_usage_perc": snap.value("kv_cache_usage_perc", "max"),
-            "num_requests_running": snap.value("num_requests_running"),
-            "num_requests_waiting": snap.value("num_requests_waiting"),
-            "num_preemptions": snap.value("num_preemptions"),
-        }
-
-    return probe
-
-
-def save_load_evidence(run: Run) -> None:
-    """Phase 1's evidence: the startup log (saved here where no section before saved it) and
-    the host memory curve while golive's own launch loaded the model (`memory/load.csv`),
-    judged by `capacity.model_load.judge_model_load`."""
-    startup = run.inputs.startup
-    if startup is not None and startup.text and not run.ctx.bundle.path(STARTUP_LOG).exists():
-        run.ctx.bundle.write_text(STARTUP_LOG, startup.text)
-    curve = run.inputs.load_curve
-    if curve:
-        run.ctx.bundle.write_text(
-            LOAD_CURVE, "t_s,host_rss_mib\n" + "".join(f"{t},{m}\n" for t, m in curve)
-        )
-
-
-def merge_curves(
-    ctx: CheckContext, inputs: CapacityInputs, timeline: list[PhaseSpan]
-) -> CheckResult:
-    """Node-side GPU curves merged by wall clock: peak memory per phase and GPU."""
-    measurements: dict[str, Any] = {}
-    evidence = []
-    for path in inputs.gpu_curves:  # read now: the node samplers wrote during the run
-        name = path.stem
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            return cap_result(
-                "capacity.gpu_memory",
-                Status.NO_DATA,
-                f"--gpu-curve {path}: cannot be read ({exc.strerror})",
-                {},
-                (),
-                critical=False,
-            )
-        merged, peaks = merge_gpu_curve(text, name, timeline)
-        rel = f"memory/gpu-{name}.csv"
-        ctx.bundle.write_text(rel, merged)
-        evidence.append(rel)
-        measurements.update({f"{name}:{k}": round(v, 1) for k, v in peaks.items()})
-    top = max(measurements.values(), default=None)
-    summary = f"GPU memory curves from {len(inputs.gpu_curves)} node(s) merged by phase"
-    if top is not None:
-        summary += f"; peak {top:.0f} MiB"
-    return cap_result(
-        "capacity.gpu_memory",
-        Status.PASS if measurements else Status.NO_DATA,
-        summary,
-        measurements,
-        evidence,
-        critical=False,
-    )
 
 
 def refusal(parsed: ParsedResponse) -> str:

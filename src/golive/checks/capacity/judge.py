@@ -25,6 +25,7 @@ from golive.checks.capacity.collect import cap_result, classified
 from golive.checks.capacity.deaths import unshown_deaths
 from golive.checks.capacity.failures import failure_detail
 from golive.checks.capacity.recorded import (
+    answers_of,
     engine_silent,
     repeats_differences,
     scraped_differences,
@@ -99,7 +100,7 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
         return not_from_records("capacity.concurrency", edited, CAPACITY_STEPS)
     quoted, repeated = (
         [
-            {**row, "failure_detail": failure_detail(window_records(records, window_label(row)))}
+            {**row, "failure_detail": failure_detail(answers(records, window_label(row)))}
             for row in found
         ]
         for found in (rows, again)
@@ -123,6 +124,7 @@ def stability_policy(config: CapacityConfig) -> StabilityPolicy:
         max_queue_s=config.max_queue_s,
         max_queue_share=config.max_queue_share,
         required_concurrency=config.required_concurrency,
+        max_retry_share=config.max_retry_share,
     )
 
 
@@ -189,7 +191,12 @@ def _engine_silent(
     where = f"{scrapes.removeprefix('capacity-')}"
     before = evidence.text(f"metrics/{scrapes}-before.prom")
     after = evidence.text(f"metrics/{scrapes}-after.prom")
-    return engine_silent(row, window_records(records, window_label(row)), before, after, where)
+    return engine_silent(row, answers(records, window_label(row)), before, after, where)
+
+
+def answers(records: Sequence[Mapping[str, Any]], label: str) -> list[Mapping[str, Any]]:
+    """A window's requests as the user saw them (each one's last attempt)."""
+    return answers_of(window_records(records, label))
 
 
 def _scraped(evidence: BundleReader, row: Mapping[str, Any], scrapes: str) -> list[str]:
@@ -289,8 +296,9 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         )
     stats = StepStats.from_json(row)
     label = str(row.get("label"))
-    window = window_records(evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS), label)
-    mismatch = window_differences(row, window, f"{CAPACITY_SUSTAINED} ({label})")
+    attempts = window_records(evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS), label)
+    window = answers_of(attempts)
+    mismatch = window_differences(row, attempts, f"{CAPACITY_SUSTAINED} ({label})")
     mismatch += unshown_deaths(evidence)
     if label != f"c{stats.concurrency}":  # a row golive never writes: its level is its label's
         mismatch.append(
@@ -346,6 +354,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         cancelled=stats.cancelled,
         required_concurrency=config.required_concurrency,
         after_restart=restarted,
+        retries=(stats.retries, config.max_retry_share),
     )
     if evidence.effective_has("capacity", "min_sustained_s"):  # sealed before: as it was
         result = short_window(result, duration_s, stats.completed, config)

@@ -41,6 +41,7 @@ from golive.traffic.load_split import (
     window_headroom,
 )
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
+from golive.traffic.retry import is_retried, judged
 from golive.traffic.schedule import (
     LoadResult,
     MakeBody,
@@ -96,6 +97,8 @@ async def load_window(
     label = label or f"c{concurrency}"
     scrapes = scrapes or f"capacity-{label}"
     before = await scrape(run.ctx, f"{scrapes}-before")
+    if not run.dead.is_set():
+        run.closing.clear()  # retries allowed again, until this window ends
     make = workload(run)
     first_row = len(run.memory.rows) if run.memory else 0
     schedule = Schedule(
@@ -120,16 +123,13 @@ async def load_window(
                     body,
                     label,
                     stop=run.dead,
-                    abort=run.ctx.target.abort_in_flight,
+                    abort=run.close_window,
                 )
     else:
         loaded, rows = await _clients_window(
             run, clients, schedule, Offset(make, offset), label, probes, health
         )
-    # each answer was parsed as it was saved (here, by a worker, or on arrival from Ray)
-    parsed = [run.parsed.get(r.request_id) or parse(r) for r in loaded.records]
-    parsed = [p for p in parsed if not is_probe(p.record)]
-    run.parsed.clear()
+    attempts, parsed, (retries, timeouts) = _window_answers(run, loaded, label)
     ok = [p for p in parsed if p.record.ok and not p.problems]
     answered = set(map(id, ok))
     # latency from the intended send time: a request the client sent late is not a fast one
@@ -207,8 +207,10 @@ async def load_window(
             concurrency,
         )
         or short,
+        retries=retries,
+        timeouts=timeouts,
         stall=stall_in(
-            loaded.records,
+            attempts,
             health.probes,
             stall_after_s(run.ctx.config.capacity.stall_s, run.idle_silence_s),
             concurrency,
@@ -355,3 +357,29 @@ def headroom(run: Run) -> HeadroomPolicy:
 def drain_s(configured: float | None, duration_s: float) -> float:
     """How long requests in flight may finish after a phase's time is up."""
     return configured if configured is not None else min(120.0, duration_s * 3)
+
+
+def _window_answers(
+    run: Run, loaded: LoadResult, label: str
+) -> tuple[list[RequestRecord], list[ParsedResponse], tuple[int, int]]:
+    """Every attempt of the window (the in-process path's retried ones are not in the
+    schedule's records), the answers its figures count — each request's last attempt, and
+    the retried ones the server failed as a defect does (`retry.judged`), no probe; each was
+    parsed as it was saved (here, by a worker, or on arrival from Ray) — and its retries and
+    timed-out attempts."""
+    retried, timeouts = run.tally.take(label)
+    attempts = list({r.request_id: r for r in [*loaded.records, *retried]}.values())
+    parsed = [run.parsed.get(r.request_id) or parse(r) for r in attempts]
+    run.parsed.clear()
+    counted = [
+        p
+        for p in parsed
+        if not is_probe(p.record) and judged(p.record.label, p.record.status, _failure(p.record))
+    ]
+    return attempts, counted, (sum(1 for r in attempts if is_retried(r.label)), timeouts)
+
+
+def _failure(record: RequestRecord) -> dict[str, str] | None:
+    """A record's failure as its saved line has it (what `retry.judged` reads)."""
+    failure = record.failure
+    return None if failure is None else {"kind": failure.kind.value}

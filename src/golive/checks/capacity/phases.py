@@ -25,11 +25,9 @@ from golive.checks.capacity.collect import (
     CapacityInputs,
     Run,
     cap_result,
-    engine_probe,
-    merge_curves,
     refusal,
-    save_load_evidence,
 )
+from golive.checks.capacity.curves import engine_probe, merge_curves, save_load_evidence
 from golive.checks.capacity.judge import (
     after_death,
     judge_headroom,

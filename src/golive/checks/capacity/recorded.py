@@ -19,32 +19,46 @@ from golive.checks.capacity.failures import cancelled, server_errors
 from golive.metrics import MetricsDelta, Snapshot, vllm_snapshot
 from golive.quantiles import quantile
 from golive.traffic.records import saved_answered, saved_e2e_s
+from golive.traffic.retry import judged, retry_counts, window_of
 
 # Latency percentiles are recomputed from millisecond figures saved to the microsecond.
 TOLERANCE_S = 0.002
 
 
 def window_records(records: Iterable[Mapping[str, Any]], label: str) -> list[Mapping[str, Any]]:
-    """A window's workload records: its label, on any client (`c4@worker-1`), no probes."""
-    return [r for r in records if str(r.get("label")).split("@")[0] == label]
+    """A window's workload records: its label, on any client (`c4@worker-1`), with the
+    attempts its client retried (`c4~retried1`), no probes."""
+    return [r for r in records if window_of(r.get("label")) == label]
+
+
+def answers_of(attempts: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The attempts a window's figures count (`retry.judged`): each request's last, and the
+    retried ones the server failed as a defect does."""
+    return [r for r in attempts if judged(r.get("label"), r.get("http_status"), r.get("failure"))]
 
 
 def window_differences(
-    row: Mapping[str, Any], records: Sequence[Mapping[str, Any]], where: str
+    row: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]], where: str
 ) -> list[str]:
-    """How one window's summary row differs from its records (empty: it matches)."""
+    """How one window's summary row differs from its records (empty: it matches). A row
+    written since retries are counted always has `retries`; one without it beside retried
+    attempts was edited."""
+    records = answers_of(attempts)
     answered = [r for r in records if saved_answered(r)]
+    retries, timeouts = retry_counts(attempts)
     counted = {
         "completed": len(answered),
         "errors": len(records) - len(answered),
         "refused": sum(1 for r in records if _refused(r.get("http_status"))),
         "server_errors": server_errors(records),
         "cancelled": cancelled(records),
+        "retries": retries,
+        "timeouts": timeouts,
     }
     out = [
         f"{where}: {key} {row.get(key)!r}, but its {len(records)} request records say {value}"
         for key, value in counted.items()
-        if key in row and row.get(key) != value
+        if (key in row or (key == "retries" and value)) and row.get(key) != value
     ]
     e2e = [v for r in answered if (v := saved_e2e_s(r)) is not None]
     p95 = quantile([v * 1000 for v in e2e], 95).value

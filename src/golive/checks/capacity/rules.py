@@ -66,6 +66,9 @@ class StepStats:
     e2e_p95_upper_s: float | None = None
     ttft_samples: int | None = None
     ttft_p95_upper_s: float | None = None
+    # the production client's policy (`client.*`): attempts retried, attempts out of time
+    retries: int = 0
+    timeouts: int = 0
 
     def to_json(self) -> dict[str, object]:
         """One line of `metrics/capacity-steps.jsonl`."""
@@ -100,6 +103,7 @@ class StabilityPolicy:
     max_latency_growth: float = 1.5  # ... or latency may grow at most this much
     max_mean_waiting: float = 0.5  # requests held in the engine's waiting queue, on average
     max_preemptions: float = 0.0  # the engine preempted running requests (KV cache exhausted)
+    max_retry_share: float = 0.05  # the client's retries per request: more is a retry storm
     required_concurrency: int | None = None  # production's stated need (capacity.*)
 
 
@@ -137,6 +141,14 @@ def step_stable(step: StepStats, policy: StabilityPolicy) -> tuple[bool, str]:
         return False, f"no request finished at concurrency {step.concurrency}"
     if step.errors / total > policy.max_error_rate:
         return False, f"{step.errors}/{total} requests failed at concurrency {step.concurrency}"
+    if step.retries > policy.max_retry_share * total:
+        return False, (
+            f"retry storm at concurrency {step.concurrency}: the client retried {step.retries} "
+            f"time(s) for {total} requests ({step.retries / total:.0%}, above "
+            f"{policy.max_retry_share:.0%}; {step.timeouts} attempt(s) timed out): the "
+            "server shed load (429/503) or answered too late for the client, and only "
+            "sending again got the answers"
+        )
     if step.preemptions is not None and step.preemptions > policy.max_preemptions:
         return False, (
             f"the engine preempted {step.preemptions:g} running request(s) at concurrency "

@@ -233,6 +233,7 @@ def classify_sustained(
     max_running: float | None = None,
     cancelled: int = 0,
     after_restart: bool = False,
+    retries: tuple[int, float] = (0, 0.05),  # the client's retries, and the storm's share
 ) -> Classification:
     """Latency rising while throughput stays flat means pressure is accumulating. A rise
     must be significant (the fitted slope's 95% interval above zero) and important: by the
@@ -288,6 +289,13 @@ def classify_sustained(
                 f"load at concurrency {concurrency}: its KV cache runs out",
                 ceiling=max(1, concurrency // 2),
             )
+        )
+    if retries[0] > retries[1] * total:
+        return Classification(
+            Action.LIMIT_TRAFFIC,
+            f"retry storm under sustained load at concurrency {concurrency}: the client "
+            f"retried {retries[0]} time(s) for {total} requests (above {retries[1]:.0%})",
+            ceiling=max(1, concurrency // 2),
         )
     halves = "" if thirds is None else f", last third's median {thirds:+.0%} on the first's"
     if (
