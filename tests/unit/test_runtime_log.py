@@ -93,3 +93,13 @@ def test_an_error_with_nothing_in_flight_is_kept_but_blames_no_check() -> None:
     checks, rows = corroborate([_agent_check()], errors, far)
     assert checks == [_agent_check()]
     assert rows[0]["checks"] == []
+
+
+def test_an_error_during_the_probe_after_load_is_the_probes() -> None:
+    """The real H200 serving error, logged while the cache proof's probe after the sustained
+    window was in flight, is put on `cache.after_load`, not on the proof (`cache.prefix_reuse`)
+    whose requests share its stream."""
+    errors = runtime_errors((DATA / "runtime-tool-parser-error.log").read_text(), 2026, UTC)
+    probe = [Span("cache", "cache-after-load", AT - 0.2, AT + 0.2)]
+    _, rows = corroborate([], errors, probe)
+    assert rows[0]["checks"] == ["cache.after_load"]

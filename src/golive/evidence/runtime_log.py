@@ -101,8 +101,11 @@ def _epoch(stamp: str, year: int, zone: tzinfo | None) -> float | None:
     return moment.replace(tzinfo=zone).timestamp() if zone else moment.astimezone().timestamp()
 
 
-def check_of(stream: str) -> str | None:
-    """The check a request stream's records belong to."""
+def check_of(stream: str, label: str = "") -> str | None:
+    """The check a request stream's records (and, within a stream, a labelled request)
+    belong to."""
+    if label == "cache-after-load":  # the probe after the sustained window (cache.after_load)
+        return "cache.after_load"
     if stream.startswith("agent.") and stream not in ("agent.setup", "agent-failures"):
         return stream.removesuffix(".engine")
     if stream.startswith("capacity-"):
@@ -126,7 +129,7 @@ def attribute(errors: Sequence[LoggedError], spans: Iterable[Span]) -> list[Attr
             for s in ordered
             if s.start < error.at + SLACK_S and s.end >= error.at and (s.parses_tools or not parser)
         ]
-        checks = tuple(sorted({c for s in live if (c := check_of(s.stream)) is not None}))
+        checks = tuple(sorted({c for s in live if (c := check_of(s.stream, s.label)) is not None}))
         out.append((error, checks, tuple(s.label for s in live[:20])))
     return out
 
