@@ -13,7 +13,11 @@ from typing import Any
 
 import pytest
 
-from golive.bundle.layout import CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_STEPS
+from golive.bundle.layout import (
+    CAPACITY_CONCURRENCY_REQUESTS,
+    CAPACITY_LONG_INPUT_REQUESTS,
+    CAPACITY_STEPS,
+)
 from golive.bundle.store import ZSTD, Bundle, BundleReader, read_lines
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
@@ -98,6 +102,12 @@ async def test_a_retry_never_hides_a_server_error(tmp_path: Path) -> None:
     c1 = _step(out, 1)
     assert c1["server_errors"] == c1["errors"] == c1["retries"] > 0
     assert verdict.outcome is Outcome.HOLD
+    # the long-input ladder asks each size once, as it is: its 500s are not retried away
+    ladder = next(c for c in verdict.data["checks"] if c["id"] == "capacity.long_input")
+    assert ladder["status"] != "pass", ladder["summary"]
+    labels = [r["label"] for r in BundleReader(out).jsonl(CAPACITY_LONG_INPUT_REQUESTS)]
+    assert labels
+    assert not [label for label in labels if "~retried" in label]
     assert rederive(out).agrees, rederive(out).problems
 
 

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from golive.cli.main import main
-from golive.results import EXIT_NOT_MEASURABLE, Outcome
+from golive.results import EXIT_NOT_MEASURABLE, EXIT_USAGE, Outcome
 from tests.helpers.fakes import serve_app
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
 
@@ -186,10 +186,11 @@ async def test_a_redirect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 async def test_a_url_that_is_not_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str
 ) -> None:
-    """An empty host label or a port that is not a number: exit 4 naming the URL, never a
-    traceback."""
+    """An empty host label or a port that is not a number: a usage error (exit 2) naming
+    the URL, never a traceback, and nothing written."""
     code = await _smoke(target, tmp_path / "b")
-    assert code == EXIT_NOT_MEASURABLE
+    assert code == EXIT_USAGE
+    assert not (tmp_path / "b").exists()
     err = capsys.readouterr().err
     assert f"--target {target} is not a valid URL" in err
     assert "Traceback" not in err

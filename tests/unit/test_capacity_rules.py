@@ -195,6 +195,30 @@ def test_sustained_failures_are_capacity_only_with_saturation_and_need() -> None
     assert died(1, required_concurrency=8).action is Action.FIRST_STEP_FAILED
 
 
+def test_a_sustained_retry_storm_is_judged_like_any_failure_under_load() -> None:
+    """A retry storm in the sustained window at 12 is a limit at 6 with no stated need, and
+    expand-capacity with the engine saturated (8 running, 4 waiting) and 12 needed — the same
+    rule as preemptions, never a limit below a need the data says capacity cannot meet."""
+    flat = trend([(float(t), 2.0) for t in range(40)])
+    storm = functools.partial(
+        classify_sustained,
+        flat,
+        [1.0],
+        0,
+        40,
+        False,
+        12,
+        retries=(40, 0.05),
+        mean_waiting=4,
+        max_running=8,
+    )
+    limited = storm()
+    assert limited.action is Action.LIMIT_TRAFFIC
+    assert limited.ceiling == 6
+    assert "retry storm under sustained load at concurrency 12" in limited.reason
+    assert storm(required_concurrency=12).action is Action.EXPAND_CAPACITY
+
+
 def test_small_queue_times_are_noise() -> None:
     """Half a second of queueing is tolerated even when requests are short."""
     result = classify_concurrency([_step(1), _step(2, queue=0.4, e2e=0.5)], POLICY)

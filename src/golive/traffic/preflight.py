@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from golive.config import shown_env_name
-from golive.errors import TargetNotMeasurable
+from golive.errors import ConfigError, TargetNotMeasurable
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.records import FailureKind, RequestRecord
 
@@ -38,9 +38,9 @@ async def preflight(settings: ClientSettings, model: str | None) -> list[str]:
         async with TargetClient(quick) as client:
             record = await client.get(MODELS_PATH, "preflight-models")
     except (UnicodeError, ValueError) as exc:  # a host or port the URL parser refuses
-        raise TargetNotMeasurable(
-            f"target not measurable: --target {settings.base_url} is not a valid URL ({exc}); "
-            "give scheme, host and port, e.g. http://host:8000"
+        raise ConfigError(  # a usage error, whatever a log could add: exit 2
+            f"--target {settings.base_url} is not a valid URL ({exc}); give scheme, host and "
+            "port, e.g. http://host:8000"
         ) from exc
     problem, served = not_measurable(record, settings.base_url, model, settings.api_key_env, wait_s)
     if problem is not None:

@@ -278,9 +278,7 @@ async def _from_clients(
     lanes_run = (
         asyncio.ensure_future(clients.run(shared, make, label, run, key)),
         asyncio.ensure_future(
-            run_schedule(
-                here, send, body, label, stop=run.dead, abort=run.ctx.target.abort_in_flight
-            )
+            run_schedule(here, send, body, label, stop=run.dead, abort=run.close_window)
         ),
     )
     try:

@@ -291,11 +291,13 @@ def classify_sustained(
             )
         )
     if retries[0] > retries[1] * total:
-        return Classification(
-            Action.LIMIT_TRAFFIC,
-            f"retry storm under sustained load at concurrency {concurrency}: the client "
-            f"retried {retries[0]} time(s) for {total} requests (above {retries[1]:.0%})",
-            ceiling=max(1, concurrency // 2),
+        return need(
+            Classification(
+                Action.LIMIT_TRAFFIC,
+                f"retry storm under sustained load at concurrency {concurrency}: the client "
+                f"retried {retries[0]} time(s) for {total} requests (above {retries[1]:.0%})",
+                ceiling=max(1, concurrency // 2),
+            )
         )
     halves = "" if thirds is None else f", last third's median {thirds:+.0%} on the first's"
     if (
