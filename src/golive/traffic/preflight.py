@@ -8,6 +8,7 @@ server that answers the list is measured as before, whatever it does next.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -26,13 +27,11 @@ async def preflight(settings: ClientSettings, model: str | None) -> list[str]:
     """Ask the target for its model list with short timeouts; the ids it serves, or
     `TargetNotMeasurable` naming what is wrong and the fix."""
     wait_s = min(settings.read_timeout_s, PREFLIGHT_TIMEOUT_S)
-    quick = ClientSettings(
-        base_url=settings.base_url,
-        api_key_env=settings.api_key_env,
+    quick = dataclasses.replace(
+        settings,
         connect_timeout_s=min(settings.connect_timeout_s, 10.0),
         read_timeout_s=wait_s,
         request_deadline_s=wait_s,
-        max_response_bytes=settings.max_response_bytes,
     )
     try:
         async with TargetClient(quick) as client:

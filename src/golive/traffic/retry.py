@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,22 +134,28 @@ def timed_out(failure: Mapping[str, Any] | None) -> bool:
 
 class RetryTally:
     """Each window's retried attempts, kept as they arrive (the in-process path's are not in
-    the schedule's records), and its timed-out attempts."""
+    the schedule's records)."""
 
     def __init__(self) -> None:
         self._retried: dict[str, dict[str, RequestRecord]] = {}
-        self._timeouts: dict[str, int] = {}
 
     def count(self, record: RequestRecord) -> None:
-        window = window_of(record.label)
         if is_retried(record.label):
-            self._retried.setdefault(window, {})[record.request_id] = record
-        if record.failure is not None and record.failure.kind is FailureKind.TIMEOUT:
-            self._timeouts[window] = self._timeouts.get(window, 0) + 1
+            self._retried.setdefault(window_of(record.label), {})[record.request_id] = record
 
-    def take(self, label: str) -> tuple[list[RequestRecord], int]:
-        """The window's retried attempts and its timed-out attempts, forgotten once read."""
-        return list(self._retried.pop(label, {}).values()), self._timeouts.pop(label, 0)
+    def take(self, label: str) -> list[RequestRecord]:
+        """The window's retried attempts, forgotten once read."""
+        return list(self._retried.pop(label, {}).values())
+
+
+def attempt_counts(attempts: Iterable[RequestRecord]) -> tuple[int, int]:
+    """Retries and timeouts among a window's attempts as sent: `retry_counts` of the records
+    before they were saved."""
+    retries = timeouts = 0
+    for record in attempts:
+        retries += is_retried(record.label)
+        timeouts += record.failure is not None and record.failure.kind is FailureKind.TIMEOUT
+    return retries, timeouts
 
 
 def retry_counts(attempts: Sequence[Mapping[str, Any]]) -> tuple[int, int]:

@@ -173,7 +173,7 @@ class Run:
         # which reads as latency drifting upward (seen on a long-lived target, +60% in 10 s).
         self.workload_seed = random.SystemRandom().randrange(1, 1 << 31)
         self.retry = RetryPolicy.of(ctx.config.client)
-        self.tally = RetryTally()  # each window's retries and timeouts
+        self.tally = RetryTally()  # each window's retried attempts
         self.closing = asyncio.Event()  # no more retries: the window ended or the engine died
         self._n = 0
         self._checking: asyncio.Future[bool] | None = None  # a health check of a client's loss

@@ -41,7 +41,7 @@ from golive.traffic.load_split import (
     window_headroom,
 )
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
-from golive.traffic.retry import is_retried, judged
+from golive.traffic.retry import attempt_counts, judged
 from golive.traffic.schedule import (
     LoadResult,
     MakeBody,
@@ -365,7 +365,7 @@ def _window_answers(
     the retried ones the server failed as a defect does (`retry.judged`), no probe; each was
     parsed as it was saved (here, by a worker, or on arrival from Ray) — and its retries and
     timed-out attempts."""
-    retried, timeouts = run.tally.take(label)
+    retried = run.tally.take(label)
     attempts = list({r.request_id: r for r in [*loaded.records, *retried]}.values())
     parsed = [run.parsed.get(r.request_id) or parse(r) for r in attempts]
     run.parsed.clear()
@@ -374,7 +374,7 @@ def _window_answers(
         for p in parsed
         if not is_probe(p.record) and judged(p.record.label, p.record.status, _failure(p.record))
     ]
-    return attempts, counted, (sum(1 for r in attempts if is_retried(r.label)), timeouts)
+    return attempts, counted, attempt_counts(r for r in attempts if not is_probe(r))
 
 
 def _failure(record: RequestRecord) -> dict[str, str] | None:
