@@ -1,4 +1,5 @@
-"""Configuration: pydantic models at the edge, YAML file + CLI overrides, profiles as data.
+"""Configuration: pydantic models at the edge (profiles: `golive.profiles`; where the values
+come from: `golive.config_sources`).
 
 Unknown keys are errors (`extra="forbid"`): a misspelt threshold silently ignored would let
 a deployment pass a gate nobody meant to relax. Every error names the file, the field and
@@ -9,42 +10,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from importlib import resources
-from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from golive.errors import ConfigError
-from golive.yaml_input import parse_yaml, read_yaml, validated
-
-PROFILES = ("generic", "kimi-k3")
-
-
-# how API keys and tokens begin (a dash is never in a name anyway); case-sensitive, so a
-# variable such as SK_TOKEN stays a name
-_KEY_PREFIXES = ("sk_", "pk_", "rk_", "hf_", "ghp_", "gho_", "github_pat_", "xoxb")
-
-
-def is_env_name(value: str) -> bool:
-    """An environment variable's name, not a key pasted in its place (an API key's prefix, a
-    dash, or more than 64 characters)."""
-    return (
-        0 < len(value) <= 64
-        and value.replace("_", "").isalnum()
-        and value.isascii()
-        and not value[0].isdigit()
-        and not (value.startswith(_KEY_PREFIXES) and len(value) >= 24)
-    )
-
-
-def shown_env_name(value: str) -> str:
-    """The variable's name as an error may print it: a conventional name (upper case,
-    digits, _) as given; anything else, which may be a key that passed for a name (a
-    lower-case or mixed-case token), never."""
-    conventional = is_env_name(value) and value.isupper() and len(value) <= 48
-    return value if conventional else "the variable given (not shown)"
+from golive.env_names import is_env_name
+from golive.yaml_input import parse_yaml, validated
 
 
 class StrictModel(BaseModel):
@@ -59,8 +31,10 @@ class TargetConfig(StrictModel):
     engine_url: str | None = Field(None, description="the engine behind a gateway given as url")
     api_key_env: str | None = Field(None, description="environment variable holding the API key")
     model: str | None = Field(None, description="served model name; default: the first listed")
-    connect_timeout_s: float = Field(10.0, gt=0)
-    read_timeout_s: float = Field(300.0, gt=0)
+    connect_timeout_s: float = Field(10.0, gt=0, description="seconds to open a connection")
+    read_timeout_s: float = Field(
+        300.0, gt=0, description="seconds without a byte, mid-answer, before a request is given up"
+    )
     request_deadline_s: float = Field(
         900.0, gt=0, description="whole-request limit: a slow-drip answer is cut after this"
     )
@@ -94,6 +68,13 @@ class ClientConfig(StrictModel):
     timeout_s: float | None = Field(
         None, gt=0, description="whole-request timeout; default: target.request_deadline_s"
     )
+    first_byte_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="the longest wait for the first byte of an answer that begins at once (any "
+        "GET, a streamed answer's headers): a server that takes a request and never answers "
+        "is given up after it, not after read_timeout_s",
+    )
     retries: int = Field(0, ge=0, le=10, description="attempts after the first, on a failure")
     backoff_s: float = Field(0.5, gt=0, description="wait before the first retry, doubled after")
     backoff_max_s: float = Field(8.0, gt=0, description="longest wait between attempts")
@@ -105,15 +86,22 @@ class ClientConfig(StrictModel):
 
 
 class SmokeConfig(StrictModel):
-    prompt: str = "In one sentence, what does an SRE check before a deployment goes live?"
-    max_tokens: int = Field(48, ge=1, le=4096)
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    prompt: str = Field(
+        "In one sentence, what does an SRE check before a deployment goes live?",
+        description="the first request's question",
+    )
+    max_tokens: int = Field(48, ge=1, le=4096, description="answer length of the smoke requests")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="their sampling temperature")
     classes: bool = Field(True, description="also run the other post-start request classes")
     long_context_fraction: float = Field(0.5, gt=0, le=1, description="of max_model_len")
-    shared_prompt_repeats: int = Field(3, ge=2, le=50)
-    concurrent_sessions: int = Field(4, ge=1, le=256)
+    shared_prompt_repeats: int = Field(
+        3, ge=2, le=50, description="requests sharing one long system prompt (cache class)"
+    )
+    concurrent_sessions: int = Field(
+        4, ge=1, le=256, description="multi-turn sessions held at once (concurrency class)"
+    )
     sustained_s: float = Field(20.0, gt=0, description="the short sustained run")
-    sustained_concurrency: int = Field(2, ge=1)
+    sustained_concurrency: int = Field(2, ge=1, description="requests in flight in that run")
     vision: bool = Field(False, description="the application sends images (multimodal class)")
 
 
@@ -140,7 +128,9 @@ class CustomBuild(StrictModel):
 class EnvironmentConfig(StrictModel):
     image: str | None = Field(None, description="image reference, name:tag@sha256:digest")
     parallel: ParallelConfig | None = Field(None, description="declared tp/pp/dp/ep")
-    custom_build: CustomBuild | None = None
+    custom_build: CustomBuild | None = Field(
+        None, description="a build that is not the official image: its separate evidence track"
+    )
     gpu_class: str | None = Field(None, description="the GPUs ordered, e.g. H200 (profile's)")
     gpus: int | None = Field(None, ge=1, description="how many GPUs in all (profile's)")
 
@@ -257,6 +247,17 @@ class CapacityConfig(StrictModel):
         "deployment to serve again (its platform restarting it) before the sustained window "
         "measures the ceiling; 0: no wait (with --launch golive starts the command again)",
     )
+    prometheus_url: str | None = Field(
+        None,
+        description="a Prometheus scraping the DCGM exporter on the engine's nodes: GPU memory "
+        "over the pressure phases is read from it (no sampler on the nodes, no CSV to copy); "
+        "needs dcgm_selector",
+    )
+    dcgm_selector: str | None = Field(
+        None,
+        description="PromQL label matchers picking the deployment's own GPUs among the DCGM "
+        'series, e.g. namespace="llm",pod=~"vllm-.*" or Hostname=~"gpu-node-[0-3]"',
+    )
     long_max_tokens: int = Field(8, ge=1, description="generation limit of long-input requests")
     stall_s: float = Field(
         20.0, gt=0, description="no byte of any answer this long, requests in flight: a stall"
@@ -267,15 +268,39 @@ class CapacityConfig(StrictModel):
     client_max_cpu_share: float = Field(
         0.8, gt=0, description="golive's CPU per window (1.0 = a core) beyond which likewise"
     )
-    max_queue_s: float = Field(0.5, ge=0)
-    max_queue_share: float = Field(0.25, ge=0)
-    system_prompt_words: int = Field(450, ge=0)
-    tools: int = Field(3, ge=0)
-    turns: int = Field(2, ge=0)
-    long_share: float = Field(0.2, ge=0, le=1)
-    long_prompt_words: int = Field(1500, ge=0)
-    structured_share: float = Field(0.25, ge=0, le=1)
-    max_tokens: int = Field(24, ge=1)
+    max_queue_s: float = Field(
+        0.5, ge=0, description="queue time (p95) a step may show whatever its latency: noise"
+    )
+    max_queue_share: float = Field(
+        0.25,
+        ge=0,
+        description="queue time as a share of the median end-to-end latency beyond which a step "
+        "waits too long (the larger of the two limits applies)",
+    )
+    system_prompt_words: int = Field(
+        450, ge=0, description="load workload: words of the shared system prompt"
+    )
+    tools: int = Field(3, ge=0, description="load workload: tool definitions per request")
+    turns: int = Field(2, ge=0, description="load workload: earlier turns in each conversation")
+    long_share: float = Field(0.2, ge=0, le=1, description="load workload: share of long inputs")
+    long_prompt_words: int = Field(1500, ge=0, description="load workload: words of a long input")
+    structured_share: float = Field(
+        0.25, ge=0, le=1, description="load workload: share of structured-output requests"
+    )
+    max_tokens: int = Field(24, ge=1, description="load workload: answer length (max_tokens)")
+
+    @model_validator(mode="after")
+    def _dcgm_needs_a_selector(self) -> CapacityConfig:
+        if self.prometheus_url is not None and not self.dcgm_selector:
+            raise ValueError(
+                "capacity.prometheus_url needs capacity.dcgm_selector (--dcgm-selector): the "
+                "label matchers of this deployment's GPUs; a shared Prometheus holds others'"
+            )
+        if self.prometheus_url is not None and not self.prometheus_url.startswith(
+            ("http://", "https://")
+        ):
+            raise ValueError(f"capacity.prometheus_url {self.prometheus_url!r} is not http(s)")
+        return self
 
 
 class AgentConfig(StrictModel):
@@ -288,8 +313,8 @@ class AgentConfig(StrictModel):
     critical: tuple[str, ...] = Field((), description="cases to treat as critical")
     non_critical: tuple[str, ...] = Field((), description="cases whose failure is bounded")
     temperature: float = Field(0.6, ge=0.0, le=2.0, description="the production sampling")
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
-    max_tokens: int = Field(160, ge=8, le=8192)
+    top_p: float | None = Field(None, gt=0.0, le=1.0, description="the production top_p")
+    max_tokens: int = Field(160, ge=8, le=8192, description="answer length of an Agent request")
     concurrency: int = Field(4, ge=1, le=256, description="requests in flight at once")
     repeated_failures: int = Field(
         2,
@@ -436,71 +461,6 @@ class GoliveConfig(StrictModel):
     )
 
 
-class ChainExpectation(StrictModel):
-    image: str | None = None
-    image_digest_required: bool = False
-    min_vllm: str | None = None
-    cuda_major: int | None = None
-    min_driver_major: int | None = None
-    tool_parser: str | None = None
-    reasoning_parser: str | None = None
-    prefix_caching_required: bool = False
-    min_gpus: int | None = None
-    gpu_class: str | None = None  # every GPU's name contains it (e.g. "H200")
-    gpus: int | None = None  # exactly this many GPUs in all
-
-
-class CacheProfile(StrictModel):
-    min_shared_prefix_tokens: int = Field(1024, ge=1)
-    block_size_hint: int | None = None
-    notes: str = ""
-
-
-class CapacityProfile(StrictModel):
-    # A wrong answer under load is a critical defect for this model (it blocks go-live).
-    answers_under_load_critical: bool = False
-
-
-class AgentProfile(StrictModel):
-    reasoning_fields: tuple[str, ...] = ("reasoning", "reasoning_content")
-    # cases critical under this profile whatever the config says (agent.non_critical may not
-    # name them): the model's main Agent path
-    critical_cases: tuple[str, ...] = ()
-    forbidden_content_markers: tuple[str, ...] = ()
-
-
-class Profile(StrictModel):
-    name: str
-    description: str
-    chain: ChainExpectation = ChainExpectation()
-    cache: CacheProfile = CacheProfile()
-    capacity: CapacityProfile = CapacityProfile()
-    agent: AgentProfile = AgentProfile()
-
-
-def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> GoliveConfig:
-    """Defaults ← YAML file ← dotted CLI overrides (`{"target.url": ...}`); validated."""
-    data: dict[str, Any] = read_yaml(path) if path is not None else {}
-    for dotted, value in (overrides or {}).items():
-        if value is None:
-            continue
-        node = data
-        *parents, leaf = dotted.split(".")
-        for key in parents:
-            child = node.setdefault(key, {})
-            if not isinstance(child, dict):
-                raise ConfigError(f"{path}: {'.'.join(parents)} must be a mapping, not {child!r}")
-            node = child
-        node[leaf] = value
-    if "programme" in data and data["programme"] is None:
-        raise ConfigError(
-            f"{path or 'command line'}: programme is empty; leave it out, or list the parts "
-            "the application does not use under programme.not_used"
-        )
-    data.setdefault("programme", {})
-    return validated(GoliveConfig, data, str(path) if path else "command line")
-
-
 def config_digest(config: GoliveConfig | Mapping[str, Any]) -> str:
     """verdict.json `config_digest`: the effective config as the run applied it (or as
     `config/effective.yaml` holds it, read back without the defaults of a later golive)."""
@@ -509,39 +469,6 @@ def config_digest(config: GoliveConfig | Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def load_profile(name_or_path: str) -> Profile:
-    """A bundled profile by name, or a profile YAML file by path."""
-    if name_or_path in PROFILES:
-        text = resources.files("golive.profiles").joinpath(f"{name_or_path}.yaml").read_text()
-        return validated(Profile, parse_yaml(text, f"profile {name_or_path}"), name_or_path)
-    path = Path(name_or_path)
-    if not path.is_file():
-        raise ConfigError(
-            f"profile {name_or_path!r} is neither a bundled profile ({', '.join(PROFILES)}) "
-            "nor a readable YAML file"
-        )
-    profile = validated(Profile, read_yaml(path), str(path))
-    if profile.name in PROFILES and path.read_text() != profile_text(profile.name):
-        # golive decide judges a copy naming a bundled profile as the bundled one
-        raise ConfigError(
-            f"--profile {path}: it calls itself {profile.name!r}, a bundled profile, but differs "
-            "from it; give your profile its own name"
-        )
-    return profile
-
-
 def parse_config(text: str, source: str) -> GoliveConfig:
     """A config from its YAML text (the effective config a bundle keeps)."""
     return validated(GoliveConfig, parse_yaml(text, source), source)
-
-
-def parse_profile(text: str, source: str) -> Profile:
-    """A profile from its YAML text (the copy a bundle keeps in config/profile.yaml)."""
-    return validated(Profile, parse_yaml(text, source), source)
-
-
-def profile_text(name_or_path: str) -> str:
-    """The profile's source text, saved into the bundle as evidence of the rules applied."""
-    if name_or_path in PROFILES:
-        return resources.files("golive.profiles").joinpath(f"{name_or_path}.yaml").read_text()
-    return Path(name_or_path).read_text()

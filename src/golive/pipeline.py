@@ -31,22 +31,17 @@ from golive.bundle.signoff import (
     UNASSIGNED,
 )
 from golive.bundle.store import Bundle, BundleReader, size_bytes
-from golive.checks.context import CheckContext, NoTarget, Target
+from golive.checks.context import CheckContext, NoTarget, PhaseProgress, Quiet, Target
 from golive.checks.deployment import ask_identity, deployment_of
 from golive.checks.identity import judge_identity
 from golive.checks.model_profile import judge_model_profile
-from golive.config import (
-    GoliveConfig,
-    OwnerRule,
-    config_digest,
-    load_profile,
-    profile_text,
-)
+from golive.config import GoliveConfig, OwnerRule, config_digest
 from golive.errors import ConfigError, TargetNotMeasurable
 from golive.evidence.metric_reference import bundle_scrapes, metric_reference
 from golive.evidence.runtime_log import server_log_evidence
 from golive.operate.rollback import identity
 from golive.operate.watch import WatchSettings, run_watch
+from golive.profiles import load_profile, profile_text
 from golive.report.capacity_request import capacity_request, render_capacity_request
 from golive.report.markdown import bundle_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
@@ -97,6 +92,7 @@ async def judge(
     remote: Sequence[RemoteClients] = (),
     route: Callable[[TargetClient], Target] | None = None,
     warn: Callable[[str], None] | None = None,
+    progress: PhaseProgress | None = None,
 ) -> Verdict:
     """Run `programme` against the configured target and write a sealed bundle.
 
@@ -107,11 +103,11 @@ async def judge(
     programme ends: the errors it logged are attributed to the checks whose requests were in
     flight. `remote`:
     clients on other machines (--ray) that the ledger counts and a signal stops; `route` puts
-    them behind the target the checks use. `scope`: PROGRAMME, or the sections a section
-    command runs.
+    them behind the target the checks use. `progress`: counts every record saved. `scope`:
+    PROGRAMME, or the sections a section command runs.
     """
-    if config.target.url is None and require_target:
-        raise ConfigError("no target: give --target URL (or target.url in the config file)")
+    if require_target:
+        require_target_url(config)
     profile = load_profile(config.profile)
     policy = load_policy(None if config.policy is None else Path(config.policy))
     refuse_lowering(policy, profile, config)
@@ -144,7 +140,9 @@ async def judge(
                 clients.append(behind)
                 guard.watch(behind)
                 engine = behind
-            ctx = CheckContext(target, bundle, config, profile, engine)
+            ctx = CheckContext(
+                target, bundle, config, profile, engine, progress=progress or Quiet()
+            )
             done = await guard.run(_identified(ctx, programme))
             checks = done if done is not None else []
     except Exception as exc:
@@ -256,6 +254,7 @@ def client_settings(config: GoliveConfig, url: str | None = None) -> ClientSetti
         connect_timeout_s=config.target.connect_timeout_s,
         read_timeout_s=config.target.read_timeout_s,
         request_deadline_s=config.target.request_deadline_s,
+        first_byte_timeout_s=config.client.first_byte_timeout_s,
         max_response_bytes=int(config.target.max_response_mb * (1 << 20)),
     )
 
@@ -321,8 +320,17 @@ def verdict_document(
     )
 
 
+def require_target_url(config: GoliveConfig) -> None:
+    """Refuse a command that sends traffic without a target, naming the three ways to give it."""
+    if config.target.url is None:
+        raise ConfigError(
+            "no target: give --target URL, target.url in the config file, or GOLIVE_TARGET_URL"
+        )
+
+
 async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings) -> dict[str, Any]:
     """Open a watch bundle, watch the target, seal it (also when interrupted)."""
+    require_target_url(config)
     profile = load_profile(config.profile)
     api_key = read_api_key(config.target.api_key_env)
     key = None if config.sign_key is None else load_private_key(Path(config.sign_key))

@@ -64,6 +64,7 @@ async def run_programme(ctx: CheckContext, plan: RunPlan) -> list[CheckResult]:
             if first:
                 checks.append(section_result(section, Status.SKIPPED, stop))
             continue
+        ctx.progress.phase(section if first else f"{section} (after the load)")
         try:
             found = await step()
         except Exception as exc:  # one broken section must not lose the others' evidence

@@ -21,7 +21,6 @@ from golive.bundle.signoff import (
     unowned,
 )
 from golive.bundle.store import Bundle, BundleReader, verify
-from golive.config import ChainExpectation, load_profile, parse_profile
 from golive.errors import ConfigError
 from golive.operate.rollback import (
     ACCEPTED,
@@ -31,6 +30,7 @@ from golive.operate.rollback import (
     registry_dir,
     require_artifact,
 )
+from golive.profiles import ChainExpectation, load_profile, parse_profile
 from golive.report.html import render_html
 from golive.results import Outcome
 from golive.verdict.document import ExercisedEnvelope, VerdictDocument, timestamp

@@ -21,7 +21,7 @@ from typing import Any
 
 from golive.checks.context import CheckContext
 from golive.cli.main import main
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.pipeline import judge
 from golive.results import CheckResult, Status
 from golive.verdict.document import VerdictDocument

@@ -34,7 +34,7 @@ from golive.bundle.layout import (
 from golive.bundle.store import ZSTD, Bundle, read_lines
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge
 from golive.cli.main import main
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.operate.rollback import register
 from golive.results import EXIT_USAGE, Outcome, Status

@@ -20,9 +20,11 @@ from golive.bundle.store import Bundle, BundleReader
 from golive.checks.agent.judge import judge_agent
 from golive.checks.agent.select import cases_for
 from golive.checks.smoke.collect import run_smoke
-from golive.config import AgentConfig, load_config, load_profile
+from golive.config import AgentConfig
+from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.pipeline import judge
+from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Status
 from golive.verdict.policy import Policy, apply_policy, load_policy, refuse_lowering
 from golive.verdict.rederive import rederive

@@ -17,8 +17,10 @@ from golive.bundle.layout import CACHE_STEPS, EFFECTIVE_CONFIG, LEDGER_SENT
 from golive.bundle.store import BundleReader
 from golive.checks.context import CheckContext
 from golive.checks.owners import EVIDENCE_JUDGES, Saved
-from golive.config import GoliveConfig, load_config, load_profile
+from golive.config import GoliveConfig
+from golive.config_sources import load_config
 from golive.pipeline import judge
+from golive.profiles import load_profile
 from golive.results import CheckResult
 from golive.verdict.ledger import count_records
 from golive.verdict.scope import PROGRAMME, Scope

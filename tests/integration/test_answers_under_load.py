@@ -18,7 +18,7 @@ from golive.checks.capacity.answer_probes import CHECK, ProbeSlots, judge_answer
 from golive.checks.capacity.collect import CapacityInputs, Run
 from golive.checks.capacity.load_window import load_window
 from golive.checks.context import CheckContext
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.pipeline import judge
 from golive.results import CheckResult, Status
 from tests.helpers.fakes import serve_app

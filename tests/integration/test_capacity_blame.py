@@ -12,7 +12,7 @@ from pathlib import Path
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.pipeline import judge
 from golive.results import CheckResult, Outcome
 from golive.verdict.rederive import rederive

@@ -22,7 +22,7 @@ from golive.bundle.store import ZSTD, Bundle, BundleReader, read_lines
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.pipeline import Verdict, judge
 from golive.results import CheckResult, Outcome
 from golive.verdict.rederive import rederive

@@ -18,7 +18,7 @@ import pytest
 
 from golive.bundle.store import verify
 from golive.cli.main import main
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.results import EXIT_USAGE, Outcome
 from golive.verdict.combine import combine

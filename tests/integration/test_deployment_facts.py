@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from golive.checks.context import CheckContext, ServedModel, served_model
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.pipeline import judge
 from golive.results import CheckClass, CheckResult, Status
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm

@@ -18,6 +18,7 @@ from golive.cli.main import main
 pytest.importorskip("kmock", reason="needs the dev extra (kmock)")
 pytest.importorskip("kubernetes", reason="needs golive[k8s]")
 
+from tests.helpers.fakes.vllm import FakeState, fake_vllm
 from tests.helpers.k8s_cluster import DATA, DIGEST, OTHER, Cluster, emulated_cluster
 
 
@@ -91,3 +92,28 @@ async def test_no_matching_pod_is_no_data(cluster: Cluster, tmp_path: Path) -> N
     code, checks = await _env(cluster, tmp_path / "b")
     assert checks["environment.k8s_images"]["status"] == "no_data"
     assert code == 11  # hold
+
+
+async def test_run_collects_the_chain_from_the_pods(cluster: Cluster, tmp_path: Path) -> None:
+    """`golive run --k8s-namespace` reads the engine pods itself (no `golive env` beforehand,
+    no file copied by hand): a node on another driver branch is rebuild, and the programme
+    stops there, before any load."""
+    cluster.add_node("gpu-0")
+    cluster.add_node("gpu-1", "575.57.08")
+    cluster.add_pod("vllm-0", "gpu-0")
+    cluster.add_pod("vllm-1", "gpu-1")
+    out = tmp_path / "run"
+    state = FakeState()
+    async with fake_vllm(state) as url:
+        argv = [
+            "run", "--target", url, "--k8s-namespace", "llm", "--selector", "app=vllm,role=engine",
+            "--kubeconfig", str(cluster.kubeconfig), "--out", str(out),
+        ]  # fmt: skip
+        code = await asyncio.to_thread(main, argv)
+    checks = {c["id"]: c for c in json.loads((out / "verdict.json").read_text())["checks"]}
+    assert code == 13
+    assert "gpu-1: R575" in checks["environment.host_driver"]["summary"]
+    assert checks["environment.k8s_images"]["status"] == "pass"
+    assert (out / "environment/pod-vllm-0.log").is_file()
+    assert checks["capacity.programme"]["status"] == "skipped"
+    assert state.chats == 0  # no request was sent to a deployment that must be rebuilt

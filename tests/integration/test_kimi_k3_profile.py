@@ -16,10 +16,10 @@ from golive.bundle.layout import VERDICT
 from golive.bundle.store import Bundle
 from golive.checks.smoke.collect import run_smoke
 from golive.cli.main import main
-from golive.config import load_config
-from golive.config import profile_text as load_profile_text
+from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.pipeline import Verdict, judge
+from golive.profiles import profile_text as load_profile_text
 from golive.results import Outcome
 from golive.verdict.rederive import rederive
 from tests.helpers.fakes.vllm import FakeState, fake_vllm

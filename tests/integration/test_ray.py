@@ -16,11 +16,13 @@ from golive.bundle.layout import CHAIN_INPUTS
 from golive.bundle.store import Bundle
 from golive.checks.context import CheckContext
 from golive.checks.env.collect import EnvEvidence, run_env
-from golive.config import load_config
+from golive.cli.main import main
+from golive.config_sources import load_config
 from golive.evidence.ray_env import RaySource
 from golive.pipeline import Verdict, judge
 from golive.results import CheckResult, Status
 from golive.verdict.rederive import rederive
+from tests.helpers.fakes.vllm import FakeState, fake_vllm
 from tests.helpers.ray_cluster import LoopbackCluster, split, three_node_cluster
 
 
@@ -89,6 +91,27 @@ async def test_fewer_nodes_than_declared_is_a_finding(
     count = _checks(verdict)["environment.node_count"]
     assert count["status"] == "fail"
     assert "3 alive node(s), but 4 were declared" in count["summary"]
+
+
+async def test_run_collects_the_chain_from_every_node(
+    cluster: LoopbackCluster, tmp_path: Path
+) -> None:
+    """`golive run --chain-ray` reads every node of the vLLM Ray cluster itself (no `golive
+    env` first, no file copied by hand): the R575 node makes it rebuild, and no request is
+    sent to a deployment that must be rebuilt."""
+    state = FakeState()
+    out = tmp_path / "run"
+    async with fake_vllm(state) as url:
+        argv = [
+            "run", "--target", url, "--chain-ray", cluster.address, "--expect-nodes", "3",
+            "--ray-timeout", "60", "--out", str(out),
+        ]  # fmt: skip
+        code = await asyncio.to_thread(main, argv)
+    checks = {c["id"]: c for c in json.loads((out / "verdict.json").read_text())["checks"]}
+    assert code == 13
+    assert checks["environment.node_count"]["measurements"]["reported_nodes"] == 3
+    assert f"{cluster.node_name('worker-2')}: R575" in checks["environment.host_driver"]["summary"]
+    assert state.chats == 0
 
 
 async def test_a_node_removed_mid_collection_is_no_data(

@@ -12,7 +12,7 @@ import pytest
 from golive.bundle.store import verify
 from golive.checks.smoke.collect import run_smoke
 from golive.cli.main import main
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.errors import TargetNotMeasurable
 from golive.pipeline import Verdict, judge
 from golive.results import EXIT_NOT_MEASURABLE, Outcome

@@ -23,7 +23,7 @@ from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext, body_sample
 from golive.cli.console import exit_code
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.pipeline import client_settings, judge
 from golive.results import EXIT_INTERNAL, CheckResult
@@ -152,7 +152,7 @@ def test_a_bad_workers_count_names_the_flag(given: str) -> None:
 
 UNGUARDED = """
 from golive.checks.context import body_sample
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.pipeline import client_settings
 from golive.traffic.process_load import ProcessLoad
 

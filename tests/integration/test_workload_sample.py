@@ -14,7 +14,7 @@ from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.pipeline import judge
 from golive.report.workload import workload_section
 from golive.results import CheckResult

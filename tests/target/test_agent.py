@@ -20,8 +20,9 @@ from golive.checks.agent.rules import Layer
 from golive.checks.agent.select import cases_for
 from golive.checks.context import CheckContext
 from golive.cli.main import main
-from golive.config import load_config, load_profile
+from golive.config_sources import load_config
 from golive.pipeline import judge
+from golive.profiles import load_profile
 from golive.results import CheckResult, Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target

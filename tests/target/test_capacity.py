@@ -22,7 +22,7 @@ from golive.bundle.layout import CAPACITY_WATCHDOG
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.evidence.sampling import process_tree
 from golive.evidence.startup_log import parse_startup_log
 from golive.pipeline import Verdict, judge

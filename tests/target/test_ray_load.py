@@ -19,8 +19,9 @@ from golive.checks.agent.select import cases_for
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
-from golive.config import load_config, load_profile
+from golive.config_sources import load_config
 from golive.pipeline import client_settings, judge
+from golive.profiles import load_profile
 from golive.results import CheckResult
 from golive.target.server import RunningTarget
 from tests.helpers.ray_cluster import LoopbackCluster, RayLoad, split, three_node_cluster

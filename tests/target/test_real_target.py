@@ -16,7 +16,8 @@ import pytest
 
 from golive.bundle.store import Bundle, verify
 from golive.checks.smoke.collect import run_smoke
-from golive.config import GoliveConfig, load_config
+from golive.config import GoliveConfig
+from golive.config_sources import load_config
 from golive.errors import LocalTargetError, TargetNotMeasurable
 from golive.metrics import MetricsDelta, parse_metrics
 from golive.pipeline import judge

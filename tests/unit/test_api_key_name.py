@@ -9,7 +9,7 @@ import io
 import pytest
 
 from golive.cli.main import main
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.errors import ConfigError
 
 PASTED = [

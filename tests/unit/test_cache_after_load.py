@@ -30,7 +30,8 @@ from golive.checks.cache.after_load import (
     probe_body,
 )
 from golive.checks.cache.rules import CacheStep
-from golive.config import CacheConfig, load_profile
+from golive.config import CacheConfig
+from golive.profiles import load_profile
 from golive.results import CheckResult, Status
 from golive.verdict.scope import skipped_by_config
 

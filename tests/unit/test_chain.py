@@ -8,7 +8,7 @@ import pytest
 
 from golive.bundle.store import BundleReader
 from golive.checks.env.judge import read_node_containers
-from golive.config import CustomBuild, ParallelConfig, load_profile
+from golive.config import CustomBuild, ParallelConfig
 from golive.evidence.chain import (
     ChainInputs,
     Source,
@@ -27,6 +27,7 @@ from golive.evidence.nvidia import parse_nvidia_smi_xml
 from golive.evidence.startup_log import parse_startup_log
 from golive.evidence.startup_parallel import check_parallel
 from golive.evidence.startup_rules import check_parsers, check_startup_log
+from golive.profiles import load_profile
 from golive.results import Outcome, Status
 from golive.verdict.decide import decide
 

@@ -17,10 +17,10 @@ from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.judge import contract_of
 from golive.checks.agent.response import response_findings
 from golive.checks.agent.rules import parity
-from golive.config import load_profile
 from golive.evidence.startup_log import parse_startup_log
 from golive.evidence.startup_signatures import Severity
 from golive.metrics import parse_metrics
+from golive.profiles import load_profile
 from golive.traffic.records import reparsed
 
 CAPTURES = capture_dirs()

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from golive.config import load_config, load_profile
+from golive.config_sources import load_config
 from golive.errors import ConfigError
+from golive.profiles import load_profile
 
 
 def test_yaml_then_cli_overrides(tmp_path: Path) -> None:

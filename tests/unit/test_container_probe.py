@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from golive.errors import EvidenceError
 from golive.evidence.collect import collect_container
 
 
@@ -57,3 +58,24 @@ def test_an_unreadable_server_falls_back_to_the_probe_and_says_so() -> None:
     facts = collect_container(sys.executable, pid=2**22 - 1)
     assert facts.environment_source == "probe"
     assert any("serving process's environment" in e for e in facts.errors), facts.errors
+
+
+def test_the_probe_runs_where_golive_is_not_installed(serving: subprocess.Popen[bytes]) -> None:
+    """`--python` may be a command that reaches into the container (`docker exec -i CTR
+    python3`, `kubectl exec -i … -- python3`): the stdlib-only probe goes in on its stdin. Here
+    the command is an isolated interpreter with an empty environment, where `import golive`
+    fails, as in a serving image."""
+    command = f"env -i {sys.executable} -I -S"
+    isolated = subprocess.run(
+        [*command.split(), "-c", "import golive"], capture_output=True, text=True, check=False
+    )
+    assert isolated.returncode != 0  # golive cannot be imported there
+    facts = collect_container(command, pid=serving.pid)
+    assert facts.environment["VLLM_GOLIVE_PROBE_MARKER"] == "from-the-server"
+    assert facts.serve_command[-3:] == ("vllm", "serve", "some/model")
+
+
+def test_a_command_that_cannot_start_names_the_fix() -> None:
+    """A container command that is not there is an error naming --python."""
+    with pytest.raises(EvidenceError, match="--python"):
+        collect_container("no-such-docker exec -i ctr python3")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from golive.config import load_profile
 from golive.evidence.chain import ChainInputs
 from golive.evidence.chain_hw import check_gpus
 from golive.evidence.fabric import NO_DOMAIN, fabric_findings, imex_domain_state
 from golive.evidence.facts import HostInfo, read_facts
 from golive.evidence.nvidia import parse_nvidia_smi_xml
+from golive.profiles import load_profile
 from golive.results import Status
 
 DATA = Path(__file__).parent.parent / "data"

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golive.checks.agent.rules import Expect, check_message
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.errors import BadResponse, ConfigError, EvidenceError
 from golive.evidence.facts import HostInfo, read_facts
 from golive.evidence.nvidia import parse_nvidia_smi_xml

@@ -4,6 +4,7 @@ when connections are reused, and what a broken answer leaves on the record."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -221,6 +222,38 @@ async def test_silent_server_is_a_read_timeout() -> None:
     assert record.failure.kind is FailureKind.TIMEOUT
     assert "no data for 0.3 s" in record.failure.message
     assert 0.25 < time.monotonic() - started < 2
+
+
+async def test_a_server_that_never_begins_answering_is_cut_at_the_first_byte_limit() -> None:
+    """A server that takes a streamed request (or a GET) and sends nothing is given up after
+    client.first_byte_timeout_s, not after the 10 s read timeout; a plain chat completion,
+    whose first byte is its whole answer, waits for the read timeout instead."""
+
+    async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(65536)
+        await asyncio.sleep(5)
+
+    settings = ClientSettings("", read_timeout_s=1.2, first_byte_timeout_s=0.3)
+    async with scripted(mute) as (url, _):
+        settings = dataclasses.replace(settings, base_url=url)
+        async with TargetClient(settings) as client:
+            started = time.monotonic()
+            body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+            streamed = await client.chat({**body, "stream": True}, "s")
+            streamed_s = time.monotonic() - started
+            got = await client.get("/v1/models", "g")
+            started = time.monotonic()
+            plain = await client.chat(body, "p")
+            plain_s = time.monotonic() - started
+    for record in (streamed, got):
+        assert record.failure is not None
+        assert record.failure.kind is FailureKind.TIMEOUT
+        assert "no data for 0.3 s after sending" in record.failure.message
+        assert "did not begin answering" in record.failure.message
+    assert 0.25 < streamed_s < 1.0
+    assert plain.failure is not None
+    assert "no data for 1.2 s" in plain.failure.message
+    assert plain_s > 1.1
 
 
 async def test_slow_drip_is_not_a_read_timeout_but_the_deadline_stops_it() -> None:

@@ -14,7 +14,8 @@ from golive.checks.model_profile import (
     model_signs,
     weaker_than_k3,
 )
-from golive.config import GoliveConfig, Profile, load_profile
+from golive.config import GoliveConfig
+from golive.profiles import Profile, load_profile
 from golive.results import Status
 
 DATA = Path(__file__).parents[1] / "data"

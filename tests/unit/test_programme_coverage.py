@@ -17,8 +17,10 @@ from golive.checks.coverage import (
     cache_coverage,
     smoke_coverage,
 )
-from golive.config import ProgrammeConfig, UnusedPart, load_config, load_profile
+from golive.config import ProgrammeConfig, UnusedPart
+from golive.config_sources import load_config
 from golive.errors import ConfigError
+from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Outcome, Status
 from golive.verdict.decide import decide
 from golive.verdict.scope import PROGRAMME

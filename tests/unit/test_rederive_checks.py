@@ -15,8 +15,9 @@ from golive.checks.cache import judge_cache
 from golive.checks.cache.judge import cache_from_steps
 from golive.checks.capacity.judge import ramp_from_steps
 from golive.checks.capacity.model_load import judge_model_load
-from golive.config import GoliveConfig, load_profile
+from golive.config import GoliveConfig
 from golive.errors import BundleError
+from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Status
 from golive.verdict.document import VerdictDocument
 from golive.verdict.rederive import differences

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from golive.bundle.signoff import ITEMS, build_signoff, render_signoff
-from golive.config import load_profile
+from golive.profiles import load_profile
 from tests.helpers.verdicts import action, verdict
 from tests.helpers.verdicts import check as _check
 

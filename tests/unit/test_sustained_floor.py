@@ -16,7 +16,8 @@ from golive.bundle.store import BundleReader
 from golive.checks.capacity.judge import judge_sustained
 from golive.checks.capacity.rules import Action, Classification
 from golive.checks.capacity.windows import short_window
-from golive.config import CapacityConfig, load_config
+from golive.config import CapacityConfig
+from golive.config_sources import load_config
 from golive.results import Status
 
 GOLDEN = Path(__file__).parent.parent / "data/golden-demo"

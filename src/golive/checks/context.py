@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from golive.bundle.store import Bundle
-from golive.config import GoliveConfig, Profile
+from golive.config import GoliveConfig
 from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
+from golive.profiles import Profile
 from golive.results import CheckResult, Status
 from golive.traffic.records import (
     BodySample,
@@ -88,6 +89,26 @@ class DeploymentFacts:
     served: ServedModel | None = None
 
 
+class PhaseProgress(Protocol):
+    """What the CLI shows while a phase runs (a progress bar on a terminal, a plain line
+    every 10 s elsewhere; nothing in tests). A phase states how long it should take, or how
+    many requests it sends, where it knows."""
+
+    def phase(
+        self, name: str, total_s: float | None = None, requests: int | None = None
+    ) -> None: ...
+
+    def record(self, ok: bool) -> None: ...
+
+
+class Quiet:
+    def phase(self, name: str, total_s: float | None = None, requests: int | None = None) -> None:
+        return None
+
+    def record(self, ok: bool) -> None:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class CheckContext:
     target: Target
@@ -96,6 +117,8 @@ class CheckContext:
     profile: Profile
     engine: Target | None = None  # gateway mode: the engine behind a gateway given as target
     facts: DeploymentFacts = dataclasses.field(default_factory=DeploymentFacts)
+    # every record saved counts once on it (requests, errors)
+    progress: PhaseProgress = dataclasses.field(default_factory=Quiet)
 
     @property
     def metrics_url(self) -> str:
@@ -111,6 +134,7 @@ class CheckContext:
         """Parse a record and append it to `requests/<stream_file>.jsonl` in the bundle; with
         `sample`, only the records it keeps have their full bodies there."""
         parsed = parse(record)
+        self.progress.record(record.ok)
         full = sample is None or sample.keep(stream_file, parsed)
         self.bundle.append_jsonl(f"requests/{stream_file}.jsonl", parsed.to_json(full))
         return parsed

@@ -23,8 +23,9 @@ from golive.bundle.store import BundleReader, read_lines, record_streams
 from golive.checks.context import served_entry
 from golive.checks.deployment import deployment_of
 from golive.checks.env.judge import serving_launch
-from golive.config import ChainExpectation, GoliveConfig, Profile, load_profile
+from golive.config import GoliveConfig
 from golive.evidence.chain import split_image
+from golive.profiles import ChainExpectation, Profile, load_profile
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import record_line
 

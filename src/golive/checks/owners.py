@@ -53,7 +53,8 @@ from golive.checks.smoke.request_classes import judge_sessions, judge_short_sust
 from golive.checks.smoke.request_classes_judge import CHECKS as CLASS_CHECKS
 from golive.checks.smoke.request_classes_judge import FILE as CLASSES_FILE
 from golive.checks.smoke.request_classes_judge import judge_saved_classes, judge_smoke_coverage
-from golive.config import GoliveConfig, Profile
+from golive.config import GoliveConfig
+from golive.profiles import Profile
 from golive.results import CheckResult
 from golive.verdict.ledger import CHECK_ID as LEDGER_CHECK
 from golive.verdict.ledger import judge_ledger

@@ -14,7 +14,7 @@ from rich.markup import escape
 from golive.bundle.layout import REPORT_HTML, REPORT_MD
 from golive.bundle.signing import load_public_key
 from golive.bundle.store import verify
-from golive.config import load_config
+from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.operate.guardrails import write_guardrails
 from golive.operate.rollback import (

@@ -5,6 +5,7 @@ type, help and default come from the config model, so the two cannot drift
 from __future__ import annotations
 
 import argparse
+import os
 import types
 import typing
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from golive.config import GoliveConfig
+from golive.config_sources import config_path, load_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,8 @@ CAPACITY_FLAGS = (
     ConfigFlag("--min-completions", "capacity.min_sustained_completions", "N"),
     ConfigFlag("--step-duration", "capacity.step_duration_s", "S"),
     ConfigFlag("--restart-wait", "capacity.restart_wait_s", "S"),
+    ConfigFlag("--prometheus-url", "capacity.prometheus_url", "URL"),
+    ConfigFlag("--dcgm-selector", "capacity.dcgm_selector", "LABELS"),
 )
 CACHE_FLAGS = (
     ConfigFlag("--prefix-tokens", "cache.prefix_tokens", "TOKENS"),
@@ -130,3 +134,10 @@ def add_config_flags(
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The config keys this command's flags set: dotted key -> value (None: not given)."""
     return {flag.key: getattr(args, flag.dest) for flag in getattr(args, "config_flags", ())}
+
+
+def command_config(args: argparse.Namespace) -> GoliveConfig:
+    """The config a command runs with: defaults ← `--config` (else `$GOLIVE_CONFIG`) ←
+    `GOLIVE_*` variables ← this command's flags."""
+    path = config_path(getattr(args, "config", None), os.environ)
+    return load_config(path, config_overrides(args), os.environ)

@@ -115,4 +115,7 @@ def print_table(verdict: VerdictDocument) -> None:
         table.add_row(check.id, f"[{style}]{check.status}[/{style}]", check.summary)
     Console().print(table)
     for rule in verdict.rules_fired:
-        Console().print(f"{rule.outcome}: {rule.reason} ({', '.join(rule.checks)})")
+        if rule.outcome == "section-passed" and verdict.outcome != "section-passed":
+            continue  # a section that found a problem: the rules that decided it are shown
+        named = f" ({', '.join(rule.checks)})" if rule.checks else ""
+        Console().print(f"{rule.outcome}: {rule.reason}{named}", soft_wrap=True, highlight=False)

@@ -17,13 +17,14 @@ from pathlib import Path
 from golive.checks.agent.collect import AgentSettings
 from golive.checks.agent.select import cases_for
 from golive.checks.cache import CacheSettings
-from golive.checks.capacity.collect import CapacityInputs, PhaseProgress, Quiet
-from golive.checks.context import CheckContext
+from golive.checks.capacity.collect import CapacityInputs
+from golive.checks.context import CheckContext, PhaseProgress, Quiet
 from golive.checks.env.collect import EnvEvidence
-from golive.config import load_config, load_profile
+from golive.config_sources import load_config
 from golive.evidence.collect import collect_container
 from golive.evidence.startup_log import parse_startup_log
 from golive.pipeline import Verdict, judge
+from golive.profiles import load_profile
 from golive.programme import RunPlan, run_programme
 from golive.results import CheckResult
 from golive.target.install import Progress, ensure_target
@@ -122,6 +123,14 @@ async def run_demo(
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_programme(ctx, plan)
 
-        verdict = await judge(config, out, "demo", programme, PROGRAMME, server_log=target.log_path)
+        verdict = await judge(
+            config,
+            out,
+            "demo",
+            programme,
+            PROGRAMME,
+            server_log=target.log_path,
+            progress=phases,
+        )
     progress("target stopped")
     return verdict

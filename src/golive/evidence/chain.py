@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from packaging.version import InvalidVersion, Version
 
 from golive.bundle.layout import CONTAINER, STARTUP_LOG
-from golive.config import CustomBuild, ParallelConfig, Profile
+from golive.config import CustomBuild, ParallelConfig
 from golive.evidence.facts import ContainerInfo, HostInfo
 from golive.evidence.startup_log import StartupFacts
+from golive.profiles import Profile
 from golive.results import CheckClass, CheckResult, Status
 
 _CUSTOM = re.compile(r"\.dev\d+|\+g[0-9a-f]{6,}|\+[0-9a-f]{7,}")

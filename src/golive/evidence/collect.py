@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -29,12 +30,14 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def _run(argv: list[str]) -> tuple[str | None, str | None]:
+def _run(argv: list[str], stdin: str | None = None) -> tuple[str | None, str | None]:
     """(stdout, None) or (None, why not)."""
     if shutil.which(argv[0]) is None:
         return None, f"{argv[0]} not found on PATH"
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            argv, input=stdin, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"{' '.join(argv)}: {exc}"
     if done.returncode != 0:
@@ -194,11 +197,18 @@ def collect_container(
     python: str, image: str | None = None, pid: int | None = None
 ) -> ContainerInfo:
     """Run the probe under the serving Python; add `docker inspect` digests when reachable.
+    `python` is a command line: the interpreter here (`python3`), or one that reaches into the
+    container (`docker exec -i CTR python3`, `kubectl exec -i -n NS POD -- python3`); the
+    probe is stdlib only and goes in on stdin, so golive need not be installed there.
     `pid`: the serving process, where known (else the probe finds the oldest vLLM server):
     its command line and runtime variables are recorded."""
     script = resources.files("golive.evidence").joinpath("scripts/container_probe.py")
-    with resources.as_file(script) as path:
-        out, problem = _run([python, str(path), *([str(pid)] if pid is not None else [])])
+    command = shlex.split(python)
+    if not command:
+        raise EvidenceError("--python is empty: give vLLM's interpreter, e.g. python3")
+    out, problem = _run(
+        [*command, "-", *([str(pid)] if pid is not None else [])], stdin=script.read_text()
+    )
     if out is None:
         raise EvidenceError(
             f"the container probe could not run under {python}: {problem}; pass --python with "

@@ -29,8 +29,14 @@ from golive.bundle.layout import WATCH_OBSERVATIONS, WATCH_RECORDS, WATCH_SUMMAR
 from golive.checks.agent.response import Contract, response_findings
 from golive.checks.cache import CacheProtocol
 from golive.checks.cache.rules import engine_reused_tokens
-from golive.checks.capacity.collect import PhaseProgress, Quiet
-from golive.checks.context import CheckContext, scrape, served_model, tokens_per_word
+from golive.checks.context import (
+    CheckContext,
+    PhaseProgress,
+    Quiet,
+    scrape,
+    served_model,
+    tokens_per_word,
+)
 from golive.config import GoliveConfig, WatchConfig
 from golive.errors import ConfigError
 from golive.evidence.k8s_env import K8sSource

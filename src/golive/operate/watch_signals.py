@@ -18,10 +18,11 @@ from typing import Any, Generic, TypeVar
 from golive.checks.agent.cases import AgentCase
 from golive.checks.agent.rules import Expect
 from golive.checks.agent.select import known_cases
-from golive.config import GoliveConfig, Profile
+from golive.config import GoliveConfig
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.k8s_env import ContainerRestarts, K8sSource, read_restarts
 from golive.metrics import MetricsDelta, Snapshot
+from golive.profiles import Profile
 
 # counters that only grow while one engine process lives: one that went backwards is a restart
 RESTART_COUNTERS = ("request_success", "prompt_tokens", "generation_tokens", "http_requests")

@@ -21,13 +21,14 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from golive.config import shown_env_name
+from golive.env_names import shown_env_name
 from golive.errors import ConfigError
 from golive.traffic.http1 import (
     Broken,
     ConnectFailed,
     Disconnected,
     Exchange,
+    FirstByteTimedOut,
     Origin,
     Pool,
     ReadTimedOut,
@@ -49,6 +50,9 @@ class ClientSettings:
     read_timeout_s: float = 300.0
     max_connections: int = 256
     request_deadline_s: float | None = None  # whole-request limit when the caller sets none
+    # the longest wait for an answer's first byte where one comes at once (a GET, a
+    # streamed answer's headers); None: the read timeout
+    first_byte_timeout_s: float | None = None
     max_response_bytes: int = 256 << 20
 
 
@@ -223,7 +227,7 @@ class TargetClient:
         try:
             async with deadline:
                 self._live[deadline] = None
-                await pool.exchange(raw, ex)
+                await pool.exchange(raw, ex, self._first_byte_s(method, path, stream))
             if ex.status is not None and not 200 <= ex.status < 300:
                 failure = Failure(FailureKind.HTTP_STATUS, f"HTTP {ex.status} {ex.reason}".rstrip())
         except TimeoutError:
@@ -244,6 +248,12 @@ class TargetClient:
             raise
         except ConnectFailed as exc:
             failure = Failure(FailureKind.CONNECT, f"cannot connect to {url}: {exc}")
+        except FirstByteTimedOut as exc:
+            failure = Failure(
+                FailureKind.TIMEOUT,
+                f"no data for {exc} s after sending: the server took the request and did not "
+                "begin answering (client.first_byte_timeout_s, at most target.read_timeout_s)",
+            )
         except ReadTimedOut:
             failure = Failure(FailureKind.TIMEOUT, f"no data for {self._timeout_text()}")
         except Disconnected as exc:
@@ -278,6 +288,14 @@ class TargetClient:
             sent_headers=headers,
             resent=ex.resent,
         )
+
+    def _first_byte_s(self, method: str, path: str, stream: bool) -> float | None:
+        """The first-byte limit of one request: every request but a plain (not streamed) chat
+        completion, whose first byte is its whole answer (bounded by the read timeout and the
+        request deadline instead)."""
+        if stream or method == "GET" or path != CHAT_PATH:
+            return self.settings.first_byte_timeout_s
+        return None
 
     def _timeout_text(self) -> str:
         s = self.settings

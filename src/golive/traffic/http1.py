@@ -39,6 +39,11 @@ class ReadTimedOut(Broken):
     pass
 
 
+class FirstByteTimedOut(ReadTimedOut):
+    """Not one byte of the answer within the first-byte limit: the server took the request
+    and never began answering."""
+
+
 class Disconnected(Broken):
     pass
 
@@ -222,28 +227,37 @@ class Pool:
         self.opened = 0
         self.resent = 0
 
-    async def exchange(self, payload: bytes, into: Exchange) -> None:
+    async def exchange(
+        self, payload: bytes, into: Exchange, first_byte_s: float | None = None
+    ) -> None:
         """Send one request (already serialised) and read its whole answer into `into`.
+        `first_byte_s`: the longest wait for the answer's first byte (never longer than the
+        read timeout, which bounds it when None).
 
         On failure `into` keeps what had arrived, and the connection is closed."""
+        first_ns = self.read_timeout_ns
+        if first_byte_s is not None:
+            first_ns = min(first_ns, int(first_byte_s * 1e9))
         async with self._slots:
             conn = self._kept_alive()
             if conn is None:
-                await self._exchange_on(await self._open(), payload, into)
+                await self._exchange_on(await self._open(), payload, into, first_ns)
                 return
             try:
-                await self._exchange_on(conn, payload, into)
+                await self._exchange_on(conn, payload, into, first_ns)
             except Disconnected:
                 if into.received:
                     raise
                 into.resent = True
                 self.resent += 1
-                await self._exchange_on(await self._open(), payload, into)
+                await self._exchange_on(await self._open(), payload, into, first_ns)
 
-    async def _exchange_on(self, conn: _Connection, payload: bytes, into: Exchange) -> None:
+    async def _exchange_on(
+        self, conn: _Connection, payload: bytes, into: Exchange, first_ns: int
+    ) -> None:
         try:
             done = conn.start(payload, into)
-            await self._wait(conn, done)
+            await self._wait(conn, done, into, first_ns)
         except BaseException:
             conn.abort()
             raise
@@ -279,25 +293,34 @@ class Pool:
         self.opened += 1
         return protocol
 
-    async def _wait(self, conn: _Connection, done: asyncio.Future[None]) -> None:
-        """Wait for the answer; fail when no byte arrives for the read timeout.
+    async def _wait(
+        self, conn: _Connection, done: asyncio.Future[None], into: Exchange, first_ns: int
+    ) -> None:
+        """Wait for the answer; fail when its first byte has not come within `first_ns`, or
+        when no byte arrives for the read timeout after it.
 
         One timer per request, re-armed only when it fires while bytes still flow."""
         loop = asyncio.get_running_loop()
-        limit = self.read_timeout_ns
-
+        started_ns = time.perf_counter_ns()
         timer: list[asyncio.TimerHandle] = []
 
         def check() -> None:
             if done.done():
                 return
-            idle_ns = time.perf_counter_ns() - conn.last_read_ns
-            if idle_ns >= limit:
-                done.set_exception(ReadTimedOut("no data"))
+            now_ns = time.perf_counter_ns()
+            if not into.received:
+                left_ns = first_ns - (now_ns - started_ns)
+                if left_ns <= 0:
+                    done.set_exception(FirstByteTimedOut(f"{first_ns / 1e9:g}"))
+                    return
             else:
-                timer[0] = loop.call_later((limit - idle_ns) / 1e9, check)
+                left_ns = self.read_timeout_ns - (now_ns - conn.last_read_ns)
+                if left_ns <= 0:
+                    done.set_exception(ReadTimedOut("no data"))
+                    return
+            timer[0] = loop.call_later(left_ns / 1e9, check)
 
-        timer.append(loop.call_later(limit / 1e9, check))
+        timer.append(loop.call_later(first_ns / 1e9, check))
         try:
             await done
         finally:

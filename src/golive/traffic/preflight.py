@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from golive.config import shown_env_name
+from golive.env_names import shown_env_name
 from golive.errors import ConfigError, TargetNotMeasurable
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.records import FailureKind, RequestRecord

@@ -24,10 +24,11 @@ from golive.bundle.layout import EFFECTIVE_CONFIG, MANIFEST, PARTS, POLICY
 from golive.bundle.store import Bundle, BundleReader
 from golive.checks.cache.after_load import combined_gap
 from golive.checks.deployment import FIELDS, deployment_of
-from golive.config import GoliveConfig, load_profile
+from golive.config import GoliveConfig
 from golive.errors import BundleError, ConfigError
 from golive.operate.rollback import identity
 from golive.pipeline import Verdict, rollback_target, verdict_document, write_verdict
+from golive.profiles import load_profile
 from golive.results import CheckResult
 from golive.verdict.decide import decide
 from golive.verdict.document import PartEntry, VerdictDocument

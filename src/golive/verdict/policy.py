@@ -21,8 +21,9 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError
 
-from golive.config import GoliveConfig, Profile, StrictModel
+from golive.config import GoliveConfig, StrictModel
 from golive.errors import ConfigError
+from golive.profiles import Profile
 from golive.results import CheckResult
 from golive.verdict.document import PolicyRef, WaiverEntry
 from golive.verdict.protected import policy_lowers, why_protected

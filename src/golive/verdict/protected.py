@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.select import due_criticality
 from golive.checks.env.judge import CHAIN_CHECKS
-from golive.config import GoliveConfig, Profile
+from golive.config import GoliveConfig
+from golive.profiles import Profile
 
 # check-id pattern -> why it stays critical (a check judged non-critical stays as judged)
 ALWAYS: Mapping[str, str] = {

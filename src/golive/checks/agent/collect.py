@@ -21,8 +21,7 @@ from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import AgentCase, Kind, shipped_cases
 from golive.checks.agent.judge import case_to_json, judge_agent, stream_file
 from golive.checks.agent.results import no_model_result
-from golive.checks.capacity.collect import PhaseProgress, Quiet
-from golive.checks.context import CheckContext, Target, scrape, served_model
+from golive.checks.context import CheckContext, PhaseProgress, Quiet, Target, scrape, served_model
 from golive.config import AgentConfig, GoliveConfig
 from golive.results import CheckResult
 from golive.traffic.records import ParsedResponse
@@ -61,11 +60,15 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
     plain = [case for case in settings.cases if case.kind is not Kind.RETRY]
     if plain:
         name = plain[0].name if len(plain) == 1 else f"{len(plain)} cases"
-        settings.progress.phase(f"agent: {name}", 2 * settings.config.repeat * len(plain) * copies)
+        settings.progress.phase(
+            f"agent: {name}", requests=2 * settings.config.repeat * len(plain) * copies
+        )
         await asyncio.gather(*(runner.plain_case(case) for case in plain))
     for case in settings.cases:
         if case.kind is Kind.RETRY:
-            settings.progress.phase(f"agent: {case.name}", 4 * settings.config.repeat * copies)
+            settings.progress.phase(
+                f"agent: {case.name}", requests=4 * settings.config.repeat * copies
+            )
             scrapes = await runner.retry_case(case)
     ctx.bundle.write_json(
         AGENT_PLAN,
@@ -114,7 +117,6 @@ class _Runner:
         headers: Mapping[str, str] | None = None,
     ) -> ParsedResponse:
         record = await target.chat(body, label, deadline_s=deadline_s, headers=headers)
-        self.settings.progress.record(record.ok)
         return self.ctx.save(record, stream_file(case, engine))
 
     async def one(self, case: AgentCase, stream: bool, repeat: int) -> None:

@@ -36,9 +36,10 @@ from golive.checks.agent.rules import (
 )
 from golive.checks.agent.select import due_criticality
 from golive.checks.coverage import SHIPPED_CASES, agent_coverage
-from golive.config import AgentConfig, Profile, ProgrammeConfig
+from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
+from golive.profiles import Profile
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import FailureKind, ParsedResponse, reparsed
 

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from golive.checks.agent.cases import SYSTEM, AgentCase, named, shipped_cases
 from golive.checks.agent.rules import Expect
-from golive.config import AgentConfig, Profile, ProgrammeConfig
+from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import ConfigError
+from golive.profiles import Profile
 
 
 def cases_for(

@@ -29,9 +29,10 @@ from golive.checks.cache.rules import (
     rank_test,
 )
 from golive.checks.coverage import cache_coverage
-from golive.config import CacheConfig, Profile, ProgrammeConfig
+from golive.config import CacheConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import Snapshot, parse_metrics
+from golive.profiles import Profile
 from golive.results import CheckResult, Status
 
 USER_TURN_TOKENS = 24  # the part of a cold prompt that is not shared with the warm ones

@@ -28,7 +28,7 @@ from golive.checks.capacity.rules import (
     Action,
     Classification,
 )
-from golive.checks.context import CheckContext
+from golive.checks.context import CheckContext, PhaseProgress, Quiet
 from golive.evidence.sampling import Curve, Probe, host_probe
 from golive.evidence.startup_log import StartupFacts
 from golive.results import CheckClass, CheckResult, Status
@@ -48,22 +48,6 @@ _CONTEXT_ERROR = (
     "too long",
     "exceeds",
 )
-
-
-class PhaseProgress(Protocol):
-    """What the CLI shows while a phase runs (a rich progress bar there, nothing in tests)."""
-
-    def phase(self, name: str, total_s: float) -> None: ...
-
-    def record(self, ok: bool) -> None: ...
-
-
-class Quiet:
-    def phase(self, name: str, total_s: float) -> None:
-        return None
-
-    def record(self, ok: bool) -> None:
-        return None
 
 
 class LoadClients(Protocol):
@@ -199,7 +183,6 @@ class Run:
             self.in_flight.pop(key, None)
         self.parsed[record.request_id] = self.ctx.save(record, self.stream_file, self.bodies)
         self.tally.count(record)
-        self.inputs.progress.record(record.ok)
         await self._lost(record, body)
         return record
 
@@ -240,11 +223,11 @@ class Run:
         )
         for parsed, _ in batch:
             self.parsed[parsed.record.request_id] = parsed
+            self.ctx.progress.record(parsed.record.ok)  # not through ctx.save, which counts
             self._arrived(parsed.record)
 
     def _arrived(self, record: RequestRecord) -> None:
         self.tally.count(record)
-        self.inputs.progress.record(record.ok)
         lost = connection_lost(record)
         if lost is not None and self._checking is None and not self.dead.is_set():
             self._checking = asyncio.ensure_future(self.check_alive(lost))

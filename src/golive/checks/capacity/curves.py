@@ -8,12 +8,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from golive.bundle.layout import LOAD_CURVE, STARTUP_LOG
+from golive.bundle.layout import DCGM_FREE, DCGM_USED, LOAD_CURVE, STARTUP_LOG
 from golive.checks.capacity.collect import CapacityInputs, Run, cap_result
 from golive.checks.context import CheckContext, scrape
+from golive.evidence import dcgm
 from golive.evidence.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.evidence.sampling import Probe
 from golive.results import CheckResult, Status
+from golive.traffic.client import ClientSettings, TargetClient
 
 _GAUGES = ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting", "num_preemptions")
 
@@ -53,32 +55,66 @@ def save_load_evidence(run: Run) -> None:
         )
 
 
-def merge_curves(
+async def node_curves_of(
     ctx: CheckContext, inputs: CapacityInputs, timeline: list[PhaseSpan]
+) -> tuple[list[tuple[str, str]], str | None]:
+    """Every node-side GPU curve: the `--gpu-curve` files (read now: the node samplers wrote
+    during the run) and, with `capacity.prometheus_url`, the DCGM exporter's series over the
+    run. ([(name, csv text)], the first problem met or None)."""
+    curves: list[tuple[str, str]] = []
+    for path in inputs.gpu_curves:
+        try:
+            curves.append((path.stem, path.read_text()))
+        except OSError as exc:
+            return curves, f"--gpu-curve {path}: cannot be read ({exc.strerror})"
+    config = ctx.config.capacity
+    if config.prometheus_url is None or config.dcgm_selector is None or not timeline:
+        return curves, None
+    answers: dict[str, list[dict[str, Any]]] = {}
+    settings = ClientSettings(config.prometheus_url, read_timeout_s=30, request_deadline_s=60)
+    async with TargetClient(settings) as client:
+        for metric, saved in ((dcgm.USED, DCGM_USED), (dcgm.FREE, DCGM_FREE)):
+            url = dcgm.query_path(
+                config.prometheus_url,
+                metric,
+                config.dcgm_selector,
+                timeline[0].start,
+                timeline[-1].end,
+            )
+            record = await client.get(url, "dcgm")
+            ctx.bundle.write_text(saved, record.raw_text)
+            if not record.ok:
+                why = record.failure.message if record.failure else "no answer"
+                return curves, f"{config.prometheus_url}: the DCGM query failed ({why})"
+            try:
+                answers[metric] = dcgm.series_of(record.raw_text, saved)
+            except ValueError as exc:
+                return curves, str(exc)
+    if not answers[dcgm.USED]:
+        return curves, (
+            f"{config.prometheus_url} holds no {dcgm.USED} series matching "
+            f"{{{config.dcgm_selector}}} over the run: check capacity.dcgm_selector"
+        )
+    by_node = dcgm.node_curves(answers[dcgm.USED], answers[dcgm.FREE])
+    return curves + [(f"dcgm-{node}", text) for node, text in by_node.items()], None
+
+
+def merge_curves(
+    ctx: CheckContext, curves: list[tuple[str, str]], problem: str | None, timeline: list[PhaseSpan]
 ) -> CheckResult:
     """Node-side GPU curves merged by wall clock: peak memory per phase and GPU."""
+    if problem is not None:
+        return cap_result("capacity.gpu_memory", Status.NO_DATA, problem, {}, (), critical=False)
     measurements: dict[str, Any] = {}
     evidence = []
-    for path in inputs.gpu_curves:  # read now: the node samplers wrote during the run
-        name = path.stem
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            return cap_result(
-                "capacity.gpu_memory",
-                Status.NO_DATA,
-                f"--gpu-curve {path}: cannot be read ({exc.strerror})",
-                {},
-                (),
-                critical=False,
-            )
+    for name, text in curves:
         merged, peaks = merge_gpu_curve(text, name, timeline)
         rel = f"memory/gpu-{name}.csv"
         ctx.bundle.write_text(rel, merged)
         evidence.append(rel)
         measurements.update({f"{name}:{k}": round(v, 1) for k, v in peaks.items()})
     top = max(measurements.values(), default=None)
-    summary = f"GPU memory curves from {len(inputs.gpu_curves)} node(s) merged by phase"
+    summary = f"GPU memory curves from {len(curves)} node(s) merged by phase"
     if top is not None:
         summary += f"; peak {top:.0f} MiB"
     return cap_result(

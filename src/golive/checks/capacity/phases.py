@@ -27,7 +27,12 @@ from golive.checks.capacity.collect import (
     cap_result,
     refusal,
 )
-from golive.checks.capacity.curves import engine_probe, merge_curves, save_load_evidence
+from golive.checks.capacity.curves import (
+    engine_probe,
+    merge_curves,
+    node_curves_of,
+    save_load_evidence,
+)
 from golive.checks.capacity.judge import (
     after_death,
     judge_headroom,
@@ -133,8 +138,9 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
         CAPACITY_PHASES,
         [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],
     )
-    if inputs.gpu_curves:
-        results.append(merge_curves(ctx, inputs, run.timeline))
+    if inputs.gpu_curves or ctx.config.capacity.prometheus_url:
+        curves, problem = await node_curves_of(ctx, inputs, run.timeline)
+        results.append(merge_curves(ctx, curves, problem, run.timeline))
     return results
 
 
@@ -226,7 +232,7 @@ async def long_input(run: Run) -> CheckResult:
     contexts = sorted({int(top * f) for f in FRACTIONS})
     if run.max_model_len is not None:
         contexts.append(run.max_model_len + 64)
-    run.inputs.progress.phase("long input", float(len(contexts) + 1))
+    run.inputs.progress.phase("long input", requests=len(set(contexts)))
     steps: list[LongStep] = []
     for n, context in enumerate(sorted(set(contexts))):
         steps.append(await _long_step(run, context, ratio, n))

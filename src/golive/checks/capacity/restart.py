@@ -41,7 +41,7 @@ async def served_again(run: Run) -> bool:
     failure = ""
     if relaunch is not None:
         how = "golive started its --launch command again"
-        run.inputs.progress.phase("restart", 0.0)
+        run.inputs.progress.phase("restart")
         try:
             pid = await relaunch()
         except (LocalTargetError, OSError) as exc:

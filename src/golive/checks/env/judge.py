@@ -12,7 +12,7 @@ from typing import Any
 from golive.bundle.layout import CHAIN_INPUTS, CONTAINER, ENV_METRICS, ENV_REQUESTS, STARTUP_LOG
 from golive.bundle.store import BundleReader
 from golive.checks.context import served_entry
-from golive.config import GoliveConfig, Profile
+from golive.config import GoliveConfig
 from golive.errors import BadResponse, BundleError
 from golive.evidence.chain import ChainInputs, Source, check_image, check_vllm_version
 from golive.evidence.chain_hw import (
@@ -33,6 +33,7 @@ from golive.evidence.startup_rules import (
     other_launch,
 )
 from golive.metrics import parse_metrics
+from golive.profiles import Profile
 from golive.results import CheckResult
 
 # the ids of the chain rules' checks, in RULES' order (a test holds the two together)

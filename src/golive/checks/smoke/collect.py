@@ -26,8 +26,12 @@ async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
     model = _served_model(ctx)
     if model is not None:
         for check_id in TEXT_CHECKS:
-            body = text_request(ctx, model, stream=check_id == "smoke.text_stream")
-            ctx.save(await ctx.target.chat(body, check_id), "smoke")
+            stream = check_id == "smoke.text_stream"
+            body = text_request(ctx, model, stream)
+            # a plain answer's first byte is the whole (short) answer: the first-byte limit
+            # bounds it whole, as a streamed answer's first byte is bounded in the client
+            deadline = None if stream else ctx.config.client.first_byte_timeout_s
+            ctx.save(await ctx.target.chat(body, check_id, deadline_s=deadline), "smoke")
     after = await scrape(ctx, "smoke-after")
     ctx.bundle.write_json(
         SMOKE_PLAN, {"scrapes": {"before": _noted(before), "after": _noted(after)}}

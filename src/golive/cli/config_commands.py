@@ -1,0 +1,59 @@
+"""`golive init` and `golive config validate|reference`: find and check a config before any
+run. Offline; they print and write only what they are asked to."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from golive.checks.agent.select import cases_for
+from golive.cli.config_flags import command_config
+from golive.config_reference import init_yaml, reference_markdown
+from golive.config_sources import config_path, env_overrides
+from golive.errors import ConfigError
+from golive.profiles import load_profile
+
+CONFIG_COMMANDS = ("init", "config")
+
+
+def config_command(args: argparse.Namespace, err: Console) -> int:
+    if args.command == "init":
+        return _init(args.output, args.profile, args.force, err)
+    if args.config_command == "reference":
+        print(reference_markdown(), end="")
+        return 0
+    return _validate(args, err)
+
+
+def _init(output: Path, profile: str, force: bool, err: Console) -> int:
+    load_profile(profile)  # a profile path that cannot be read is refused before writing
+    if output.exists() and not force:
+        raise ConfigError(f"{output} exists; give another -o FILE, or --force to replace it")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(init_yaml(profile))
+    err.print(
+        f"wrote {escape(str(output))}: every key at its default (profile {escape(profile)}); "
+        f"set target.url, then `golive config validate {escape(str(output))}`",
+        highlight=False,
+    )
+    return 0
+
+
+def _validate(args: argparse.Namespace, err: Console) -> int:
+    """Load the file as a run would (with the GOLIVE_* variables set now); say what it sets."""
+    path = config_path(args.file, os.environ)
+    if path is None:
+        raise ConfigError("config validate: give FILE (or set GOLIVE_CONFIG)")
+    config = command_config(argparse.Namespace(config=path))
+    cases_for(config.agent, load_profile(config.profile), config.programme)  # names, schemas
+    from_env = env_overrides(os.environ)
+    err.print(f"{escape(str(path))}: valid", highlight=False)
+    for key, (variable, _) in sorted(from_env.items()):
+        err.print(f"  {key} from {variable}", highlight=False)
+    target = config.target.url or "not set (give --target, or GOLIVE_TARGET_URL)"
+    err.print(f"  profile {config.profile}; target {escape(target)}", highlight=False)
+    return 0

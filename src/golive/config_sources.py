@@ -1,0 +1,146 @@
+"""Where a run's config comes from: defaults ← the YAML file ← `GOLIVE_*` environment
+variables ← flags. The result is validated as one config (unknown keys are errors), and an
+error names the file, variable or flag, the field and the fix.
+
+Every scalar key has a variable: `GOLIVE_` and the dotted key in upper case with `_` for the
+dots (`target.url` → `GOLIVE_TARGET_URL`, `capacity.duration_s` → `GOLIVE_CAPACITY_DURATION_S`);
+a list key takes comma-separated values. A `GOLIVE_<SECTION>_…` variable that names no key is
+refused (a misspelt variable silently ignored would relax nothing the user meant to set), except
+the few golive reads for itself (`RESERVED`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from golive.config import GoliveConfig
+from golive.errors import ConfigError
+from golive.yaml_input import read_yaml, validated
+
+ENV_PREFIX = "GOLIVE_"
+CONFIG_FILE_VARIABLE = "GOLIVE_CONFIG"  # the config file, when --config is not given
+# variables golive reads that are not config keys (the local target's cache and Python)
+RESERVED = ("GOLIVE_CONFIG", "GOLIVE_REGISTRY", "GOLIVE_TARGET_CACHE", "GOLIVE_TARGET_PYTHON")
+
+
+def plain_annotation(annotation: Any) -> Any:
+    """The annotation without `| None`."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return kinds[0] if len(kinds) == 1 else annotation
+    return annotation
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def scalar_keys(model: type[BaseModel] = GoliveConfig, prefix: str = "") -> Iterator[str]:
+    """Every dotted key a single value (or a list of values) sets; the sections a config
+    always has are walked, optional structures (`environment.parallel`) and lists of
+    structures (`signoff.actions`) are the file's alone."""
+    for name, field in model.model_fields.items():
+        kind = plain_annotation(field.annotation)
+        if _is_model(kind):
+            if field.is_required() or field.default is not None:
+                yield from scalar_keys(kind, f"{prefix}{name}.")
+            continue
+        if typing.get_origin(kind) is tuple and _is_model(typing.get_args(kind)[0]):
+            continue
+        yield f"{prefix}{name}"
+
+
+def variable_of(key: str) -> str:
+    """The environment variable that sets a dotted key."""
+    return ENV_PREFIX + key.upper().replace(".", "_")
+
+
+VARIABLES: dict[str, str] = {variable_of(key): key for key in scalar_keys()}
+_SECTIONS = tuple(
+    ENV_PREFIX + name.upper() + "_"
+    for name, field in GoliveConfig.model_fields.items()
+    if _is_model(plain_annotation(field.annotation))
+)
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
+    """The keys `GOLIVE_*` variables set: dotted key -> (variable, value). An empty variable
+    sets nothing; a list key's value is split on commas."""
+    found: dict[str, tuple[str, Any]] = {}
+    for variable, raw in sorted(environ.items()):
+        if not variable.startswith(ENV_PREFIX) or variable in RESERVED or raw == "":
+            continue
+        key = VARIABLES.get(variable)
+        if key is None:
+            if variable.startswith(_SECTIONS):
+                close = difflib.get_close_matches(variable, VARIABLES, n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                raise ConfigError(
+                    f"environment variable {variable} names no config key{hint} (unset it, or "
+                    "see docs/config.md for the variables golive reads)"
+                )
+            continue
+        value: Any = raw
+        if typing.get_origin(plain_annotation(_field_annotation(key))) is tuple:
+            value = [part.strip() for part in raw.split(",") if part.strip()]
+        found[key] = (variable, value)
+    return found
+
+
+def _field_annotation(key: str) -> Any:
+    model: type[BaseModel] = GoliveConfig
+    *parents, leaf = key.split(".")
+    for part in parents:
+        model = plain_annotation(model.model_fields[part].annotation)
+    return model.model_fields[leaf].annotation
+
+
+def config_path(path: Path | None, environ: Mapping[str, str]) -> Path | None:
+    """The config file: `--config`, else `$GOLIVE_CONFIG`, else none."""
+    if path is not None:
+        return path
+    named = environ.get(CONFIG_FILE_VARIABLE)
+    return Path(named) if named else None
+
+
+def load_config(
+    path: Path | None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> GoliveConfig:
+    """Defaults ← YAML file ← `GOLIVE_*` variables in `environ` ← dotted flag overrides
+    (`{"target.url": ...}`, None: the flag was not given); validated as one config."""
+    data: dict[str, Any] = read_yaml(path) if path is not None else {}
+    from_env = env_overrides(environ or {})
+    layers = [
+        {key: value for key, (_, value) in from_env.items()},
+        {key: value for key, value in (overrides or {}).items() if value is not None},
+    ]
+    for layer in layers:
+        for dotted, value in layer.items():
+            node = data
+            *parents, leaf = dotted.split(".")
+            for key in parents:
+                child = node.setdefault(key, {})
+                if not isinstance(child, dict):
+                    raise ConfigError(
+                        f"{path}: {'.'.join(parents)} must be a mapping, not {child!r}"
+                    )
+                node = child
+            node[leaf] = value
+    if "programme" in data and data["programme"] is None:
+        raise ConfigError(
+            f"{path or 'command line'}: programme is empty; leave it out, or list the parts "
+            "the application does not use under programme.not_used"
+        )
+    data.setdefault("programme", {})
+    sources = [str(path)] if path else []
+    sources += [variable for variable, _ in from_env.values()]
+    return validated(GoliveConfig, data, " + ".join(sources) or "command line")
