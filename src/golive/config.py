@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from golive.env_names import is_env_name
+from golive.evidence import dcgm
 from golive.yaml_input import parse_yaml, validated
 
 
@@ -71,6 +72,7 @@ class ClientConfig(StrictModel):
     first_byte_timeout_s: float = Field(
         60.0,
         gt=0,
+        allow_inf_nan=False,
         description="the longest wait for the first byte of an answer that begins at once (any "
         "GET, a streamed answer's headers): a server that takes a request and never answers "
         "is given up after it, not after read_timeout_s",
@@ -249,9 +251,10 @@ class CapacityConfig(StrictModel):
     )
     prometheus_url: str | None = Field(
         None,
-        description="a Prometheus scraping the DCGM exporter on the engine's nodes: GPU memory "
-        "over the pressure phases is read from it (no sampler on the nodes, no CSV to copy); "
-        "needs dcgm_selector",
+        description="a Prometheus scraping the DCGM exporter on the engine's nodes: each GPU's "
+        "memory over the pressure phases is read from it into capacity.gpu_memory (no sampler "
+        "on the nodes, no CSV to copy; the headroom check capacity.memory still needs NVML on "
+        "golive's own host); needs dcgm_selector",
     )
     dcgm_selector: str | None = Field(
         None,
@@ -291,15 +294,21 @@ class CapacityConfig(StrictModel):
 
     @model_validator(mode="after")
     def _dcgm_needs_a_selector(self) -> CapacityConfig:
-        if self.prometheus_url is not None and not self.dcgm_selector:
+        if (self.prometheus_url is None) != (self.dcgm_selector is None):
             raise ValueError(
-                "capacity.prometheus_url needs capacity.dcgm_selector (--dcgm-selector): the "
-                "label matchers of this deployment's GPUs; a shared Prometheus holds others'"
+                "capacity.prometheus_url and capacity.dcgm_selector go together "
+                "(--prometheus-url, --dcgm-selector): the Prometheus scraping the DCGM "
+                "exporter, and the label matchers of this deployment's GPUs (a shared "
+                "Prometheus holds others')"
             )
-        if self.prometheus_url is not None and not self.prometheus_url.startswith(
-            ("http://", "https://")
-        ):
-            raise ValueError(f"capacity.prometheus_url {self.prometheus_url!r} is not http(s)")
+        if self.prometheus_url is not None:
+            problem = dcgm.url_problem(self.prometheus_url)
+            if problem is not None:
+                raise ValueError(f"capacity.prometheus_url: {problem}")
+        if self.dcgm_selector is not None:
+            problem = dcgm.selector_problem(self.dcgm_selector)
+            if problem is not None:
+                raise ValueError(f"capacity.dcgm_selector: {problem}")
         return self
 
 

@@ -28,6 +28,10 @@ ENV_PREFIX = "GOLIVE_"
 CONFIG_FILE_VARIABLE = "GOLIVE_CONFIG"  # the config file, when --config is not given
 # variables golive reads that are not config keys (the local target's cache and Python)
 RESERVED = ("GOLIVE_CONFIG", "GOLIVE_REGISTRY", "GOLIVE_TARGET_CACHE", "GOLIVE_TARGET_PYTHON")
+# variables golive sets for an --on-rollback command, and the GPU test tier's own
+_NOT_KEYS = ("GOLIVE_TRIGGER", "GOLIVE_ROLLBACK_", "GOLIVE_GPU_")
+# a variable naming a secret is never refused nor suggested a key (it may hold an API key)
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 
 
 def plain_annotation(annotation: Any) -> Any:
@@ -40,6 +44,18 @@ def plain_annotation(annotation: Any) -> Any:
 
 def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def file_only_keys(model: type[BaseModel] = GoliveConfig, prefix: str = "") -> Iterator[str]:
+    """The keys set in the config file only: optional structures and lists of structures."""
+    for name, field in model.model_fields.items():
+        kind = plain_annotation(field.annotation)
+        if _is_model(kind) and (field.is_required() or field.default is not None):
+            yield from file_only_keys(kind, f"{prefix}{name}.")
+        elif _is_model(kind) or (
+            typing.get_origin(kind) is tuple and _is_model(typing.get_args(kind)[0])
+        ):
+            yield f"{prefix}{name}"
 
 
 def scalar_keys(model: type[BaseModel] = GoliveConfig, prefix: str = "") -> Iterator[str]:
@@ -63,6 +79,7 @@ def variable_of(key: str) -> str:
 
 
 VARIABLES: dict[str, str] = {variable_of(key): key for key in scalar_keys()}
+_FILE_ONLY = tuple(file_only_keys())
 _SECTIONS = tuple(
     ENV_PREFIX + name.upper() + "_"
     for name, field in GoliveConfig.model_fields.items()
@@ -75,16 +92,21 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
     sets nothing; a list key's value is split on commas."""
     found: dict[str, tuple[str, Any]] = {}
     for variable, raw in sorted(environ.items()):
-        if not variable.startswith(ENV_PREFIX) or variable in RESERVED or raw == "":
+        if not variable.startswith(ENV_PREFIX) or variable in RESERVED or not raw.strip():
             continue
         key = VARIABLES.get(variable)
         if key is None:
-            if variable.startswith(_SECTIONS):
-                close = difflib.get_close_matches(variable, VARIABLES, n=1)
-                hint = f"; did you mean {close[0]}?" if close else ""
+            structure = next((k for k in _FILE_ONLY if variable.startswith(variable_of(k))), None)
+            if structure is not None:
                 raise ConfigError(
-                    f"environment variable {variable} names no config key{hint} (unset it, or "
-                    "see docs/config.md for the variables golive reads)"
+                    f"environment variable {variable}: {structure} is set in the config file "
+                    "only (it is a structure, not one value); unset the variable"
+                )
+            near = _meant(variable)
+            if near is not None:
+                raise ConfigError(
+                    f"environment variable {variable} names no config key; did you mean "
+                    f"{near}? (unset it, or see docs/config.md for the variables golive reads)"
                 )
             continue
         value: Any = raw
@@ -92,6 +114,31 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
             value = [part.strip() for part in raw.split(",") if part.strip()]
         found[key] = (variable, value)
     return found
+
+
+def _meant(variable: str) -> str | None:
+    """The key variable an unknown GOLIVE_* variable was most likely meant as (None: it is
+    not one: golive's own, a secret's, or unlike every key). A misspelt section or key
+    (GOLIVE_CAPACITY_CONCURENCY, GOLIVE_PROFLE) and a flag's name without its section
+    (GOLIVE_REQUIRED_CONCURRENCY, GOLIVE_DURATION) are refused: left unread, each would leave
+    a gate at its default."""
+    if variable.startswith(_NOT_KEYS) or any(w in variable for w in _SECRET_WORDS):
+        return None
+    leaf = variable.removeprefix(ENV_PREFIX).lower()
+    same_leaf = [
+        v
+        for v, key in VARIABLES.items()
+        if leaf in (key.split(".")[-1], key.split(".")[-1].rsplit("_", 1)[0])
+    ]
+    if same_leaf:
+        return " or ".join(sorted(same_leaf))
+    close = difflib.get_close_matches(variable, VARIABLES, n=1, cutoff=0.85)
+    if close:
+        return close[0]
+    if variable.startswith(_SECTIONS):
+        close = difflib.get_close_matches(variable, VARIABLES, n=1)
+        return close[0] if close else "a GOLIVE_<SECTION>_<KEY> variable"
+    return None
 
 
 def _field_annotation(key: str) -> Any:

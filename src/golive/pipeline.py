@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from golive import __version__
 from golive.bundle.layout import (
@@ -41,7 +42,7 @@ from golive.evidence.metric_reference import bundle_scrapes, metric_reference
 from golive.evidence.runtime_log import server_log_evidence
 from golive.operate.rollback import identity
 from golive.operate.watch import WatchSettings, run_watch
-from golive.profiles import load_profile, profile_text
+from golive.profiles import Profile, load_profile, profile_text
 from golive.report.capacity_request import capacity_request, render_capacity_request
 from golive.report.markdown import bundle_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
@@ -62,7 +63,7 @@ from golive.verdict.document import (
 )
 from golive.verdict.interrupt import Guard
 from golive.verdict.ledger import write_ledger
-from golive.verdict.policy import apply_policy, load_policy, refuse_lowering
+from golive.verdict.policy import LoadedPolicy, apply_policy, load_policy, refuse_lowering
 from golive.verdict.rederive import judged_from_evidence
 from golive.verdict.scope import Scope, scope_json, sections_missing, skipped_by_config
 
@@ -108,11 +109,7 @@ async def judge(
     """
     if require_target:
         require_target_url(config)
-    profile = load_profile(config.profile)
-    policy = load_policy(None if config.policy is None else Path(config.policy))
-    refuse_lowering(policy, profile, config)
-    api_key = read_api_key(config.target.api_key_env)
-    key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
+    profile, policy, api_key, key = run_inputs(config)
     if config.target.url is not None and require_target:
         await _preflight(config, server_log, warn)
     bundle = Bundle.create(out, secrets=[api_key] if api_key else [])
@@ -296,9 +293,8 @@ def verdict_document(
         or (c.status is Status.WARN and c.id not in decision.waived)
         or (c.status is Status.SKIPPED and not skipped_by_config(c))
     ]
-    return VerdictDocument(
+    document = VerdictDocument(
         outcome=decision.outcome,
-        exit_code=decision.outcome.exit_code,
         scope=scope_json(scope),
         sections_missing=tuple(sections_missing(scope)),
         profile=profile,
@@ -318,6 +314,22 @@ def verdict_document(
         actions=tuple(action_for(c, config.signoff.actions) for c in open_items),
         **more,
     )
+    # the status the command exits with (3 after golive's own error, 130/143 interrupted)
+    return document.model_copy(update={"exit_code": document.process_exit_code()})
+
+
+def run_inputs(
+    config: GoliveConfig,
+) -> tuple[Profile, LoadedPolicy, str | None, Ed25519PrivateKey | None]:
+    """What a run reads before anything is sent, each refused with its fix (ConfigError):
+    the profile, the decision policy (one that lowers a protected check is refused), the API
+    key from its variable, the signing key."""
+    profile = load_profile(config.profile)
+    policy = load_policy(None if config.policy is None else Path(config.policy))
+    refuse_lowering(policy, profile, config)
+    api_key = read_api_key(config.target.api_key_env)
+    key = None if config.sign_key is None else load_private_key(Path(config.sign_key))
+    return profile, policy, api_key, key
 
 
 def require_target_url(config: GoliveConfig) -> None:

@@ -268,10 +268,11 @@ def _keys(tmp_path: Path, name: str) -> tuple[Ed25519PrivateKey, Path]:
 
 
 async def test_signoff_accepts_only_a_bundle_sealed_by_a_trusted_key(
-    recorded: Path, tmp_path: Path, capsys: Any
+    recorded: Path, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With --trust-key (or signoff.trusted_keys), a bundle re-sealed without the run's key,
-    or sealed by another key, is refused; the one sealed by the trusted key signs."""
+    """With --trust-key (or signoff.trusted_keys, from --config, $GOLIVE_CONFIG or
+    GOLIVE_SIGNOFF_TRUSTED_KEYS), a bundle re-sealed without the run's key, or sealed by
+    another key, is refused; the one sealed by the trusted key signs."""
     key, public = _keys(tmp_path, "run")
     other, _ = _keys(tmp_path, "other")
     signed = _copy(recorded, tmp_path / "signed")
@@ -288,6 +289,15 @@ async def test_signoff_accepts_only_a_bundle_sealed_by_a_trusted_key(
     by_config = ["--reviewer", "Ana", "--outcome", "observe-with-limits", "--config", str(config)]
     assert await asyncio.to_thread(main, ["signoff", str(stranger), *by_config]) == EXIT_USAGE
     assert "not by the key given" in capsys.readouterr().err
+    # the trusted keys from the environment, as a run reads its config: never silently none
+    by_env = ["--reviewer", "Ana", "--outcome", "observe-with-limits"]
+    monkeypatch.setenv("GOLIVE_SIGNOFF_TRUSTED_KEYS", str(public))
+    assert await asyncio.to_thread(main, ["signoff", str(resealed), *by_env]) == EXIT_USAGE
+    monkeypatch.delenv("GOLIVE_SIGNOFF_TRUSTED_KEYS")
+    monkeypatch.setenv("GOLIVE_CONFIG", str(config))
+    assert await asyncio.to_thread(main, ["signoff", str(resealed), *by_env]) == EXIT_USAGE
+    assert "not sealed by a trusted key" in capsys.readouterr().err
+    monkeypatch.delenv("GOLIVE_CONFIG")
     assert await asyncio.to_thread(main, ["signoff", str(signed), *argv]) == 0
 
 

@@ -42,12 +42,18 @@ def _rules(root: Path) -> dict[str, list[str]]:
 
 
 def test_once_each_is_not_a_programme(judged: Path) -> None:
-    """agent.repeat 1: hold, the rule naming agent.coverage and the cases' counts; the classes
-    and the three warm requests are covered; golive decide agrees."""
+    """agent.repeat 1: hold, the rule naming agent.coverage and the cases' counts; and the
+    sustained window the demo held for 50 s (its config lowered the floor) is no programme's
+    either: capacity.coverage; the classes and the three warm requests are covered; golive
+    decide agrees."""
     verdict = json.loads((judged / VERDICT).read_text())
     assert verdict["outcome"] == Outcome.HOLD.value
-    assert _rules(judged)["programme-incomplete"] == ["agent.coverage"]
+    assert _rules(judged)["programme-incomplete"] == ["agent.coverage", "capacity.coverage"]
     checks = _checks(judged)
+    sustained = checks["capacity.coverage"]
+    assert sustained["status"] == "skipped"
+    assert sustained["critical"]
+    assert "less than the 600 s" in sustained["summary"]
     coverage = checks["agent.coverage"]
     assert coverage["status"] == "skipped"
     assert coverage["critical"]

@@ -164,6 +164,7 @@ async def test_signal_stops_the_load_within_a_second_and_seals_a_hold(
     assert verdict["outcome"] == "hold"
     assert verdict["rules_fired"][0]["rule"] == "interrupted"
     assert verdict["interrupted"]["signal"] == sig.name
+    assert verdict["exit_code"] == proc.returncode  # verdict.json says what the shell saw
     checks = {c["id"]: c for c in verdict["checks"]}
     if workers == 1:  # with workers, each ends its own in-flight requests (counted by them)
         assert checks["golive.interrupted"]["measurements"]["aborted_in_flight"] >= 1

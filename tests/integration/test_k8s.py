@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from golive.bundle.store import Bundle
 from golive.cli.main import main
+from golive.results import Status
+from golive.verdict.rederive import rederive
 
 pytest.importorskip("kmock", reason="needs the dev extra (kmock)")
 pytest.importorskip("kubernetes", reason="needs golive[k8s]")
@@ -117,3 +120,26 @@ async def test_run_collects_the_chain_from_the_pods(cluster: Cluster, tmp_path: 
     assert (out / "environment/pod-vllm-0.log").is_file()
     assert checks["capacity.programme"]["status"] == "skipped"
     assert state.chats == 0  # no request was sent to a deployment that must be rebuilt
+
+
+@pytest.mark.tampers_bundle
+async def test_decide_judges_the_pods_again(cluster: Cluster, tmp_path: Path) -> None:
+    """The pod checks are re-judged from environment/k8s-pods.json, not taken as sealed; a
+    pod's digest edited there and the bundle re-sealed is caught."""
+    for i in range(2):
+        cluster.add_node(f"gpu-{i}")
+        cluster.add_pod(f"vllm-{i}", f"gpu-{i}")
+    out = tmp_path / "b"
+    await _env(cluster, out, "--image", f"registry.example/vllm:0.32@{DIGEST}")
+    result = rederive(out)
+    assert result.agrees, result.problems
+    assert "environment.k8s_images" not in result.as_sealed
+    pods = json.loads((out / "environment/k8s-pods.json").read_text())
+    pods["pods"][1]["image_id"] = f"registry.example/vllm@{OTHER}"
+    (out / "environment/k8s-pods.json").write_text(json.dumps(pods))
+    Bundle(out).seal()
+    again = rederive(out)
+    assert not again.agrees
+    images = next(c for c in again.checks if c.id == "environment.k8s_images")
+    assert images.status is Status.FAIL
+    assert "vllm-1" in images.summary

@@ -38,6 +38,7 @@ async def test_a_mute_server_fails_at_the_first_byte_limit_with_progress_lines(
         ]
         monkeypatch.setenv("GOLIVE_CLIENT_FIRST_BYTE_TIMEOUT_S", "2")
         monkeypatch.setenv("GOLIVE_SMOKE_CLASSES", "false")
+        monkeypatch.setenv("GOLIVE_SMOKE_MAX_TOKENS", "2")  # plain answer: 2 s + 0.5 s a token
         code = await asyncio.to_thread(main, argv)
         wall = time.monotonic() - started
         state.release.set()
@@ -52,7 +53,7 @@ async def test_a_mute_server_fails_at_the_first_byte_limit_with_progress_lines(
         c["id"]: c for c in json.loads((tmp_path / "b" / "verdict.json").read_text())["checks"]
     }
     assert checks["smoke.text"]["status"] != "pass"
-    assert "deadline of 2 s" in checks["smoke.text"]["summary"]
+    assert "deadline of 3 s" in checks["smoke.text"]["summary"]
     assert checks["smoke.text_stream"]["status"] != "pass"
     assert "did not begin answering" in checks["smoke.text_stream"]["summary"]
 

@@ -129,6 +129,7 @@ async def test_a_worker_that_dies_mid_window_is_an_internal_error(tmp_path: Path
     assert verify(out).ok
     # golive's own error (issue 30 §2): the command exits 3, the traceback kept for the report
     assert exit_code(verdict.document) == EXIT_INTERNAL == 3
+    assert verdict.data["exit_code"] == 3  # verdict.json says what the shell saw
     kept = (out / GOLIVE_TRACEBACK).read_text()
     assert kept.startswith("--- golive\nTraceback (most recent call last):")
     assert "LoadClientError: worker-0" in kept

@@ -46,6 +46,7 @@ INPUTS = {
     "--selector": "the pods to read",
     "--k8s-container": "the pods to read",
     "--kubeconfig": "the cluster's credentials",
+    "--chain-ray": "the vLLM Ray cluster the chain is read from",
     "--help": "argparse",
 }
 # env collect --gpu-curve's own sampling length (the env command has no watch/capacity keys)
@@ -64,6 +65,8 @@ TEXT = {
     "agent.cases": "one_arg.required",
     "watch.on_rollback": "echo rollback",
     "watch.critical_probe": "no_call",
+    "capacity.prometheus_url": "http://127.0.0.1:9091",
+    "capacity.dcgm_selector": 'pod=~"vllm-.*"',
 }
 
 
@@ -88,6 +91,13 @@ def _value(key: str) -> tuple[str, Any]:
         return str(number), number
     number = 33 if default is None else int(default) + 1
     return str(number), number
+
+
+# keys that go in pairs: the flag test gives the other one too
+COMPANION = {
+    "capacity.prometheus_url": ["--dcgm-selector", 'namespace="llm"'],
+    "capacity.dcgm_selector": ["--prometheus-url", "http://127.0.0.1:9090"],
+}
 
 
 def _get(config: GoliveConfig, key: str) -> Any:
@@ -126,6 +136,7 @@ def test_a_flag_sets_its_config_key(command: str, flag: ConfigFlag) -> None:
         argv += ["--target", "http://127.0.0.1:9"]
     if command == "watch":
         argv += ["--accepted", "bundle"]
+    argv += COMPANION.get(flag.key, [])
     args = build_parser().parse_args(argv)
     config = load_config(None, config_overrides(args))
     assert _get(config, flag.key) == expected
@@ -141,3 +152,12 @@ def test_an_invalid_value_is_a_usage_error_naming_the_key() -> None:
         Exception, match=r"cache\.warm_repeats: Input should be greater than or equal to 1"
     ):
         load_config(None, config_overrides(args))
+
+
+@pytest.mark.parametrize("command", sorted(_subparsers()))
+def test_every_command_prints_its_help(command: str) -> None:
+    """`golive COMMAND --help` renders (a "%" in a key's description once made it a
+    traceback for run and capacity), and names each config key its flags set."""
+    text = _subparsers()[command].format_help()
+    for flag in _flags(command):
+        assert flag.key in " ".join(text.split()), (command, flag.flag)

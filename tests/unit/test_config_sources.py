@@ -134,3 +134,39 @@ def test_init_and_validate(
     monkeypatch.setenv("GOLIVE_AGENT_CASES", "no_such_case")
     assert main(["config", "validate", str(path)]) == 2
     assert "no_such_case" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("variable", "named"),
+    [
+        ("GOLIVE_PROFLE", "GOLIVE_PROFILE"),
+        ("GOLIVE_REQUIRED_CONCURRENCY", "GOLIVE_CAPACITY_REQUIRED_CONCURRENCY"),
+        ("GOLIVE_DURATION", "GOLIVE_CAPACITY_DURATION_S"),
+        ("GOLIVE_ENVIRONMENT_PARALLEL_TP", "environment.parallel is set in the config file"),
+        ("GOLIVE_PROGRAMME_NOT_USED", "programme is set in the config file"),
+    ],
+)
+def test_a_variable_meant_as_a_key_is_refused(variable: str, named: str) -> None:
+    """A flag's name without its section, a misspelt top-level key, or a structure only the
+    file can hold: each would leave a gate at its default if it were ignored."""
+    with pytest.raises(ConfigError, match=named):
+        load_config(None, None, {variable: "64"})
+
+
+def test_variables_that_are_not_keys_are_left_alone() -> None:
+    """A variable holding an API key (any name with KEY or TOKEN), golive's own for rollback
+    hooks, and blank values set nothing and are never refused."""
+    environ = {
+        "GOLIVE_TARGET_API_KEY": "sk-not-a-name",
+        "GOLIVE_API_TOKEN": "x",
+        "GOLIVE_ROLLBACK_IMAGE": "img",
+        "GOLIVE_TRIGGER": "oom",
+        "GOLIVE_AGENT_CRITICAL": " ",
+    }
+    assert load_config(None, None, environ) == load_config(None)
+
+
+def test_first_byte_limit_must_be_finite() -> None:
+    """`inf` would crash every request; it is refused naming the key."""
+    with pytest.raises(ConfigError, match="first_byte_timeout_s"):
+        load_config(None, None, {"GOLIVE_CLIENT_FIRST_BYTE_TIMEOUT_S": "inf"})

@@ -16,6 +16,7 @@ from golive.checks.coverage import (
     agent_coverage,
     cache_coverage,
     smoke_coverage,
+    with_sustained_coverage,
 )
 from golive.config import ProgrammeConfig, UnusedPart
 from golive.config_sources import load_config
@@ -124,6 +125,39 @@ PARTS = [
     _passing("cache.prefix_reuse", CheckClass.CACHE),
     _passing("agent.one_arg.required", CheckClass.AGENT),
 ]
+
+
+def _sustained(duration_s: float | None, completed: int | None) -> CheckResult:
+    measured = {"duration_s": duration_s, "completed": completed}
+    return CheckResult(
+        "capacity.sustained", CheckClass.CAPACITY, True, Status.PASS, "stable", measured, ("x",)
+    )
+
+
+@pytest.mark.parametrize(
+    ("duration_s", "completed", "expected"),
+    [
+        (600.0, 30, Status.PASS),
+        (545.0, 400, Status.PASS),  # cut by its request cap after 90% of its length
+        (50.0, 400, Status.SKIPPED),  # a floor lowered in the config: not a programme
+        (900.0, 12, Status.SKIPPED),  # long but too few answers to judge a drift on
+        (None, None, None),  # the window did not run: capacity.sustained says why
+    ],
+)
+def test_sustained_coverage(
+    duration_s: float | None, completed: int | None, expected: Status | None
+) -> None:
+    """A programme decision needs a 10-minute sustained window with 30 answers, whatever
+    capacity.min_sustained_s says; a bundle sealed before the rule is not judged on it."""
+    checks = with_sustained_coverage(_sustained(duration_s, completed), ProgrammeConfig())
+    assert checks[0].id == "capacity.sustained"
+    coverage = checks[1] if len(checks) > 1 else None
+    assert (coverage.status if coverage else None) is expected
+    if coverage is not None and expected is Status.SKIPPED:
+        assert coverage.critical
+        assert coverage.measurements["classification"] == "programme-incomplete"
+        assert "--duration 600" in coverage.summary or "fewer than the 30" in coverage.summary
+    assert len(with_sustained_coverage(_sustained(50.0, 400), None)) == 1
 
 
 def test_a_gap_holds_a_programme_and_is_named_in_a_section() -> None:

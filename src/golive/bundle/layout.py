@@ -71,6 +71,7 @@ METRIC_REFERENCE = "metrics/reference.json"  # names and HELP texts relied on, w
 MEMORY_CURVE = "memory/capacity.csv"
 GPU_DEVICES = "memory/gpus.json"  # the GPUs the capacity sampler read: index, uuid, memory
 LOAD_CURVE = "memory/load.csv"
+AFTER_LOAD_PROBE = "cache-after-load"  # the label of cache.after_load's one request
 DCGM_USED = "memory/dcgm-fb-used.json"  # the DCGM exporter's answers (capacity.prometheus_url)
 DCGM_FREE = "memory/dcgm-fb-free.json"
 TERMINATION = "memory/termination.json"

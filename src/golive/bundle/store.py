@@ -77,7 +77,10 @@ class Bundle:
         appended to `GOLIVE_TRACEBACK` for the bug report; the command exits 3 once sealed
         (`cli.console.exit_code`)."""
         text = "".join(traceback.format_exception(exc))
-        self.append_text(GOLIVE_TRACEBACK, f"--- {where}\n{text}\n")
+        try:
+            self.append_text(GOLIVE_TRACEBACK, f"--- {where}\n{text}\n")
+        except OSError:  # a full disk must not stop the seal that follows; stderr has it
+            traceback.print_exception(exc)
 
     def append_text(self, rel: str, text: str) -> None:
         """Append text (one or more whole lines) and flush it to the OS at once."""

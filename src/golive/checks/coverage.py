@@ -24,10 +24,16 @@ INCOMPLETE = "programme-incomplete"  # the classification of a coverage gap
 LEFT_OUT = "left-out"  # its skip_reason: a part of the programme that did not run
 MIN_AGENT_REPEAT = 3  # agent.repeat of a programme decision (runs per case and mode)
 MIN_WARM_REPEATS = 2  # cache.warm_repeats of a programme decision
+# the sustained window of a programme decision: 10 minutes and 30 answers (a window may be
+# cut by its request cap after this share of its length, as every load window)
+MIN_SUSTAINED_S = 600.0
+MIN_SUSTAINED_COMPLETIONS = 30
+SUSTAINED_COVERED_SHARE = 0.9
 COVERAGE = ".coverage"
 SMOKE = "smoke" + COVERAGE
 AGENT = "agent" + COVERAGE
 CACHE = "cache" + COVERAGE
+CAPACITY = "capacity" + COVERAGE
 CLASSES_PART = "smoke.classes"
 GAP_SEPARATOR = " | "  # between the gaps in a coverage check's `gaps` measurement
 # The Agent cases golive shipped when the rule came: required of every bundle judged on it,
@@ -155,6 +161,41 @@ def agent_coverage(
     least = min(repeats.values(), default=0)
     covered = f"{len(repeats)} Agent case(s) ran, each at least {least} time(s) per mode"
     return coverage_result(AGENT, CheckClass.AGENT, gaps, covered, unused, (evidence,))
+
+
+def sustained_coverage(sustained: CheckResult) -> CheckResult | None:
+    """`capacity.coverage`: the sustained window a programme decision is made on held at
+    least `MIN_SUSTAINED_S` and answered `MIN_SUSTAINED_COMPLETIONS`, as its own check
+    measured them from the records — whatever floor the config set
+    (`capacity.min_sustained_s` may be lowered for a quick look, never for a decision).
+    None where the window did not run (capacity.sustained says why)."""
+    held = sustained.measurements.get("duration_s")
+    answered = sustained.measurements.get("completed")
+    if not isinstance(held, int | float) or not isinstance(answered, int):
+        return None
+    gaps = []
+    if held < MIN_SUSTAINED_S * SUSTAINED_COVERED_SHARE:
+        gaps.append(
+            f"the sustained window held {held:.0f} s, less than the {MIN_SUSTAINED_S:.0f} s a "
+            "programme decision needs to expose memory growth and queue behaviour (run with "
+            f"--duration {MIN_SUSTAINED_S:.0f} and --min-sustained {MIN_SUSTAINED_S:.0f})"
+        )
+    if answered < MIN_SUSTAINED_COMPLETIONS:
+        gaps.append(
+            f"the sustained window answered {answered} requests, fewer than the "
+            f"{MIN_SUSTAINED_COMPLETIONS} a programme decision is made on"
+        )
+    covered = f"the sustained window held {held:.0f} s and answered {answered} requests"
+    return coverage_result(CAPACITY, CheckClass.CAPACITY, gaps, covered, (), sustained.evidence)
+
+
+def with_sustained_coverage(
+    sustained: CheckResult, programme: ProgrammeConfig | None
+) -> list[CheckResult]:
+    """capacity.sustained, and its coverage where the run is judged on completeness (a
+    bundle sealed before the rule, with no `programme` in its config, is not)."""
+    coverage = None if programme is None else sustained_coverage(sustained)
+    return [sustained] if coverage is None else [sustained, coverage]
 
 
 def cache_coverage(warm: int, evidence: str) -> CheckResult:

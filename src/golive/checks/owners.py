@@ -19,6 +19,7 @@ from golive.bundle.layout import (
     CAPACITY_SUSTAINED,
     CAPACITY_WATCHDOG,
     CHAIN_INPUTS,
+    K8S_PODS,
     LEDGER_SENT,
     MEMORY_CURVE,
     SMOKE_PLAN,
@@ -40,7 +41,9 @@ from golive.checks.capacity.memory import CHECK as MEMORY_CHECK
 from golive.checks.capacity.memory import judge_memory
 from golive.checks.capacity.memory import judged_here as memory_judged_here
 from golive.checks.capacity.model_load import judge_model_load
+from golive.checks.coverage import CAPACITY as CAPACITY_COVERAGE
 from golive.checks.coverage import SMOKE as SMOKE_COVERAGE
+from golive.checks.coverage import with_sustained_coverage
 from golive.checks.env.judge import CHAIN_CHECKS, judge_chain
 from golive.checks.identity import CHECK_ID as IDENTITY_CHECK
 from golive.checks.identity import judge_identity
@@ -54,6 +57,7 @@ from golive.checks.smoke.request_classes_judge import CHECKS as CLASS_CHECKS
 from golive.checks.smoke.request_classes_judge import FILE as CLASSES_FILE
 from golive.checks.smoke.request_classes_judge import judge_saved_classes, judge_smoke_coverage
 from golive.config import GoliveConfig
+from golive.evidence.k8s_env import judge_pods, pods_judged_here
 from golive.profiles import Profile
 from golive.results import CheckResult
 from golive.verdict.ledger import CHECK_ID as LEDGER_CHECK
@@ -143,6 +147,14 @@ EVIDENCE_JUDGES = (
         always=True,
     ),
     EvidenceJudge(
+        "environment.k8s",
+        ("environment.k8s_images", "environment.k8s_restarts"),
+        K8S_PODS,
+        lambda r, s: judge_pods(r),
+        "env",
+        applies=pods_judged_here,
+    ),
+    EvidenceJudge(
         "capacity.model_load",
         ("capacity.model_load",),
         STARTUP_LOG,
@@ -166,9 +178,11 @@ EVIDENCE_JUDGES = (
     ),
     EvidenceJudge(
         "capacity.sustained",
-        ("capacity.sustained",),
+        ("capacity.sustained", CAPACITY_COVERAGE),
         CAPACITY_SUSTAINED,
-        lambda r, s: [judge_sustained(r, s.config.capacity)],
+        lambda r, s: with_sustained_coverage(
+            judge_sustained(r, s.config.capacity), s.config.programme
+        ),
         "capacity",
     ),
     EvidenceJudge(

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,7 +17,8 @@ from rich.markup import escape
 from golive.bundle.layout import REPORT_HTML, REPORT_MD
 from golive.bundle.signing import load_public_key
 from golive.bundle.store import verify
-from golive.config_sources import load_config
+from golive.config import GoliveConfig
+from golive.config_sources import config_path, load_config
 from golive.errors import ConfigError
 from golive.operate.guardrails import write_guardrails
 from golive.operate.rollback import (
@@ -41,8 +45,8 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
         return _decide(args, err)
     if args.command == "signoff":
         trusted = list(args.trust_key)
-        if args.config is not None:
-            trusted += [Path(k) for k in load_config(args.config).signoff.trusted_keys]
+        # --config, else $GOLIVE_CONFIG, and GOLIVE_SIGNOFF_TRUSTED_KEYS, as a run reads them
+        trusted += [Path(k) for k in _config(args.config).signoff.trusted_keys]
         signature = sign_bundle(
             args.bundle,
             args.reviewer,
@@ -103,6 +107,12 @@ def _decide(args: argparse.Namespace, err: Console) -> int:
     return 0 if result.agrees else 1
 
 
+def _config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> GoliveConfig:
+    """The config an offline command reads: `path`, else $GOLIVE_CONFIG; the GOLIVE_*
+    variables; `overrides` (its own flags)."""
+    return load_config(config_path(path, os.environ), overrides, os.environ)
+
+
 def _combine(args: argparse.Namespace, err: Console) -> int:
     from golive.verdict.combine import combine
 
@@ -114,7 +124,7 @@ def _combine(args: argparse.Namespace, err: Console) -> int:
     verdict = combine(
         args.combine,
         args.out,
-        load_config(args.config, overrides),
+        _config(args.config, overrides),
         args.max_age_days,
         assume_same_deployment=args.assume_same_deployment,
     )

@@ -55,8 +55,11 @@ def cluster_evidence(args: argparse.Namespace, evidence: EnvEvidence, flag: str)
             raise ConfigError("--expect-nodes must be at least 1")
         source = RaySource(args.chain_ray, args.expect_nodes, args.ray_timeout, args.ray_container)
         evidence = dataclasses.replace(evidence, ray=source)
-    elif args.expect_nodes is not None:
-        raise ConfigError(f"--expect-nodes counts the nodes of a Ray cluster: give {flag} ADDRESS")
+    elif args.expect_nodes is not None or args.ray_container:
+        raise ConfigError(
+            f"--expect-nodes and --ray-container are about the vLLM Ray cluster: give {flag} "
+            "ADDRESS"
+        )
     if args.k8s_namespace is not None:
         evidence = dataclasses.replace(evidence, k8s=k8s_source(args))
     return evidence

@@ -15,6 +15,7 @@ from golive.cli.config_flags import command_config
 from golive.config_reference import init_yaml, reference_markdown
 from golive.config_sources import config_path, env_overrides
 from golive.errors import ConfigError
+from golive.pipeline import run_inputs
 from golive.profiles import load_profile
 
 CONFIG_COMMANDS = ("init", "config")
@@ -34,7 +35,7 @@ def _init(output: Path, profile: str, force: bool, err: Console) -> int:
     if output.exists() and not force:
         raise ConfigError(f"{output} exists; give another -o FILE, or --force to replace it")
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(init_yaml(profile))
+    output.write_text(init_yaml(profile), encoding="utf-8")
     err.print(
         f"wrote {escape(str(output))}: every key at its default (profile {escape(profile)}); "
         f"set target.url, then `golive config validate {escape(str(output))}`",
@@ -48,8 +49,10 @@ def _validate(args: argparse.Namespace, err: Console) -> int:
     path = config_path(args.file, os.environ)
     if path is None:
         raise ConfigError("config validate: give FILE (or set GOLIVE_CONFIG)")
-    config = command_config(argparse.Namespace(config=path))
-    cases_for(config.agent, load_profile(config.profile), config.programme)  # names, schemas
+    config = command_config(argparse.Namespace(config=path), announce=False)
+    # what a run reads before it sends anything: profile, policy, API key, signing key
+    profile, _, _, _ = run_inputs(config)
+    cases_for(config.agent, profile, config.programme)  # Agent case names, --schemas
     from_env = env_overrides(os.environ)
     err.print(f"{escape(str(path))}: valid", highlight=False)
     for key, (variable, _) in sorted(from_env.items()):

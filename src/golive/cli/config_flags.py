@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import types
 import typing
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from golive.config import GoliveConfig
-from golive.config_sources import config_path, load_config
+from golive.config_sources import config_path, env_overrides, load_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,10 @@ def add_config_flags(
             "dest": flag.dest,
             "metavar": flag.metavar,
             "required": flag.flag in required,
-            "help": f"{field.description or flag.key} (config {flag.key}{shown})",
+            # argparse formats help with %: a description's own "%" must stay a character
+            "help": f"{field.description or flag.key} (config {flag.key}{shown})".replace(
+                "%", "%%"
+            ),
         }
         if typing.get_origin(kind) is typing.Literal:
             options["choices"] = typing.get_args(kind)
@@ -136,8 +140,16 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {flag.key: getattr(args, flag.dest) for flag in getattr(args, "config_flags", ())}
 
 
-def command_config(args: argparse.Namespace) -> GoliveConfig:
+def command_config(args: argparse.Namespace, announce: bool = True) -> GoliveConfig:
     """The config a command runs with: defaults ← `--config` (else `$GOLIVE_CONFIG`) ←
-    `GOLIVE_*` variables ← this command's flags."""
-    path = config_path(getattr(args, "config", None), os.environ)
-    return load_config(path, config_overrides(args), os.environ)
+    `GOLIVE_*` variables ← this command's flags. `announce`: say on stderr which file and
+    which variables it came from (a variable left in a shell must not change a run unseen)."""
+    given = getattr(args, "config", None)
+    path = config_path(given, os.environ)
+    config = load_config(path, config_overrides(args), os.environ)
+    if announce:
+        if path is not None and given is None:
+            print(f"config: {path} (from $GOLIVE_CONFIG)", file=sys.stderr)
+        for key, (variable, _) in sorted(env_overrides(os.environ).items()):
+            print(f"config: {key} from {variable}", file=sys.stderr)
+    return config

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import signal
 from pathlib import Path
 
 from rich.console import Console
@@ -17,7 +16,7 @@ from golive.bundle.layout import GOLIVE_TRACEBACK
 from golive.errors import ConfigError
 from golive.pipeline import Verdict
 from golive.report.junit import write_junit
-from golive.results import EXIT_INTERNAL, Status
+from golive.results import EXIT_INTERNAL
 from golive.verdict.document import VerdictDocument
 
 err = Console(stderr=True)
@@ -73,27 +72,19 @@ def exit_code(verdict: VerdictDocument) -> int:
     """The outcome's code; after SIGINT or SIGTERM the shell's 128 + the signal (130, 143),
     as shells and CI expect of an interrupted command (the sealed partial bundle's outcome,
     hold, is in its verdict.json)."""
-    if verdict.interrupted is not None:
-        number = getattr(signal.Signals, verdict.interrupted.signal, None)
-        if number is not None:
-            err.print(
-                f"interrupted by {verdict.interrupted.signal}: the partial bundle is sealed "
-                f"(outcome {verdict.outcome})"
-            )
-            return 128 + int(number)
-    crashed = [
-        c.id
-        for c in verdict.checks
-        if c.status is Status.ERROR and (c.id == "golive.internal" or c.id.endswith(".programme"))
-    ]
-    if crashed:
+    code = verdict.process_exit_code()
+    if verdict.interrupted is not None and code > 128:
         err.print(
-            f"golive stopped on its own error ({', '.join(crashed)}): the bundle is sealed "
-            f"(outcome {verdict.outcome}) and the traceback is in {GOLIVE_TRACEBACK}; please "
-            "report it"
+            f"interrupted by {verdict.interrupted.signal}: the partial bundle is sealed "
+            f"(outcome {verdict.outcome})"
         )
-        return EXIT_INTERNAL
-    return verdict.outcome.exit_code
+    elif code == EXIT_INTERNAL:
+        err.print(
+            f"golive stopped on its own error ({', '.join(verdict.crashed())}): the bundle is "
+            f"sealed (outcome {verdict.outcome}) and the traceback is in {GOLIVE_TRACEBACK}; "
+            "please report it"
+        )
+    return code
 
 
 def print_table(verdict: VerdictDocument) -> None:

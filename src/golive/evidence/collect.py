@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from golive.errors import EvidenceError
+from golive.errors import ConfigError, EvidenceError
 from golive.evidence.facts import ContainerInfo, GpuInfo, HostInfo
 from golive.evidence.nvidia import parse_nvidia_smi_xml, parse_proc_version
 
@@ -203,9 +203,12 @@ def collect_container(
     `pid`: the serving process, where known (else the probe finds the oldest vLLM server):
     its command line and runtime variables are recorded."""
     script = resources.files("golive.evidence").joinpath("scripts/container_probe.py")
-    command = shlex.split(python)
+    try:
+        command = shlex.split(python)
+    except ValueError as exc:
+        raise ConfigError(f"--python {python!r}: {exc}; quote it as a shell would") from exc
     if not command:
-        raise EvidenceError("--python is empty: give vLLM's interpreter, e.g. python3")
+        raise ConfigError("--python is empty: give vLLM's interpreter, e.g. python3")
     out, problem = _run(
         [*command, "-", *([str(pid)] if pid is not None else [])], stdin=script.read_text()
     )
@@ -217,7 +220,14 @@ def collect_container(
     try:
         data = json.loads(out)
     except json.JSONDecodeError as exc:
-        raise EvidenceError(f"the container probe printed no JSON: {out[:200]!r}") from exc
+        hint = (
+            ": with `docker exec` or `kubectl exec`, pass -i so the probe reaches its stdin"
+            if not out.strip()
+            else ""
+        )
+        raise EvidenceError(
+            f"the container probe printed no JSON under {python}: {out[:200]!r}{hint}"
+        ) from exc
     data["collected_at"] = _now()
     if image:
         data["image"] = image

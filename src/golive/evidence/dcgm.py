@@ -14,21 +14,67 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 USED = "DCGM_FI_DEV_FB_USED"
 FREE = "DCGM_FI_DEV_FB_FREE"
 STEP_S = 2.0
+MAX_POINTS = 10_000
 _HOST_LABELS = ("Hostname", "hostname", "node", "instance")
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")  # a label value as part of a bundle file name
+
+
+_MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*')
+_ANY = ("", ".*", ".+")
+
+
+def selector_problem(selector: str) -> str | None:
+    """Why `selector` cannot pick a deployment's GPUs (None: it can): comma-separated
+    `label="value"` matchers (=, !=, =~, !~), at least one of them a positive match on
+    something (a blank selector, or only `.*`, matches every GPU in a shared Prometheus)."""
+    position, positive = 0, False
+    while position < len(selector):
+        match = _MATCHER.match(selector, position)
+        if match is None:
+            return (
+                f"{selector!r} is not PromQL label matchers at character {position + 1}; write "
+                'e.g. namespace="llm",pod=~"vllm-.*"'
+            )
+        positive = positive or (match[2] in ("=", "=~") and match[3] not in _ANY)
+        position = match.end()
+        if position < len(selector):
+            if selector[position] != ",":
+                return f"{selector!r}: matchers are separated by commas"
+            position += 1
+    if not positive:
+        return (
+            f"{selector!r} matches every GPU the Prometheus holds: name this deployment's "
+            'GPUs, e.g. namespace="llm",pod=~"vllm-.*"'
+        )
+    return None
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be the Prometheus queried (None: it can)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{url!r} is not an http(s) URL with a host; write it as http://HOST:9090"
+    if parts.username or parts.password:
+        return "credentials in the URL would be kept in the bundle's config; drop them"
+    if parts.query or parts.fragment:
+        return f"{url!r}: give the Prometheus base URL, without a query"
+    return None
 
 
 def query_path(base_url: str, metric: str, selector: str, start: float, end: float) -> str:
     """The `/api/v1/query_range` URL of one metric over [start, end]."""
     query = f"{metric}{{{selector}}}"
+    step = max(STEP_S, (end - start) / MAX_POINTS)  # Prometheus answers 11,000 points at most
     params = urlencode(
-        {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{STEP_S:g}"}
+        {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
     )
     return f"{base_url.rstrip('/')}/api/v1/query_range?{params}"
 
@@ -49,35 +95,44 @@ def series_of(text: str, source: str) -> list[dict[str, Any]]:
     return [dict(s) for s in result if isinstance(s, Mapping)] if isinstance(result, list) else []
 
 
-def _key(labels: Mapping[str, Any]) -> tuple[str, str]:
+def _key(series: Mapping[str, Any]) -> tuple[str, str]:
+    """(node, GPU) of a series, both safe as parts of a file name."""
+    labels = series.get("metric")
+    labels = labels if isinstance(labels, Mapping) else {}
     host = next((str(labels[k]) for k in _HOST_LABELS if labels.get(k)), "unknown")
     gpu = str(labels.get("gpu", labels.get("UUID", "0")))
-    return host, gpu
+    return _SAFE.sub("_", host), _SAFE.sub("_", gpu)
 
 
-def _points(series: Mapping[str, Any]) -> dict[float, float]:
-    points: dict[float, float] = {}
-    for pair in series.get("values") or []:
+def _points(series: Mapping[str, Any], into: dict[float, float]) -> dict[float, float]:
+    """The series' samples added to `into`, the larger value where two series of one GPU
+    (a pod restarted under a new name, two scrape jobs) have the same instant."""
+    values = series.get("values")
+    for pair in values if isinstance(values, list) else []:
         try:
             at, value = float(pair[0]), float(pair[1])
-        except (TypeError, ValueError, IndexError):
+        except (TypeError, ValueError, IndexError, KeyError):
             continue
         if math.isfinite(value):
-            points[at] = value
-    return points
+            into[at] = max(value, into.get(at, value))
+    return into
 
 
 def node_curves(used: list[dict[str, Any]], free: list[dict[str, Any]]) -> dict[str, str]:
     """One curve per node (`wall_time,gpu<N>_used_mib,gpu<N>_total_mib,...`), from the used
     and free series of its GPUs; total = used + free at the same instant."""
-    free_by = {_key(s.get("metric") or {}): _points(s) for s in free}
-    nodes: dict[str, dict[str, dict[float, tuple[float, float | None]]]] = {}
+    free_by: dict[tuple[str, str], dict[float, float]] = {}
+    for series in free:
+        _points(series, free_by.setdefault(_key(series), {}))
+    used_by: dict[tuple[str, str], dict[float, float]] = {}
     for series in used:
-        host, gpu = _key(series.get("metric") or {})
+        _points(series, used_by.setdefault(_key(series), {}))
+    nodes: dict[str, dict[str, dict[float, tuple[float, float | None]]]] = {}
+    for (host, gpu), points in used_by.items():
         spare = free_by.get((host, gpu), {})
         nodes.setdefault(host, {})[gpu] = {
             at: (value, None if at not in spare else value + spare[at])
-            for at, value in _points(series).items()
+            for at, value in points.items()
         }
     curves: dict[str, str] = {}
     for host, gpus in sorted(nodes.items()):

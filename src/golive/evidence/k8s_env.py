@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from golive.bundle.layout import K8S_PODS
+from golive.bundle.store import BundleReader
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.facts import GpuInfo, HostInfo
 from golive.results import CheckClass, CheckResult, Status
@@ -333,3 +334,47 @@ def k8s_results(report: K8sReport, image: str | None) -> list[CheckResult]:
         )
     )
     return results
+
+
+def pods_judged_here(evidence: BundleReader) -> bool:
+    """Whether the bundle's pod record can be judged again: it names the pods' selection
+    (bundles sealed before it did not; their pod checks are taken as sealed)."""
+    saved = evidence.json(K8S_PODS)
+    return isinstance(saved, Mapping) and isinstance(saved.get("source"), Mapping)
+
+
+def judge_pods(evidence: BundleReader) -> list[CheckResult]:
+    """environment.k8s_images and k8s_restarts again from `environment/k8s-pods.json` (the
+    pods as read, the selection and the --image given): the live run's rule on the saved
+    facts, so an edited verdict cannot pass a pod on another digest."""
+    saved = evidence.json(K8S_PODS)
+    source = saved.get("source") if isinstance(saved, Mapping) else None
+    rows = saved.get("pods") if isinstance(saved, Mapping) else None
+    image = saved.get("image") if isinstance(saved, Mapping) else None
+    if not isinstance(source, Mapping) or not isinstance(rows, list):
+        return [_unreadable(f"{K8S_PODS} has no pod list or selection")]
+    try:
+        pods = tuple(
+            PodFacts(
+                name=str(row["name"]),
+                node=row.get("node"),
+                container=str(row.get("container")),
+                image=row.get("image"),
+                image_id=row.get("image_id"),
+                restarts=int(row.get("restarts") or 0),
+                ready=bool(row.get("ready")),
+                log=None,
+                log_error=row.get("log_error"),
+            )
+            for row in rows
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return [_unreadable(f"{K8S_PODS}: a pod entry is malformed ({exc})")]
+    where = K8sSource(str(source.get("namespace")), str(source.get("selector")))
+    return k8s_results(K8sReport(where, pods, {}), image if isinstance(image, str) else None)
+
+
+def _unreadable(why: str) -> CheckResult:
+    return CheckResult(
+        "environment.k8s_images", CheckClass.ENVIRONMENT, True, Status.NO_DATA, why, {}, (K8S_PODS,)
+    )

@@ -19,7 +19,7 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from golive.bundle.layout import SERVER_LOG, SERVER_LOG_ERRORS
+from golive.bundle.layout import AFTER_LOAD_PROBE, SERVER_LOG, SERVER_LOG_ERRORS
 from golive.bundle.store import Bundle, read_lines, record_streams
 from golive.evidence.startup_log import parse_startup_log
 from golive.results import CheckResult
@@ -104,7 +104,7 @@ def _epoch(stamp: str, year: int, zone: tzinfo | None) -> float | None:
 def check_of(stream: str, label: str = "") -> str | None:
     """The check a request stream's records (and, within a stream, a labelled request)
     belong to."""
-    if label == "cache-after-load":  # the probe after the sustained window (cache.after_load)
+    if label == AFTER_LOAD_PROBE:  # the probe after the sustained window (cache.after_load)
         return "cache.after_load"
     if stream.startswith("agent.") and stream not in ("agent.setup", "agent-failures"):
         return stream.removesuffix(".engine")

@@ -8,6 +8,7 @@ an unknown field or a wrong type is an error that names the file and the field.
 from __future__ import annotations
 
 import datetime as dt
+import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from golive.bundle.layout import PARTS, VERDICT
 from golive.errors import ConfigError
-from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
+from golive.results import EXIT_INTERNAL, CheckClass, CheckResult, Decision, Outcome, Status
 
 Measurement = float | int | str | bool | None
 
@@ -258,6 +259,27 @@ class VerdictDocument(_Entry):
     # the deployment the evidence shows (checks/deployment.py); None in older bundles
     identity: dict[str, Any] | None = None
     assumed_same_deployment: dict[str, Any] | None = None  # combine's override, with reason
+
+    def crashed(self) -> list[str]:
+        """The checks that say golive itself stopped on its own error (a section's
+        `<section>.programme` or `golive.internal` in `error`)."""
+        return [
+            c.id
+            for c in self.checks
+            if c.status is Status.ERROR
+            and (c.id == "golive.internal" or c.id.endswith(".programme"))
+        ]
+
+    def process_exit_code(self) -> int:
+        """The status the command exits with: 128 + the signal after SIGINT or SIGTERM (130,
+        143), 3 when golive stopped on its own error, else the outcome's code."""
+        if self.interrupted is not None:
+            number = getattr(signal.Signals, self.interrupted.signal, None)
+            if number is not None:
+                return 128 + int(number)
+        if self.crashed():
+            return EXIT_INTERNAL
+        return self.outcome.exit_code
 
     def results(self) -> list[CheckResult]:
         return [c.result() for c in self.checks]

@@ -24,7 +24,12 @@ from typing import Any
 
 import yaml
 
-from golive.bundle.layout import CAPACITY_SUSTAINED, EFFECTIVE_CONFIG, MEMORY_CURVE
+from golive.bundle.layout import (
+    AFTER_LOAD_PROBE,
+    CAPACITY_SUSTAINED,
+    EFFECTIVE_CONFIG,
+    MEMORY_CURVE,
+)
 from golive.bundle.store import BundleReader
 from golive.checks.cache.retention import interval_unset
 from golive.checks.cache.rules import CACHE_FILE, CacheStep, cache_result, engine_reused_tokens
@@ -36,9 +41,9 @@ from golive.traffic.records import reparsed, saved_answered
 from golive.verdict.scope import NOT_USED
 
 CHECK = "cache.after_load"
-PROBE_LABEL = "cache-after-load"
-BEFORE_SCRAPE = "cache-after-load-before"
-AFTER_SCRAPE = "cache-after-load-after"
+PROBE_LABEL = AFTER_LOAD_PROBE
+BEFORE_SCRAPE = f"{AFTER_LOAD_PROBE}-before"
+AFTER_SCRAPE = f"{AFTER_LOAD_PROBE}-after"
 WARM_LABEL = "cache-warm-0"  # the record whose prefix the probe re-sends
 PROBE_QUESTION = "Question 50: what is still open after the load?"
 RECORDS = f"requests/{CACHE_FILE}.jsonl"

@@ -67,9 +67,20 @@ async def node_curves_of(
             curves.append((path.stem, path.read_text()))
         except OSError as exc:
             return curves, f"--gpu-curve {path}: cannot be read ({exc.strerror})"
-    config = ctx.config.capacity
-    if config.prometheus_url is None or config.dcgm_selector is None or not timeline:
+    if ctx.config.capacity.prometheus_url is None or not timeline:
         return curves, None
+    try:
+        return curves + await _dcgm_curves(ctx, timeline), None
+    except Exception as exc:
+        return curves, f"the DCGM curves could not be read: {type(exc).__name__}: {exc}"
+
+
+async def _dcgm_curves(ctx: CheckContext, timeline: list[PhaseSpan]) -> list[tuple[str, str]]:
+    """One curve per node from the DCGM exporter's series over the run; ValueError naming
+    what is wrong with the answer."""
+    config = ctx.config.capacity
+    assert config.prometheus_url is not None
+    assert config.dcgm_selector is not None
     answers: dict[str, list[dict[str, Any]]] = {}
     settings = ClientSettings(config.prometheus_url, read_timeout_s=30, request_deadline_s=60)
     async with TargetClient(settings) as client:
@@ -83,30 +94,30 @@ async def node_curves_of(
             )
             record = await client.get(url, "dcgm")
             ctx.bundle.write_text(saved, record.raw_text)
-            if not record.ok:
+            if record.status is None:
                 why = record.failure.message if record.failure else "no answer"
-                return curves, f"{config.prometheus_url}: the DCGM query failed ({why})"
-            try:
-                answers[metric] = dcgm.series_of(record.raw_text, saved)
-            except ValueError as exc:
-                return curves, str(exc)
+                raise ValueError(f"{config.prometheus_url} did not answer ({why})")
+            answers[metric] = dcgm.series_of(record.raw_text, saved)  # names an error body
     if not answers[dcgm.USED]:
-        return curves, (
+        raise ValueError(
             f"{config.prometheus_url} holds no {dcgm.USED} series matching "
             f"{{{config.dcgm_selector}}} over the run: check capacity.dcgm_selector"
         )
     by_node = dcgm.node_curves(answers[dcgm.USED], answers[dcgm.FREE])
-    return curves + [(f"dcgm-{node}", text) for node, text in by_node.items()], None
+    return [(f"dcgm-{node}", text) for node, text in by_node.items()]
 
 
 def merge_curves(
     ctx: CheckContext, curves: list[tuple[str, str]], problem: str | None, timeline: list[PhaseSpan]
 ) -> CheckResult:
     """Node-side GPU curves merged by wall clock: peak memory per phase and GPU."""
+    # the exporter's own answers, as Prometheus gave them (capacity.prometheus_url)
+    evidence = [p for p in (DCGM_USED, DCGM_FREE) if ctx.bundle.path(p).exists()]
     if problem is not None:
-        return cap_result("capacity.gpu_memory", Status.NO_DATA, problem, {}, (), critical=False)
+        return cap_result(
+            "capacity.gpu_memory", Status.NO_DATA, problem, {}, evidence, critical=False
+        )
     measurements: dict[str, Any] = {}
-    evidence = []
     for name, text in curves:
         merged, peaks = merge_gpu_curve(text, name, timeline)
         rel = f"memory/gpu-{name}.csv"

@@ -65,6 +65,7 @@ from golive.checks.context import (
     served_model,
     tokens_per_word,
 )
+from golive.checks.coverage import with_sustained_coverage
 from golive.evidence.gpu_curve import PhaseSpan
 from golive.evidence.sampling import Probe, host_probe, nvml_inventory, nvml_probe, sampling
 from golive.results import CheckResult, Status
@@ -125,7 +126,11 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
             started = time.time()
             result = await phase(run)
             run.timeline.append(PhaseSpan(name, started, time.time()))
-            results.append(packed(ctx, result, f"requests/capacity-{name}.jsonl"))
+            result = packed(ctx, result, f"requests/capacity-{name}.jsonl")
+            if name == "sustained":  # and whether it is long enough for a programme decision
+                results += with_sustained_coverage(result, ctx.config.programme)
+            else:
+                results.append(result)
     if ctx.config.capacity.answer_probes:  # judged whenever probes were sent, as decide does
         critical = ctx.profile.capacity.answers_under_load_critical
         results += judge_answers(BundleReader(ctx.bundle.root), critical)

@@ -182,7 +182,15 @@ async def _from_k8s(
             )
         ]
     pods = [{k: v for k, v in asdict(p).items() if k != "log"} for p in report.pods]
-    ctx.bundle.write_json(K8S_PODS, {"pods": pods, "nodes": report.node_labels})
+    ctx.bundle.write_json(
+        K8S_PODS,
+        {  # what golive decide judges the pods from again (k8s_env.judge_pods)
+            "source": {"namespace": source.namespace, "selector": source.selector},
+            "image": evidence.image,
+            "pods": pods,
+            "nodes": report.node_labels,
+        },
+    )
     for pod in report.pods:
         if pod.log is not None:
             ctx.bundle.write_text(f"environment/pod-{pod.name}.log", pod.log)

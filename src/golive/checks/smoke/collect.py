@@ -29,8 +29,12 @@ async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
             stream = check_id == "smoke.text_stream"
             body = text_request(ctx, model, stream)
             # a plain answer's first byte is the whole (short) answer: the first-byte limit
-            # bounds it whole, as a streamed answer's first byte is bounded in the client
-            deadline = None if stream else ctx.config.client.first_byte_timeout_s
+            # and half a second a token bound it whole (a streamed answer's first byte is
+            # bounded in the client)
+            smoke = ctx.config
+            deadline = (
+                None if stream else smoke.client.first_byte_timeout_s + 0.5 * smoke.smoke.max_tokens
+            )
             ctx.save(await ctx.target.chat(body, check_id, deadline_s=deadline), "smoke")
     after = await scrape(ctx, "smoke-after")
     ctx.bundle.write_json(

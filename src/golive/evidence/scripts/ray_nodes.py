@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from typing import Any
@@ -34,7 +35,9 @@ def _collect(node_id: str, hostname: str, container: bool) -> dict[str, Any]:
     }
     if container:
         try:
-            report["container"] = collect_container(sys.executable).model_dump(mode="json")
+            report["container"] = collect_container(shlex.quote(sys.executable)).model_dump(
+                mode="json"
+            )
         except Exception as exc:
             report["container_error"] = f"{type(exc).__name__}: {exc}"
     return report
