@@ -107,7 +107,11 @@ def _not_better(again: Rederived) -> None:
     assert again.as_sealed == ()
 
 
-@pytest.mark.parametrize("owner", EVIDENCE_JUDGES, ids=[j.name for j in EVIDENCE_JUDGES])
+# the recorded demo read no Kubernetes pods: test_k8s.py deletes that family's evidence
+RECORDED_FAMILIES = [j for j in EVIDENCE_JUDGES if j.name != "environment.k8s"]
+
+
+@pytest.mark.parametrize("owner", RECORDED_FAMILIES, ids=[j.name for j in RECORDED_FAMILIES])
 def test_deleting_a_familys_evidence_and_listing_never_passes(
     recorded: Path, tmp_path: Path, owner: EvidenceJudge
 ) -> None:

@@ -143,3 +143,21 @@ async def test_decide_judges_the_pods_again(cluster: Cluster, tmp_path: Path) ->
     images = next(c for c in again.checks if c.id == "environment.k8s_images")
     assert images.status is Status.FAIL
     assert "vllm-1" in images.summary
+
+
+@pytest.mark.tampers_bundle
+async def test_deleting_the_pod_record_holds(cluster: Cluster, tmp_path: Path) -> None:
+    """environment/k8s-pods.json deleted, the pod checks left as they were, re-sealed:
+    decide names the missing record and the critical image check is no_data (hold)."""
+    cluster.add_node("gpu-0")
+    cluster.add_pod("vllm-0", "gpu-0")
+    out = tmp_path / "b"
+    await _env(cluster, out, "--image", f"registry.example/vllm:0.32@{DIGEST}")
+    (out / "environment/k8s-pods.json").unlink()
+    Bundle(out).seal()
+    again = rederive(out)
+    assert not again.agrees
+    assert "environment.k8s_images" not in again.as_sealed
+    images = next(c for c in again.checks if c.id == "environment.k8s_images")
+    assert images.status is Status.NO_DATA
+    assert any("k8s-pods.json" in p for p in again.problems), again.problems

@@ -337,10 +337,13 @@ def k8s_results(report: K8sReport, image: str | None) -> list[CheckResult]:
 
 
 def pods_judged_here(evidence: BundleReader) -> bool:
-    """Whether the bundle's pod record can be judged again: it names the pods' selection
-    (bundles sealed before it did not; their pod checks are taken as sealed)."""
+    """Whether the bundle is judged on its pod record: yes unless the record is there
+    without the pods' selection (a bundle sealed before it; its pod checks are taken as
+    sealed). A pod check listed beside no record at all is missing evidence."""
     saved = evidence.json(K8S_PODS)
-    return isinstance(saved, Mapping) and isinstance(saved.get("source"), Mapping)
+    return saved is None or (
+        isinstance(saved, Mapping) and isinstance(saved.get("source"), Mapping)
+    )
 
 
 def judge_pods(evidence: BundleReader) -> list[CheckResult]:
