@@ -174,8 +174,10 @@ class CapacityConfig(StrictModel):
     min_sustained_s: float = Field(
         600.0,
         ge=0,
-        description="the shortest sustained window a decision is made on (long enough to "
-        "expose memory growth and queue behaviour); shorter is no_data saying how long to run",
+        description="the shortest sustained window judged (long enough to expose memory "
+        "growth and queue behaviour); shorter is no_data saying how long to run. A lower value "
+        "is for a quick look: a programme decision needs 600 s and 30 answers whatever this "
+        "says (capacity.coverage)",
     )
     min_sustained_completions: int = Field(
         30, ge=1, description="the fewest answers a sustained window is judged on; fewer: no_data"

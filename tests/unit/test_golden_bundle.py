@@ -42,6 +42,10 @@ def test_each_family_is_judged_again_from_its_evidence(
     if judge.applies is not None and not judge.applies(BundleReader(GOLDEN)):
         assert not any(judge.owns(c.id) for c in again.checks)
         return
+    if not judge.present(GOLDEN) and not judge.always:  # a family the demo never ran (k8s)
+        assert not any(judge.owns(c.id) for c in VerdictDocument.read(GOLDEN).checks)
+        assert judge.name not in again.rejudged
+        return
     assert judge.name in again.rejudged
     owned = [c.id for c in VerdictDocument.read(GOLDEN).checks if judge.owns(c.id)]
     assert owned

@@ -85,18 +85,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command in CONFIG_COMMANDS:
         return config_command(args, err)
     if args.command == "smoke":
-        config = command_config(args)
-        with RichProgress(err) as progress:
-            progress.phase("smoke")
-            verdict = await judge(
-                config,
-                args.out or default_out("golive"),
-                "smoke",
-                run_smoke,
-                ("smoke",),
-                progress=progress,
-            )
-        return finish(verdict, args)
+        return await _section(args, command_config(args), "smoke", "golive", run_smoke)
     if args.command == "env":
         return await _env(args)
     if args.command == "capacity":
@@ -156,16 +145,31 @@ async def _env(args: argparse.Namespace) -> int:
         args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
     )
     evidence = cluster_evidence(args, evidence, "--ray")
-    config = command_config(args)
+    programme = env_programme(evidence)
+    return await _section(args, command_config(args), "env", "golive-env", programme, False)
+
+
+async def _section(
+    args: argparse.Namespace,
+    config: GoliveConfig,
+    section: str,
+    out_prefix: str,
+    programme: Callable[[CheckContext], Awaitable[list[CheckResult]]],
+    require_target: bool = True,
+    server_log: Path | None = None,
+) -> int:
+    """One section without load clients (env, smoke, cache): judged, sealed, shown."""
     with RichProgress(err) as progress:
-        progress.phase("env")
+        progress.phase(section)
         verdict = await judge(
             config,
-            args.out or default_out("golive-env"),
-            "env",
-            env_programme(evidence),
-            ("env",),
-            require_target=False,
+            args.out or default_out(out_prefix),
+            section,
+            programme,
+            (section,),
+            require_target=require_target,
+            server_log=server_log,
+            warn=warn,
             progress=progress,
         )
     return finish(verdict, args)
@@ -237,20 +241,7 @@ async def _cache(args: argparse.Namespace) -> int:
             ctx.bundle.write_text(STARTUP_LOG, log_text)
         return await run_cache(ctx, settings)
 
-    out = args.out or default_out("golive-cache")
-    with RichProgress(err) as progress:
-        progress.phase("cache")
-        verdict = await judge(
-            config,
-            out,
-            "cache",
-            programme,
-            ("cache",),
-            server_log=args.log,
-            warn=warn,
-            progress=progress,
-        )
-    return finish(verdict, args)
+    return await _section(args, config, "cache", "golive-cache", programme, server_log=args.log)
 
 
 async def _agent(args: argparse.Namespace) -> int:
