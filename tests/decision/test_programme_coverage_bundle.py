@@ -43,9 +43,9 @@ def _rules(root: Path) -> dict[str, list[str]]:
 
 def test_once_each_is_not_a_programme(judged: Path) -> None:
     """agent.repeat 1: hold, the rule naming agent.coverage and the cases' counts; and the
-    sustained window the demo held for 50 s (its config lowered the floor) is no programme's
-    either: capacity.coverage; the classes and the three warm requests are covered; golive
-    decide agrees."""
+    sustained window the demo held for 25 s with 9 answers (its config lowered the floor) is
+    no programme's either: capacity.coverage; the classes and the three warm requests are
+    covered; golive decide agrees."""
     verdict = json.loads((judged / VERDICT).read_text())
     assert verdict["outcome"] == Outcome.HOLD.value
     assert _rules(judged)["programme-incomplete"] == ["agent.coverage", "capacity.coverage"]
@@ -53,7 +53,9 @@ def test_once_each_is_not_a_programme(judged: Path) -> None:
     sustained = checks["capacity.coverage"]
     assert sustained["status"] == "skipped"
     assert sustained["critical"]
-    assert "less than the 600 s" in sustained["summary"]
+    assert "a sustained window of 600 s" in sustained["summary"]
+    assert "it held 25 s" in sustained["summary"]
+    assert "it answered 9" in sustained["summary"]
     coverage = checks["agent.coverage"]
     assert coverage["status"] == "skipped"
     assert coverage["critical"]

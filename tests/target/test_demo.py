@@ -76,7 +76,7 @@ def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) 
     # programme-incomplete
     skipped = [c["id"] for c in checks.values() if c["status"] == "skipped" and c["critical"]]
     assert sorted(skipped) == ["agent.coverage", "capacity.coverage"], skipped
-    assert "less than the 600 s" in checks["capacity.coverage"]["summary"]
+    assert "a sustained window of 600 s" in checks["capacity.coverage"]["summary"]
     assert checks["agent.coverage"]["measurements"]["skip_reason"] == "left-out"
     assert checks["environment.vllm_version"]["summary"] == "vLLM 0.32.0, agreed by 3 source(s)"
     assert checks["environment.host_driver"]["status"] == "no_data"  # no GPU here, said so

@@ -156,7 +156,7 @@ def test_sustained_coverage(
     if coverage is not None and expected is Status.SKIPPED:
         assert coverage.critical
         assert coverage.measurements["classification"] == "programme-incomplete"
-        assert "--duration 600" in coverage.summary or "fewer than the 30" in coverage.summary
+        assert "--duration 600" in coverage.summary or "at least 30 answers" in coverage.summary
     assert len(with_sustained_coverage(_sustained(50.0, 400), None)) == 1
 
 

@@ -67,6 +67,8 @@ def coverage_result(
     covered: str,
     unused: Sequence[UnusedPart] = (),
     evidence: tuple[str, ...] = (),
+    remedy: str = "run it, or list what the application does not use under "
+    "programme.not_used with an owner",
 ) -> CheckResult:
     """Pass when nothing is missing (naming what the config says is not used, and who said
     so); otherwise critical and `skipped` (a part of the programme did not run, which only
@@ -85,8 +87,7 @@ def coverage_result(
         check_class,
         True,
         Status.SKIPPED,
-        "; ".join(gaps) + said + ". A go-live decision needs the whole programme: run it, or "
-        "list what the application does not use under programme.not_used with an owner",
+        "; ".join(gaps) + said + f". A go-live decision needs the whole programme: {remedy}",
         measurements,
         evidence,
     )
@@ -176,17 +177,25 @@ def sustained_coverage(sustained: CheckResult) -> CheckResult | None:
     gaps = []
     if held < MIN_SUSTAINED_S * SUSTAINED_COVERED_SHARE:
         gaps.append(
-            f"the sustained window held {held:.0f} s, less than the {MIN_SUSTAINED_S:.0f} s a "
-            "programme decision needs to expose memory growth and queue behaviour (run with "
-            f"--duration {MIN_SUSTAINED_S:.0f} and --min-sustained {MIN_SUSTAINED_S:.0f})"
+            f"a sustained window of {MIN_SUSTAINED_S:.0f} s, long enough to expose memory "
+            f"growth and queue behaviour (it held {held:.0f} s: run with --duration "
+            f"{MIN_SUSTAINED_S:.0f} and --min-sustained {MIN_SUSTAINED_S:.0f})"
         )
     if answered < MIN_SUSTAINED_COMPLETIONS:
         gaps.append(
-            f"the sustained window answered {answered} requests, fewer than the "
-            f"{MIN_SUSTAINED_COMPLETIONS} a programme decision is made on"
+            f"a sustained window of at least {MIN_SUSTAINED_COMPLETIONS} answers (it answered "
+            f"{answered}: run longer)"
         )
     covered = f"the sustained window held {held:.0f} s and answered {answered} requests"
-    return coverage_result(CAPACITY, CheckClass.CAPACITY, gaps, covered, (), sustained.evidence)
+    return coverage_result(
+        CAPACITY,
+        CheckClass.CAPACITY,
+        gaps,
+        covered,
+        (),
+        sustained.evidence,
+        remedy="hold the sustained window that long",
+    )
 
 
 def with_sustained_coverage(

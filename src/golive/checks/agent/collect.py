@@ -66,9 +66,7 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
         await asyncio.gather(*(runner.plain_case(case) for case in plain))
     for case in settings.cases:
         if case.kind is Kind.RETRY:
-            settings.progress.phase(
-                f"agent: {case.name}", requests=4 * settings.config.repeat * copies
-            )
+            settings.progress.phase(f"agent: {case.name}")  # attempts: as the server answers
             scrapes = await runner.retry_case(case)
     ctx.bundle.write_json(
         AGENT_PLAN,

@@ -291,8 +291,10 @@ async def concurrency_ramp(run: Run) -> CheckResult:
     stable_so_far: list[StepStats] = []
     repeats: dict[int, list[StepStats]] = {}
     levels = ramp(config.concurrency)
+    # at most: a window per level, and the repeats around a candidate knee
+    windows = len(levels) + 2 * (config.knee_repeats - 1)
     run.inputs.progress.phase(
-        "concurrent agent traffic", config.calibration_s + config.step_duration_s * len(levels)
+        "concurrent agent traffic", config.calibration_s + config.step_duration_s * windows
     )
     run.rate_per_slot = await calibrate(run)
     offset = CALIBRATION_CAP
