@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from golive.config import GoliveConfig, ProgrammeConfig
-from golive.config_sources import RESERVED, VARIABLES, plain_annotation
+from golive.config_sources import RESERVED, VARIABLES, plain_annotation, variable_of
 from golive.profiles import load_profile
 
 SECTION_HELP = {
@@ -89,7 +89,7 @@ def key_docs(model: type[BaseModel] = GoliveConfig, prefix: str = "") -> Iterato
             continue
         if isinstance(default, BaseModel):
             default = default.model_dump(mode="json")
-        variable = next((v for v, k in VARIABLES.items() if k == key), None)
+        variable = variable_of(key) if variable_of(key) in VARIABLES else None
         yield KeyDoc(key, _kind(field), _json_default(default), _meaning(field), variable)
 
 

@@ -4,9 +4,10 @@ error names the file, variable or flag, the field and the fix.
 
 Every scalar key has a variable: `GOLIVE_` and the dotted key in upper case with `_` for the
 dots (`target.url` → `GOLIVE_TARGET_URL`, `capacity.duration_s` → `GOLIVE_CAPACITY_DURATION_S`);
-a list key takes comma-separated values. A `GOLIVE_<SECTION>_…` variable that names no key is
-refused (a misspelt variable silently ignored would relax nothing the user meant to set), except
-the few golive reads for itself (`RESERVED`).
+a list key takes comma-separated values. A `GOLIVE_*` variable that names no key but looks
+meant as one (a misspelt key, a flag's name without its section, a file-only structure) is
+refused: left unread it would leave a gate at its default. golive's own (`RESERVED`, the
+rollback hook's) and any whose name says it holds a secret are left alone.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import types
 import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from golive.config import GoliveConfig
 from golive.errors import ConfigError
@@ -42,35 +44,42 @@ def plain_annotation(annotation: Any) -> Any:
     return annotation
 
 
-def _is_model(annotation: Any) -> bool:
+def _is_model(annotation: Any) -> TypeGuard[type[BaseModel]]:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
-def file_only_keys(model: type[BaseModel] = GoliveConfig, prefix: str = "") -> Iterator[str]:
-    """The keys set in the config file only: optional structures and lists of structures."""
+def _leaves(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, bool]]:
+    """Every dotted key, and whether only the file can set it. The sections a config always
+    has are walked; an optional structure (`environment.parallel`) or a list of structures
+    (`signoff.actions`) is one file-only key; everything else is a value (or list of values)
+    a variable sets."""
     for name, field in model.model_fields.items():
         kind = plain_annotation(field.annotation)
         if _is_model(kind) and (field.is_required() or field.default is not None):
-            yield from file_only_keys(kind, f"{prefix}{name}.")
+            yield from _leaves(kind, f"{prefix}{name}.")
         elif _is_model(kind) or (
             typing.get_origin(kind) is tuple and _is_model(typing.get_args(kind)[0])
         ):
-            yield f"{prefix}{name}"
+            yield f"{prefix}{name}", True
+        else:
+            yield f"{prefix}{name}", False
 
 
-def scalar_keys(model: type[BaseModel] = GoliveConfig, prefix: str = "") -> Iterator[str]:
-    """Every dotted key a single value (or a list of values) sets; the sections a config
-    always has are walked, optional structures (`environment.parallel`) and lists of
-    structures (`signoff.actions`) are the file's alone."""
-    for name, field in model.model_fields.items():
-        kind = plain_annotation(field.annotation)
-        if _is_model(kind):
-            if field.is_required() or field.default is not None:
-                yield from scalar_keys(kind, f"{prefix}{name}.")
-            continue
-        if typing.get_origin(kind) is tuple and _is_model(typing.get_args(kind)[0]):
-            continue
-        yield f"{prefix}{name}"
+def scalar_keys() -> Iterator[str]:
+    """Every dotted key a single value (or a list of values) sets: each has a variable."""
+    return (key for key, file_only in _leaves(GoliveConfig) if not file_only)
+
+
+def config_field(key: str) -> FieldInfo:
+    """The config model's field behind a dotted key (KeyError: no such key)."""
+    model: type[BaseModel] = GoliveConfig
+    *parents, leaf = key.split(".")
+    for part in parents:
+        annotation = model.model_fields[part].annotation
+        if not _is_model(annotation):
+            raise KeyError(f"{key}: {part} is not a section of the config")
+        model = annotation
+    return model.model_fields[leaf]
 
 
 def variable_of(key: str) -> str:
@@ -79,7 +88,7 @@ def variable_of(key: str) -> str:
 
 
 VARIABLES: dict[str, str] = {variable_of(key): key for key in scalar_keys()}
-_FILE_ONLY = tuple(file_only_keys())
+_FILE_ONLY = tuple(key for key, file_only in _leaves(GoliveConfig) if file_only)
 _SECTIONS = tuple(
     ENV_PREFIX + name.upper() + "_"
     for name, field in GoliveConfig.model_fields.items()
@@ -110,7 +119,7 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
                 )
             continue
         value: Any = raw
-        if typing.get_origin(plain_annotation(_field_annotation(key))) is tuple:
+        if typing.get_origin(plain_annotation(config_field(key).annotation)) is tuple:
             value = [part.strip() for part in raw.split(",") if part.strip()]
         found[key] = (variable, value)
     return found
@@ -139,14 +148,6 @@ def _meant(variable: str) -> str | None:
         close = difflib.get_close_matches(variable, VARIABLES, n=1)
         return close[0] if close else "a GOLIVE_<SECTION>_<KEY> variable"
     return None
-
-
-def _field_annotation(key: str) -> Any:
-    model: type[BaseModel] = GoliveConfig
-    *parents, leaf = key.split(".")
-    for part in parents:
-        model = plain_annotation(model.model_fields[part].annotation)
-    return model.model_fields[leaf].annotation
 
 
 def config_path(path: Path | None, environ: Mapping[str, str]) -> Path | None:

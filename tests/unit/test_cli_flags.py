@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from golive.cli.config_flags import ConfigFlag, config_field, config_overrides
+from golive.cli.config_flags import ConfigFlag, config_overrides
 from golive.cli.parser import build_parser
 from golive.config import GoliveConfig
-from golive.config_sources import load_config
+from golive.config_sources import config_field, load_config
 
 JUDGING = ("smoke", "env", "capacity", "cache", "agent", "run", "watch")
 # Flags that are not settings: what this one invocation reads, writes or attaches to.

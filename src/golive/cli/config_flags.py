@@ -7,17 +7,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import types
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
-
 from golive.config import GoliveConfig
-from golive.config_sources import config_path, env_overrides, load_config
+from golive.config_sources import (
+    config_field,
+    config_path,
+    env_overrides,
+    load_config,
+    plain_annotation,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,32 +84,16 @@ WATCH_FLAGS = (
 )
 
 
-def config_field(key: str) -> FieldInfo:
-    """The config model's field behind a dotted key (KeyError: no such key)."""
-    model: type[BaseModel] = GoliveConfig
-    *parents, leaf = key.split(".")
-    for part in parents:
-        annotation = model.model_fields[part].annotation
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            raise KeyError(f"{key}: {part} is not a section of the config")
-        model = annotation
-    return model.model_fields[leaf]
-
-
 def _scalar(annotation: Any) -> tuple[Any, bool]:
     """(argparse type, repeatable) of a field's annotation: Optional unwrapped, a tuple of
     strings repeatable, a Literal given as choices by the caller."""
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
-        annotation = kinds[0]
+    annotation = plain_annotation(annotation)
     if typing.get_origin(annotation) is tuple:
         return typing.get_args(annotation)[0], True
     return annotation, False
 
 
-def add_config_flags(
-    parser: argparse.ArgumentParser, flags: Sequence[ConfigFlag], required: Sequence[str] = ()
-) -> None:
+def add_config_flags(parser: argparse.ArgumentParser, flags: Sequence[ConfigFlag]) -> None:
     """Add each flag with the type, help and default its config key has; remember which
     flags this command has, for `config_overrides`."""
     for flag in flags:
@@ -118,7 +104,6 @@ def add_config_flags(
         options: dict[str, Any] = {
             "dest": flag.dest,
             "metavar": flag.metavar,
-            "required": flag.flag in required,
             # argparse formats help with %: a description's own "%" must stay a character
             "help": f"{field.description or flag.key} (config {flag.key}{shown})".replace(
                 "%", "%%"

@@ -31,9 +31,11 @@ async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
             # a plain answer's first byte is the whole (short) answer: the first-byte limit
             # and half a second a token bound it whole (a streamed answer's first byte is
             # bounded in the client)
-            smoke = ctx.config
+            config = ctx.config
             deadline = (
-                None if stream else smoke.client.first_byte_timeout_s + 0.5 * smoke.smoke.max_tokens
+                None
+                if stream
+                else config.client.first_byte_timeout_s + 0.5 * config.smoke.max_tokens
             )
             ctx.save(await ctx.target.chat(body, check_id, deadline_s=deadline), "smoke")
     after = await scrape(ctx, "smoke-after")
