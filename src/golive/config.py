@@ -165,6 +165,13 @@ class CapacityConfig(StrictModel):
     max_context: int | None = Field(
         None, ge=16, description="intended max input; default max_model_len"
     )
+    required_context: int | None = Field(
+        None,
+        ge=16,
+        description="the context (tokens in a request) production needs: an input that ran "
+        "the engine out of memory below it is expand-capacity; one the server refuses, or "
+        "never asked, is a context limit",
+    )
     duration_s: float = Field(
         600.0,
         gt=0,

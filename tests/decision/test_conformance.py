@@ -19,15 +19,18 @@ import pytest
 from golive.checks.cache.judge import reuse_result
 from golive.checks.cache.rules import CacheStep
 from golive.checks.capacity.collect import classified
+from golive.checks.capacity.context_rules import (
+    LongOutcome,
+    LongStep,
+    classify_long_input,
+    context_saturation,
+)
 from golive.checks.capacity.rules import (
     StabilityPolicy,
     StepStats,
     classify_concurrency,
 )
 from golive.checks.capacity.windows import (
-    LongOutcome,
-    LongStep,
-    classify_long_input,
     classify_sustained,
     trend,
 )
@@ -514,6 +517,68 @@ async def context_above_the_envelope(tmp: Path) -> Verdict:
     check = classified("capacity.long_input", classify_long_input(steps, 1024, 512), {}, ())
     verdict = await sealed(tmp / "b", add(drop(proven(demo_checks()), "capacity.long"), check))
     assert verdict["limits"]["max_context"] == 512
+    return verdict
+
+
+_OOM = "CUDA out of memory. Tried to allocate 2.50 GiB"
+
+
+def _oom_ladder(need: int | None, detail: str = _OOM) -> CheckResult:
+    """Inputs of 2,048 and 4,096 tokens served, the engine died at 8,192 (max_model_len
+    16,384), its answer saying `detail`; production needs `need` tokens."""
+    steps = [
+        LongStep(2048, LongOutcome.ACCEPTED),
+        LongStep(4096, LongOutcome.ACCEPTED),
+        LongStep(8192, LongOutcome.DIED, detail),
+    ]
+    oom = context_saturation(steps, 16384, None)
+    result = classify_long_input(steps, 16384, 16384, need, oom)
+    served = {f"step_{s.context_tokens}": s.outcome.value for s in steps}
+    return classified("capacity.long_input", result, served, ())
+
+
+@scenario("expand-capacity", "capacity-exhausted", "capacity.long_input")
+async def out_of_memory_below_the_context_production_needs(tmp: Path) -> Verdict:
+    """ "Expand capacity: OOM or queue collapse continues after reasonable context and
+    concurrency controls." — 4,096 tokens served, an 8,192-token input ran the engine out of
+    memory, and production needs 8,192 (capacity.required_context): the capacity request
+    names the context served, the need and the KV memory one such request takes."""
+    checks = add(drop(proven(demo_checks()), "capacity.long"), _oom_ladder(8192))
+    verdict = await sealed(tmp / "b", checks, settings={"capacity.required_context": 8192})
+    long_input = next(c for c in verdict["checks"] if c["id"] == "capacity.long_input")
+    assert "CUDA out of memory" in long_input["summary"], long_input["summary"]
+    request = json.loads((tmp / "b/capacity-request.json").read_text())
+    figures = {f["name"]: f["value"] for f in request["figures"]}
+    assert (figures["ceiling_context"], figures["required_context"]) == (4096, 8192)
+    assert "kv_memory_for_required_context" in figures
+    return verdict
+
+
+@scenario("observe-with-limits", "capacity-limited", "capacity.long_input")
+async def out_of_memory_with_no_stated_context_need(tmp: Path) -> Verdict:
+    """ "Adjust configuration: The environment remains stable, but context or concurrency is
+    clearly above the intended service envelope." — the same out-of-memory death with no
+    context need stated: the envelope is the 4,096 tokens served, not GPUs to buy."""
+    checks = add(drop(proven(demo_checks()), "capacity.long"), _oom_ladder(None))
+    verdict = await sealed(tmp / "b", checks)
+    assert verdict["limits"]["max_context"] == 4096
+    assert not (tmp / "b/capacity-request.json").exists()
+    return verdict
+
+
+@scenario("observe-with-limits", "capacity-limited", "capacity.long_input")
+async def long_input_death_without_out_of_memory(tmp: Path) -> Verdict:
+    """ "Do not approve a deployment from the final error line alone." — a death at 8,192
+    tokens whose answer and memory curve show no memory exhausted is not put on capacity,
+    whatever production needs: the envelope is what was served."""
+    checks = add(
+        drop(proven(demo_checks()), "capacity.long"),
+        _oom_ladder(8192, "connection reset by peer"),
+    )
+    verdict = await sealed(tmp / "b", checks, settings={"capacity.required_context": 8192})
+    long_input = next(c for c in verdict["checks"] if c["id"] == "capacity.long_input")
+    assert "no sign of running out of memory" in long_input["summary"]
+    assert verdict["limits"]["max_context"] == 4096
     return verdict
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from golive.checks.capacity.context_rules import LongOutcome, LongStep, classify_long_input
 from golive.checks.capacity.phases import sustained_length
 from golive.checks.capacity.rules import (
     Action,
@@ -19,9 +20,6 @@ from golive.checks.capacity.rules import (
 )
 from golive.checks.capacity.window_sizing import request_cap, window_coverage
 from golive.checks.capacity.windows import (
-    LongOutcome,
-    LongStep,
-    classify_long_input,
     classify_sustained,
     thirds_growth,
     trend,

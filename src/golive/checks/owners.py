@@ -165,7 +165,7 @@ EVIDENCE_JUDGES = (
         "capacity.long_input",
         ("capacity.long_input",),
         CAPACITY_LADDER,
-        lambda r, s: [judge_long_input(r)],
+        lambda r, s: [judge_long_input(r, s.config.capacity)],
         "capacity",
     ),
     EvidenceJudge(

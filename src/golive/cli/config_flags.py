@@ -49,6 +49,7 @@ TARGET_FLAGS = (
 CAPACITY_FLAGS = (
     ConfigFlag("--concurrency", "capacity.concurrency", "N"),
     ConfigFlag("--required-concurrency", "capacity.required_concurrency", "N"),
+    ConfigFlag("--required-context", "capacity.required_context", "TOKENS"),
     ConfigFlag("--max-context", "capacity.max_context", "TOKENS"),
     ConfigFlag("--duration", "capacity.duration_s", "S"),
     ConfigFlag("--min-sustained", "capacity.min_sustained_s", "S"),

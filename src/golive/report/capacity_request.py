@@ -129,9 +129,10 @@ def capacity_request(
     )
     add("kv_tokens_available", kv_tokens, "tokens", kv_source)
     kv_bytes = kv_gib * _GIB if kv_gib else kv_bytes_metrics
+    per_token = round(kv_bytes / kv_tokens) if kv_bytes and kv_tokens else None
     add(
         "kv_bytes_per_token_per_gpu",
-        round(kv_bytes / kv_tokens) if kv_bytes and kv_tokens else None,
+        per_token,
         "bytes",
         "KV cache memory ("
         + ("kv_cache_per_gpu" if kv_gib else f"{ENV_SCRAPE} kv_cache_memory_bytes")
@@ -161,6 +162,19 @@ def capacity_request(
         "requests in flight",
         f"{EFFECTIVE_CONFIG}#capacity.required_concurrency",
     )
+    if config.required_context is not None:  # (bundles sealed before the key have none)
+        add(
+            "required_context",
+            config.required_context,
+            "tokens",
+            f"{EFFECTIVE_CONFIG}#capacity.required_context",
+        )
+        add(
+            "kv_memory_for_required_context",
+            round(config.required_context * per_token / _GIB, 2) if per_token else None,
+            "GiB per GPU",
+            "required_context x kv_bytes_per_token_per_gpu: one request of that length",
+        )
     add("headroom", config.headroom, "fraction", f"{EFFECTIVE_CONFIG}#capacity.headroom")
     # rounded to 9 places first: 100 x 1.1 / 2 is 55, not the 55.000000000000007 floats give
     replicas = (

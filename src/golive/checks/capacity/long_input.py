@@ -7,19 +7,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golive.bundle.layout import CAPACITY_LADDER, CAPACITY_LONG_INPUT_REQUESTS, MEMORY_CURVE
+from golive.bundle.layout import (
+    CAPACITY_LADDER,
+    CAPACITY_LONG_INPUT_REQUESTS,
+    MEMORY_CURVE,
+    TERMINATION,
+)
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import cap_result, classified
+from golive.checks.capacity.context_rules import (
+    LongOutcome,
+    LongStep,
+    classify_long_input,
+    context_saturation,
+)
 from golive.checks.capacity.deaths import unshown_deaths
 from golive.checks.capacity.judge import after_death, not_from_records
 from golive.checks.capacity.recorded import ladder_differences
-from golive.checks.capacity.windows import LongOutcome, LongStep, classify_long_input
+from golive.config import CapacityConfig
 from golive.results import CheckResult, Status
 
 
-def judge_long_input(evidence: BundleReader) -> CheckResult:
+def judge_long_input(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     """`capacity.long_input` from the ladder the collector saved: each context size and how
-    the server answered it (served, rejected for its length, refused, failed, died)."""
+    the server answered it (served, rejected for its length, refused, failed, died), against
+    the context production needs (`capacity.required_context`)."""
     ladder = evidence.json(CAPACITY_LADDER)
     if not isinstance(ladder, Mapping):
         return after_death(evidence, "capacity.long_input") or cap_result(
@@ -45,7 +57,12 @@ def judge_long_input(evidence: BundleReader) -> CheckResult:
     ]
     max_context = int(ladder["max_context"])
     max_model_len = ladder.get("max_model_len")
-    result = classify_long_input(steps, max_context, max_model_len)
+    death = evidence.json(TERMINATION)
+    saturated_by = context_saturation(
+        steps, max_context, death if isinstance(death, Mapping) else None
+    )
+    required = config.required_context
+    result = classify_long_input(steps, max_context, max_model_len, required, saturated_by)
     measurements: dict[str, Any] = {
         "max_context": max_context,
         "max_model_len": max_model_len,
@@ -55,6 +72,8 @@ def judge_long_input(evidence: BundleReader) -> CheckResult:
         "generation_limit": ladder.get("generation_limit"),
         "sampling": "temperature=0",
         "recovered_after_rejections": ladder.get("recovered_after_rejections"),
+        "required_context": required,
+        "out_of_memory": saturated_by,
         **{f"step_{s.context_tokens}": s.outcome.value for s in steps},
         **{
             f"prompt_tokens_{s.context_tokens}": s.prompt_tokens
@@ -66,5 +85,6 @@ def judge_long_input(evidence: BundleReader) -> CheckResult:
         "capacity.long_input",
         result,
         measurements,
-        (CAPACITY_LONG_INPUT_REQUESTS, CAPACITY_LADDER, MEMORY_CURVE),
+        (CAPACITY_LONG_INPUT_REQUESTS, CAPACITY_LADDER, MEMORY_CURVE)
+        + ((TERMINATION,) if saturated_by and isinstance(death, Mapping) else ()),
     )

@@ -27,6 +27,7 @@ from golive.checks.capacity.collect import (
     cap_result,
     refusal,
 )
+from golive.checks.capacity.context_rules import LongOutcome, LongStep
 from golive.checks.capacity.curves import (
     engine_probe,
     merge_curves,
@@ -52,11 +53,7 @@ from golive.checks.capacity.memory import judge_memory
 from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.capacity.restart import served_again
 from golive.checks.capacity.rules import StepStats, ramp_next
-from golive.checks.capacity.windows import (
-    MIN_DRIFT_COMPLETIONS,
-    LongOutcome,
-    LongStep,
-)
+from golive.checks.capacity.windows import MIN_DRIFT_COMPLETIONS
 from golive.checks.context import (
     CheckContext,
     chat_tokens,
@@ -268,7 +265,7 @@ async def long_input(run: Run) -> CheckResult:
             ],
         },
     )
-    return judge_long_input(BundleReader(run.ctx.bundle.root))
+    return judge_long_input(BundleReader(run.ctx.bundle.root), config)
 
 
 def _long_outcome(parsed: ParsedResponse) -> tuple[LongOutcome, str]:

@@ -1,10 +1,9 @@
-"""Pure judgement of the long-input ladder and the sustained phase: which inputs were
-served, refused or killed the engine, and whether latency drifts under fixed load (a
-least-squares trend with its 95% interval). Table-tested, no I/O."""
+"""Pure judgement of the sustained phase: whether latency drifts under fixed load (a
+least-squares trend with its 95% interval), and how its failures are attributed. The
+long-input ladder is judged in `context_rules`. Table-tested, no I/O."""
 
 from __future__ import annotations
 
-import enum
 import functools
 import itertools
 import math
@@ -26,96 +25,6 @@ MIN_SUSTAINED_COMPLETIONS = 3  # a latency trend needs at least three points
 # ... and a drift sets a limit only over ten completions a third: on the CPU target, 10 s
 # windows of ~12 completions measured drifts from -29% to +75% between runs of one load.
 MIN_DRIFT_COMPLETIONS = 30
-
-
-class LongOutcome(enum.StrEnum):
-    ACCEPTED = "accepted"
-    REJECTED = "rejected"  # HTTP 400 with a context-length message: the scheduler refused it
-    REFUSED = "refused"  # another HTTP 4xx: a request the server is not configured for
-    FAILED = "failed"  # any other error
-    DIED = "died"  # the engine stopped answering
-
-
-@dataclass(frozen=True, slots=True)
-class LongStep:
-    context_tokens: int
-    outcome: LongOutcome
-    detail: str = ""
-    prompt_tokens: int | None = None  # what the server counted, where it said
-
-
-def classify_long_input(
-    steps: Sequence[LongStep], max_context: int, max_model_len: int | None
-) -> Classification:
-    """Long inputs up to `max_context` must be served; above the server's limit, refused."""
-    accepted = [s.context_tokens for s in steps if s.outcome is LongOutcome.ACCEPTED]
-    largest = max(accepted) if accepted else None
-    if not steps:
-        return Classification(Action.NO_DATA, "no long-input step ran")
-    refused = [s for s in steps if s.outcome is LongOutcome.REFUSED]
-    if refused:
-        return Classification(
-            Action.SERVER_REFUSED,
-            f"the server refused the {refused[0].context_tokens}-token input with HTTP 4xx "
-            f"({refused[0].detail!r}): a configuration finding, not capacity",
-            max_context=largest,
-        )
-    over = [
-        s
-        for s in steps
-        if max_model_len is not None
-        and s.outcome is LongOutcome.ACCEPTED
-        and (s.prompt_tokens if s.prompt_tokens is not None else s.context_tokens) > max_model_len
-    ]
-    if over:
-        counted = (
-            f"{over[0].prompt_tokens} prompt tokens by its own count"
-            if over[0].prompt_tokens is not None
-            else f"about {over[0].context_tokens} tokens (the server reported no usage)"
-        )
-        return Classification(
-            Action.INCONSISTENT,
-            f"the server accepted an input of {counted}, above its max_model_len "
-            f"{max_model_len}: it truncates silently or serves another max_model_len than it "
-            "reports; the context envelope cannot be trusted",
-            max_context=largest,
-        )
-    died = [s for s in steps if s.outcome is LongOutcome.DIED]
-    failed = [
-        s for s in steps if s.outcome is LongOutcome.FAILED and s.context_tokens <= max_context
-    ]
-    if died or failed:
-        step = min(died + failed, key=lambda s: s.context_tokens)  # the smallest that broke
-        reason = (
-            f"the engine died serving a {step.context_tokens}-token input: {step.detail}"
-            if step.outcome is LongOutcome.DIED
-            else f"a {step.context_tokens}-token input failed: {step.detail}"
-        )
-        served = [c for c in accepted if c < step.context_tokens]
-        if not served:
-            return first_step_failed(reason)
-        return Classification(
-            Action.ADJUST_CONFIGURATION,
-            f"{reason}; inputs up to {max(served)} tokens were served: the context envelope "
-            f"is {max(served)} tokens until this failure is explained",
-            max_context=max(served),
-        )
-    rejected = sorted(
-        s.context_tokens
-        for s in steps
-        if s.outcome is LongOutcome.REJECTED and s.context_tokens <= max_context
-    )
-    if rejected:
-        limit = f" (server max_model_len {max_model_len})" if max_model_len else ""
-        return Classification(
-            Action.ADJUST_CONFIGURATION,
-            f"inputs of {rejected[0]}+ tokens are rejected{limit}, below the intended "
-            f"{max_context}; largest accepted {largest}",
-            max_context=largest,
-        )
-    return Classification(
-        Action.STABLE, f"every input up to {largest} tokens was served", max_context=largest
-    )
 
 
 @dataclass(frozen=True, slots=True)
