@@ -524,12 +524,13 @@ _OOM = "CUDA out of memory. Tried to allocate 2.50 GiB"
 
 
 def _oom_ladder(need: int | None, detail: str = _OOM) -> CheckResult:
-    """Inputs of 2,048 and 4,096 tokens served, the engine died at 8,192 (max_model_len
-    16,384), its answer saying `detail`; production needs `need` tokens."""
+    """Inputs of 2,048 and 4,096 tokens served, the 8,192-token one failed with HTTP 500 and
+    the engine lived on (so the ramp and sustained window ran; max_model_len 16,384), the
+    answer saying `detail`; production needs `need` tokens."""
     steps = [
         LongStep(2048, LongOutcome.ACCEPTED),
         LongStep(4096, LongOutcome.ACCEPTED),
-        LongStep(8192, LongOutcome.DIED, detail),
+        LongStep(8192, LongOutcome.FAILED, f"HTTP 500: {detail}"),
     ]
     oom = context_saturation(steps, 16384, None)
     result = classify_long_input(steps, 16384, 16384, need, oom)
@@ -541,7 +542,7 @@ def _oom_ladder(need: int | None, detail: str = _OOM) -> CheckResult:
 async def out_of_memory_below_the_context_production_needs(tmp: Path) -> Verdict:
     """ "Expand capacity: OOM or queue collapse continues after reasonable context and
     concurrency controls." — 4,096 tokens served, an 8,192-token input ran the engine out of
-    memory, and production needs 8,192 (capacity.required_context): the capacity request
+    memory (its answer says so), and production needs 8,192 (capacity.required_context): the capacity request
     names the context served, the need and the KV memory one such request takes."""
     checks = add(drop(proven(demo_checks()), "capacity.long"), _oom_ladder(8192))
     verdict = await sealed(tmp / "b", checks, settings={"capacity.required_context": 8192})
@@ -557,7 +558,7 @@ async def out_of_memory_below_the_context_production_needs(tmp: Path) -> Verdict
 @scenario("observe-with-limits", "capacity-limited", "capacity.long_input")
 async def out_of_memory_with_no_stated_context_need(tmp: Path) -> Verdict:
     """ "Adjust configuration: The environment remains stable, but context or concurrency is
-    clearly above the intended service envelope." — the same out-of-memory death with no
+    clearly above the intended service envelope." — the same out-of-memory failure with no
     context need stated: the envelope is the 4,096 tokens served, not GPUs to buy."""
     checks = add(drop(proven(demo_checks()), "capacity.long"), _oom_ladder(None))
     verdict = await sealed(tmp / "b", checks)
@@ -568,9 +569,9 @@ async def out_of_memory_with_no_stated_context_need(tmp: Path) -> Verdict:
 
 @scenario("observe-with-limits", "capacity-limited", "capacity.long_input")
 async def long_input_death_without_out_of_memory(tmp: Path) -> Verdict:
-    """ "Do not approve a deployment from the final error line alone." — a death at 8,192
-    tokens whose answer and memory curve show no memory exhausted is not put on capacity,
-    whatever production needs: the envelope is what was served."""
+    """ "Do not approve a deployment from the final error line alone." — a failure at 8,192
+    tokens whose answer shows no memory exhausted is not put on capacity, whatever production
+    needs: the envelope is what was served."""
     checks = add(
         drop(proven(demo_checks()), "capacity.long"),
         _oom_ladder(8192, "connection reset by peer"),

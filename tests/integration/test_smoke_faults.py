@@ -16,7 +16,7 @@ from golive.config_sources import load_config
 from golive.errors import TargetNotMeasurable
 from golive.pipeline import Verdict, judge
 from golive.results import EXIT_NOT_MEASURABLE, Outcome
-from tests.helpers.fakes.gateway import rewriting_gateway
+from tests.helpers.fakes.gateway import injecting_gateway, rewriting_gateway
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
 from tests.helpers.scenario import TEXT_ONLY
 
@@ -255,4 +255,29 @@ async def test_gateway_that_rewrites_tool_arguments_is_blamed(tmp_path: Path) ->
     ]
     labels = {x["label"] for x in lines}
     assert {"tools@target", "tools@engine"} <= labels
+    assert verdict.outcome is Outcome.HOLD
+
+
+async def test_a_gateway_that_injects_a_system_prompt_is_named(tmp_path: Path) -> None:
+    """Issue 27 §4: a gateway that injects a 600-word system prompt answers well-formed text
+    and tool calls; the engine's prompt tokens for the same request sent through it and sent
+    directly differ, so the classes fail on the gateway."""
+    change = "600 added: a system prompt"
+    async with fake_vllm(FakeState()) as engine, injecting_gateway(engine) as front:
+        verdict = await _smoke(
+            front,
+            tmp_path / "b",
+            **{
+                "target.engine_url": engine,
+                "smoke.classes": True,
+                "smoke.sustained_s": 0.5,
+                "smoke.concurrent_sessions": 2,
+                "smoke.shared_prompt_repeats": 2,
+            },
+        )
+    checks = {c["id"]: c for c in verdict.data["checks"]}
+    named = [i for i, c in checks.items() if "the gateway rewrote the request" in c["summary"]]
+    assert "smoke.tools_structured" in named, {i: c["summary"] for i, c in checks.items()}
+    assert change in checks["smoke.tools_structured"]["summary"]
+    assert all(checks[i]["status"] == "fail" for i in named)
     assert verdict.outcome is Outcome.HOLD

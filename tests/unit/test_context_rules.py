@@ -59,6 +59,45 @@ RESET_AT_4K = ladder((1024, A, ""), (2048, A, ""), (4000, D, "connection reset")
         (SERVED_ALL, 4096, 8192, Action.ADJUST_CONFIGURATION, 4000, "raise --max-model-len"),
         # the ladder was capped below the need the server could take: never asked
         (SERVED_ALL[:2], 2048, 4000, Action.ADJUST_CONFIGURATION, 2048, "never asked"),
+        # a need at the server's own edge is met by the top step 1% below it (4056 of 4096)
+        (ladder((2048, A, ""), (4056, A, "")), 4096, 4096, Action.STABLE, 4056, "every input"),
+        # the need was asked and rejected for its length: not "never asked"
+        (
+            ladder((1024, A, ""), (2048, R, "maximum context")),
+            4096,
+            2048,
+            Action.ADJUST_CONFIGURATION,
+            1024,
+            "rejects inputs of 2048 tokens",
+        ),
+        # out of memory at 2,048, then 4,000 served: not the memory's size
+        (
+            ladder((1024, A, ""), (2048, F, OOM), (4000, A, "")),
+            4096,
+            4000,
+            Action.ADJUST_CONFIGURATION,
+            1024,
+            "a larger input (4000 tokens) was served after it",
+        ),
+        # out of memory, but the need is above max_model_len: configuration first
+        (OOM_AT_4K, 4096, 100_000, Action.ADJUST_CONFIGURATION, 2048, "raise --max-model-len"),
+        # the probe above max_model_len must be refused: a failure or death there is a defect
+        (
+            ladder((1024, A, ""), (4000, A, ""), (4160, F, "HTTP 500: Internal Server Error")),
+            4096,
+            None,
+            Action.INCONSISTENT,
+            4000,
+            "instead of being refused",
+        ),
+        (
+            ladder((1024, A, ""), (4000, A, ""), (4160, D, OOM)),
+            4096,
+            4000,
+            Action.INCONSISTENT,
+            4000,
+            "killed the engine",
+        ),
         # out of memory at the smallest input: a defect, whatever is needed
         (ladder((1024, D, OOM)), 4096, 4000, Action.FIRST_STEP_FAILED, None, "lowest load"),
         # a 4xx refusal is the server's configuration, first
@@ -95,16 +134,17 @@ def _death(**row: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("death", "found"),
     [
-        (_death(kv_cache_usage_perc=0.97, num_preemptions=0), "97% full"),
         (_death(kv_cache_usage_perc=0.50, num_preemptions=3), "preempted 3"),
         (_death(kv_cache_usage_perc=0.50, num_preemptions=0), None),
+        # a KV cache near full is what the largest input served does where max_model_len is
+        # near the cache's size: not evidence about the input that died
+        (_death(kv_cache_usage_perc=0.97, num_preemptions=0), None),
         # the curve before the ladder (another phase) says nothing about the input
-        ({**_death(kv_cache_usage_perc=0.99), "phase": "concurrency"}, None),
+        ({**_death(num_preemptions=5), "phase": "concurrency"}, None),
         (None, None),
-        # a gauge the exporter got wrong (above 1, text, NaN) is not a full cache
-        (_death(kv_cache_usage_perc=97.0), None),
-        (_death(kv_cache_usage_perc="full"), None),
-        (_death(kv_cache_usage_perc=float("nan")), None),
+        # a counter the exporter got wrong (text, NaN) is no preemption
+        (_death(num_preemptions="many"), None),
+        (_death(num_preemptions=float("nan")), None),
         (
             {"phase": "long_input", "reason": "engine OOM-killed", "preceding_memory_curve": 3},
             "OOM",
@@ -115,7 +155,8 @@ def test_a_death_in_the_ladder_shows_memory_run_out(
     death: dict[str, Any] | None, found: str | None
 ) -> None:
     """A death without an out-of-memory answer is put on memory only by the termination
-    record: the KV cache near full or requests preempted in the ladder's own samples."""
+    record: requests preempted in the ladder's own samples (one input at a time: only a KV
+    cache too small for it preempts)."""
     said = context_saturation(RESET_AT_4K, 4096, death)
     if found is None:
         assert said is None

@@ -221,6 +221,43 @@ def programme(*changed: CheckResult, drop: tuple[str, ...] = ()) -> list[CheckRe
             ["missing-evidence", "capacity-unattributed"],
             id="expand-without-a-stable-step",
         ),
+        pytest.param(  # a refusal or a server that does not keep its own limits elsewhere
+            programme(  # is a defect first: no capacity is concluded beside it
+                _c(
+                    "capacity.sustained",
+                    Status.FAIL,
+                    cls=CAPACITY,
+                    classification="server-refused",
+                ),
+                _c(
+                    "capacity.concurrency",
+                    Status.FAIL,
+                    cls=CAPACITY,
+                    classification="expand-capacity",
+                    ceiling=2,
+                ),
+            ),
+            PROGRAMME,
+            Outcome.HOLD,
+            ["capacity-unattributed", "critical-failure"],
+            id="expand-beside-a-refusal",
+        ),
+        pytest.param(  # the long-input ladder's expand rests on the inputs it served: the
+            programme(  # ramp's ceiling is not what it needs
+                _c(
+                    "capacity.long_input",
+                    Status.FAIL,
+                    cls=CAPACITY,
+                    classification="expand-capacity",
+                    limit_max_context=4096,
+                ),
+                _c("capacity.concurrency", Status.PASS, cls=CAPACITY, classification="stable"),
+            ),
+            PROGRAMME,
+            Outcome.EXPAND_CAPACITY,
+            ["capacity-exhausted"],
+            id="context-expand-on-its-own-ladder",
+        ),
         pytest.param(  # a capacity section alone has no chain: never expand-capacity
             [_c("capacity.sustained", Status.FAIL, cls=CAPACITY, classification="expand-capacity")],
             ("capacity",),

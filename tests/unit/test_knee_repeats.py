@@ -60,13 +60,20 @@ def _window(level: int, rps: float, p50: float, wall: float = 20.0, **kw: object
     return StepStats(**{**base, **kw})  # type: ignore[arg-type]
 
 
-def test_single_h200_windows_disagree_where_the_knee_is() -> None:
-    """The premise, from the captures: judged one window a side, the tier run limits at 16
-    and the other two runs of the same server do not."""
+def test_single_h200_windows_agree_once_counting_noise_is_taken_at_95_percent() -> None:
+    """The premise, from the captures: judged one window a side within one standard error of
+    counting noise (the rule until 2026-12-04), the tier run limited at 16 and the other two
+    runs of the same server did not. With the single windows' 95% interval the three agree
+    (32); where windows are large enough, the repeats below are the rule."""
     ceilings = {
         name: classify_concurrency(list(_ramp(name).values()), POLICY).ceiling for name in H200_RUNS
     }
-    assert ceilings == {H200_RUNS[0]: 32, H200_RUNS[1]: 32, H200_RUNS[2]: 16}
+    assert ceilings == dict.fromkeys(H200_RUNS, 32)
+    tier = _ramp(H200_RUNS[2])
+    gain = ratio([tier[16].throughput_rps], [tier[32].throughput_rps],
+                 1 / tier[16].completed + 1 / tier[32].completed)  # fmt: skip
+    assert gain is not None
+    assert gain.value < 1.2 <= gain.high  # short of 1.2x, but not by more than the noise
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,13 @@ _CLASSIFIED = (
 
 # Findings no capacity fixes: a failure at the lowest load, a hung engine, a failure that
 # continued under the limit its own death set (with no saturation behind it).
-_DEFECTS = ("first-step-failure", "engine-stalled", "failure-continues")
+_DEFECTS = (  # findings no capacity fixes: judged before any capacity is concluded
+    "first-step-failure",
+    "engine-stalled",
+    "failure-continues",
+    "server-refused",
+    "inconsistent-limits",
+)
 
 # Where a failed critical check points, by the checklist layer it belongs to.
 _FAILURE_OUTCOME = {
@@ -177,16 +183,18 @@ def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
             tuple(hit),
         )
     defects = [c.id for c in checks if _classification(c) in _DEFECTS]
-    if defects or not _stable_step(checks):
+    # the long-input ladder's own expand already rests on smaller inputs it served
+    ramp_needed = any(h != "capacity.long_input" for h in hit)
+    if defects or (ramp_needed and not _stable_step(checks)):
         return RuleFired(
             "capacity-unattributed",
             Outcome.HOLD,
             "the engine failed under load, but "
             + (
-                f"{', '.join(defects)} found a defect (a failure at the lowest load, or a "
-                "stall) that no capacity fixes"
+                f"{', '.join(defects)} found a defect (a failure at the lowest load, a stall, "
+                "a refusal or limits the server does not keep) that no capacity fixes"
                 if defects
-                else "no ramp step was stable (capacity.concurrency has no ceiling)"
+                else _no_ceiling(checks)
             )
             + ": capacity cannot be concluded until that is fixed and the ramp runs again",
             tuple(hit),
@@ -198,6 +206,13 @@ def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
         "capacity or redesign the deployment",
         tuple(hit),
     )
+
+
+def _no_ceiling(checks: Sequence[CheckResult]) -> str:
+    ramp = next((c for c in checks if c.id == "capacity.concurrency"), None)
+    if ramp is None or ramp.status in (Status.NO_DATA, Status.SKIPPED):
+        return "the concurrency ramp did not measure a ceiling (capacity.concurrency: no data)"
+    return "no ramp step was stable (capacity.concurrency has no ceiling)"
 
 
 def _stable_step(checks: Sequence[CheckResult]) -> bool:

@@ -1,7 +1,9 @@
 """Tiny gateways in front of a real engine, each with one defect golive must place on the
 right layer: `rewriting_gateway` "helpfully" retypes tool arguments in non-streamed answers
 (a gateway defect); `hedging_gateway` sends every chat request to the engine twice and
-answers with whichever finishes first (hidden retries: an idempotency defect)."""
+answers with whichever finishes first (hidden retries: an idempotency defect);
+`injecting_gateway` adds a 600-word system prompt and `trimming_gateway` drops every turn but
+the last (request rewrites, held to the engine by its prompt tokens)."""
 
 from __future__ import annotations
 
@@ -78,8 +80,30 @@ async def _gateway(engine_url: str, handler_for: str) -> AsyncIterator[str]:
         status, payload, content_type = done.pop().result()
         return web.Response(body=payload, status=status, content_type=content_type)
 
+    async def inject(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        if request.path == "/v1/chat/completions":
+            sent = json.loads(body)
+            house = {"role": "system", "content": " ".join(["Be brief and polite."] * 150)}
+            sent["messages"] = [house, *sent.get("messages", [])]  # 600 words nobody asked for
+            body = json.dumps(sent).encode()
+        return await _relay(session, engine_url, request, body)
+
+    async def trim(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        if request.path == "/v1/chat/completions":
+            sent = json.loads(body)
+            messages = sent.get("messages", [])
+            # "context management": only the system prompt and the last turn reach the engine
+            sent["messages"] = [m for m in messages[:-1] if m.get("role") == "system"] + [
+                messages[-1]
+            ]
+            body = json.dumps(sent).encode()
+        return await _relay(session, engine_url, request, body)
+
+    handlers = {"rewrite": rewrite, "hedge": hedge, "inject": inject, "trim": trim}
     app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", rewrite if handler_for == "rewrite" else hedge)
+    app.router.add_route("*", "/{tail:.*}", handlers[handler_for])
     try:
         async with serve_app(app) as url:
             yield url
@@ -93,3 +117,14 @@ def rewriting_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager
 
 def hedging_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
     return _gateway(engine_url, "hedge")
+
+
+def injecting_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
+    """Adds a 600-word system prompt to every chat request."""
+    return _gateway(engine_url, "inject")
+
+
+def trimming_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
+    """Passes on only the system prompt and the last message: earlier turns and tool results
+    are dropped."""
+    return _gateway(engine_url, "trim")

@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -141,6 +142,17 @@ def _metrics(state: FakeState) -> str:
     )
 
 
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    """A stand-in for the engine's count: 7 for the template, a token a word of each message
+    (so a gateway that adds or drops text changes it, as it would on a real engine)."""
+    words = 0
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            words += len(content.split())
+    return 7 + words
+
+
 def _chunk(delta: dict[str, object], finish: str | None = None, model: str = MODEL) -> bytes:
     body = {
         "id": "chatcmpl-fake",
@@ -247,7 +259,8 @@ def build_app(state: FakeState) -> web.Application:
             await _hold(state)
         if state.fault == "knee":
             await _knee(state)
-        state.prompt_tokens += 7
+        prompt = _prompt_tokens(body)
+        state.prompt_tokens += prompt
         # a shared endpoint or a gateway routing elsewhere: another model answers every request
         answered = "other-model" if state.fault == "other_model" else state.model
         if not body.get("stream"):
@@ -271,7 +284,11 @@ def build_app(state: FakeState) -> web.Application:
                     "object": "chat.completion",
                     "model": answered,
                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+                    "usage": {
+                        "prompt_tokens": prompt,
+                        "completion_tokens": 3,
+                        "total_tokens": prompt + 3,
+                    },
                 }
             )
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -298,9 +315,11 @@ def build_app(state: FakeState) -> web.Application:
                 await response.write(piece)
         await response.write(_chunk({"content": "good."}, "stop", answered))
         if state.fault != "truncated_stream":
+            usage = {"prompt_tokens": prompt, "completion_tokens": 2}
             await response.write(
-                b'data: {"id":"chatcmpl-fake","choices":[],"usage":{"prompt_tokens":7,'
-                b'"completion_tokens":2}}\n\ndata: [DONE]\n\n'
+                b"data: "
+                + json.dumps({"id": "chatcmpl-fake", "choices": [], "usage": usage}).encode()
+                + b"\n\ndata: [DONE]\n\n"
             )
         state.successes += 1
         await response.write_eof()

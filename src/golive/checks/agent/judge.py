@@ -36,6 +36,7 @@ from golive.checks.agent.rules import (
 )
 from golive.checks.agent.select import due_criticality
 from golive.checks.coverage import SHIPPED_CASES, agent_coverage
+from golive.checks.gateway import request_rewritten
 from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
@@ -102,7 +103,9 @@ def run_of(
     extra: Sequence[Finding] = (),
 ) -> Run:
     """Findings for the answer the client got, the engine's own, and the layer to blame."""
-    findings = (*response_findings(parsed, contract), *extra)
+    rewritten = request_rewritten(parsed, engine_answer)
+    gateway = (Finding("gateway.request_rewritten", rewritten),) if rewritten else ()
+    findings = (*response_findings(parsed, contract), *extra, *gateway)
     engine = None if engine_answer is None else tuple(response_findings(engine_answer, contract))
     sdk = sdk_finding(parsed)
     layer = attribute(

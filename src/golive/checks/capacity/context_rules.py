@@ -22,7 +22,6 @@ from typing import Any
 
 from golive.checks.capacity.rules import Action, Classification, first_step_failed
 
-KV_FULL = 0.95  # the engine's KV cache usage at which it has no room left for a long input
 OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|\bOOM\b", re.IGNORECASE)
 
 
@@ -84,6 +83,23 @@ def classify_long_input(
             "reports; the context envelope cannot be trusted",
             max_context=largest,
         )
+    beyond = [
+        s
+        for s in steps
+        if max_model_len is not None
+        and s.context_tokens > max_model_len
+        and s.outcome in (LongOutcome.FAILED, LongOutcome.DIED)
+    ]
+    if beyond:
+        what = "killed the engine" if beyond[0].outcome is LongOutcome.DIED else "failed"
+        return Classification(
+            Action.INCONSISTENT,
+            f"an input of {beyond[0].context_tokens} tokens, above the server's max_model_len "
+            f"{max_model_len}, {what} ({beyond[0].detail!r}) instead of being refused with HTTP "
+            "400: the engine does not enforce its own limit, so a client's overlong request "
+            "is a failure in production",
+            max_context=largest,
+        )
     broke = broken_step(steps, max_context)
     if broke is not None:
         reason = (
@@ -100,7 +116,8 @@ def classify_long_input(
             f"is {max(served)} tokens until this failure is explained",
             max_context=max(served),
         )
-        return broken_beyond_need(envelope, required, saturated_by)
+        later = [c for c in accepted if c > broke.context_tokens]
+        return broken_beyond_need(envelope, required, saturated_by, max_model_len, later)
     rejected = sorted(
         s.context_tokens
         for s in steps
@@ -118,7 +135,10 @@ def classify_long_input(
         envelope = Classification(
             Action.STABLE, f"every input up to {largest} tokens was served", max_context=largest
         )
-    return served_beyond_need(envelope, required, max_context, max_model_len)
+    refused_for_length = sorted(
+        s.context_tokens for s in steps if s.outcome is LongOutcome.REJECTED
+    )
+    return served_beyond_need(envelope, required, max_context, max_model_len, refused_for_length)
 
 
 def broken_step(steps: Sequence[LongStep], max_context: int) -> LongStep | None:
@@ -137,20 +157,36 @@ def _need(required: int) -> str:
 
 
 def broken_beyond_need(
-    envelope: Classification, required: int | None, saturated_by: str | None
+    envelope: Classification,
+    required: int | None,
+    saturated_by: str | None,
+    max_model_len: int | None,
+    later: Sequence[int],
 ) -> Classification:
     """An input broke the engine above the envelope: capacity to buy only where production
-    needs more than the envelope and the engine ran out of memory; a limit otherwise."""
+    needs more than the envelope, the server is configured for it (max_model_len), no larger
+    input was served after it, and the engine ran out of memory; a limit otherwise."""
     served = envelope.max_context
     if required is None or served is None or required <= served:
         return envelope
-    if saturated_by is None:
-        return dataclasses.replace(
-            envelope,
-            reason=f"{envelope.reason}; {_need(required)}, but the engine showed no sign of "
-            f"running out of memory (no out-of-memory message, KV cache below {KV_FULL:.0%}, "
-            "no preemption): not put on capacity until the failure is explained",
+    why = None
+    if max_model_len is not None and required > max_model_len:
+        why = (
+            f"above the server's max_model_len {max_model_len}: raise --max-model-len first "
+            "(configuration)"
         )
+    elif later:
+        why = (
+            f"but a larger input ({max(later)} tokens) was served after it: the failure is not "
+            "the memory's size; not put on capacity until it is explained"
+        )
+    elif saturated_by is None:
+        why = (
+            "but the engine showed no sign of running out of memory (no out-of-memory "
+            "message, no preemption): not put on capacity until the failure is explained"
+        )
+    if why is not None:
+        return dataclasses.replace(envelope, reason=f"{envelope.reason}; {_need(required)}, {why}")
     return Classification(
         Action.EXPAND_CAPACITY,
         f"{envelope.reason}; {_need(required)} and the engine ran out of memory: {saturated_by}",
@@ -158,19 +194,42 @@ def broken_beyond_need(
     )
 
 
+def top_step(max_context: int, max_model_len: int | None) -> int:
+    """The ladder's top: the intended context, but a request of exactly max_model_len sits on
+    the server's own edge (vLLM 0.24 on H200 refused prompt 8,184 + 8 generated at 8,192), so
+    at the server's limit the top step keeps 1% (at least 16 tokens) below it; the step above
+    max_model_len checks the refusal."""
+    if max_model_len is None:
+        return max_context
+    return min(max_context, max_model_len - max(16, max_model_len // 100))
+
+
 def served_beyond_need(
-    envelope: Classification, required: int | None, max_context: int, max_model_len: int | None
+    envelope: Classification,
+    required: int | None,
+    max_context: int,
+    max_model_len: int | None,
+    rejected: Sequence[int] = (),
 ) -> Classification:
     """Nothing broke: a need above what was served is configuration (the server's own
-    max_model_len refuses it) or was never asked (the ladder stopped below it) — a limit at
-    the largest input served, never capacity."""
+    max_model_len, or its rejection for length) or was never asked (the ladder stopped below
+    it) — a limit at the largest input served, never capacity. A need at the server's own
+    edge is met by the ladder's top step, which keeps 1% below it (`top_step`)."""
     served = envelope.max_context
     if required is None or served is None or required <= served:
         return envelope
+    if required <= max_context and served >= top_step(required, max_model_len):
+        return envelope  # the ladder asked as close to the need as the server's edge allows
     if max_model_len is not None and required > max_model_len:
         why = (
             f"{_need(required)}, above the server's max_model_len {max_model_len}: raise "
             "--max-model-len (vLLM says at start if its KV cache cannot hold it) and run again"
+        )
+    elif refused_at := [r for r in rejected if r <= required]:
+        why = (
+            f"{_need(required)}, but the server rejects inputs of {refused_at[0]} tokens for "
+            "their length: its context limit (--max-model-len, or the generation limit a "
+            "request adds) is below the need"
         )
     else:
         why = (
@@ -188,7 +247,9 @@ def context_saturation(
 ) -> str | None:
     """The engine's own evidence that the input which broke it ran it out of memory (None:
     it showed none): its answer or death says out of memory, or — for a death in the ladder —
-    the memory curve before it shows the KV cache near full or requests preempted."""
+    the memory curve before it shows requests preempted (one request at a time: only a KV
+    cache too small for it preempts). A KV cache near full is not evidence here: the largest
+    input served before the death fills it by design where max_model_len is near its size."""
     broke = broken_step(steps, max_context)
     if broke is None:
         return None
@@ -206,9 +267,6 @@ def context_saturation(
         if isinstance(rows, list)
         else []
     )
-    kv = _peak(rows, "kv_cache_usage_perc")
-    if kv is not None and kv >= KV_FULL:
-        return f"the KV cache was {kv:.0%} full before the engine died (memory/termination.json)"
     preempted = _rise(rows, "num_preemptions")
     if preempted:
         return (
@@ -226,11 +284,6 @@ def _values(rows: Sequence[Mapping[str, Any]], column: str) -> list[float]:
         and not isinstance(v, bool)
         and math.isfinite(v)
     ]
-
-
-def _peak(rows: Sequence[Mapping[str, Any]], column: str) -> float | None:
-    values = [v for v in _values(rows, column) if 0 <= v <= 1]
-    return max(values) if values else None
 
 
 def _rise(rows: Sequence[Mapping[str, Any]], column: str) -> float:

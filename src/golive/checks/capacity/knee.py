@@ -63,8 +63,8 @@ def ratio(before: Sequence[float], after: Sequence[float], counting: float = 0.0
         # the windows' own spread, counting noise included (each window's count varies), at
         # 95% with Student's t: a closed loop at fixed concurrency is not a Poisson count
         width = t975(len(before) + len(after) - 2) * math.sqrt(v_b + v_a)
-    else:  # one window a side: counting noise, one standard error (the ramp's single rule)
-        width = math.sqrt(counting)
+    else:  # one window a side: counting noise at 95% (the ramp's single rule)
+        width = 1.96 * math.sqrt(counting)
     return Ratio(value, value * max(0.0, 1 - width), value * (1 + width), (len(before), len(after)))
 
 

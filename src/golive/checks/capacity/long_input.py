@@ -72,8 +72,6 @@ def judge_long_input(evidence: BundleReader, config: CapacityConfig) -> CheckRes
         "generation_limit": ladder.get("generation_limit"),
         "sampling": "temperature=0",
         "recovered_after_rejections": ladder.get("recovered_after_rejections"),
-        "required_context": required,
-        "out_of_memory": saturated_by,
         **{f"step_{s.context_tokens}": s.outcome.value for s in steps},
         **{
             f"prompt_tokens_{s.context_tokens}": s.prompt_tokens
@@ -81,6 +79,10 @@ def judge_long_input(evidence: BundleReader, config: CapacityConfig) -> CheckRes
             if s.prompt_tokens is not None
         },
     }
+    if required is not None:  # (bundles sealed before the key carry neither)
+        measurements["required_context"] = required
+    if saturated_by is not None:
+        measurements["out_of_memory"] = saturated_by
     return classified(
         "capacity.long_input",
         result,

@@ -27,7 +27,7 @@ from golive.checks.capacity.collect import (
     cap_result,
     refusal,
 )
-from golive.checks.capacity.context_rules import LongOutcome, LongStep
+from golive.checks.capacity.context_rules import LongOutcome, LongStep, top_step
 from golive.checks.capacity.curves import (
     engine_probe,
     merge_curves,
@@ -191,16 +191,6 @@ async def _long_step(run: Run, context: int, ratio: float, n: int) -> LongStep:
     if outcome is LongOutcome.FAILED and not await run.check_alive(detail):
         outcome = LongOutcome.DIED
     return LongStep(context, outcome, detail, (parsed.usage or {}).get("prompt_tokens"))
-
-
-def top_step(max_context: int, max_model_len: int | None) -> int:
-    """The ladder's top: the intended context, but a request of exactly max_model_len sits on
-    the server's own edge (vLLM 0.24 on H200 refused prompt 8,184 + 8 generated at 8,192), so
-    at the server's limit the top step keeps 1% (at least 16 tokens) below it; the step above
-    max_model_len checks the refusal."""
-    if max_model_len is None:
-        return max_context
-    return min(max_context, max_model_len - max(16, max_model_len // 100))
 
 
 def between(steps: list[LongStep], max_context: int) -> int | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -109,8 +110,8 @@ class StabilityPolicy:
 
 def saturated(previous: StepStats, step: StepStats, policy: StabilityPolicy) -> str | None:
     """The knee from one window a side: the gain must fall short of the policy's by more than
-    counting noise (one standard error of the ratio of two counts): a gain of 1.198 measured
-    on 1,505 and 1,816 requests (±0.02) is not a knee at 1.2, a halving on 10 and 4 requests
+    counting noise (the 95% interval of the ratio of two counts): a gain of 1.198 measured
+    on 1,505 and 1,816 requests (±0.04) is not a knee at 1.2, a halving on 10 and 4 requests
     is. Repeated windows are judged with their spread (`knee.knee`)."""
     return knee([previous], [step], policy)
 
@@ -141,7 +142,7 @@ def step_stable(step: StepStats, policy: StabilityPolicy) -> tuple[bool, str]:
         return False, f"no request finished at concurrency {step.concurrency}"
     if step.errors / total > policy.max_error_rate:
         return False, f"{step.errors}/{total} requests failed at concurrency {step.concurrency}"
-    if step.retries > policy.max_retry_share * total:
+    if retry_storm(step, policy):
         return False, (
             f"retry storm at concurrency {step.concurrency}: the client retried {step.retries} "
             f"time(s) for {total} requests ({step.retries / total:.0%}, above "
@@ -188,12 +189,7 @@ def classify_concurrency(
         return Classification(Action.NO_DATA, "no concurrency step ran")
     refused = next((s for s in steps if s.refused), None)
     if refused is not None:
-        return Classification(
-            Action.SERVER_REFUSED,
-            f"the server refused {refused.refused} request(s) with HTTP 4xx at concurrency "
-            f"{refused.concurrency} ({refused.refused_detail!r}): the workload uses something "
-            "the server is not configured for; fix the request or enable it (not capacity)",
-        )
+        return Classification(Action.SERVER_REFUSED, refusal_reason(refused))
     ceiling: int | None = None
     previous: StepStats | None = None
     for step in steps:
@@ -248,7 +244,7 @@ def classify_concurrency(
         else:
             reason = f"{reason}; stable up to concurrency {ceiling}"
         limit = Classification(Action.LIMIT_TRAFFIC, reason, ceiling)
-        return beyond_need(limit, step_saturation(step, policy), policy.required_concurrency)
+        return beyond_need(limit, failure_saturation(step, policy), policy.required_concurrency)
     need = policy.required_concurrency
     if ceiling is not None and need is not None and need > ceiling:
         return Classification(  # the tested envelope ends at the ramp's top: beyond is a limit
@@ -260,6 +256,22 @@ def classify_concurrency(
         )
     notes = "".join(f"; {note}" for note in unconfirmed)
     return Classification(Action.STABLE, f"stable at every step up to {ceiling}{notes}", ceiling)
+
+
+def refusal_reason(step: StepStats) -> str:
+    """A window's HTTP 4xx answers: a rate limit (429) or a request the server is not
+    configured for (any other 4xx), quoting the server; configuration, never capacity."""
+    if step.refused_detail.startswith("HTTP 429"):
+        return (
+            f"the server rate-limited {step.refused} request(s) with HTTP 429 at concurrency "
+            f"{step.concurrency} ({step.refused_detail!r}): a rate limit in front of or in the "
+            "engine, not the engine's capacity; raise the limit or keep traffic under it"
+        )
+    return (
+        f"the server refused {step.refused} request(s) with HTTP 4xx at concurrency "
+        f"{step.concurrency} ({step.refused_detail!r}): the workload uses something the server "
+        "is not configured for; fix the request or enable it (not capacity)"
+    )
 
 
 def ramp_next(
@@ -318,6 +330,26 @@ def saturation(
     if queue_mean_s is not None and e2e_p50_s and queue_mean_s > queue_limit(policy, e2e_p50_s):
         return f"requests waited {queue_mean_s:.2f} s on average in the engine's queue"
     return None
+
+
+OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError", re.IGNORECASE)
+
+
+def retry_storm(step: StepStats, policy: StabilityPolicy) -> bool:
+    """The client retried more than the policy allows: the server shed load (429/503)."""
+    return step.retries > policy.max_retry_share * (step.completed + step.errors)
+
+
+def failure_saturation(step: StepStats, policy: StabilityPolicy) -> str | None:
+    """The engine's own evidence where a ramp step failed: its gauges (`step_saturation`) or
+    a failure that says the memory ran out. A step that failed only by the client retrying
+    shed load shows none: shedding is a limit in front of the engine (a rate limit, a
+    gateway's queue), and the engine's queue beside it is what the shedding protects."""
+    if retry_storm(step, policy) and step.errors == 0 and not step.engine_died:
+        return None
+    if OUT_OF_MEMORY.search(step.failure_detail):
+        return f"the engine ran out of memory ({step.failure_detail})"
+    return step_saturation(step, policy)
 
 
 def step_saturation(step: StepStats, policy: StabilityPolicy) -> str | None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from golive.checks.capacity.rules import (
+    OUT_OF_MEMORY,
     Action,
     Classification,
     StabilityPolicy,
@@ -152,7 +153,11 @@ def classify_sustained(
     is put on capacity only with the engine's saturation and a stated need above the limit
     (`beyond_need`)."""
     policy = StabilityPolicy(max_preemptions=max_preemptions)
-    saturated_by = saturation(concurrency, preemptions, mean_waiting, max_running, policy)
+    saturated_by = saturation(concurrency, preemptions, mean_waiting, max_running, policy) or (
+        f"the engine ran out of memory ({failure_detail})"
+        if OUT_OF_MEMORY.search(failure_detail)
+        else None
+    )
 
     need = functools.partial(beyond_need, saturated_by=saturated_by, required=required_concurrency)
     # After a restart the window ran at the ramp's last stable step: a failure there with the
@@ -165,9 +170,10 @@ def classify_sustained(
     if stall is not None:
         return Classification(Action.STALLED, stall)
     if refused:  # before coverage: a window cut short by refusals is the refusals' finding
+        what = "rate-limited" if refused_detail.startswith("HTTP 429") else "refused"
         return Classification(
             Action.SERVER_REFUSED,
-            f"the server refused {refused}/{total} requests with HTTP 4xx ({refused_detail!r}): "
+            f"the server {what} {refused}/{total} requests with HTTP 4xx ({refused_detail!r}): "
             "a configuration finding, not capacity",
         )
     if coverage is not None:
@@ -199,14 +205,13 @@ def classify_sustained(
                 ceiling=max(1, concurrency // 2),
             )
         )
-    if retries[0] > retries[1] * total:
-        return need(
-            Classification(
-                Action.LIMIT_TRAFFIC,
-                f"retry storm under sustained load at concurrency {concurrency}: the client "
-                f"retried {retries[0]} time(s) for {total} requests (above {retries[1]:.0%})",
-                ceiling=max(1, concurrency // 2),
-            )
+    if retries[0] > retries[1] * total:  # shed load: a limit in front of the engine, never
+        return Classification(  # capacity to buy, whatever the engine's queue showed
+            Action.LIMIT_TRAFFIC,
+            f"retry storm under sustained load at concurrency {concurrency}: the client "
+            f"retried {retries[0]} time(s) for {total} requests (above {retries[1]:.0%}): the "
+            "server shed load (429/503) or answered too late for the client",
+            ceiling=max(1, concurrency // 2),
         )
     halves = "" if thirds is None else f", last third's median {thirds:+.0%} on the first's"
     if (

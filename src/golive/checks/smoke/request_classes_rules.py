@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from golive.checks.gateway import request_rewritten
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import ParsedResponse, saved_answered, saved_e2e_s, saved_ok
 
@@ -26,7 +27,8 @@ def smoke_result(
 
 
 def gateway_difference(target: ParsedResponse, engine: ParsedResponse | None) -> str | None:
-    """What the gateway changed, or None. Compares protocol, not sampled wording."""
+    """What the gateway changed, or None: the request it passed on (the engine's prompt
+    tokens), then the answer's protocol, not its sampled wording."""
     if engine is None:
         return None
     if target.record.status != engine.record.status:
@@ -34,6 +36,8 @@ def gateway_difference(target: ParsedResponse, engine: ParsedResponse | None) ->
             f"HTTP {target.record.status} through the gateway, "
             f"{engine.record.status} from the engine"
         )
+    if rewritten := request_rewritten(target, engine):
+        return rewritten
     a, b = _shape(target), _shape(engine)
     for key in ("finish_reason", "tool_names", "tool_arguments", "has_content"):
         if a[key] != b[key]:

@@ -1,0 +1,101 @@
+"""The gateway held to the engine by what the engine counted (issue 27 §4): the same request
+sent through the gateway and straight to the engine must cost the engine the same prompt
+tokens. A gateway that adds a system prompt, or drops turns or tool results, answers
+well-formed text and calls; only the count shows it. Blamed on the gateway, so an Agent case
+fails on the gateway layer while the engine's own answer is clean."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from golive.checks.agent.cases import shipped_cases
+from golive.checks.agent.judge import contract_of, run_of
+from golive.checks.agent.rules import Layer
+from golive.checks.gateway import request_rewritten
+from golive.checks.smoke.request_classes_rules import gateway_difference
+from golive.profiles import load_profile
+from golive.traffic.records import ParsedResponse, RequestRecord, Timings, parse
+
+
+def _answer(
+    prompt_tokens: int | None, status: int = 200, content: str = "It is sunny."
+) -> ParsedResponse:
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "m",
+        "created": 1,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    if prompt_tokens is not None:
+        body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": 4, "total_tokens": 9}
+    record = RequestRecord(
+        "r1",
+        "agent-tool_result-plain-0",
+        "POST",
+        "http://127.0.0.1:1/v1/chat/completions",
+        {},
+        False,
+        0.0,
+        Timings(0, 1, 2, 3, 4),
+        status,
+        {"content-type": "application/json"},
+        (json.dumps(body if status == 200 else {"error": {"message": "x"}}).encode(),),
+    )
+    return parse(record)
+
+
+@pytest.mark.parametrize(
+    ("via", "direct", "found"),
+    [
+        (_answer(181), _answer(181), None),
+        (_answer(781), _answer(181), "600 added: a system prompt"),
+        (_answer(60), _answer(181), "121 missing: earlier turns"),
+        # the gateway removed the usage the engine returns: what it sent cannot be shown
+        (_answer(None), _answer(181), "carries no usage"),
+        # nothing to compare: no engine twin, the engine counted nothing, an answer failed
+        (_answer(181), None, None),
+        (_answer(181), _answer(None), None),
+        (_answer(181, 500), _answer(181), None),
+    ],
+)
+def test_the_engine_counts_the_same_prompt_both_ways(
+    via: ParsedResponse, direct: ParsedResponse | None, found: str | None
+) -> None:
+    """The finding names both counts and which way the prompt changed."""
+    said = request_rewritten(via, direct)
+    if found is None:
+        assert said is None
+    else:
+        assert said is not None
+        assert found in said
+
+
+def test_a_request_class_fails_on_the_rewrite() -> None:
+    """smoke's comparison of a class's two answers names the rewrite before the answer's shape."""
+    said = gateway_difference(_answer(781), _answer(181))
+    assert said is not None
+    assert "the gateway rewrote the request" in said
+
+
+def test_an_agent_case_answered_well_through_a_rewriting_gateway_fails_on_the_gateway() -> None:
+    """tool_result answered with text both ways (the contract holds), but the gateway dropped
+    the earlier turns: the run fails, blamed on the gateway, the engine's answer clean."""
+    case = next(c for c in shipped_cases() if c.name == "tool_result")
+    contract = contract_of(case, load_profile("generic"))
+    clean = run_of(contract, "plain", 0, _answer(181), _answer(181))
+    assert clean.findings == ()
+    assert clean.layer is Layer.NONE
+    run = run_of(contract, "plain", 0, _answer(60), _answer(181))
+    assert run.engine_findings == ()
+    assert [f.signature for f in run.findings] == ["gateway.request_rewritten"]
+    assert run.layer is Layer.GATEWAY
