@@ -117,7 +117,10 @@ def test_an_unreadable_evidence_line_names_the_file_and_line(tmp_path: Path) -> 
 
 def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path: Path) -> None:
     """The H200 tier run (vLLM 0.24, TP=2, c64): capacity.concurrency judged again from
-    `metrics/capacity-steps.jsonl` alone gives the sealed status, summary and measurements."""
+    `metrics/capacity-steps.jsonl` alone gives the sealed check, but for the knee: sealed
+    under the one-standard-error rule for a single window a side (16 -> 32 bought 1.14x,
+    ±0.03: limited to 16), it is inside counting noise at 95% (±0.06 reaches 1.2x), as the
+    two other ramps of the same server and the repeats say (test_knee_repeats)."""
     tier = DATA / "vllm-gpu-0.24-h200x2-tier"
     (tmp_path / "metrics").mkdir()
     shutil.copy(tier / "capacity-steps.jsonl", tmp_path / CAPACITY_STEPS)
@@ -128,16 +131,21 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
     again = ramp_from_steps(rows, GoliveConfig().capacity)
     # sealed by an earlier golive: the API-server finding has since been worded by Little's
     # law (the time outside the engine, now a measurement per step); the rest is unchanged
-    drift = ("summary", "measurements.api_server_bound", "_outside_engine_ms: sealed 'absent'")
+    knee = ("status", "classification", "ceiling", "limit_max_concurrency")
+    drift = (
+        "summary",
+        "measurements.api_server_bound",
+        "_outside_engine_ms: sealed 'absent'",
+        *knee,
+    )
     assert [d for d in differences(sealed, [again]) if not any(k in d for k in drift)] == []
     assert "grew from 21 ms at concurrency 1 to 162 ms" in again.summary
-    # the real knee: 16 -> 32 bought 1.14x (±0.03) throughput; traffic limited to 16
-    assert again.status is Status.WARN
-    assert again.measurements["limit_max_concurrency"] == 16
+    assert again.status is Status.PASS, again.summary
+    assert again.measurements["ceiling"] == 32  # the ramp's top
     # an edited step is named: the c16 step's queue made ten seconds long
     edited = [{**r, "queue_mean_s": 10.0} if r["concurrency"] == 16 else r for r in rows]
-    changed = differences(sealed, [ramp_from_steps(edited, GoliveConfig().capacity)])
-    assert "capacity.concurrency measurements.ceiling: sealed 16, re-derived 8" in changed
+    changed = differences([again], [ramp_from_steps(edited, GoliveConfig().capacity)])
+    assert "capacity.concurrency measurements.ceiling: sealed 32, re-derived 8" in changed
     assert any(c.startswith("capacity.concurrency summary: sealed ") for c in changed)
 
 

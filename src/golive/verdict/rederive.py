@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from golive.bundle.layout import (
     CAPACITY_REQUEST_JSON,
     MANIFEST,
@@ -30,9 +32,9 @@ from golive.bundle.layout import (
 from golive.bundle.store import BundleReader, verify
 from golive.checks.cache.after_load import combined_gap
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, sections_with_evidence
-from golive.errors import ConfigError
+from golive.errors import BundleError, ConfigError
 from golive.report.capacity_request import capacity_request
-from golive.results import CheckResult, Decision, Outcome, Status
+from golive.results import CheckResult, Decision, Outcome, RuleFired, Status
 from golive.verdict.decide import decide, limits
 from golive.verdict.document import ExercisedEnvelope, Limits, PartEntry, VerdictDocument
 from golive.verdict.policy import Policy, apply_policy, impersonation, parse_policy
@@ -91,7 +93,24 @@ class Rederived:
 
 
 def rederive(root: Path) -> Rederived:
+    """The bundle judged again from its evidence. verdict.json must be readable (there is
+    nothing to compare with otherwise: golive's error); damage anywhere else — the config,
+    the policy, the profile, an evidence file golive cannot parse — is a named problem and a
+    `hold`, never a traceback and never a better outcome."""
     data = VerdictDocument.read(root)
+    try:
+        return _rederive(root, data)
+    except (BundleError, ConfigError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        problem = f"the bundle cannot be judged again: {exc}"
+        hold = RuleFired("missing-evidence", Outcome.HOLD, problem, ())
+        return Rederived(
+            data.outcome,
+            Decision(Outcome.HOLD, (hold,)),
+            (*_manifest_problems(root), problem),
+        )
+
+
+def _rederive(root: Path, data: VerdictDocument) -> Rederived:
     sealed = data.outcome
     checks = data.results()
     problems = _manifest_problems(root)
@@ -106,6 +125,11 @@ def rederive(root: Path) -> Rederived:
         if pretends is not None:
             problems.append(f"{POLICY}: {pretends}")
         policy = loaded.policy
+    elif data.policy is not None:
+        problems.append(
+            f"{POLICY} is missing, but verdict.json says it was judged under the policy "
+            f"{data.policy.name!r} (sha256 {data.policy.sha256}): judged without it"
+        )
     if data.parts is not None or data.command == COMBINED:
         scope, checks, rejudged, owned = _rederive_parts(root, data, problems)
         if policy is not None:

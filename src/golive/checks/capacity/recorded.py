@@ -181,8 +181,16 @@ def scraped_differences(
     them: preemptions (the counter's increase) and the mean queue time (the histogram's);
     a row that states other values was not made from these scrapes."""
     before, after = vllm_snapshot(before_text), vllm_snapshot(after_text)
-    if before is None or after is None:
-        return []  # no scrape: the collector had none either, and the row says None
+    if before is None or after is None:  # the collector had none either: the row says None
+        stated = [k for k in ("preemptions", "queue_mean_s") if row.get(k) is not None]
+        return (
+            [
+                f"{where}: the row states {', '.join(stated)}, but its two scrapes "
+                f"(metrics/capacity-{where}-before/after.prom) are missing or cannot be read"
+            ]
+            if stated
+            else []
+        )
     delta = MetricsDelta(before, after)
     queue = delta.histogram("request_queue_time_seconds")
     again = {
@@ -211,3 +219,22 @@ def _asked(record: Mapping[str, Any]) -> object:
 
 def _labelled(snapshot: Snapshot, name: str) -> bool:
     return any(s.label("model_name") for s in snapshot.series(name))
+
+
+GAUGE_FIELDS = ("max_running", "mean_waiting", "max_waiting", "engine_held")
+
+
+def curve_gone(rows: Sequence[Mapping[str, Any]], curve_text: str | None, source: str) -> list[str]:
+    """Windows whose rows state the engine's sampled gauges (running, waiting) need the curve
+    they were sampled into (`memory/capacity.csv`, with its running-requests column): without
+    it nothing in the bundle stands behind those figures."""
+    stated = [window_label(r) for r in rows if any(r.get(k) is not None for k in GAUGE_FIELDS)]
+    if not stated:
+        return []
+    header = (curve_text or "").partition("\n")[0].split(",")
+    if "num_requests_running" in header:
+        return []
+    return [
+        f"{source} states the engine's gauges for {', '.join(stated[:4])}, but the curve they "
+        "were sampled into (memory/capacity.csv) is missing or has no num_requests_running"
+    ]
