@@ -1,5 +1,7 @@
 """Issue 27 §6: the mutation suite. A programme bundle judged from the real CPU vLLM's recorded
-demo; every file in it is deleted, emptied, cut in half and given the wrong type (JSON of
+demo, and a whole bundle sealed by `golive run` against vLLM 0.24 on an H200 (its GPU-only
+kinds of file: the GPU inventory and memory curve, the host facts, the server log, the probe
+after the load, the sustained window's scrapes, the health answers); every file in it is deleted, emptied, cut in half and given the wrong type (JSON of
 another shape, or bytes that are not UTF-8), and the whole bundle gets the edits a reviewer
 would make to look better (every answer HTTP 500, another model's id, another vLLM version,
 frozen counters) — each followed by a re-seal, so `golive verify` passes. `golive decide`
@@ -12,10 +14,13 @@ The matrix (tried, caught, agreed and why) is in docs/reliability.md."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import os
 import re
 import shutil
-from collections.abc import Callable
+import tarfile
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +75,23 @@ HARMLESS: dict[str, tuple[frozenset[str] | None, str]] = {
     "environment/chain.json": (
         None,
         "the chain as judged, for people; decide judges it again from chain-inputs.json and "
-        "the saved /version, /v1/models, startup log and container records",
+        "the saved /version, /v1/models, startup log and container records, and the rollback "
+        "registry takes the image from chain-inputs.json and the container record",
+    ),
+    "environment/server-log-errors.json": (
+        None,
+        "the server log's errors as attributed to checks; decide reads them again from "
+        "environment/server.log",
+    ),
+    "metrics/identity.prom": (
+        None,
+        "the engine's process start time at the start, which every other scrape of the bundle "
+        "also carries (a restart between them is named)",
+    ),
+    "requests/capacity-health.jsonl": (
+        frozenset({"empty", "wrong-type"}),
+        "the /health answers the load asked: they stand behind a recorded death, and this run "
+        "recorded none (deleting the file is named)",
     ),
     "config/profile.yaml": (
         frozenset({"delete"}),
@@ -88,8 +109,9 @@ HARMLESS: dict[str, tuple[frozenset[str] | None, str]] = {
     ),
     "memory/capacity.csv": (
         frozenset({"truncate"}),
-        "the window's gauge samples are not re-read window by window (the curve carries no "
-        "wall clock to cut it by); a curve that is gone or unreadable is named",
+        "this bundle was sealed before each window named the curve rows its gauge figures "
+        "came from (a new bundle's are read again, and a cut curve is named); a curve that is "
+        "gone or unreadable is named",
     ),
 }
 
@@ -101,6 +123,7 @@ class Tried:
     agrees: bool
     better: bool
     problem: str
+    bundle: str = "cpu"  # the CPU programme bundle, or the H200 one
 
 
 def _read(path: Path) -> bytes:
@@ -146,9 +169,11 @@ def _freeze(root: Path) -> None:
             shutil.copyfile(before, after)
 
 
-def _versions(root: Path, was: bytes, now: bytes) -> None:
+def _versions(root: Path) -> None:
+    """The bundle's own vLLM version replaced wherever it is written."""
+    was = str(json.loads((root / VERDICT).read_text())["identity"]["vllm_version"]).encode()
     for pattern in ("requests/*.jsonl*", "environment/*", "metrics/*.prom"):
-        _every(root, pattern, lambda data: data.replace(was, now))
+        _every(root, pattern, lambda data: data.replace(was, b"0.9.99"))
 
 
 BUNDLE_MUTATIONS: dict[str, Callable[[Path], None]] = {
@@ -162,7 +187,7 @@ BUNDLE_MUTATIONS: dict[str, Callable[[Path], None]] = {
         "requests/*.jsonl*",
         lambda data: re.sub(rb'("model": )"[^"]+"', rb'\1"other-model"', data),
     ),
-    "another vLLM version everywhere": lambda root: _versions(root, b"0.32.0", b"0.31.9"),
+    "another vLLM version everywhere": _versions,
     "every counter frozen": _freeze,
 }
 
@@ -187,19 +212,29 @@ def _judge(base: Path, scratch: Path, name: str, rel: str | None, severity: int)
     )
 
 
-@pytest.fixture(scope="module")
-def matrix(tmp_path_factory: pytest.TempPathFactory) -> list[Tried]:
-    """Every mutation tried, two at a time (a worker process each)."""
-    base = tmp_path_factory.mktemp("programme") / "b"
-    asyncio.run(programme_bundle(base, pinned_image))
+GPU_BUNDLE = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-bundle/bundle.tgz"
+# What the GPU bundle holds that the CPU one has no file of its kind for (its other files are
+# the CPU bundle's kinds, mutated there): each re-derivation of the GPU bundle takes ~3 s
+GPU_FILES = (
+    "environment/host-vm.json",
+    "environment/server.log",
+    "environment/server-log-errors.json",
+    "memory/gpus.json",
+    "memory/capacity.csv",
+    "metrics/identity.prom",
+    "metrics/cache-after-load-before.prom",
+    "metrics/cache-after-load-after.prom",
+    "metrics/capacity-sustained-c16-before.prom",
+    "metrics/capacity-sustained-c16-after.prom",
+    "metrics/capacity-steps.jsonl",
+    "requests/capacity-health.jsonl",
+)
+
+
+def _tried(base: Path, scratch: Path, files: Sequence[str]) -> list[Tried]:
+    """Every mutation of `files` and of the whole bundle, a worker process per core."""
     first = rederive(base)
     assert first.agrees, first.problems
-    scratch = tmp_path_factory.mktemp("mutations")
-    files = sorted(
-        p.relative_to(base).as_posix()
-        for p in base.rglob("*")
-        if p.is_file() and p.name not in (MANIFEST, VERDICT)
-    )
     jobs: list[tuple[str, str | None]] = [(n, rel) for rel in files for n in FILE_MUTATIONS]
     jobs += [(name, None) for name in BUNDLE_MUTATIONS]
     severity = first.decision.outcome.severity
@@ -208,10 +243,29 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> list[Tried]:
         return [f.result() for f in futures]
 
 
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory: pytest.TempPathFactory) -> list[Tried]:
+    """Every file of the CPU programme bundle, and the GPU bundle's own kinds of file."""
+    base = tmp_path_factory.mktemp("programme") / "b"
+    asyncio.run(programme_bundle(base, pinned_image))
+    files = sorted(
+        p.relative_to(base).as_posix()
+        for p in base.rglob("*")
+        if p.is_file() and p.name not in (MANIFEST, VERDICT)
+    )
+    cpu = _tried(base, tmp_path_factory.mktemp("mutations"), files)
+    gpu_root = tmp_path_factory.mktemp("gpu")
+    with tarfile.open(GPU_BUNDLE) as packed:
+        packed.extractall(gpu_root, filter="data")
+    gpu = _tried(gpu_root / "b", tmp_path_factory.mktemp("gpu-mutations"), GPU_FILES)
+    return cpu + [dataclasses.replace(t, bundle="gpu") for t in gpu]
+
+
 def test_no_mutation_reaches_a_better_outcome(matrix: list[Tried]) -> None:
     """Whatever was deleted, damaged or edited, decide never re-derives a better outcome."""
-    assert len(matrix) > 250
-    better = [(t.file, t.mutation) for t in matrix if t.better]
+    assert len(matrix) > 300
+    assert {t.bundle for t in matrix} == {"cpu", "gpu"}
+    better = [(t.bundle, t.file, t.mutation) for t in matrix if t.better]
     assert better == []
 
 
@@ -221,7 +275,7 @@ def test_decide_disagrees_unless_the_file_cannot_change_the_decision(matrix: lis
     for tried in matrix:
         allowed, _ = HARMLESS.get(tried.file, (frozenset(), ""))
         if tried.agrees and not (allowed is None or tried.mutation in allowed):
-            silent.append((tried.file, tried.mutation))
+            silent.append((tried.bundle, tried.file, tried.mutation))
     assert silent == []
 
 

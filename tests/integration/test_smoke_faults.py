@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from golive.bundle.store import verify
+from golive.bundle.store import Bundle, verify
 from golive.checks.smoke.collect import run_smoke
 from golive.cli.main import main
 from golive.config_sources import load_config
 from golive.errors import TargetNotMeasurable
 from golive.pipeline import Verdict, judge
-from golive.results import EXIT_NOT_MEASURABLE, Outcome
-from tests.helpers.fakes.gateway import injecting_gateway, rewriting_gateway
+from golive.results import EXIT_NOT_MEASURABLE, Outcome, Status
+from golive.verdict.rederive import rederive
+from tests.helpers.fakes.gateway import injecting_gateway, relaying_gateway, rewriting_gateway
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
 from tests.helpers.scenario import TEXT_ONLY
 
@@ -281,3 +282,33 @@ async def test_a_gateway_that_injects_a_system_prompt_is_named(tmp_path: Path) -
     assert change in checks["smoke.tools_structured"]["summary"]
     assert all(checks[i]["status"] == "fail" for i in named)
     assert verdict.outcome is Outcome.HOLD
+
+
+@pytest.mark.tampers_bundle
+async def test_a_gateway_bundle_without_its_engine_answers_is_not_passed(tmp_path: Path) -> None:
+    """An honest gateway passes; a reviewer who then deletes the engine's own answers (and
+    corrects the ledger's count) and re-seals does not get the classes passed: behind a
+    gateway (target.engine_url) an answer not held to the engine's is no_data."""
+    gateway = {
+        "smoke.classes": True,
+        "smoke.sustained_s": 0.5,
+        "smoke.concurrent_sessions": 2,
+        "smoke.shared_prompt_repeats": 2,
+    }
+    async with fake_vllm(FakeState()) as engine, relaying_gateway(engine) as front:
+        verdict = await _smoke(front, tmp_path / "b", **{**gateway, "target.engine_url": engine})
+    assert _status(verdict)["smoke.tools_structured"] == "pass", verdict.data["checks"]
+    root = tmp_path / "b"
+    stream = root / "requests/smoke-classes.jsonl"
+    lines = stream.read_text().splitlines()
+    kept = [line for line in lines if not json.loads(line)["label"].endswith("@engine")]
+    stream.write_text("".join(f"{line}\n" for line in kept))
+    ledger = json.loads((root / "metrics/ledger.json").read_text())
+    ledger["sent"] -= len(lines) - len(kept)
+    (root / "metrics/ledger.json").write_text(json.dumps(ledger))
+    Bundle(root).seal()
+    again = rederive(root)
+    assert not again.agrees
+    statuses = {c.id: c.status for c in again.checks}
+    assert statuses["smoke.tools_structured"] is Status.NO_DATA
+    assert statuses["smoke.long_context"] is Status.NO_DATA

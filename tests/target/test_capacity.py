@@ -29,6 +29,7 @@ from golive.pipeline import Verdict, judge
 from golive.results import CheckResult, Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from golive.verdict.rederive import rederive
 from tests.helpers.scenario import SMALL_REQUESTS, golive_run, rules
 
 # 30 s of sustained load: at least ~30 completions even at concurrency 1 here, the fewest a
@@ -70,6 +71,9 @@ async def test_default_envelope_is_stable(real_target: RunningTarget, tmp_path: 
         real_target, tmp_path / "b", **{"capacity.concurrency": 2, "capacity.max_context": 512}
     )
     checks = _checks(verdict)
+    # golive decide reads every window again from its records, scrapes and curve rows
+    again = rederive(tmp_path / "b")
+    assert again.agrees, again.problems
     sustained = checks["capacity.sustained"]
     memory = checks["capacity.memory"]
     assert memory["status"] == "no_data"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from golive.checks.capacity.recorded import (
+    curve_differences,
     engine_silent,
     ladder_differences,
     repeats_differences,
@@ -163,3 +164,51 @@ def test_two_repeats_with_one_label_are_refused() -> None:
     records = [_record("c16r1") for _ in range(4)]
     found = repeats_differences([row, row], [{"concurrency": 16}], records, "k")
     assert any("a second c16r1" in f for f in found), found
+
+
+CURVE = (
+    "t_s,phase,kv_cache_usage_perc,num_requests_running,num_requests_waiting,num_preemptions\n"
+    "0.0,concurrency,0.1,1.0,0.0,0.0\n"
+    "0.2,concurrency,0.2,2.0,0.0,0.0\n"
+    "0.4,concurrency,0.3,2.0,2.0,0.0\n"
+    "0.6,concurrency,0.3,2.0,4.0,0.0\n"
+    "0.8,concurrency,0.1,,,0.0\n"
+)
+C4 = {
+    "label": "c4",
+    "concurrency": 4,
+    "curve_rows": [2, 5],
+    "max_waiting": 4.0,
+    "max_running": 2.0,
+    "mean_waiting": 3.0,
+    "engine_held": 5.0,
+}
+
+
+@pytest.mark.parametrize(
+    ("rows", "curve", "named"),
+    [
+        ([C4], CURVE, None),
+        # the queue an honest row states, lowered after the run: the stable step it never was
+        ([{**C4, "mean_waiting": 0.0, "max_waiting": 0.0}], CURVE, "mean_waiting 0.0"),
+        ([{**C4, "max_running": 4.0}], CURVE, "max_running 4.0, but its curve rows say 2.0"),
+        # the curve cut short after the run
+        ([C4], CURVE[: CURVE.index("0.6,")], "holds 3"),
+        # one row's span deleted beside rows that keep theirs
+        ([C4, {**C4, "label": "c8", "curve_rows": None}], CURVE, "c8): states the engine"),
+        ([{**C4, "curve_rows": "2-5"}], CURVE, "not two row numbers"),
+        # sealed before the rule: no row names its span
+        ([{**C4, "curve_rows": None, "mean_waiting": 0.0}], CURVE, None),
+    ],
+)
+def test_a_windows_gauges_are_read_again_from_its_curve_rows(
+    rows: list[dict[str, Any]], curve: str, named: str | None
+) -> None:
+    """Each window's running and waiting figures come from the memory curve's rows it names,
+    read again as the collector read them (issue 27 §2): lowering a waiting queue in a row
+    (a limit gone) is named."""
+    found = curve_differences(rows, curve, "metrics/capacity-steps.jsonl")
+    if named is None:
+        assert found == []
+    else:
+        assert any(named in f for f in found), found

@@ -6,17 +6,20 @@ fails on the gateway layer while the engine's own answer is clean."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
 from golive.checks.agent.cases import shipped_cases
-from golive.checks.agent.judge import contract_of, run_of
+from golive.checks.agent.judge import contract_of, run_of, unshown
 from golive.checks.agent.rules import Layer
-from golive.checks.gateway import request_rewritten
+from golive.checks.gateway import comparison_gap, request_rewritten
+from golive.checks.smoke.request_classes_judge import held_to_engine
 from golive.checks.smoke.request_classes_rules import gateway_difference
 from golive.profiles import load_profile
+from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import ParsedResponse, RequestRecord, Timings, parse
 
 
@@ -60,8 +63,8 @@ def _answer(
         (_answer(181), _answer(181), None),
         (_answer(781), _answer(181), "600 added: a system prompt"),
         (_answer(60), _answer(181), "121 missing: earlier turns"),
-        # the gateway removed the usage the engine returns: what it sent cannot be shown
-        (_answer(None), _answer(181), "carries no usage"),
+        # the gateway removed the usage the engine returns: not comparable (comparison_gap)
+        (_answer(None), _answer(181), None),
         # nothing to compare: no engine twin, the engine counted nothing, an answer failed
         (_answer(181), None, None),
         (_answer(181), _answer(None), None),
@@ -99,3 +102,50 @@ def test_an_agent_case_answered_well_through_a_rewriting_gateway_fails_on_the_ga
     assert run.engine_findings == ()
     assert [f.signature for f in run.findings] == ["gateway.request_rewritten"]
     assert run.layer is Layer.GATEWAY
+
+
+@pytest.mark.parametrize(
+    ("via", "direct", "gap"),
+    [
+        (_answer(181), _answer(181), None),
+        (_answer(781), _answer(181), None),  # compared: a rewrite, not a gap
+        (_answer(181), None, "not in the bundle"),
+        (_answer(None), _answer(181), "carries no usage"),
+        (_answer(181), _answer(None), "counted no prompt tokens"),
+        (_answer(181, 500), None, None),  # the gateway's failure is judged as a failure
+        (None, None, None),
+    ],
+)
+def test_an_answer_not_held_to_the_engine_is_named(
+    via: ParsedResponse | None, direct: ParsedResponse | None, gap: str | None
+) -> None:
+    """Why an answer through the gateway cannot be held to the engine's: its twin missing,
+    or either side counting no prompt tokens (a gateway that drops the stream's usage chunk
+    changes no prompt, but shows none either)."""
+    said = comparison_gap(via, direct)
+    if gap is None:
+        assert said is None
+    else:
+        assert said is not None
+        assert gap in said
+
+
+def test_a_case_or_class_not_held_to_the_engine_is_not_passed() -> None:
+    """Behind a gateway, an Agent case or request class whose answers were not all held to
+    the engine's is no_data (critical: hold), never a pass; a failure stands as it is."""
+    passed = CheckResult("agent.no_call", CheckClass.AGENT, True, Status.PASS, "20/20 passed")
+    failed = dataclasses.replace(passed, status=Status.FAIL, summary="3/20 passed")
+    gap = [
+        "agent-no_call-plain-0: the engine's own answer to the same request is not in the bundle"
+    ]
+    assert unshown(passed, [], "agent.no_call.engine") is passed
+    assert unshown(failed, gap, "agent.no_call.engine") is failed
+    hidden = unshown(passed, gap, "agent.no_call.engine")
+    assert hidden.status is Status.NO_DATA
+    assert "requests/agent.no_call.engine.jsonl" in hidden.summary
+    tools = CheckResult("smoke.tools_structured", CheckClass.SMOKE, True, Status.PASS, "ok")
+    held = held_to_engine(tools, [("tools", (_answer(181), _answer(181)))])
+    assert held is tools
+    stripped = held_to_engine(tools, [("tools", (_answer(None), _answer(181)))])
+    assert stripped.status is Status.NO_DATA
+    assert "tools: the gateway's answer carries no usage" in stripped.summary

@@ -279,7 +279,7 @@ class BundleReader:
             return None
         try:
             return json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise BundleError(f"{self.root / rel}: not JSON ({exc})") from exc
 
     def effective_has(self, section: str, key: str) -> bool:
@@ -309,7 +309,7 @@ class BundleReader:
                 continue
             try:
                 row = json.loads(line)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise BundleError(f"{path}:{number}: not a JSON line ({exc})") from exc
             if not isinstance(row, dict):
                 raise BundleError(f"{path}:{number}: a JSON object was expected")

@@ -2,8 +2,9 @@
 Agent case golive sends through the gateway is also sent, unchanged, straight to the engine.
 Both reach one engine with one chat template and one tokenizer, so the engine must count the
 same prompt tokens for both: a gateway that injects a system prompt, drops earlier turns or
-tool results, or trims a long input is named with both counts. Pure: two parsed answers in,
-the finding out.
+tool results, or trims a long input is named with both counts; an answer that cannot be held to
+its twin (the twin missing, usage absent) leaves its check unshown (`no_data`), never passed.
+Pure: two parsed answers in, the finding out.
 """
 
 from __future__ import annotations
@@ -19,21 +20,11 @@ def prompt_tokens(parsed: ParsedResponse) -> int | None:
 
 def request_rewritten(target: ParsedResponse, engine: ParsedResponse | None) -> str | None:
     """What the gateway changed in the request it passed on, or None: the same prompt tokens,
-    or nothing to compare (no engine twin, either answer failed, or the engine's own answer
-    counted nothing). The engine's count through the gateway being absent is a change too: the
-    gateway removed the usage the engine returns, so the request it sent cannot be shown."""
+    or nothing to compare (`comparison_gap` says why)."""
     if engine is None or not (target.record.ok and engine.record.ok):
         return None
-    direct = prompt_tokens(engine)
-    if direct is None:
-        return None
-    via = prompt_tokens(target)
-    if via is None:
-        return (
-            f"the gateway's answer carries no usage (the engine's own counted {direct} prompt "
-            "tokens): the gateway removed it, so what it sent the engine cannot be shown"
-        )
-    if via == direct:
+    direct, via = prompt_tokens(engine), prompt_tokens(target)
+    if direct is None or via is None or via == direct:
         return None
     change = (
         f"{via - direct} added: a system prompt or instructions injected"
@@ -44,3 +35,24 @@ def request_rewritten(target: ParsedResponse, engine: ParsedResponse | None) -> 
         f"the engine counted {via} prompt tokens through the gateway and {direct} for the same "
         f"request sent to it directly ({change}): the gateway rewrote the request"
     )
+
+
+def comparison_gap(target: ParsedResponse | None, engine: ParsedResponse | None) -> str | None:
+    """Why an answer the gateway gave cannot be held to the engine's (None: it can, or the
+    gateway's answer failed and is judged as a failure): the engine's own answer to the same
+    request is missing, or either answer counted no prompt tokens (a gateway that drops the
+    stream's usage chunk changes no prompt, but shows none either). No comparison, no pass."""
+    if target is None or not target.record.ok:
+        return None
+    if engine is None:
+        return "the engine's own answer to the same request is not in the bundle"
+    if not engine.record.ok:
+        return None  # the two answers' statuses differ: a difference, judged as such
+    if prompt_tokens(engine) is None:
+        return "the engine's own answer counted no prompt tokens"
+    if prompt_tokens(target) is None:
+        return (
+            "the gateway's answer carries no usage (the engine's own does): what it passed on "
+            "cannot be held to what golive sent"
+        )
+    return None

@@ -126,7 +126,15 @@ EVIDENCE_JUDGES = (
         "agent",
         ("agent.",),
         AGENT_PLAN,
-        lambda r, s: judge_agent(r, s.profile, s.config.agent, s.config.programme).results,
+        lambda r, s: (
+            judge_agent(
+                r,
+                s.profile,
+                s.config.agent,
+                s.config.programme,
+                s.config.target.engine_url is not None,
+            ).results
+        ),
         "agent",
         always=True,
     ),

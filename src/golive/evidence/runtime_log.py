@@ -164,13 +164,13 @@ def request_spans(root: Path) -> list[Span]:
     for path in record_streams(root):
         stream = path.name.split(".jsonl")[0]
         for line in read_lines(path):
-            try:
+            try:  # a line that does not read as a record is the ledger's finding, not a span
                 row = json.loads(line)
                 start = float(row["started_at"])
                 end_ms = (row.get("timings_ms") or {}).get("end")
-            except (ValueError, KeyError, TypeError):
+                end = start + (float(end_ms) / 1000 if end_ms is not None else 0.0)
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                 continue
-            end = start + (float(end_ms) / 1000 if end_ms is not None else 0.0)
             request = row.get("request") or {}
             tools = request.get("tools") if isinstance(request, dict) else None
             parses = bool(tools) and request.get("tool_choice") != "none"

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from golive.bundle.layout import CHAIN, CONTAINER
+from golive.bundle.layout import CHAIN_INPUTS, CONTAINER
 from golive.bundle.store import BundleReader, locate
 from golive.checks.env.judge import serving_launch
 from golive.errors import ConfigError
@@ -48,7 +48,9 @@ def identity(root: Path) -> dict[str, Any]:
     """Image, launch command, runtime variables and parsers, from the bundle's evidence; the
     launch-config digest covers the command, the non-default args and the variables."""
     container = _json(locate(root, CONTAINER)) or {}
-    chain = _json(locate(root, CHAIN)) or {}
+    # the image as the run was given it (`--image`), from the chain's inputs the judges read,
+    # never from chain.json, the summary written for people
+    chain = _json(locate(root, CHAIN_INPUTS)) or {}
     facts = serving_launch(BundleReader(root))
     args = dict(facts.non_default_args) if facts else {}
     launch = list(container.get("serve_command") or [])
@@ -62,7 +64,8 @@ def identity(root: Path) -> dict[str, Any]:
     digests = [
         found[0] for d in container.get("image_digests") or [] if (found := DIGEST.search(str(d)))
     ]
-    image = container.get("image") or chain.get("image")
+    given = chain.get("image")
+    image = container.get("image") or (given.get("value") if isinstance(given, dict) else given)
     blob = json.dumps([launch, args, runtime], sort_keys=True, default=str).encode()
     return {
         "image": image,

@@ -199,7 +199,7 @@ def record_line(line: str) -> dict[str, Any] | None:
     object (an unreadable line is the ledger's finding)."""
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested past the parser's depth: not a record)
         return None
     return record if isinstance(record, dict) else None
 

@@ -100,7 +100,7 @@ def rederive(root: Path) -> Rederived:
     data = VerdictDocument.read(root)
     try:
         return _rederive(root, data)
-    except (BundleError, ConfigError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (BundleError, ConfigError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
         problem = f"the bundle cannot be judged again: {exc}"
         hold = RuleFired("missing-evidence", Outcome.HOLD, problem, ())
         return Rederived(

@@ -101,7 +101,16 @@ async def _gateway(engine_url: str, handler_for: str) -> AsyncIterator[str]:
             body = json.dumps(sent).encode()
         return await _relay(session, engine_url, request, body)
 
-    handlers = {"rewrite": rewrite, "hedge": hedge, "inject": inject, "trim": trim}
+    async def relay(request: web.Request) -> web.StreamResponse:
+        return await _relay(session, engine_url, request, await request.read())
+
+    handlers = {
+        "rewrite": rewrite,
+        "hedge": hedge,
+        "inject": inject,
+        "trim": trim,
+        "relay": relay,
+    }
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handlers[handler_for])
     try:
@@ -128,3 +137,8 @@ def trimming_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[
     """Passes on only the system prompt and the last message: earlier turns and tool results
     are dropped."""
     return _gateway(engine_url, "trim")
+
+
+def relaying_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
+    """Passes every request and answer on unchanged: an honest gateway."""
+    return _gateway(engine_url, "relay")

@@ -83,7 +83,11 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
         },
     )
     judged = judge_agent(
-        BundleReader(ctx.bundle.root), ctx.profile, ctx.config.agent, ctx.config.programme
+        BundleReader(ctx.bundle.root),
+        ctx.profile,
+        ctx.config.agent,
+        ctx.config.programme,
+        ctx.engine is not None,
     )
     for example in judged.examples:
         ctx.bundle.append_jsonl(AGENT_FAILURES, example)

@@ -36,7 +36,7 @@ from golive.checks.agent.rules import (
 )
 from golive.checks.agent.select import due_criticality
 from golive.checks.coverage import SHIPPED_CASES, agent_coverage
-from golive.checks.gateway import request_rewritten
+from golive.checks.gateway import comparison_gap, request_rewritten
 from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
@@ -153,6 +153,7 @@ def judge_agent(
     profile: Profile,
     config: AgentConfig,
     programme: ProgrammeConfig | None = None,
+    behind_gateway: bool = False,
 ) -> AgentJudgement:
     """Every planned case's check, from its saved answers; how critical a case is and how
     many failures are repeated come from the config and profile, not from the plan. With
@@ -172,19 +173,26 @@ def judge_agent(
         facts: dict[str, Any] = {}
         if case.kind is Kind.RETRY:
             runs, facts = _retry_runs(evidence, plan, case, contract, answers)
-        else:
+        gateway = behind_gateway or bool(plan.get("gateway"))
+        gaps: list[str] = []
+        if case.kind is not Kind.RETRY:
             engine = _by_label(evidence.jsonl(f"requests/{stream_file(case, True)}.jsonl"))
             runs = _plain_runs(plan, case, contract, answers, engine)
-        results.append(
-            case_result(
-                case,
-                runs,
-                config.repeated_failures,
-                facts,
-                gateway=bool(plan.get("gateway")),
-                bounded_share=config.max_bounded_failure_share,
-            )
+            if gateway:  # (the config or the plan says a gateway stood in front)
+                gaps = [
+                    f"{label}: {gap}"
+                    for label, answer in answers.items()
+                    if (gap := comparison_gap(answer, engine.get(label)))
+                ]
+        result = case_result(
+            case,
+            runs,
+            config.repeated_failures,
+            facts,
+            gateway=gateway,
+            bounded_share=config.max_bounded_failure_share,
         )
+        results.append(unshown(result, gaps, stream_file(case, True)))
         examples += failure_examples(case, runs)
         repeats[case.name] = min(sum(r.mode == mode for r in runs) for mode in MODES)
     client_field = plan.get("client_reasoning_field")
@@ -199,6 +207,19 @@ def judge_agent(
             agent_coverage(programme, required, repeats, config.cases, forced, AGENT_PLAN)
         )
     return AgentJudgement(results, examples)
+
+
+def unshown(result: CheckResult, gaps: Sequence[str], twins: str) -> CheckResult:
+    """Behind a gateway a case passes only where each answer was held to the engine's answer
+    to the same request (`requests/<twins>.jsonl`); a failure stands as it is."""
+    if not gaps or result.status is not Status.PASS:
+        return result
+    return dataclasses.replace(
+        result,
+        status=Status.NO_DATA,
+        summary=f"behind the gateway, {len(gaps)} answer(s) not held to the engine's own "
+        f"(requests/{twins}.jsonl; {gaps[0]}): {result.summary}",
+    )
 
 
 REASONING_CHECK = "agent.client_reasoning_field"

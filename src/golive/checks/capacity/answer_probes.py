@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from golive.bundle.layout import ANSWER_PROBES_PLAN
+from golive.bundle.layout import ANSWER_PROBES_PLAN, CAPACITY_SUSTAINED
 from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import WEATHER
 from golive.checks.agent.response import message_of
@@ -319,7 +319,10 @@ def judge_answers(evidence: BundleReader, critical: bool) -> list[CheckResult]:
     plan = evidence.json(ANSWER_PROBES_PLAN)
     answers = _answers(evidence)
     under_load = [a for a in answers if a.where != "idle"]
-    if isinstance(plan, Mapping) and plan.get("lanes") == 0 and not under_load:
-        return []  # (a plan saying none beside probes sent under load is not believed)
+    sustained = evidence.json(CAPACITY_SUSTAINED)
+    level = sustained.get("concurrency") if isinstance(sustained, Mapping) else None
+    none_spared = not isinstance(level, int) or probe_lanes(level) == 0
+    if isinstance(plan, Mapping) and plan.get("lanes") == 0 and not under_load and none_spared:
+        return []  # (the plan is believed only where the sustained window spared no slot)
     status, summary, measurements = classify_answers(answers)
     return [cap_result(CHECK, status, summary, measurements, (EVIDENCE,), critical=critical)]

@@ -158,7 +158,8 @@ async def load_window(
     run.windows.append(row)
     run.ctx.bundle.append_jsonl(CAPACITY_WATCHDOG, row)
     after = await scrape(run.ctx, f"{scrapes}-after")
-    window = run.memory.rows[first_row:] if run.memory else []
+    last_row = len(run.memory.rows) if run.memory else 0
+    window = run.memory.rows[first_row:last_row] if run.memory else []
     queue_mean = preemptions = None
     if before.snapshot is not None and after.snapshot is not None:
         delta = MetricsDelta(before.snapshot, after.snapshot)
@@ -209,6 +210,7 @@ async def load_window(
         or short,
         retries=retries,
         timeouts=timeouts,
+        curve_rows=(first_row, last_row) if run.memory else None,
         stall=stall_in(
             attempts,
             health.probes,

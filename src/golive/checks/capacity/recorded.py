@@ -12,6 +12,9 @@ the differences out.
 
 from __future__ import annotations
 
+import csv
+import io
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +23,8 @@ from golive.metrics import MetricsDelta, Snapshot, vllm_snapshot
 from golive.quantiles import quantile
 from golive.traffic.records import saved_answered, saved_e2e_s
 from golive.traffic.retry import judged, retry_counts, window_of
+
+GAUGE_FIELDS = ("max_running", "mean_waiting", "max_waiting", "engine_held")  # sampled /metrics
 
 # Latency percentiles are recomputed from millisecond figures saved to the microsecond.
 TOLERANCE_S = 0.002
@@ -182,7 +187,11 @@ def scraped_differences(
     a row that states other values was not made from these scrapes."""
     before, after = vllm_snapshot(before_text), vllm_snapshot(after_text)
     if before is None or after is None:  # the collector had none either: the row says None
-        stated = [k for k in ("preemptions", "queue_mean_s") if row.get(k) is not None]
+        # (nor did its gauge samples, read from the same /metrics: a row stating either
+        # beside missing scrapes lost them after the run)
+        stated = [
+            k for k in ("preemptions", "queue_mean_s", *GAUGE_FIELDS) if row.get(k) is not None
+        ]
         return (
             [
                 f"{where}: the row states {', '.join(stated)}, but its two scrapes "
@@ -221,7 +230,70 @@ def _labelled(snapshot: Snapshot, name: str) -> bool:
     return any(s.label("model_name") for s in snapshot.series(name))
 
 
-GAUGE_FIELDS = ("max_running", "mean_waiting", "max_waiting", "engine_held")
+def curve_differences(
+    rows: Sequence[Mapping[str, Any]], curve_text: str | None, source: str
+) -> list[str]:
+    """Each window's gauge figures read again from the curve's rows it names (`curve_rows`),
+    as the collector read them; a window stating gauges without naming its rows, beside
+    windows that do, lost them after the run. Rows sealed before the rule name none."""
+    if not any(r.get("curve_rows") is not None for r in rows):
+        return []
+    samples = list(csv.DictReader(io.StringIO(curve_text or "")))
+    out = []
+    for row in rows:
+        where = f"{source} ({window_label(row)})"
+        span = row.get("curve_rows")
+        if span is None:
+            if any(row.get(k) is not None for k in GAUGE_FIELDS):
+                out.append(f"{where}: states the engine's gauges but names no curve rows")
+            continue
+        if not (isinstance(span, list) and len(span) == 2 and all(type(i) is int for i in span)):
+            out.append(f"{where}: curve_rows {span!r} is not two row numbers")
+            continue
+        first, last = span
+        if not 0 <= first <= last <= len(samples):
+            out.append(
+                f"{where}: names curve rows {first}..{last}, but memory/capacity.csv holds "
+                f"{len(samples)}"
+            )
+            continue
+        again = gauge_figures(samples[first:last])
+        for key, value in again.items():
+            saved = row.get(key)
+            same = (
+                saved is None and value is None
+                if saved is None or value is None
+                else isinstance(saved, int | float) and math.isclose(saved, value, abs_tol=1e-9)
+            )
+            if not same:
+                out.append(f"{where}: {key} {saved!r}, but its curve rows say {value!r}")
+    return out
+
+
+def gauge_figures(samples: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """A window's gauge figures from its curve rows, as the collector computes them."""
+    running = [_number(r.get("num_requests_running")) for r in samples]
+    waiting = [_number(r.get("num_requests_waiting")) for r in samples]
+    held = [
+        run + (wait or 0.0) for run, wait in zip(running, waiting, strict=True) if run is not None
+    ]
+    present_running = [v for v in running if v is not None]
+    present_waiting = [v for v in waiting if v is not None]
+    return {
+        "max_waiting": max(present_waiting) if present_waiting else None,
+        "max_running": max(present_running) if present_running else None,
+        "mean_waiting": sum(present_waiting) / len(present_waiting) if present_waiting else None,
+        "engine_held": sum(held) / len(held) if held else None,
+    }
+
+
+def _number(value: object) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
 
 
 def curve_gone(rows: Sequence[Mapping[str, Any]], curve_text: str | None, source: str) -> list[str]:

@@ -70,6 +70,9 @@ class StepStats:
     # the production client's policy (`client.*`): attempts retried, attempts out of time
     retries: int = 0
     timeouts: int = 0
+    # the memory curve's rows [first, last) the gauge figures were read from (decide reads
+    # them again: `recorded.curve_differences`); None in bundles sealed before 2026-12-04
+    curve_rows: tuple[int, int] | list[int] | None = None
 
     def to_json(self) -> dict[str, object]:
         """One line of `metrics/capacity-steps.jsonl`."""
