@@ -231,6 +231,14 @@ def test_cli_config_error_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "target.urll" in capsys.readouterr().err
 
 
+CLASSES = {  # every request class, kept short (the gateway tests)
+    "smoke.classes": True,
+    "smoke.sustained_s": 0.5,
+    "smoke.concurrent_sessions": 2,
+    "smoke.shared_prompt_repeats": 2,
+}
+
+
 async def test_gateway_that_rewrites_tool_arguments_is_blamed(tmp_path: Path) -> None:
     """Gateway mode: every class goes through the gateway and straight to the engine; both
     payloads are saved and the rewritten tool arguments are placed on the gateway."""
@@ -238,13 +246,7 @@ async def test_gateway_that_rewrites_tool_arguments_is_blamed(tmp_path: Path) ->
         verdict = await _smoke(
             gateway,
             tmp_path / "b",
-            **{
-                "target.engine_url": engine,
-                "smoke.classes": True,
-                "smoke.sustained_s": 0.5,
-                "smoke.concurrent_sessions": 2,
-                "smoke.shared_prompt_repeats": 2,
-            },
+            **{"target.engine_url": engine, **CLASSES},
         )
     tools = next(c for c in verdict.data["checks"] if c["id"] == "smoke.tools_structured")
     assert tools["status"] == "fail"
@@ -268,13 +270,7 @@ async def test_a_gateway_that_injects_a_system_prompt_is_named(tmp_path: Path) -
         verdict = await _smoke(
             front,
             tmp_path / "b",
-            **{
-                "target.engine_url": engine,
-                "smoke.classes": True,
-                "smoke.sustained_s": 0.5,
-                "smoke.concurrent_sessions": 2,
-                "smoke.shared_prompt_repeats": 2,
-            },
+            **{"target.engine_url": engine, **CLASSES},
         )
     checks = {c["id"]: c for c in verdict.data["checks"]}
     named = [i for i, c in checks.items() if "the gateway rewrote the request" in c["summary"]]
@@ -289,14 +285,8 @@ async def test_a_gateway_bundle_without_its_engine_answers_is_not_passed(tmp_pat
     """An honest gateway passes; a reviewer who then deletes the engine's own answers (and
     corrects the ledger's count) and re-seals does not get the classes passed: behind a
     gateway (target.engine_url) an answer not held to the engine's is no_data."""
-    gateway = {
-        "smoke.classes": True,
-        "smoke.sustained_s": 0.5,
-        "smoke.concurrent_sessions": 2,
-        "smoke.shared_prompt_repeats": 2,
-    }
     async with fake_vllm(FakeState()) as engine, relaying_gateway(engine) as front:
-        verdict = await _smoke(front, tmp_path / "b", **{**gateway, "target.engine_url": engine})
+        verdict = await _smoke(front, tmp_path / "b", **{**CLASSES, "target.engine_url": engine})
     assert _status(verdict)["smoke.tools_structured"] == "pass", verdict.data["checks"]
     root = tmp_path / "b"
     stream = root / "requests/smoke-classes.jsonl"
