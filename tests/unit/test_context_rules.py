@@ -59,6 +59,16 @@ RESET_AT_4K = ladder((1024, A, ""), (2048, A, ""), (4000, D, "connection reset")
         (SERVED_ALL, 4096, 8192, Action.ADJUST_CONFIGURATION, 4000, "raise --max-model-len"),
         # the ladder was capped below the need the server could take: never asked
         (SERVED_ALL[:2], 2048, 4000, Action.ADJUST_CONFIGURATION, 2048, "never asked"),
+        # the top step at the server's edge does not meet a need above max_model_len (the
+        # real one-sequence server: 496 of 512 served, 1,024 needed)
+        (
+            ladder((2048, A, ""), (4056, A, ""), (4160, R, "maximum context")),
+            8192,
+            8192,
+            Action.ADJUST_CONFIGURATION,
+            4056,
+            "raise --max-model-len",
+        ),
         # a need at the server's own edge is met by the top step 1% below it (4056 of 4096)
         (ladder((2048, A, ""), (4056, A, "")), 4096, 4096, Action.STABLE, 4056, "every input"),
         # the need was asked and rejected for its length: not "never asked"

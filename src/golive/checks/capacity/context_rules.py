@@ -218,7 +218,8 @@ def served_beyond_need(
     served = envelope.max_context
     if required is None or served is None or required <= served:
         return envelope
-    if required <= max_context and served >= top_step(required, max_model_len):
+    inside = max_model_len is None or required <= max_model_len
+    if inside and required <= max_context and served >= top_step(required, max_model_len):
         return envelope  # the ladder asked as close to the need as the server's edge allows
     if max_model_len is not None and required > max_model_len:
         why = (
