@@ -319,16 +319,5 @@ def refusal(parsed: ParsedResponse) -> str:
     return clip(f"HTTP {record.status}: {message}")
 
 
-def gauge_max(values: Sequence[Any]) -> float | None:
-    """The largest gauge reading; None when the gauge was never read (never 0)."""
-    present = [float(v) for v in values if v is not None]
-    return max(present) if present else None
-
-
-def gauge_mean(values: Sequence[Any]) -> float | None:
-    present = [float(v) for v in values if v is not None]
-    return sum(present) / len(present) if present else None
-
-
 def seconds(ms: float | None) -> float | None:
     return None if ms is None else ms / 1000

@@ -118,11 +118,10 @@ def classify_long_input(
         )
         later = [c for c in accepted if c > broke.context_tokens]
         return broken_beyond_need(envelope, required, saturated_by, max_model_len, later)
-    rejected = sorted(
-        s.context_tokens
-        for s in steps
-        if s.outcome is LongOutcome.REJECTED and s.context_tokens <= max_context
+    refused_for_length = sorted(
+        s.context_tokens for s in steps if s.outcome is LongOutcome.REJECTED
     )
+    rejected = [c for c in refused_for_length if c <= max_context]
     if rejected:
         limit = f" (server max_model_len {max_model_len})" if max_model_len else ""
         envelope = Classification(
@@ -135,9 +134,6 @@ def classify_long_input(
         envelope = Classification(
             Action.STABLE, f"every input up to {largest} tokens was served", max_context=largest
         )
-    refused_for_length = sorted(
-        s.context_tokens for s in steps if s.outcome is LongOutcome.REJECTED
-    )
     return served_beyond_need(envelope, required, max_context, max_model_len, refused_for_length)
 
 

@@ -27,7 +27,6 @@ from golive.checks.capacity.failures import failure_detail
 from golive.checks.capacity.recorded import (
     answers_of,
     curve_differences,
-    curve_gone,
     engine_silent,
     repeats_differences,
     scraped_differences,
@@ -68,9 +67,7 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     mismatch = steps_differences(rows, records, CAPACITY_STEPS)
     mismatch += repeats_differences(again, rows, records, CAPACITY_KNEE_REPEATS)
     mismatch += unshown_deaths(evidence)
-    curve = evidence.text(MEMORY_CURVE)
-    mismatch += curve_gone([*rows, *again], curve, CAPACITY_STEPS)
-    mismatch += curve_differences([*rows, *again], curve, CAPACITY_STEPS)
+    mismatch += curve_differences([*rows, *again], evidence.text(MEMORY_CURVE), CAPACITY_STEPS)
     died = [f"c{r.get('concurrency')}" for r in rows if r.get("engine_died") is True]
     if died and not isinstance(evidence.json(TERMINATION), Mapping):
         # the collector writes the termination record whenever it finds the engine dead
@@ -305,9 +302,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     window = answers_of(attempts)
     mismatch = window_differences(row, attempts, f"{CAPACITY_SUSTAINED} ({label})")
     mismatch += unshown_deaths(evidence)
-    curve = evidence.text(MEMORY_CURVE)
-    mismatch += curve_gone([row], curve, CAPACITY_SUSTAINED)
-    mismatch += curve_differences([row], curve, CAPACITY_SUSTAINED)
+    mismatch += curve_differences([row], evidence.text(MEMORY_CURVE), CAPACITY_SUSTAINED)
     if label != f"c{stats.concurrency}":  # a row golive never writes: its level is its label's
         mismatch.append(
             f"{CAPACITY_SUSTAINED}: concurrency {stats.concurrency!r}, but its label is {label!r}"

@@ -14,12 +14,11 @@ from golive.checks.capacity.answer_probes import ProbeSlots, is_probe
 from golive.checks.capacity.collect import (
     LoadClients,
     Run,
-    gauge_max,
-    gauge_mean,
     refusal,
     seconds,
 )
 from golive.checks.capacity.failures import cancelled, server_errors
+from golive.checks.capacity.recorded import gauge_figures
 from golive.checks.capacity.rules import StepStats
 from golive.checks.capacity.stalls import (
     HealthWatch,
@@ -160,6 +159,7 @@ async def load_window(
     after = await scrape(run.ctx, f"{scrapes}-after")
     last_row = len(run.memory.rows) if run.memory else 0
     window = run.memory.rows[first_row:last_row] if run.memory else []
+    gauges = gauge_figures(window)  # decide reads them again from the saved curve rows
     queue_mean = preemptions = None
     if before.snapshot is not None and after.snapshot is not None:
         delta = MetricsDelta(before.snapshot, after.snapshot)
@@ -183,22 +183,12 @@ async def load_window(
         ttft_samples=ttft_p95.samples,
         ttft_p95_upper_s=seconds(ttft_p95.upper),
         queue_mean_s=queue_mean,
-        max_waiting=gauge_max([r.get("num_requests_waiting") for r in window]),
-        max_running=gauge_max([r.get("num_requests_running") for r in window]),
         preemptions=preemptions,
         engine_died=run.dead.is_set(),
-        mean_waiting=gauge_mean([r.get("num_requests_waiting") for r in window]),
         refused=len(refused),
         refused_detail=refusal(refused[0]) if refused else "",
         server_errors=server_errors(failed),
         cancelled=cancelled(failed),
-        engine_held=gauge_mean(
-            [
-                r["num_requests_running"] + (r.get("num_requests_waiting") or 0)
-                for r in window
-                if r.get("num_requests_running") is not None
-            ]
-        ),
         coverage=window_coverage(
             duration_s,
             loaded.wall_s,
@@ -211,6 +201,10 @@ async def load_window(
         retries=retries,
         timeouts=timeouts,
         curve_rows=(first_row, last_row) if run.memory else None,
+        max_waiting=gauges["max_waiting"],
+        max_running=gauges["max_running"],
+        mean_waiting=gauges["mean_waiting"],
+        engine_held=gauges["engine_held"],
         stall=stall_in(
             attempts,
             health.probes,

@@ -28,14 +28,14 @@ class SavedCurve:
 def read_curve(text: str) -> SavedCurve:
     curve = SavedCurve()
     for row in csv.DictReader(io.StringIO(text)):
-        t = _number(row.get("t_s"))
+        t = curve_number(row.get("t_s"))
         if t is None:
             continue
         phase = str(row.get("phase") or "")
         for column, value in row.items():
             if column in (None, "t_s", "phase"):
                 continue
-            number = _number(value)
+            number = curve_number(value)
             if number is None:
                 continue
             curve.columns.setdefault(str(column), []).append((t, number))
@@ -43,7 +43,10 @@ def read_curve(text: str) -> SavedCurve:
     return curve
 
 
-def _number(value: object) -> float | None:
+def curve_number(value: object) -> float | None:
+    """A curve cell as a number: a float or numeric text, finite; else None (not a sample)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) if math.isfinite(value) else None
     if not isinstance(value, str) or not value:
         return None
     try:

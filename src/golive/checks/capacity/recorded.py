@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from golive.checks.capacity.failures import cancelled, server_errors
+from golive.checks.capacity.memory_curve import curve_number
 from golive.metrics import MetricsDelta, Snapshot, vllm_snapshot
 from golive.quantiles import quantile
 from golive.traffic.records import saved_answered, saved_e2e_s
@@ -234,10 +235,12 @@ def curve_differences(
     rows: Sequence[Mapping[str, Any]], curve_text: str | None, source: str
 ) -> list[str]:
     """Each window's gauge figures read again from the curve's rows it names (`curve_rows`),
-    as the collector read them; a window stating gauges without naming its rows, beside
-    windows that do, lost them after the run. Rows sealed before the rule name none."""
-    if not any(r.get("curve_rows") is not None for r in rows):
-        return []
+    as the collector read them (`gauge_figures`); a curve that is gone is named first
+    (`curve_gone`); a window stating gauges without naming its rows, beside windows that do,
+    lost them after the run. Rows sealed before the rule name none."""
+    gone = curve_gone(rows, curve_text, source)
+    if gone or not any(r.get("curve_rows") is not None for r in rows):
+        return gone
     samples = list(csv.DictReader(io.StringIO(curve_text or "")))
     out = []
     for row in rows:
@@ -271,9 +274,10 @@ def curve_differences(
 
 
 def gauge_figures(samples: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-    """A window's gauge figures from its curve rows, as the collector computes them."""
-    running = [_number(r.get("num_requests_running")) for r in samples]
-    waiting = [_number(r.get("num_requests_waiting")) for r in samples]
+    """A window's gauge figures from its curve rows: the sampler's rows as the collector holds
+    them (numbers) or as the bundle keeps them (CSV text) — one computation for both."""
+    running = [curve_number(r.get("num_requests_running")) for r in samples]
+    waiting = [curve_number(r.get("num_requests_waiting")) for r in samples]
     held = [
         run + (wait or 0.0) for run, wait in zip(running, waiting, strict=True) if run is not None
     ]
@@ -285,15 +289,6 @@ def gauge_figures(samples: Sequence[Mapping[str, Any]]) -> dict[str, float | Non
         "mean_waiting": sum(present_waiting) / len(present_waiting) if present_waiting else None,
         "engine_held": sum(held) / len(held) if held else None,
     }
-
-
-def _number(value: object) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None
 
 
 def curve_gone(rows: Sequence[Mapping[str, Any]], curve_text: str | None, source: str) -> list[str]:
