@@ -135,9 +135,13 @@ def test_decide_refuses_an_edited_or_missing_request(tmp_path: Path) -> None:
     ]
 
 
-def test_a_sustained_halving_is_not_the_measured_ceiling(tmp_path: Path) -> None:
-    """The sustained window at 4 preempted and holds traffic to 2, a level never run: the
-    request sizes from the ramp's measured ceiling (4), not from that cap."""
+def test_a_ceiling_that_did_not_hold_sustained_is_not_what_a_replica_holds(
+    tmp_path: Path,
+) -> None:
+    """The ramp held 4, the sustained window at 4 preempted and caps traffic at 2: a replica
+    holds fewer than 4, so sizing at 4 would buy too few. The request sizes from the cap
+    (16 / 2 = 8 replicas), and its source says the cap was not itself sustained and how to
+    confirm it. (Sized at the ramp's 4, a need of 4 asked for the one replica there is.)"""
     ramp = dataclasses.replace(
         EXPAND, status=Status.PASS, measurements={"classification": "stable", "ceiling": 4}
     )
@@ -151,8 +155,29 @@ def test_a_sustained_halving_is_not_the_measured_ceiling(tmp_path: Path) -> None
     )
     reader = _bundle(tmp_path, required_concurrency=16, headroom=0.0)
     figures = _figures(capacity_request(reader, Outcome.EXPAND_CAPACITY, [ramp, sustained]))
-    assert figures["ceiling_concurrency"][0] == 4
-    assert figures["replicas_needed"][0] == 4
+    assert figures["ceiling_concurrency"][0] == 2
+    assert "stable step 4 did not hold" in figures["ceiling_concurrency"][1]
+    assert "--concurrency 2" in figures["ceiling_concurrency"][1]
+    assert figures["replicas_needed"][0] == 8
+    assert figures["throughput_at_ceiling"][0] == pytest.approx(0.3048518, rel=1e-6)
+    reader = _bundle(tmp_path / "need4", required_concurrency=4, headroom=0.0)
+    figures = _figures(capacity_request(reader, Outcome.EXPAND_CAPACITY, [ramp, sustained]))
+    assert figures["replicas_needed"][0] == 2
+
+
+def test_a_context_need_says_how_far_the_kv_cache_must_grow(tmp_path: Path) -> None:
+    """A need of 87,296 tokens against the 43,648 KV tokens the log shows: one replica's KV
+    cache must double to hold one such request (with its source); without the key the
+    figure is absent (older bundles re-derive)."""
+    reader = _bundle(tmp_path, required_context=87296)
+    figures = _figures(capacity_request(reader, Outcome.EXPAND_CAPACITY, [EXPAND, LONG]))
+    growth, source = figures["kv_growth_for_required_context"]
+    assert growth == 2.0
+    assert source.startswith("required_context / kv_tokens_available")
+    plain = _figures(
+        capacity_request(_bundle(tmp_path / "p"), Outcome.EXPAND_CAPACITY, [EXPAND, LONG])
+    )
+    assert "kv_growth_for_required_context" not in plain
 
 
 @pytest.mark.parametrize(

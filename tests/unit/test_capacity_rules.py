@@ -219,6 +219,20 @@ def test_a_sustained_retry_storm_is_a_limit_never_capacity() -> None:
     assert storm(required_concurrency=12).action is Action.LIMIT_TRAFFIC
 
 
+def test_the_sustained_window_names_refusals_as_the_ramp_does() -> None:
+    """HTTP 429 in the sustained window is named a rate limit, any other 4xx a request the
+    server is not configured for, in the ramp's words (one wording for both windows)."""
+    flat = trend([(float(t), 2.0) for t in range(40)])
+    for detail, said in (
+        ("HTTP 429: Too Many Requests", "rate-limited 5/40 request(s) with HTTP 429"),
+        ("HTTP 400: tools not enabled", "refused 5/40 request(s) with HTTP 4xx"),
+    ):
+        result = classify_sustained(flat, [1.0], 5, 40, False, 8, refused=5, refused_detail=detail)
+        assert result.action is Action.SERVER_REFUSED
+        assert result.reason.startswith(f"under sustained load, the server {said}")
+        assert "at concurrency 8" in result.reason
+
+
 def test_small_queue_times_are_noise() -> None:
     """Half a second of queueing is tolerated even when requests are short."""
     result = classify_concurrency([_step(1), _step(2, queue=0.4, e2e=0.5)], POLICY)
@@ -555,7 +569,7 @@ def test_requests_queueing_outside_the_engine_name_the_api_server() -> None:
     engine grew from 25 ms at concurrency 1 to 104 ms: the requests queued in the API server.
     The finding names it, its figures and its remedy; a fixed overhead that does not grow is no
     finding, however small the engine's share."""
-    from golive.checks.capacity.rules import api_server_bound, api_server_finding
+    from golive.checks.capacity.api_server import api_server_bound, api_server_finding
 
     steps = _captured_steps("vllm-gpu-0.24-h200x1-tier")
     finding = api_server_finding(steps) or ""
@@ -702,6 +716,12 @@ def test_the_ramp_blames_capacity_only_on_the_engines_own_evidence() -> None:
     died = classify_concurrency([_step(1), _step(2), oom], need)
     assert died.action is Action.EXPAND_CAPACITY, died.reason
     assert "ran out of memory" in died.reason
+    killed = dataclasses.replace(oom, failure_detail="first: death: the engine was OOM killed")
+    assert classify_concurrency([_step(1), _step(2), killed], need).action is (
+        Action.EXPAND_CAPACITY
+    )  # the long-input ladder's words for it too: one pattern for both
+    zoom = dataclasses.replace(oom, failure_detail="first: server-error HTTP 500: 'ZOOM'")
+    assert classify_concurrency([_step(1), _step(2), zoom], need).action is Action.LIMIT_TRAFFIC
     silent = dataclasses.replace(oom, failure_detail="first: transport: connection reset")
     assert classify_concurrency([_step(1), _step(2), silent], need).action is (Action.LIMIT_TRAFFIC)
     storm = dataclasses.replace(_step(4), retries=9, mean_waiting=2.0, max_running=3)

@@ -110,6 +110,24 @@ def test_a_later_failed_launch_does_not_condemn_the_one_serving() -> None:
     assert "out of memory" in result.summary
 
 
+def test_a_later_launch_that_never_reached_ready_is_named() -> None:
+    """0.31.0 serves; a 0.32.0 launch after it in the file stops before 'Starting vLLM
+    server' with no failure line (a restart still loading, hung, or its log cut): the 0.31.0
+    launch is judged, and the unfinished one is a warning naming its lines, not silent
+    history."""
+    lines = LOG_32.splitlines()
+    ready = next(n for n, line in enumerate(lines) if "Starting vLLM server" in line)
+    log = LOG_31 + "\n".join(lines[: ready - 5]) + "\n"
+    result = check_startup_log(_inputs(log, "0.31.0"))
+    assert result.status is Status.WARN, result.summary
+    assert "a later launch in the file never reached ready (launch 2, lines 106-" in result.summary
+    assert "judged: launch 1 of 2" in result.summary
+    # the same launch before the serving one is history only
+    earlier = check_startup_log(_inputs(log.removeprefix(LOG_31) + LOG_31, "0.31.0"))
+    assert "never reached ready (launch" not in earlier.summary
+    assert "never reached ready" in earlier.summary  # named in the history
+
+
 def test_the_later_launchs_parser_and_cache_setting_are_judged() -> None:
     """Two clean launches where the later (serving) one runs another tool parser with prefix
     caching off: those are the facts judged, not the first launch's."""

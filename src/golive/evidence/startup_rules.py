@@ -97,7 +97,11 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             "judged_lines": f"{facts.first_line}-{facts.last_line}",
             "other_launches_fatal": sum(len(o.fatal) for o in facts.other_launches),
         }
-    later = [o for o in facts.other_launches if o.number > facts.launch and o.fatal]
+    # a launch after the judged one that failed or never reached ready: which one serves is
+    # in doubt (a restart still loading, hung, or its log cut)
+    later = [
+        o for o in facts.other_launches if o.number > facts.launch and (o.fatal or not o.ready)
+    ]
     if fatal:
         found = "; ".join(_quote(s) for s in fatal[:5])
         kinds = sorted({s.kind for s in fatal})
@@ -121,12 +125,17 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             [path],
         )
     contradiction = _self_contradiction(facts)
-    if later:  # a launch after the judged one failed: which one serves is in doubt
+    if later:
+        what = (
+            f"failed (launch {later[0].number}: {_quote(later[0].fatal[0])})"
+            if later[0].fatal
+            else f"never reached ready (launch {later[0].number}, lines "
+            f"{later[0].first_line}-{later[0].last_line}: still loading, hung, or its log cut)"
+        )
         contradiction = "; ".join(
             [
                 *([contradiction] if contradiction else []),
-                f"a later launch in the file failed (launch {later[0].number}: "
-                f"{_quote(later[0].fatal[0])}): make sure the running server is launch "
+                f"a later launch in the file {what}: make sure the running server is launch "
                 f"{facts.launch}, the one judged",
             ]
         )

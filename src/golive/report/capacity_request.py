@@ -82,6 +82,25 @@ def _step_rate(reader: BundleReader, concurrency: int) -> float | None:
     return None
 
 
+def _ceiling(expanding: CheckResult, envelope: ExercisedEnvelope) -> tuple[int | None, str]:
+    """The concurrency one replica is sized at: the limit the expanding check set
+    (`capacity_ceiling`), which is below the ramp's highest stable step where that step did
+    not hold for the sustained window; else the ramp's ceiling."""
+    limit = _number(expanding.measurements.get("capacity_ceiling"))
+    ramp = envelope.max_concurrency
+    if limit is None or limit < 1:
+        return ramp, f"{VERDICT}#capacity.concurrency"
+    source = f"{VERDICT}#{expanding.id}"
+    if ramp is not None and limit < ramp:
+        source = (
+            f"{VERDICT}#{expanding.id}: the ramp's stable step {ramp} did not hold for the "
+            f"sustained window, so a replica holds fewer; {limit:g} is the cap golive set, "
+            f"not itself sustained (run the window at it, --concurrency {limit:g}, before "
+            "buying)"
+        )
+    return int(limit), source
+
+
 def capacity_request(
     reader: BundleReader, outcome: Outcome, checks: Sequence[CheckResult]
 ) -> dict[str, Any] | None:
@@ -102,7 +121,7 @@ def capacity_request(
     config = parse_config(config_text or "{}", EFFECTIVE_CONFIG).capacity
     facts = serving_launch(reader)
     kv_tokens_metrics, kv_bytes_metrics = _kv_from_metrics(cache_labels(reader.text(ENV_SCRAPE)))
-    ceiling = envelope.max_concurrency  # the ramp's highest stable step, measured
+    ceiling, ceiling_source = _ceiling(expanding, envelope)
     figures: list[Figure] = []
 
     def add(name: str, value: float | None, unit: str, source: str) -> None:
@@ -141,7 +160,7 @@ def capacity_request(
     layout = facts.parallel() if facts and (facts.args_line or facts.engine_line) else None
     gpus = layout["tp"] * layout["pp"] * layout["dp"] if layout else None
     add("gpus_per_replica", gpus, "GPUs", f"{STARTUP_LOG} (tp x pp x dp)")
-    add("ceiling_concurrency", ceiling, "requests in flight", f"{VERDICT}#capacity.concurrency")
+    add("ceiling_concurrency", ceiling, "requests in flight", ceiling_source)
     add(
         "ceiling_context",
         envelope.max_context,
@@ -174,6 +193,15 @@ def capacity_request(
             round(config.required_context * per_token / _GIB, 2) if per_token else None,
             "GiB per GPU",
             "required_context x kv_bytes_per_token_per_gpu: one request of that length",
+        )
+        add(
+            "kv_growth_for_required_context",
+            round(config.required_context / kv_tokens, 2) if kv_tokens else None,
+            "x",
+            "required_context / kv_tokens_available: how many times one replica's KV cache "
+            "must grow to hold one request of that length (more GPUs per replica where the "
+            "cache shards across them; an MLA latent cache is held whole by every "
+            "tensor-parallel rank, so there it takes larger GPUs or context parallelism)",
         )
     add("headroom", config.headroom, "fraction", f"{EFFECTIVE_CONFIG}#capacity.headroom")
     # rounded to 9 places first: 100 x 1.1 / 2 is 55, not the 55.000000000000007 floats give

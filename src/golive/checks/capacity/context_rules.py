@@ -15,14 +15,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from golive.checks.capacity.rules import Action, Classification, first_step_failed
-
-OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|\bOOM\b", re.IGNORECASE)
+from golive.checks.capacity.rules import (
+    OUT_OF_MEMORY,
+    Action,
+    Classification,
+    first_step_failed,
+)
 
 
 class LongOutcome(enum.StrEnum):

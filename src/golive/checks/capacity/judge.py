@@ -21,6 +21,7 @@ from golive.bundle.layout import (
     TERMINATION,
 )
 from golive.bundle.store import BundleReader, record_streams
+from golive.checks.capacity.api_server import api_server_finding, outside_engine_s
 from golive.checks.capacity.collect import cap_result, classified
 from golive.checks.capacity.deaths import unshown_deaths
 from golive.checks.capacity.failures import failure_detail
@@ -40,9 +41,7 @@ from golive.checks.capacity.rules import (
     Classification,
     StabilityPolicy,
     StepStats,
-    api_server_finding,
     classify_concurrency,
-    outside_engine_s,
 )
 from golive.checks.capacity.windows import (
     classify_sustained,

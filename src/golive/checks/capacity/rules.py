@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golive.checks.capacity.api_server import api_server_bound
 from golive.checks.capacity.knee import candidate, confirmable, knee, not_reproduced
 
 
@@ -192,7 +193,10 @@ def classify_concurrency(
         return Classification(Action.NO_DATA, "no concurrency step ran")
     refused = next((s for s in steps if s.refused), None)
     if refused is not None:
-        return Classification(Action.SERVER_REFUSED, refusal_reason(refused))
+        return Classification(
+            Action.SERVER_REFUSED,
+            refusal_reason(str(refused.refused), refused.refused_detail, refused.concurrency),
+        )
     ceiling: int | None = None
     previous: StepStats | None = None
     for step in steps:
@@ -261,19 +265,20 @@ def classify_concurrency(
     return Classification(Action.STABLE, f"stable at every step up to {ceiling}{notes}", ceiling)
 
 
-def refusal_reason(step: StepStats) -> str:
-    """A window's HTTP 4xx answers: a rate limit (429) or a request the server is not
-    configured for (any other 4xx), quoting the server; configuration, never capacity."""
-    if step.refused_detail.startswith("HTTP 429"):
+def refusal_reason(refused: str, detail: str, concurrency: int) -> str:
+    """A window's HTTP 4xx answers (`refused`: how many, e.g. "3" or "3/40"): a rate limit
+    (429) or a request the server is not configured for (any other 4xx), quoting the server;
+    configuration, never capacity. The ramp's steps and the sustained window say it alike."""
+    if detail.startswith("HTTP 429"):
         return (
-            f"the server rate-limited {step.refused} request(s) with HTTP 429 at concurrency "
-            f"{step.concurrency} ({step.refused_detail!r}): a rate limit in front of or in the "
-            "engine, not the engine's capacity; raise the limit or keep traffic under it"
+            f"the server rate-limited {refused} request(s) with HTTP 429 at concurrency "
+            f"{concurrency} ({detail!r}): a rate limit in front of or in the engine, not the "
+            "engine's capacity; raise the limit or keep traffic under it"
         )
     return (
-        f"the server refused {step.refused} request(s) with HTTP 4xx at concurrency "
-        f"{step.concurrency} ({step.refused_detail!r}): the workload uses something the server "
-        "is not configured for; fix the request or enable it (not capacity)"
+        f"the server refused {refused} request(s) with HTTP 4xx at concurrency {concurrency} "
+        f"({detail!r}): the workload uses something the server is not configured for; fix the "
+        "request or enable it (not capacity)"
     )
 
 
@@ -335,12 +340,19 @@ def saturation(
     return None
 
 
-OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError", re.IGNORECASE)
+# the engine's own words for running out of memory, in an answer, a failure or its death
+# (CUDA's "out of memory", torch's OutOfMemoryError, a bare "OOM" as in "OOM killed")
+OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|\bOOM\b", re.IGNORECASE)
+
+
+def shed_load(retries: int, requests: int, max_share: float) -> bool:
+    """The client retried more than `max_share` of its requests: the server shed load
+    (429/503) or answered too late. A limit in front of the engine, never capacity to buy."""
+    return retries > max_share * requests
 
 
 def retry_storm(step: StepStats, policy: StabilityPolicy) -> bool:
-    """The client retried more than the policy allows: the server shed load (429/503)."""
-    return step.retries > policy.max_retry_share * (step.completed + step.errors)
+    return shed_load(step.retries, step.completed + step.errors, policy.max_retry_share)
 
 
 def failure_saturation(step: StepStats, policy: StabilityPolicy) -> str | None:
@@ -400,43 +412,3 @@ def first_step_failed(reason: str, detail: str = "") -> Classification:
         f"{reason}{quoted}, the lowest load of the ladder: a software or configuration defect "
         "to fix before capacity can be judged, not a capacity limit",
     )
-
-
-FRONTEND_SHARE = 0.5  # the engine must hold at least this share of the requests in flight
-FRONTEND_GROWTH = 2.0  # ... or the time outside it per request must not have grown this much
-
-
-def outside_engine_s(step: StepStats) -> float | None:
-    """Little's law: the seconds each request spent in flight but not in the engine (vLLM's
-    API server, the network, golive) = (in flight - engine's running + waiting) / throughput."""
-    if step.engine_held is None or step.throughput_rps <= 0:
-        return None
-    return max(0.0, step.concurrency - step.engine_held) / step.throughput_rps
-
-
-def api_server_bound(step: StepStats, base: StepStats) -> str | None:
-    """The client held `concurrency` requests in flight but the engine saw far fewer, and the
-    time each request spent outside the engine grew with the load (against the lowest step,
-    `base`): the requests queued in vLLM's API server (tokenising, detokenising, streaming).
-    A fixed per-request overhead that does not grow is not a bottleneck. A known limit at high
-    request rates, with its own remedy; never a silent latency rise."""
-    if step.engine_held is None or step.concurrency < 4 or base.concurrency >= step.concurrency:
-        return None
-    if step.engine_held >= FRONTEND_SHARE * step.concurrency:
-        return None
-    now, then = outside_engine_s(step), outside_engine_s(base)
-    if now is None or then is None or now < FRONTEND_GROWTH * then:
-        return None
-    return (
-        f"API server bound: at concurrency {step.concurrency} the engine held "
-        f"{step.engine_held:.1f} requests on average (running + waiting), and the time each "
-        f"request spent outside the engine grew from {then * 1000:.0f} ms at concurrency "
-        f"{base.concurrency} to {now * 1000:.0f} ms: the others queued in the API server, not "
-        "the engine; add API server processes (--api-server-count)"
-    )
-
-
-def api_server_finding(steps: Sequence[StepStats]) -> str | None:
-    """The first step of the ramp that `api_server_bound` names, against the lowest one."""
-    ramp = sorted(steps, key=lambda s: s.concurrency)
-    return next((f for s in ramp[1:] if (f := api_server_bound(s, ramp[0])) is not None), None)

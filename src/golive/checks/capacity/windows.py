@@ -17,7 +17,9 @@ from golive.checks.capacity.rules import (
     StabilityPolicy,
     beyond_need,
     first_step_failed,
+    refusal_reason,
     saturation,
+    shed_load,
 )
 from golive.checks.capacity.window_sizing import COVERED_SHARE
 from golive.config import CapacityConfig
@@ -170,11 +172,10 @@ def classify_sustained(
     if stall is not None:
         return Classification(Action.STALLED, stall)
     if refused:  # before coverage: a window cut short by refusals is the refusals' finding
-        what = "rate-limited" if refused_detail.startswith("HTTP 429") else "refused"
         return Classification(
             Action.SERVER_REFUSED,
-            f"the server {what} {refused}/{total} requests with HTTP 4xx ({refused_detail!r}): "
-            "a configuration finding, not capacity",
+            "under sustained load, "
+            + refusal_reason(f"{refused}/{total}", refused_detail, concurrency),
         )
     if coverage is not None:
         return Classification(Action.NO_DATA, f"{coverage}: the sustained window is not judged")
@@ -205,8 +206,8 @@ def classify_sustained(
                 ceiling=max(1, concurrency // 2),
             )
         )
-    if retries[0] > retries[1] * total:  # shed load: a limit in front of the engine, never
-        return Classification(  # capacity to buy, whatever the engine's queue showed
+    if shed_load(retries[0], total, retries[1]):  # whatever the engine's queue showed
+        return Classification(
             Action.LIMIT_TRAFFIC,
             f"retry storm under sustained load at concurrency {concurrency}: the client "
             f"retried {retries[0]} time(s) for {total} requests (above {retries[1]:.0%}): the "
