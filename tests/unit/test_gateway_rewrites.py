@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from golive.checks.agent.cases import shipped_cases
-from golive.checks.agent.judge import contract_of, run_of, unshown
+from golive.checks.agent.judge import contract_of, run_of
 from golive.checks.agent.rules import Layer
-from golive.checks.gateway import comparison_gap, request_rewritten
-from golive.checks.smoke.request_classes_judge import held_to_engine
+from golive.checks.gateway import comparison_gap, not_held, request_rewritten
+from golive.checks.smoke.request_classes_judge import class_gaps
 from golive.checks.smoke.request_classes_rules import gateway_difference
 from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Status
@@ -138,14 +138,14 @@ def test_a_case_or_class_not_held_to_the_engine_is_not_passed() -> None:
     gap = [
         "agent-no_call-plain-0: the engine's own answer to the same request is not in the bundle"
     ]
-    assert unshown(passed, [], "agent.no_call.engine") is passed
-    assert unshown(failed, gap, "agent.no_call.engine") is failed
-    hidden = unshown(passed, gap, "agent.no_call.engine")
+    assert not_held(passed, [], "requests/agent.no_call.engine.jsonl") is passed
+    assert not_held(failed, gap, "requests/agent.no_call.engine.jsonl") is failed
+    hidden = not_held(passed, gap, "requests/agent.no_call.engine.jsonl")
     assert hidden.status is Status.NO_DATA
     assert "requests/agent.no_call.engine.jsonl" in hidden.summary
     tools = CheckResult("smoke.tools_structured", CheckClass.SMOKE, True, Status.PASS, "ok")
-    held = held_to_engine(tools, [("tools", (_answer(181), _answer(181)))])
+    held = not_held(tools, class_gaps([("tools", (_answer(181), _answer(181)))]), "s")
     assert held is tools
-    stripped = held_to_engine(tools, [("tools", (_answer(None), _answer(181)))])
+    stripped = not_held(tools, class_gaps([("tools", (_answer(None), _answer(181)))]), "s")
     assert stripped.status is Status.NO_DATA
     assert "tools: the gateway's answer carries no usage" in stripped.summary

@@ -9,6 +9,10 @@ Pure: two parsed answers in, the finding out.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
+from golive.results import CheckResult, Status
 from golive.traffic.records import ParsedResponse
 
 
@@ -56,3 +60,17 @@ def comparison_gap(target: ParsedResponse | None, engine: ParsedResponse | None)
             "cannot be held to what golive sent"
         )
     return None
+
+
+def not_held(result: CheckResult, gaps: Sequence[str], where: str) -> CheckResult:
+    """Behind a gateway a check passes only where each of its answers was held to the
+    engine's answer to the same request (`comparison_gap` names each that was not, kept in
+    `where`); a failure stands as it is."""
+    if not gaps or result.status is not Status.PASS:
+        return result
+    return dataclasses.replace(
+        result,
+        status=Status.NO_DATA,
+        summary=f"behind the gateway, {len(gaps)} answer(s) not held to the engine's own "
+        f"({where}; {gaps[0]}): {result.summary}",
+    )

@@ -36,7 +36,7 @@ from golive.checks.agent.rules import (
 )
 from golive.checks.agent.select import due_criticality
 from golive.checks.coverage import SHIPPED_CASES, agent_coverage
-from golive.checks.gateway import comparison_gap, request_rewritten
+from golive.checks.gateway import comparison_gap, not_held, request_rewritten
 from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
@@ -192,7 +192,7 @@ def judge_agent(
             gateway=gateway,
             bounded_share=config.max_bounded_failure_share,
         )
-        results.append(unshown(result, gaps, stream_file(case, True)))
+        results.append(not_held(result, gaps, f"requests/{stream_file(case, True)}.jsonl"))
         examples += failure_examples(case, runs)
         repeats[case.name] = min(sum(r.mode == mode for r in runs) for mode in MODES)
     client_field = plan.get("client_reasoning_field")
@@ -207,19 +207,6 @@ def judge_agent(
             agent_coverage(programme, required, repeats, config.cases, forced, AGENT_PLAN)
         )
     return AgentJudgement(results, examples)
-
-
-def unshown(result: CheckResult, gaps: Sequence[str], twins: str) -> CheckResult:
-    """Behind a gateway a case passes only where each answer was held to the engine's answer
-    to the same request (`requests/<twins>.jsonl`); a failure stands as it is."""
-    if not gaps or result.status is not Status.PASS:
-        return result
-    return dataclasses.replace(
-        result,
-        status=Status.NO_DATA,
-        summary=f"behind the gateway, {len(gaps)} answer(s) not held to the engine's own "
-        f"(requests/{twins}.jsonl; {gaps[0]}): {result.summary}",
-    )
 
 
 REASONING_CHECK = "agent.client_reasoning_field"

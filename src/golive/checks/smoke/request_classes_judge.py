@@ -6,7 +6,6 @@ tools with structured output and the shared system prompt from their saved answe
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,7 +16,7 @@ from golive.bundle.layout import SMOKE_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.context import transport_problem
 from golive.checks.coverage import smoke_coverage
-from golive.checks.gateway import comparison_gap
+from golive.checks.gateway import comparison_gap, not_held
 from golive.checks.smoke.judge import saved_models
 from golive.checks.smoke.request_classes_rules import (
     answer_text,
@@ -68,23 +67,13 @@ def judge_classes(
         "smoke.tools_structured": ("tools", "structured"),
         "smoke.shared_prompt": tuple(f"shared_prompt-{n}" for n in repeats),
     }
-    return [held_to_engine(r, [(n, pair(n)) for n in labels[r.id]]) for r in results]
+    where = f"requests/{FILE}.jsonl"
+    return [not_held(r, class_gaps([(n, pair(n)) for n in labels[r.id]]), where) for r in results]
 
 
-def held_to_engine(result: CheckResult, pairs: Sequence[tuple[str, Pair]]) -> CheckResult:
-    """Behind a gateway (`target.engine_url`), a class passes only where each of its answers
-    was held to the engine's answer to the same request (a failure stands as it is)."""
-    if result.status is not Status.PASS:
-        return result
-    gaps = [f"{label}: {gap}" for label, (a, b) in pairs if (gap := comparison_gap(a, b))]
-    if not gaps:
-        return result
-    return dataclasses.replace(
-        result,
-        status=Status.NO_DATA,
-        summary=f"behind the gateway, not held to the engine ({'; '.join(gaps[:2])}): "
-        f"{result.summary}",
-    )
+def class_gaps(pairs: Sequence[tuple[str, Pair]]) -> list[str]:
+    """Each answer of a class that cannot be held to the engine's twin, and why."""
+    return [f"{label}: {gap}" for label, (a, b) in pairs if (gap := comparison_gap(a, b))]
 
 
 def judge_saved_classes(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:
