@@ -114,10 +114,14 @@ async def test_run_collects_the_chain_from_every_node(
     assert state.chats == 0
 
 
+@pytest.mark.tampers_bundle
 async def test_a_node_removed_mid_collection_is_no_data(
     cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
-    """Runs last: it takes a node away. Its nvidia-smi stalls; the node goes while it does."""
+    """Runs last: it takes a node away. Its nvidia-smi stalls; the node goes while it does.
+    decide judges the node checks again from environment/ray-nodes.json: a verdict edited to
+    drop the missing node's check, re-sealed, is not agreed to and the node is no_data again
+    (these checks were taken as sealed before)."""
     leaving = cluster.add("leaving", delay_s=60)
     run = asyncio.create_task(_env(cluster.address, tmp_path / "b", timeout_s=45))
     started = cluster.root / "leaving/started"
@@ -133,6 +137,18 @@ async def test_a_node_removed_mid_collection_is_no_data(
     assert gone["status"] == "no_data"
     assert "did not report" in gone["summary"]
     assert verdict.data["outcome"] != "go-live"
+    root = tmp_path / "b"
+    again = rederive(root)
+    assert again.agrees, again.problems
+    assert "environment.ray" in again.rejudged
+    edited = json.loads((root / "verdict.json").read_text())
+    edited["checks"] = [c for c in edited["checks"] if c["id"] != gone["id"]]
+    (root / "verdict.json").write_text(json.dumps(edited))
+    Bundle(root).seal()
+    tampered = rederive(root)
+    assert not tampered.agrees
+    assert any(d.startswith(f"{gone['id']}: re-derived only") for d in tampered.problems)
+    assert next(c for c in tampered.checks if c.id == gone["id"]).status is Status.NO_DATA
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from golive.bundle.layout import RAY_NODES
+from golive.bundle.store import BundleReader
 from golive.cli.main import main
-from golive.evidence.ray_env import ClusterReport, RaySource, _nodes, node_results
+from golive.evidence.ray_env import (
+    ClusterReport,
+    RaySource,
+    _nodes,
+    judge_ray_nodes,
+    node_results,
+    ray_judged_here,
+    saved_cluster,
+)
 
 HOST = {"kind": "host", "node": "x", "source": "nvidia-smi", "driver_version": "580.1"}
 
@@ -56,6 +68,71 @@ def test_node_results(
     """Each Ray node's report, a missing one or too few nodes give their check status."""
     results = node_results(RaySource("http://h:8265", expect), _cluster(entries, alive), None)
     assert {r.id: r.status.value for r in results} == statuses
+
+
+def _saved(tmp_path: Path, record: object) -> BundleReader:
+    path = tmp_path / RAY_NODES
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+    return BundleReader(tmp_path)
+
+
+def test_decide_judges_the_saved_record_as_the_run_did(tmp_path: Path) -> None:
+    """The node checks are judged again from environment/ray-nodes.json (the job's answer and
+    what was asked): the same results as the run's, so a verdict edited to drop the node
+    that did not report, or to pass a count below the one declared, differs from them."""
+    entries = [
+        {"node_id": "a" * 56, "hostname": "gpu-1", "host": HOST},
+        {"node_id": "b" * 56, "hostname": "gpu-2", "error": "NodeDiedError: gone"},
+    ]
+    source = RaySource("http://h:8265", 3)
+    live = node_results(source, _cluster(entries, 2), None)
+    reader = _saved(tmp_path, saved_cluster(source, _cluster(entries, 2), None))
+    assert ray_judged_here(reader)
+    again = judge_ray_nodes(reader)
+    assert again == live
+    assert {r.id: r.status.value for r in again} == {
+        "environment.node_count": "fail",
+        "environment.node.gpu-2": "no_data",
+    }
+
+
+def test_a_failed_collection_is_judged_again_as_no_data(tmp_path: Path) -> None:
+    """A cluster that did not answer leaves a record of why: decide says no_data with it."""
+    source = RaySource("http://h:8265", 3)
+    reader = _saved(tmp_path, saved_cluster(source, None, "the Jobs API does not answer"))
+    [result] = judge_ray_nodes(reader)
+    assert result.status.value == "no_data"
+    assert "does not answer" in result.summary
+
+
+@pytest.mark.parametrize(
+    ("record", "said"),
+    [
+        ({"alive_nodes": 1, "nodes": []}, "has no request"),
+        ({"source": {"expect_nodes": "3"}, "alive_nodes": 1, "nodes": []}, "whole number"),
+        ({"source": {"expect_nodes": 1}, "alive_nodes": "x", "nodes": []}, "does not read"),
+        ({"source": {"expect_nodes": 1}, "alive_nodes": 1, "nodes": [7]}, "does not read"),
+        ({"source": {"expect_nodes": 1}, "problem": None}, "lists no nodes"),
+    ],
+)
+def test_a_damaged_record_is_no_data_naming_the_file(
+    tmp_path: Path, record: dict[str, Any], said: str
+) -> None:
+    """Missing request, wrong types, no node list: no_data naming the file, never a pass."""
+    results = judge_ray_nodes(_saved(tmp_path, record))
+    assert results[0].id == "environment.node_count"
+    assert results[0].status.value == "no_data"
+    assert said in results[0].summary
+    assert RAY_NODES in results[0].summary or RAY_NODES in results[0].evidence
+
+
+def test_a_record_sealed_before_the_request_was_kept_is_not_judged(tmp_path: Path) -> None:
+    """A bundle sealed before the record kept its request: its node checks stay as sealed
+    (and signoff asks for --override-reason); a bundle with no record at all is judged (its
+    listed node checks are then missing evidence)."""
+    assert not ray_judged_here(_saved(tmp_path, {"alive_nodes": 1, "nodes": []}))
+    assert ray_judged_here(BundleReader(tmp_path / "empty"))
 
 
 def test_twin_hostnames_are_told_apart_by_node_id() -> None:

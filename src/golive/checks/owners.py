@@ -22,6 +22,7 @@ from golive.bundle.layout import (
     K8S_PODS,
     LEDGER_SENT,
     MEMORY_CURVE,
+    RAY_NODES,
     SMOKE_PLAN,
     STARTUP_LOG,
 )
@@ -58,6 +59,7 @@ from golive.checks.smoke.request_classes_judge import FILE as CLASSES_FILE
 from golive.checks.smoke.request_classes_judge import judge_saved_classes, judge_smoke_coverage
 from golive.config import GoliveConfig
 from golive.evidence.k8s_env import judge_pods, pods_judged_here
+from golive.evidence.ray_env import judge_ray_nodes, ray_judged_here
 from golive.profiles import Profile
 from golive.results import CheckResult
 from golive.verdict.ledger import CHECK_ID as LEDGER_CHECK
@@ -161,6 +163,14 @@ EVIDENCE_JUDGES = (
         lambda r, s: judge_pods(r),
         "env",
         applies=pods_judged_here,
+    ),
+    EvidenceJudge(
+        "environment.ray",
+        ("environment.node_count", "environment.node."),
+        RAY_NODES,
+        lambda r, s: judge_ray_nodes(r),
+        "env",
+        applies=ray_judged_here,
     ),
     EvidenceJudge(
         "capacity.model_load",

@@ -9,6 +9,9 @@ imported only here, only when `--ray` is given.
 
 Judging is pure (`node_results`): a node that failed to report is `no_data` for that node;
 a cluster with fewer alive nodes than `--expect-nodes` fails `environment.node_count`.
+`environment/ray-nodes.json` keeps the job's answer with the request (`source`) and why the
+collection failed (`problem`), so `golive decide` judges the node checks again
+(`judge_ray_nodes`) instead of taking them as sealed.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import re
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -26,6 +30,7 @@ from pydantic import ValidationError
 
 import golive
 from golive.bundle.layout import RAY_NODES
+from golive.bundle.store import BundleReader
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.facts import ContainerInfo, HostInfo
 from golive.results import CheckClass, CheckResult, Status
@@ -200,3 +205,63 @@ def node_results(
                 )
             )
     return results
+
+
+def saved_cluster(
+    source: RaySource, cluster: ClusterReport | None, problem: str | None
+) -> dict[str, Any]:
+    """`environment/ray-nodes.json`: the collector job's answer as it came, with what was
+    asked of it and why it failed, if it did: what `judge_ray_nodes` reads."""
+    asked = {
+        "address": source.address,
+        "expect_nodes": source.expect_nodes,
+        "timeout_s": source.timeout_s,
+        "container": source.container,
+    }
+    return {**(cluster.raw if cluster else {}), "source": asked, "problem": problem}
+
+
+def ray_judged_here(evidence: BundleReader) -> bool:
+    """Whether the bundle is judged on its node record: yes unless the record is there without
+    the request (a bundle sealed before it; its node checks are taken as sealed). A node check
+    listed beside no record at all is missing evidence."""
+    saved = evidence.json(RAY_NODES)
+    return saved is None or (
+        isinstance(saved, Mapping) and isinstance(saved.get("source"), Mapping)
+    )
+
+
+def judge_ray_nodes(evidence: BundleReader) -> list[CheckResult]:
+    """environment.node_count and environment.node.<name> again from the saved job answer:
+    the live run's rule on the saved facts, so an edited verdict cannot drop a node that did
+    not report or a count below the one declared."""
+    saved = evidence.json(RAY_NODES)
+    asked = saved.get("source") if isinstance(saved, Mapping) else None
+    if not isinstance(saved, Mapping) or not isinstance(asked, Mapping):
+        return [_unreadable(f"{RAY_NODES} has no request (source) to judge the nodes against")]
+    expect = asked.get("expect_nodes")
+    if expect is not None and (isinstance(expect, bool) or not isinstance(expect, int)):
+        return [_unreadable(f"{RAY_NODES}: source.expect_nodes is not a whole number")]
+    source = RaySource(str(asked.get("address")), expect)
+    problem = saved.get("problem")
+    if "nodes" not in saved:
+        why = problem if isinstance(problem, str) and problem else f"{RAY_NODES} lists no nodes"
+        return node_results(source, None, why)
+    try:
+        raw = dict(saved)
+        cluster = ClusterReport(source.address, "", int(raw["alive_nodes"]), _nodes(raw), raw)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return [_unreadable(f"{RAY_NODES} does not read as the collector's answer ({exc!r})")]
+    return node_results(source, cluster, None)
+
+
+def _unreadable(why: str) -> CheckResult:
+    return CheckResult(
+        "environment.node_count",
+        CheckClass.ENVIRONMENT,
+        True,
+        Status.NO_DATA,
+        why,
+        {},
+        (RAY_NODES,),
+    )

@@ -37,7 +37,7 @@ from golive.evidence.chain import ChainInputs, Source
 from golive.evidence.facts import ContainerInfo, HostInfo, read_facts
 from golive.evidence.k8s_env import K8sSource, k8s_results, node_hosts, read_cluster
 from golive.evidence.nvidia import parse_nvidia_smi_xml
-from golive.evidence.ray_env import RaySource, collect_cluster, node_results
+from golive.evidence.ray_env import RaySource, collect_cluster, node_results, saved_cluster
 from golive.results import CheckClass, CheckResult, Status
 
 
@@ -129,8 +129,8 @@ async def run_env(ctx: CheckContext, evidence: EnvEvidence) -> list[CheckResult]
             cluster = await asyncio.to_thread(collect_cluster, evidence.ray)
         except EvidenceError as exc:
             problem = str(exc)
+        bundle.write_json(RAY_NODES, saved_cluster(evidence.ray, cluster, problem))
         if cluster is not None:
-            bundle.write_json(RAY_NODES, cluster.raw)
             hosts += [n.host for n in cluster.nodes if n.host is not None and n.error is None]
             for member in cluster.nodes:
                 if member.container is not None:
