@@ -28,7 +28,9 @@ class StrictModel(BaseModel):
 
 class TargetConfig(StrictModel):
     url: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://host:8000")
-    metrics_url: str | None = Field(None, description="defaults to <url>/metrics")
+    metrics_url: str | None = Field(
+        None, description="defaults to <engine_url>/metrics behind a gateway, else <url>/metrics"
+    )
     engine_url: str | None = Field(None, description="the engine behind a gateway given as url")
     api_key_env: str | None = Field(None, description="environment variable holding the API key")
     model: str | None = Field(None, description="served model name; default: the first listed")

@@ -205,7 +205,7 @@ async def _preflight(
 async def _identified(ctx: CheckContext, programme: Programme) -> list[CheckResult]:
     """The programme, after the deployment's identity is asked (where there is a target)."""
     if not isinstance(ctx.target, NoTarget):
-        await ask_identity(ctx)
+        ctx = await ask_identity(ctx)
     return await programme(ctx)
 
 

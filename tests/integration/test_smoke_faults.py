@@ -17,7 +17,13 @@ from golive.errors import TargetNotMeasurable
 from golive.pipeline import Verdict, judge
 from golive.results import EXIT_NOT_MEASURABLE, Outcome, Status
 from golive.verdict.rederive import rederive
-from tests.helpers.fakes.gateway import injecting_gateway, relaying_gateway, rewriting_gateway
+from tests.helpers.fakes.gateway import (
+    ALIAS,
+    aliasing_gateway,
+    injecting_gateway,
+    relaying_gateway,
+    rewriting_gateway,
+)
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
 from tests.helpers.scenario import TEXT_ONLY
 
@@ -278,6 +284,40 @@ async def test_a_gateway_that_injects_a_system_prompt_is_named(tmp_path: Path) -
     assert change in checks["smoke.tools_structured"]["summary"]
     assert all(checks[i]["status"] == "fail" for i in named)
     assert verdict.outcome is Outcome.HOLD
+
+
+@pytest.mark.tampers_bundle
+async def test_a_gateway_serving_the_model_under_its_own_name_is_held_to_the_engine(
+    tmp_path: Path,
+) -> None:
+    """A gateway that serves the engine's model as `kimi` (an alias, as gateways do) is
+    honest: each class's engine twin asks the engine under the engine's own name (from its
+    /v1/models), so the classes are held to the engine and pass, and the engine's metrics are
+    read under the name they label the series with. Before, every twin was refused (404: no
+    model `kimi` at the engine) and the classes and metrics were no_data: a false hold for
+    every aliasing gateway. decide agrees; a reviewer who deletes the engine's /v1/models
+    answer does not get the metrics passed."""
+    async with fake_vllm(FakeState()) as engine, aliasing_gateway(engine) as front:
+        verdict = await _smoke(front, tmp_path / "b", **{**CLASSES, "target.engine_url": engine})
+    status = _status(verdict)
+    for check in ("smoke.tools_structured", "smoke.long_context", "smoke.metrics"):
+        assert status[check] == "pass", verdict.data["checks"]
+    assert status["target.identity"] == "pass"
+    root = tmp_path / "b"
+    twins = [
+        json.loads(line)
+        for line in (root / "requests/smoke-classes.jsonl").read_text().splitlines()
+        if json.loads(line)["label"].endswith("@engine")
+    ]
+    assert twins
+    assert {t["request"]["model"] for t in twins} == {MODEL}
+    assert ALIAS not in {t["request"]["model"] for t in twins}
+    assert rederive(root).agrees
+    (root / "requests/engine-identity.jsonl").unlink()
+    Bundle(root).seal()  # a GET is not a chat request: the ledger's count stands
+    again = rederive(root)
+    assert not again.agrees
+    assert {c.id: c.status for c in again.checks}["smoke.metrics"] is not Status.PASS
 
 
 @pytest.mark.tampers_bundle

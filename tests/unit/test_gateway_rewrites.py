@@ -15,6 +15,7 @@ import pytest
 from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.judge import contract_of, run_of
 from golive.checks.agent.rules import Layer
+from golive.checks.engine_name import engine_model_for
 from golive.checks.gateway import comparison_gap, not_held, request_rewritten
 from golive.checks.smoke.request_classes_judge import class_gaps
 from golive.checks.smoke.request_classes_rules import gateway_difference
@@ -149,3 +150,21 @@ def test_a_case_or_class_not_held_to_the_engine_is_not_passed() -> None:
     stripped = not_held(tools, class_gaps([("tools", (_answer(None), _answer(181)))]), "s")
     assert stripped.status is Status.NO_DATA
     assert "tools: the gateway's answer carries no usage" in stripped.summary
+
+
+@pytest.mark.parametrize(
+    ("asked", "listed", "engine"),
+    [
+        ("kimi", ["moonshotai/Kimi-K3"], "moonshotai/Kimi-K3"),  # the gateway's alias
+        ("m", ["m"], "m"),  # the same name both sides
+        ("m", ["a", "m"], "m"),  # listed among others
+        ("kimi", ["a", "b"], "kimi"),  # ambiguous: asked as it is (its twins then fail)
+        ("kimi", [], "kimi"),  # the engine listed nothing
+    ],
+)
+def test_the_engine_twin_asks_the_engines_own_name(
+    asked: str, listed: list[str], engine: str
+) -> None:
+    """Behind a gateway the engine twin asks the engine's name for the model: the gateway's
+    where the engine lists it, else the engine's only model, else the gateway's."""
+    assert engine_model_for(asked, listed) == engine

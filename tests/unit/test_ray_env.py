@@ -81,7 +81,7 @@ def test_decide_judges_the_saved_record_as_the_run_did(tmp_path: Path) -> None:
     """The node checks are judged again from environment/ray-nodes.json (the job's answer and
     what was asked): the same results as the run's, so a verdict edited to drop the node
     that did not report, or to pass a count below the one declared, differs from them."""
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"node_id": "a" * 56, "hostname": "gpu-1", "host": HOST},
         {"node_id": "b" * 56, "hostname": "gpu-2", "error": "NodeDiedError: gone"},
     ]

@@ -122,7 +122,12 @@ class CheckContext:
 
     @property
     def metrics_url(self) -> str:
-        return self.config.target.metrics_url or self.target.url("/metrics")
+        """`target.metrics_url`, else the engine's own `/metrics` (behind a gateway: the one
+        at `target.engine_url`; a gateway seldom passes /metrics on, and one that does may
+        rename what it passes), else the target's."""
+        if self.config.target.metrics_url:
+            return self.config.target.metrics_url
+        return (self.engine or self.target).url("/metrics")
 
     def body_sample(self) -> BodySample:
         """Which high-volume records keep their full bodies (`records` in the config)."""

@@ -11,6 +11,7 @@ section that saw two versions or two process start times names it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -21,6 +22,7 @@ from typing import Any
 from golive.bundle.layout import RESTART
 from golive.bundle.store import BundleReader, read_lines, record_streams
 from golive.checks.context import CheckContext, scrape, served_entry, served_of
+from golive.checks.engine_name import ENGINE_IDENTITY, EngineTwin, engine_model_for
 from golive.checks.env.judge import serving_launch
 from golive.traffic.records import record_line, saved_ok
 
@@ -55,22 +57,32 @@ class Deployment:
         return {f: getattr(self, f) for f in FIELDS if getattr(self, f) is not None}
 
 
-async def ask_identity(ctx: CheckContext) -> None:
+async def ask_identity(ctx: CheckContext) -> CheckContext:
     """`/version` and `/v1/models` at a section's start, saved in `requests/identity.jsonl`,
     and one `/metrics` scrape (`metrics/identity.prom`: the engine's process start time, so
     a section that scrapes nothing else, env, still names the process it measured); the
-    served model is then known to every family (no second ask)."""
+    served model is then known to every family (no second ask). Behind a gateway the
+    engine's own `/v1/models` too (`requests/engine-identity.jsonl`): the context returned
+    asks the engine under its name for the model (`engine_name`)."""
     ctx.save(await ctx.target.get("/version", "version"), IDENTITY_FILE)
     parsed = ctx.save(await ctx.target.get("/v1/models", "models"), IDENTITY_FILE)
     where = f"requests/{IDENTITY_FILE}.jsonl"
     ctx.facts.served = served_of(parsed, ctx.config.target.model, where)
     engine = ctx.engine  # behind a gateway (--engine-url): the engine's own process
+    if engine is not None:
+        listed = ctx.save(await engine.get("/v1/models", "engine-models"), ENGINE_IDENTITY)
+        _, names = served_entry(listed.json_body, None)
+        served = ctx.facts.served
+        if served is not None and (name := engine_model_for(served.model, names)) != served.model:
+            engine = EngineTwin(engine, name)
+            ctx = dataclasses.replace(ctx, engine=engine)
     await scrape(
         ctx,
         IDENTITY_FILE,
         engine or ctx.target,
         engine.url("/metrics") if engine is not None else ctx.metrics_url,
     )
+    return ctx
 
 
 def launch_args_digest(evidence: BundleReader) -> str | None:
@@ -88,6 +100,8 @@ def deployment_of(evidence: BundleReader, wanted: str | None) -> Deployment:
     versions: set[str] = set()
     served: set[tuple[str, str | None, int | None]] = set()
     for path in record_streams(evidence.root):
+        if path.name.startswith(ENGINE_IDENTITY + "."):
+            continue  # the engine behind a gateway lists the model under its own name
         for line in read_lines(path):
             record = record_line(line)
             if record is None or not saved_ok(record):

@@ -3,7 +3,8 @@ right layer: `rewriting_gateway` "helpfully" retypes tool arguments in non-strea
 (a gateway defect); `hedging_gateway` sends every chat request to the engine twice and
 answers with whichever finishes first (hidden retries: an idempotency defect);
 `injecting_gateway` adds a 600-word system prompt and `trimming_gateway` drops every turn but
-the last (request rewrites, held to the engine by its prompt tokens)."""
+the last (request rewrites, held to the engine by its prompt tokens); `aliasing_gateway`
+serves the engine's model under its own name (`kimi`), as gateways do (an honest gateway)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import aiohttp
 from aiohttp import web
 
 from tests.helpers.fakes import serve_app
+
+ALIAS = "kimi"  # the aliasing gateway's own name for the engine's model
 
 
 async def _relay(
@@ -104,12 +107,43 @@ async def _gateway(engine_url: str, handler_for: str) -> AsyncIterator[str]:
     async def relay(request: web.Request) -> web.StreamResponse:
         return await _relay(session, engine_url, request, await request.read())
 
+    async def alias(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        async with session.get(f"{engine_url}/v1/models") as listed:
+            engine_name = (await listed.json())["data"][0]["id"]
+        if request.path == "/v1/models":
+            async with session.get(f"{engine_url}/v1/models") as upstream:
+                data = await upstream.json()
+            for entry in data["data"]:
+                entry["id"] = ALIAS
+            return web.json_response(data)
+        if request.path == "/v1/chat/completions":
+            sent = json.loads(body)
+            if sent.get("model") == ALIAS:
+                sent["model"] = engine_name
+            body = json.dumps(sent).encode()
+        own, theirs = json.dumps(engine_name).encode(), json.dumps(ALIAS).encode()
+        async with session.request(
+            request.method,
+            f"{engine_url}{request.path}",
+            data=body or None,
+            headers={"Content-Type": "application/json"},
+        ) as upstream:
+            response = web.StreamResponse(status=upstream.status)
+            response.content_type = upstream.content_type
+            await response.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                await response.write(chunk.replace(own, theirs))  # answers name the alias
+            await response.write_eof()
+            return response
+
     handlers = {
         "rewrite": rewrite,
         "hedge": hedge,
         "inject": inject,
         "trim": trim,
         "relay": relay,
+        "alias": alias,
     }
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handlers[handler_for])
@@ -142,3 +176,9 @@ def trimming_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[
 def relaying_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
     """Passes every request and answer on unchanged: an honest gateway."""
     return _gateway(engine_url, "relay")
+
+
+def aliasing_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
+    """Serves the engine's model as `kimi`: lists it so, maps it to the engine's name on the
+    way in and back in every answer."""
+    return _gateway(engine_url, "alias")

@@ -5,6 +5,7 @@ The run calls these on the bundle it is writing; `golive decide` calls them agai
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,6 +50,7 @@ from golive.checks.capacity.windows import (
     thirds_growth,
     trend,
 )
+from golive.checks.engine_name import engine_model
 from golive.config import CapacityConfig
 from golive.results import CheckResult, Status
 from golive.traffic.headroom import headroom_check
@@ -192,7 +194,14 @@ def _engine_silent(
     where = f"{scrapes.removeprefix('capacity-')}"
     before = evidence.text(f"metrics/{scrapes}-before.prom")
     after = evidence.text(f"metrics/{scrapes}-after.prom")
-    return engine_silent(row, answers(records, window_label(row)), before, after, where)
+    return engine_silent(
+        row,
+        answers(records, window_label(row)),
+        before,
+        after,
+        where,
+        functools.partial(engine_model, evidence),
+    )
 
 
 def answers(records: Sequence[Mapping[str, Any]], label: str) -> list[Mapping[str, Any]]:

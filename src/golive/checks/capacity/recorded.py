@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from golive.checks.capacity.failures import cancelled, server_errors
@@ -148,19 +148,22 @@ def engine_silent(
     before_text: str | None,
     after_text: str | None,
     where: str,
+    engine_name: Callable[[str | None], str | None] | None = None,
 ) -> str | None:
     """Why a window's engine metrics cannot be its engine's (None: they moved with it): the
     served model's finished-request counter must grow by at least what golive saw completed,
     must never go down (a restart). The running gauge is not held to it: it is sampled, and
     short requests can fall between samples (a starved client on 2 cores saw 0 while 2
-    requests were answered)."""
+    requests were answered). `engine_name`: the model asked, as the engine behind a gateway
+    labels its series."""
     completed = row.get("completed")
     if not isinstance(completed, int) or completed == 0:
         return None
     before, after = vllm_snapshot(before_text), vllm_snapshot(after_text)
     if before is None or after is None:
         return None  # no scrape: the row's engine figures are already unmeasured
-    model = next((m for r in records if isinstance(m := _asked(r), str)), None)
+    asked = next((m for r in records if isinstance(m := _asked(r), str)), None)
+    model = asked if engine_name is None else engine_name(asked)
     match = {"model_name": model} if model and _labelled(after, "request_success") else {}
     start = before.value("request_success", "sum", **match)
     end = after.value("request_success", "sum", **match)

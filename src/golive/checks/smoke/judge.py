@@ -14,6 +14,7 @@ from packaging.version import InvalidVersion, Version
 from golive.bundle.layout import SMOKE_DELTA, SMOKE_PLAN, SMOKE_REQUESTS
 from golive.bundle.store import BundleReader
 from golive.checks.context import served_entry, transport_problem
+from golive.checks.engine_name import engine_model
 from golive.config import GoliveConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
@@ -65,7 +66,7 @@ def judge_smoke(evidence: BundleReader, config: GoliveConfig) -> list[CheckResul
             scrapes.get("before") or {},
             scrapes.get("after") or {},
             served,
-            model if isinstance(model, str) else None,
+            engine_model(evidence, model if isinstance(model, str) else None),
         ),
     ]
 
