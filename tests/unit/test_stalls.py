@@ -3,24 +3,31 @@ slowness (something still flows) and from capacity; /health may well say 200 mea
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from golive.checks.capacity.rules import Action, StabilityPolicy, StepStats, classify_concurrency
 from golive.checks.capacity.stalls import (
-    NS,
+    Flight,
     Probe,
+    flight,
     idle_silence_s,
+    saved_flight,
     stall_after_s,
+    stall_differences,
     stall_in,
 )
-from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings
+from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings, parse
 
 URL = "http://127.0.0.1:8000/v1/chat/completions"
+NS = 1_000_000_000
 
 
-def _req(
+def _record(
     n: int, sent_s: float, chunks_s: list[float], end_s: float, ok: bool = True
 ) -> RequestRecord:
+    """A streamed attempt sent at `sent_s` on the wall clock (its monotonic stamps alike)."""
     stamps = tuple(int(t * NS) for t in chunks_s)
     failure = None if ok else Failure(FailureKind.TIMEOUT, "no data for 3 s (read)")
     return RequestRecord(
@@ -30,7 +37,7 @@ def _req(
         URL,
         {},
         True,
-        0.0,
+        sent_s,
         Timings(
             int(sent_s * NS),
             int(sent_s * NS),
@@ -46,15 +53,19 @@ def _req(
     )
 
 
-def _steady(n: int, sent: float, until: float) -> RequestRecord:
+def _req(n: int, sent_s: float, chunks_s: list[float], end_s: float, ok: bool = True) -> Flight:
+    return flight(_record(n, sent_s, chunks_s, end_s, ok))
+
+
+def _steady(n: int, sent: float, until: float) -> Flight:
     return _req(n, sent, [sent + 0.1 * i for i in range(1, int((until - sent) * 10))], until)
 
 
 def _probes(start: float, end: float, ok: bool = True) -> list[Probe]:
-    return [Probe(int(t * NS), ok) for t in range(int(start), int(end))]
+    return [Probe(float(t), ok) for t in range(int(start), int(end))]
 
 
-def _frozen() -> list[RequestRecord]:
+def _frozen() -> list[Flight]:
     """Concurrency 2: tokens until 5 s, then nothing for 25 s — each request timed out after 3 s
     and the closed loop sent the next — then tokens again."""
     records = [_steady(0, 0.0, 5.0), _steady(1, 0.0, 5.0)]
@@ -97,7 +108,7 @@ def test_health_failing_during_the_stall_is_said() -> None:
         ([_req(0, 0.0, [15.0], 16.0), _req(1, 0.0, [15.0], 16.0)], 2),
     ],
 )
-def test_not_a_stall(records: list[RequestRecord], concurrency: int) -> None:
+def test_not_a_stall(records: list[Flight], concurrency: int) -> None:
     """Slow but progressing answers are not a stall."""
     assert stall_in(records, _probes(0, 40), stall_s=20, concurrency=concurrency) is None
 
@@ -136,7 +147,7 @@ def test_a_stall_is_judged_before_any_capacity_reading() -> None:
     ],
 )
 def test_a_stall_is_longer_than_an_answer_is_silent_at_idle(
-    records: list[RequestRecord], idle_s: float, threshold_s: float
+    records: list[Flight], idle_s: float, threshold_s: float
 ) -> None:
     """A prefill sends no byte either: the silence that is a stall is capacity.stall_s, or
     three times how long a typical answer went without a byte at idle if longer, but never
@@ -157,3 +168,45 @@ def test_a_slow_prefill_under_load_is_not_a_stall_a_frozen_engine_is() -> None:
     assert stall_in(_frozen(), _probes(0, 31), stall_after_s(20.0, 0.5), 2) is not None
     hung = [_req(0, 0.0, [45.0, 45.3], 45.6), _req(1, 0.0, [45.5, 45.8], 46.0)]
     assert stall_in(hung, _probes(0, 46), threshold, 2) is not None
+
+
+def _frozen_lines() -> list[dict[str, object]]:
+    """The frozen window's attempts as their saved record lines."""
+    lines = []
+    n, t = 2, 5.0
+    records = [_record(0, 0.0, [0.1 * i for i in range(1, 50)], 5.0)]
+    records += [_record(1, 0.0, [0.1 * i for i in range(1, 50)], 5.0)]
+    while t < 29.0:
+        records += [_record(n, t, [], t + 3.0, ok=False), _record(n + 1, t, [], t + 3.0, ok=False)]
+        n, t = n + 2, t + 3.0
+    records += [_record(n, 29.5, [29.6, 29.7], 31.0), _record(n + 1, 29.5, [29.6], 31.0)]
+    for record in records:
+        lines.append(parse(record).to_json(full=False))
+    return lines
+
+
+def test_a_saved_line_gives_the_flight_the_live_record_gave() -> None:
+    """The run judges each attempt's flight as its saved line will give it back: the same
+    floats, so decide finds the same silence to the digit."""
+    record = _record(7, 1_733_300_000.25, [1_733_300_001.5, 1_733_300_002.125], 1_733_300_003.0)
+    line = json.loads(json.dumps(parse(record).to_json(full=False)))
+    assert saved_flight(line) == flight(record)
+    assert saved_flight({**line, "started_at": "x"}) is None
+    assert saved_flight({**line, "timings_ms": {"chunks": ["x"]}}) is None
+
+
+def test_decide_finds_a_stall_the_row_no_longer_names() -> None:
+    """A step row edited to drop its stall (the engine hung: hold) is held to its records:
+    the silence is found again and named; the row as the run wrote it agrees; a stall
+    named where the records show none is a difference too."""
+    lines = [json.loads(json.dumps(line)) for line in _frozen_lines()]
+    flights = [f for line in lines if (f := saved_flight(line)) is not None]
+    found = stall_in(flights, _probes(0, 31), 20.0, 2)
+    assert found is not None
+    row = {"concurrency": 2, "stall": found}
+    assert stall_differences(row, lines, 20.0, "s (c2)") == []
+    [hidden] = stall_differences({**row, "stall": None}, lines, 20.0, "s (c2)")
+    assert "no byte of any answer for 24.6 s" in hidden
+    calm = [line for line in lines if saved_flight(line) is not None][:2]
+    [invented] = stall_differences(row, calm, 20.0, "s (c2)")
+    assert "show none" in invented

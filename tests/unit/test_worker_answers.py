@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pickle
 
-from golive.checks.capacity.stalls import stall_in
+from golive.checks.capacity.stalls import flight, stall_in
 from golive.traffic.process_load import for_main
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings, parse
 
@@ -50,7 +50,9 @@ def test_an_answer_travels_without_its_raw_bytes_and_judges_the_same() -> None:
     assert slim.stream == parsed.stream  # the reassembled answer
     assert slim.stream is not None
     assert slim.stream.content == " word" * 64
-    assert stall_in([slim.record], [], 0.01, 1) == stall_in([parsed.record], [], 0.01, 1)
+    assert stall_in([flight(slim.record)], [], 0.01, 1) == stall_in(
+        [flight(parsed.record)], [], 0.01, 1
+    )
 
 
 def test_a_failed_answer_travels_whole() -> None:

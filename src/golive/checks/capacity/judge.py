@@ -44,6 +44,7 @@ from golive.checks.capacity.rules import (
     StepStats,
     classify_concurrency,
 )
+from golive.checks.capacity.stalls import calibrated_stall_s, stall_differences
 from golive.checks.capacity.windows import (
     classify_sustained,
     short_window,
@@ -69,6 +70,7 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     mismatch += repeats_differences(again, rows, records, CAPACITY_KNEE_REPEATS)
     mismatch += unshown_deaths(evidence)
     mismatch += curve_differences([*rows, *again], evidence.text(MEMORY_CURVE), CAPACITY_STEPS)
+    mismatch += _stalls(evidence, [*rows, *again], records, config, CAPACITY_STEPS)
     died = [f"c{r.get('concurrency')}" for r in rows if r.get("engine_died") is True]
     if died and not isinstance(evidence.json(TERMINATION), Mapping):
         # the collector writes the termination record whenever it finds the engine dead
@@ -183,6 +185,33 @@ def not_from_records(check_id: str, mismatch: Sequence[str], source: str) -> Che
         {"record_mismatches": len(mismatch)},
         (source,),
     )
+
+
+def _stalls(
+    evidence: BundleReader,
+    rows: Sequence[Mapping[str, Any]],
+    records: Sequence[Mapping[str, Any]],
+    config: CapacityConfig,
+    source: str,
+) -> list[str]:
+    """Each window's stall, or none, found again in its records (`stall_differences`) at
+    the silence the calibration window set."""
+    calibration = [
+        line
+        for stream in (CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_SUSTAINED_REQUESTS)
+        for line in window_records(evidence.jsonl(stream), "calibrate")
+    ]
+    after = calibrated_stall_s(calibration, config.stall_s)
+    return [
+        found
+        for row in rows
+        for found in stall_differences(
+            row,
+            window_records(records, window_label(row)),
+            after,
+            f"{source} ({window_label(row)})",
+        )
+    ]
 
 
 def _engine_silent(
@@ -311,6 +340,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     mismatch = window_differences(row, attempts, f"{CAPACITY_SUSTAINED} ({label})")
     mismatch += unshown_deaths(evidence)
     mismatch += curve_differences([row], evidence.text(MEMORY_CURVE), CAPACITY_SUSTAINED)
+    mismatch += _stalls(evidence, [row], attempts, config, CAPACITY_SUSTAINED)
     if label != f"c{stats.concurrency}":  # a row golive never writes: its level is its label's
         mismatch.append(
             f"{CAPACITY_SUSTAINED}: concurrency {stats.concurrency!r}, but its label is {label!r}"

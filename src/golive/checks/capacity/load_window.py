@@ -22,6 +22,7 @@ from golive.checks.capacity.recorded import gauge_figures
 from golive.checks.capacity.rules import StepStats
 from golive.checks.capacity.stalls import (
     HealthWatch,
+    flight,
     idle_silence_s,
     stall_after_s,
     stall_in,
@@ -206,7 +207,7 @@ async def load_window(
         mean_waiting=gauges["mean_waiting"],
         engine_held=gauges["engine_held"],
         stall=stall_in(
-            attempts,
+            [flight(r) for r in attempts if not is_probe(r)],  # what decide reads again
             health.probes,
             stall_after_s(run.ctx.config.capacity.stall_s, run.idle_silence_s),
             concurrency,
@@ -324,7 +325,7 @@ async def calibrate(run: Run) -> float:
         run, 1, config.calibration_s, config.step_max_requests or CALIBRATION_CAP, 0, "calibrate"
     )
     rate = max(len(answered), 1) / max(stats.wall_s, 1e-3)
-    run.idle_silence_s = idle_silence_s([p.record for p in answered])
+    run.idle_silence_s = idle_silence_s([flight(p.record) for p in answered])
     run.ctx.bundle.write_json(
         CAPACITY_CALIBRATION,
         {

@@ -4,8 +4,12 @@ while requests were in flight is a stall — apart from slowness (something stil
 from death (`/health` stops answering, or the process is gone). A stall is a software fault,
 never a capacity limit: the verdict is `hold`, named.
 
-`stall_in` is pure (records and health probes in); `HealthWatch` polls `/health` during a
-window (run beside it with `golive.evidence.sampling.running_beside`).
+`stall_in` is pure (each attempt's flight and the health probes in); `HealthWatch` polls
+`/health` during a window (run beside it with `golive.evidence.sampling.running_beside`).
+A flight is read on the wall clock from what a saved record line holds (its start and the
+milliseconds since it: each streamed chunk, the end), built alike from the live record
+(`flight`) and its saved line (`saved_flight`), so `golive decide` finds the same silence
+in the records (`stall_differences`) whatever the step's row says.
 """
 
 from __future__ import annotations
@@ -14,13 +18,12 @@ import asyncio
 import itertools
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from golive.checks.context import Target
-from golive.traffic.records import RequestRecord
+from golive.traffic.records import RequestRecord, saved_answered, saved_ok
 
-NS = 1_000_000_000
 HEALTH_EVERY_S = 1.0
 HELD_SHARE = 0.9  # requests in flight for at least this share of a silence
 # A silence is a stall only when it is also this many times the silence a typical answer
@@ -36,8 +39,58 @@ STALL_CAP_FACTOR = 2.0
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    at_ns: int  # perf_counter_ns, the clock of the request records
+    at: float  # wall clock (s), the flights' clock
     ok: bool  # /health answered 200
+
+
+@dataclass(frozen=True, slots=True)
+class Flight:
+    """One attempt on the wall clock (s): sent, each streamed chunk, its end (None: none)."""
+
+    sent: float
+    chunks: tuple[float, ...]
+    end: float | None
+    ok: bool  # a 2xx answer, no transport failure
+    failed: bool  # a failure was recorded (given up on)
+
+
+def flight(record: RequestRecord) -> Flight:
+    """A live record's flight, as its saved line will give it (`saved_flight`)."""
+    t = record.timings
+    chunks = [t.ms_since_sent(c) for c in t.chunk_ns] if record.stream else []
+    end = t.ms_since_sent(t.end_ns)
+    return _flight(record.started_at, chunks, end, record.ok, record.failure is not None)
+
+
+def saved_flight(line: Mapping[str, object]) -> Flight | None:
+    """A saved record line's flight (None: its times are not numbers)."""
+    timings = line.get("timings_ms")
+    started = line.get("started_at")
+    if not isinstance(timings, Mapping) or not _number(started):
+        return None
+    chunks = timings.get("chunks") or []
+    end = timings.get("end")
+    if not isinstance(chunks, list) or not all(map(_number, chunks)):
+        return None
+    if end is not None and not _number(end):
+        return None
+    return _flight(started, chunks, end, saved_ok(line), line.get("failure") is not None)  # type: ignore[arg-type]
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _flight(
+    started: float, chunks_ms: Sequence[float | None], end_ms: float | None, ok: bool, failed: bool
+) -> Flight:
+    return Flight(
+        started,
+        tuple(started + ms / 1000 for ms in chunks_ms if ms is not None),
+        None if end_ms is None else started + end_ms / 1000,
+        ok,
+        failed,
+    )
 
 
 class HealthWatch:
@@ -50,36 +103,34 @@ class HealthWatch:
 
     async def poll(self) -> None:
         while True:
-            at = time.perf_counter_ns()
+            at = time.time()
             record = await self.target.get("/health", "capacity-liveness")
             self.probes.append(Probe(at, record.ok))
             await asyncio.sleep(HEALTH_EVERY_S)
 
 
-def _progress(records: Sequence[RequestRecord]) -> list[int]:
+def _progress(flights: Sequence[Flight]) -> list[float]:
     """Moments the engine produced something: each chunk of an answer, a completed answer.
     Response headers are not progress: vLLM's API server sends `200` and the SSE headers
     before the engine has produced anything (a hung engine's requests all get them)."""
-    stamps: list[int] = []
-    for record in records:
-        t = record.timings
-        stamps += list(t.chunk_ns)
-        if record.ok and t.end_ns is not None:
-            stamps.append(t.end_ns)
+    stamps: list[float] = []
+    for f in flights:
+        stamps += f.chunks
+        if f.ok and f.end is not None:
+            stamps.append(f.end)
     return sorted(stamps)
 
 
-def idle_silence_s(records: Sequence[RequestRecord]) -> float:
+def idle_silence_s(flights: Sequence[Flight]) -> float:
     """How long a typical answered request went without a byte: each answer's longest gap
     (send to first chunk, chunk to chunk, last chunk to end), their median (0.0: none)."""
-    gaps: list[int] = []
-    for record in records:
-        t = record.timings
-        if not record.ok or t.end_ns is None:
+    gaps: list[float] = []
+    for f in flights:
+        if not f.ok or f.end is None:
             continue
-        moments = [t.sent_ns, *t.chunk_ns, t.end_ns]
+        moments = [f.sent, *f.chunks, f.end]
         gaps.append(max(b - a for a, b in itertools.pairwise(moments)))
-    return statistics.median(gaps) / NS if gaps else 0.0
+    return statistics.median(gaps) if gaps else 0.0
 
 
 def stall_after_s(stall_s: float, idle_s: float) -> float:
@@ -88,15 +139,15 @@ def stall_after_s(stall_s: float, idle_s: float) -> float:
     return min(max(stall_s, IDLE_SILENCE_FACTOR * idle_s), STALL_CAP_FACTOR * stall_s)
 
 
-def _held(records: Sequence[RequestRecord], a: int, b: int, need: int, last: int) -> float:
+def _held(flights: Sequence[Flight], a: float, b: float, need: int, last: float) -> float:
     """The share of [a, b] during which at least `need` requests were in flight."""
-    edges: list[tuple[int, int]] = []
-    for r in records:
-        sent, end = r.timings.sent_ns, r.timings.end_ns or last
-        if sent < b and end > a:
-            edges += [(max(sent, a), 1), (min(end, b), -1)]
+    edges: list[tuple[float, int]] = []
+    for f in flights:
+        end = f.end if f.end is not None else last
+        if f.sent < b and end > a:
+            edges += [(max(f.sent, a), 1), (min(end, b), -1)]
     edges.sort()
-    held, level, since = 0, 0, a
+    held, level, since = 0.0, 0, a
     for at, step in edges:
         if level >= need:
             held += at - since
@@ -106,35 +157,51 @@ def _held(records: Sequence[RequestRecord], a: int, b: int, need: int, last: int
     return held / (b - a)
 
 
-def stall_in(
-    records: Sequence[RequestRecord],
-    probes: Sequence[Probe],
-    stall_s: float,
-    concurrency: int,
-) -> str | None:
-    """The longest silence of the window if it is a stall, described; else None.
+def silence(
+    flights: Sequence[Flight], stall_s: float, concurrency: int
+) -> tuple[float, float] | None:
+    """The window's longest silence that is a stall, as (from, to) on the wall clock; None.
 
     A silence is a gap of at least `stall_s` between two moments of server progress (or from
     the window's first send, or to its last give-up) during which min(2, concurrency)
     requests were in flight nearly all the time (the same ones, or the ones that replaced
     those that timed out): everyone waited and nothing came."""
-    if not records:
+    if not flights:
         return None
-    start = min(r.timings.sent_ns for r in records)
-    end = max(r.timings.end_ns or r.timings.sent_ns for r in records)
-    moments = [start, *_progress(records), end]
+    start = min(f.sent for f in flights)
+    end = max(f.end if f.end is not None else f.sent for f in flights)
+    moments = [start, *_progress(flights), end]
     need = min(2, concurrency)
-    worst: tuple[int, int] | None = None
+    worst: tuple[float, float] | None = None
     for a, b in itertools.pairwise(moments):
-        if b - a < stall_s * NS or (worst is not None and b - a <= worst[1] - worst[0]):
+        if b - a < stall_s or (worst is not None and b - a <= worst[1] - worst[0]):
             continue
-        if _held(records, a, b, need, end) >= HELD_SHARE:
+        if _held(flights, a, b, need, end) >= HELD_SHARE:
             worst = (a, b)
-    if worst is None:
+    return worst
+
+
+def stall_headline(a: float, b: float, concurrency: int) -> str:
+    """How a stall's finding begins (its length and load): what decide holds a row to."""
+    return (
+        f"engine stalled: no byte of any answer for {b - a:.1f} s with requests in flight at "
+        f"concurrency {concurrency}"
+    )
+
+
+def stall_in(
+    flights: Sequence[Flight],
+    probes: Sequence[Probe],
+    stall_s: float,
+    concurrency: int,
+) -> str | None:
+    """The longest silence of the window if it is a stall (`silence`), described; else None."""
+    found = silence(flights, stall_s, concurrency)
+    if found is None:
         return None
-    a, b = worst
-    gave_up = sum(1 for r in records if r.failure is not None and a <= (r.timings.end_ns or 0) <= b)
-    during = [p for p in probes if a <= p.at_ns <= b]
+    a, b = found
+    gave_up = sum(1 for f in flights if f.failed and f.end is not None and a <= f.end <= b)
+    during = [p for p in probes if a <= p.at <= b]
     healthy = sum(p.ok for p in during)
     if not during:
         health = "/health was not probed during it"
@@ -143,8 +210,39 @@ def stall_in(
     else:
         health = f"/health failed {len(during) - healthy} of {len(during)} probes during it"
     return (
-        f"engine stalled: no byte of any answer for {(b - a) / NS:.1f} s with requests in "
-        f"flight at concurrency {concurrency} ({gave_up} given up on meanwhile), {health} — "
+        f"{stall_headline(a, b, concurrency)} ({gave_up} given up on meanwhile), {health} — "
         "a hung engine, not slowness or capacity (a load balancer trusting /health keeps "
         "routing to it)"
     )
+
+
+def stall_differences(
+    row: Mapping[str, object],
+    lines: Sequence[Mapping[str, object]],
+    stall_s: float,
+    where: str,
+) -> list[str]:
+    """A window's row against the silence in its saved records (`lines`: its attempts, no
+    probes): a stall the records show that the row does not name, or one it names that they
+    do not show, or of another length."""
+    flights = [f for line in lines if (f := saved_flight(line)) is not None]
+    concurrency = row.get("concurrency")
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool):
+        return []
+    found = silence(flights, stall_s, concurrency)
+    said = row.get("stall")
+    if found is None:
+        if isinstance(said, str):
+            return [f"{where}: names a stall, but its {len(lines)} request records show none"]
+        return []
+    headline = stall_headline(*found, concurrency)
+    if not isinstance(said, str) or not said.startswith(headline):
+        return [f"{where}: stall {said!r}, but its request records say {headline!r}"]
+    return []
+
+
+def calibrated_stall_s(calibration: Sequence[Mapping[str, object]], stall_s: float) -> float:
+    """The silence the run held every window to (`stall_after_s`), from the calibration
+    window's saved answers (`label` calibrate), as the run measured it."""
+    flights = [f for line in calibration if saved_answered(line) and (f := saved_flight(line))]
+    return stall_after_s(stall_s, idle_silence_s(flights))
