@@ -29,6 +29,7 @@ from golive.bundle.layout import (
     POLICY,
     VERDICT,
 )
+from golive.bundle.schemas import schema_problems
 from golive.bundle.store import BundleReader, verify
 from golive.checks.cache.after_load import combined_gap
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, sections_with_evidence
@@ -147,6 +148,11 @@ def _rederive(root: Path, data: VerdictDocument) -> Rederived:
             f"({data.command}) and evidence make it {scope_json(scope)!r}"
         )
     decision = decide(checks, scope, dict(policy.waive) if policy is not None else {})
+    malformed = schema_problems(root)
+    if malformed:  # evidence not of its type was not measured: hold, naming the first
+        problems.extend(malformed)
+        why = f"evidence does not read as its schema: {malformed[0]}"
+        decision = Decision(Outcome.HOLD, (RuleFired("missing-evidence", Outcome.HOLD, why, ()),))
     if decision.outcome is not sealed:
         problems.append(
             f"re-derived outcome {decision.outcome.value} differs from the sealed {sealed.value}"

@@ -1,0 +1,218 @@
+"""A typed schema for each evidence file `golive decide` judges numbers from (issue 27 §2).
+
+The judges read the request records, the load windows' rows, the long-input ladder, the
+cache steps, the calibration, the ledger and the death and restart records. Each file is
+checked against its schema before anything is judged: a missing key, a wrong type or a line
+that is not JSON is named with the file, the line and the field ("metrics/capacity-steps.jsonl
+line 3: Expected `int`, got `str` - at `$.completed`"), never a traceback and never read as
+a default. The schemas state what golive has written since these files exist: keys added
+later are optional, so older bundles still read; keys beyond them are allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from golive.bundle.layout import (
+    AGENT_FAILURES,
+    CACHE_STEPS,
+    CAPACITY_CALIBRATION,
+    CAPACITY_KNEE_REPEATS,
+    CAPACITY_LADDER,
+    CAPACITY_STEPS,
+    CAPACITY_SUSTAINED,
+    LEDGER_SENT,
+    RESTART,
+    TERMINATION,
+    TERMINATION_AFTER_RESTART,
+)
+from golive.bundle.store import ZSTD, read_lines, record_streams
+from golive.errors import BundleError
+
+SHOWN = 3  # problems named per file; the count says how many more
+
+
+class RecordTimings(msgspec.Struct):
+    end: float | None = None
+    first_token: float | None = None
+    first_byte: float | None = None
+    schedule_lag: float | None = None
+    end_from_intended: float | None = None
+    first_token_from_intended: float | None = None
+    chunks: list[float | None] = []
+
+
+class RecordFailure(msgspec.Struct):
+    kind: str
+    message: str
+
+
+class RequestRecordLine(msgspec.Struct):
+    """One line of `requests/<stream>.jsonl` (`ParsedResponse.to_json`)."""
+
+    label: str
+    started_at: float
+    http_status: int | None
+    timings_ms: RecordTimings
+    failure: RecordFailure | None
+    request_id: str = ""
+    url: str = ""
+    stream: bool = False
+    problems: list[str] = []
+    resent: bool = False
+
+
+class WindowRow(msgspec.Struct):
+    """A load window's row: a ramp step, a knee repeat, the sustained window (`StepStats`)."""
+
+    concurrency: int
+    completed: int
+    errors: int
+    wall_s: float
+    e2e_p50_s: float | None
+    e2e_p95_s: float | None
+    ttft_p95_s: float | None
+    queue_mean_s: float | None
+    max_waiting: float | None
+    max_running: float | None
+    preemptions: float | None
+    engine_died: bool = False
+    mean_waiting: float | None = None
+    refused: int = 0
+    refused_detail: str = ""
+    server_errors: int = 0
+    cancelled: int = 0
+    coverage: str | None = None
+    stall: str | None = None
+    engine_held: float | None = None
+    retries: int = 0
+    timeouts: int = 0
+    curve_rows: list[int] | None = None
+    label: str | None = None
+
+
+class Calibration(msgspec.Struct):
+    requests: int
+    wall_s: float
+    rate_per_slot: float
+    idle_silence_s: float | None = None
+    stall_after_s: float | None = None
+
+
+class LadderStep(msgspec.Struct):
+    context_tokens: int
+    outcome: str
+    detail: str | None = None
+    prompt_tokens: int | None = None
+
+
+class Ladder(msgspec.Struct):
+    steps: list[LadderStep]
+    max_context: int | None = None
+    max_model_len: int | None = None
+    top_step: int | None = None
+
+
+class CacheStep(msgspec.Struct):
+    step: str
+    prompt_tokens: int | None
+    cached_tokens: int | None
+    ttft_s: float | None
+    d_queries: float | None
+    d_hits: float | None
+    d_prompt_tokens_cached: float | None
+    ok: bool
+
+
+class Ledger(msgspec.Struct):
+    sent: int
+
+
+class Termination(msgspec.Struct):
+    reason: str
+    phase: str | None
+    concurrency: int | None
+    at: float | None = None
+    health_request_id: str | None = None
+
+
+class Restart(msgspec.Struct):
+    served_again: bool
+    how: str | None = None
+    failure: str | None = None
+    waited_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    path: str  # relative to the bundle (a JSON-lines file: one value a line)
+    kind: type[msgspec.Struct]
+    lines: bool
+
+
+SCHEMAS = (
+    Schema(CAPACITY_STEPS, WindowRow, True),
+    Schema(CAPACITY_KNEE_REPEATS, WindowRow, True),
+    Schema(CAPACITY_SUSTAINED, WindowRow, False),
+    Schema(CAPACITY_CALIBRATION, Calibration, False),
+    Schema(CAPACITY_LADDER, Ladder, False),
+    Schema(CACHE_STEPS, CacheStep, True),
+    Schema(LEDGER_SENT, Ledger, False),
+    Schema(TERMINATION, Termination, False),
+    Schema(TERMINATION_AFTER_RESTART, Termination, False),
+    Schema(RESTART, Restart, False),
+)
+NOT_RECORDS = (AGENT_FAILURES,)  # under requests/, but examples of failures, not records
+
+
+def schema_problems(root: Path) -> list[str]:
+    """Every evidence file under a schema that does not meet it, named with its line and
+    field (empty: all read as typed). A combined bundle's parts are checked each."""
+    out: list[str] = []
+    for part in [root, *sorted((root / "parts").glob("*"))]:
+        prefix = "" if part == root else f"{part.relative_to(root)}/"
+        for schema in SCHEMAS:
+            path = part / schema.path
+            if not path.is_file():
+                path = part / (schema.path + ZSTD)
+            if path.is_file():
+                out += _checked(path, prefix + schema.path, schema.kind, schema.lines)
+        for path in record_streams(part):
+            rel = f"requests/{path.name}"
+            if rel.removesuffix(ZSTD) not in NOT_RECORDS:
+                out += _checked(path, prefix + rel, RequestRecordLine, True)
+    return out
+
+
+def _checked(path: Path, rel: str, kind: type[msgspec.Struct], lines: bool) -> list[str]:
+    decoder = msgspec.json.Decoder(kind)
+    found = [f"{rel}{where}: {why}" for where, why in _failures(path, decoder, lines)]
+    if len(found) > SHOWN:
+        found = [*found[:SHOWN], f"{rel}: {len(found) - SHOWN} more line(s) like these"]
+    return found
+
+
+def _failures(
+    path: Path, decoder: msgspec.json.Decoder[Any], lines: bool
+) -> Iterator[tuple[str, str]]:
+    try:
+        if not lines:
+            try:
+                decoder.decode(path.read_bytes())
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                yield "", str(exc)
+            return
+        for number, line in enumerate(read_lines(path), start=1):
+            if not line.strip():
+                continue
+            try:
+                decoder.decode(line.encode())
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                yield f" line {number}", str(exc)
+    except (OSError, BundleError) as exc:
+        yield "", f"cannot be read ({exc})"
