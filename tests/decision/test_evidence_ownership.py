@@ -107,8 +107,11 @@ def _not_better(again: Rederived) -> None:
     assert again.as_sealed == ()
 
 
-# the recorded demo read no Kubernetes pods: test_k8s.py deletes that family's evidence
-RECORDED_FAMILIES = [j for j in EVIDENCE_JUDGES if j.name != "environment.k8s"]
+# the recorded demo read no Kubernetes pods nor Ray nodes: test_k8s.py and test_ray.py delete
+# those families' evidence
+RECORDED_FAMILIES = [
+    j for j in EVIDENCE_JUDGES if j.name not in ("environment.k8s", "environment.ray")
+]
 
 
 @pytest.mark.parametrize("owner", RECORDED_FAMILIES, ids=[j.name for j in RECORDED_FAMILIES])

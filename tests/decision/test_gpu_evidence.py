@@ -113,3 +113,36 @@ def test_a_sustained_row_moved_to_another_level_is_caught(gpu_bundle: Path, tmp_
     assert sustained.status is Status.NO_DATA
     assert f"but its label is 'c{row['concurrency']}'" in sustained.summary
     assert not again.agrees
+
+
+GATEWAY = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-gateway/gateway-bundle.tgz"
+
+
+@pytest.mark.tampers_bundle
+def test_a_real_aliasing_gateway_is_held_to_the_real_engine(tmp_path: Path) -> None:
+    """vLLM 0.24 on an H200 behind a gateway serving its model as `kimi`: every class's engine
+    twin asked the engine under its own name and the engine counted the same prompt tokens
+    both ways; the engine's own metrics counted the smoke requests under that name. decide
+    agrees; with the engine's /v1/models answer deleted and the bundle re-sealed, the
+    metrics are no longer read as passed."""
+    with tarfile.open(GATEWAY) as packed:
+        packed.extractall(tmp_path, filter="data")
+    root = tmp_path / "g"
+    again = rederive(root)
+    assert again.agrees, again.problems
+    status = {c.id: c.status for c in again.checks}
+    assert status["smoke.metrics"] is Status.PASS
+    assert status["smoke.long_context"] is Status.PASS
+    assert status["smoke.shared_prompt"] is Status.PASS
+    assert status["smoke.tools_structured"] is Status.FAIL  # random weights, both ways
+    lines = [
+        json.loads(x) for x in (root / "requests/smoke-classes.jsonl").read_text().splitlines()
+    ]
+    asked = {x["label"]: x["request"]["model"] for x in lines if "@" in x["label"]}
+    assert {m for label, m in asked.items() if label.endswith("@engine")} == {"qwen-gpu"}
+    assert {m for label, m in asked.items() if label.endswith("@target")} == {"kimi"}
+    (root / "requests/engine-identity.jsonl").unlink()
+    Bundle(root).seal()
+    deleted = rederive(root)
+    assert not deleted.agrees
+    assert {c.id: c.status for c in deleted.checks}["smoke.metrics"] is not Status.PASS

@@ -149,6 +149,19 @@ async def test_a_node_removed_mid_collection_is_no_data(
     assert not tampered.agrees
     assert any(d.startswith(f"{gone['id']}: re-derived only") for d in tampered.problems)
     assert next(c for c in tampered.checks if c.id == gone["id"]).status is Status.NO_DATA
+    # the node record deleted, the node checks kept passing: missing evidence, named
+    (root / "environment/ray-nodes.json").unlink()
+    edited["checks"] = [
+        {**c, "status": "pass"} if c["id"].startswith("environment.node") else c
+        for c in edited["checks"]
+    ]
+    (root / "verdict.json").write_text(json.dumps(edited))
+    Bundle(root).seal()
+    deleted = rederive(root)
+    assert not deleted.agrees
+    assert any("environment/ray-nodes.json" in p for p in deleted.problems), deleted.problems
+    count = next(c for c in deleted.checks if c.id == "environment.node_count")
+    assert count.status is Status.NO_DATA
 
 
 @pytest.mark.parametrize(
