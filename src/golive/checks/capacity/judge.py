@@ -5,7 +5,6 @@ The run calls these on the bundle it is writing; `golive decide` calls them agai
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,9 +28,7 @@ from golive.checks.capacity.failures import failure_detail
 from golive.checks.capacity.recorded import (
     answers_of,
     curve_differences,
-    engine_silent,
     repeats_differences,
-    scraped_differences,
     steps_differences,
     window_differences,
     window_label,
@@ -44,14 +41,20 @@ from golive.checks.capacity.rules import (
     StepStats,
     classify_concurrency,
 )
-from golive.checks.capacity.stalls import calibrated_stall_s, stall_differences
+from golive.checks.capacity.window_evidence import (
+    answers,
+    engine_silent_in,
+    not_from_records,
+    not_the_engines,
+    scrapes_edited,
+    window_stalls,
+)
 from golive.checks.capacity.windows import (
     classify_sustained,
     short_window,
     thirds_growth,
     trend,
 )
-from golive.checks.engine_name import engine_model
 from golive.config import CapacityConfig
 from golive.results import CheckResult, Status
 from golive.traffic.headroom import headroom_check
@@ -70,7 +73,7 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     mismatch += repeats_differences(again, rows, records, CAPACITY_KNEE_REPEATS)
     mismatch += unshown_deaths(evidence)
     mismatch += curve_differences([*rows, *again], evidence.text(MEMORY_CURVE), CAPACITY_STEPS)
-    mismatch += _stalls(evidence, [*rows, *again], records, config, CAPACITY_STEPS)
+    mismatch += window_stalls(evidence, [*rows, *again], records, config, CAPACITY_STEPS)
     died = [f"c{r.get('concurrency')}" for r in rows if r.get("engine_died") is True]
     if died and not isinstance(evidence.json(TERMINATION), Mapping):
         # the collector writes the termination record whenever it finds the engine dead
@@ -83,10 +86,10 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     silent = [
         why
         for row in [*rows, *again]
-        if (why := _engine_silent(evidence, row, records, f"capacity-{window_label(row)}"))
+        if (why := engine_silent_in(evidence, row, records, f"capacity-{window_label(row)}"))
     ]
     if silent:
-        return _not_the_engines("capacity.concurrency", silent, CAPACITY_STEPS)
+        return not_the_engines("capacity.concurrency", silent, CAPACITY_STEPS)
     # bundles before 2026-12 saved the sustained window's scrapes under its ramp step's
     # names, over the step's own: those steps' engine figures cannot be read again
     sustained = evidence.json(CAPACITY_SUSTAINED)
@@ -99,7 +102,7 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
         found
         for row in [*rows, *again]
         if window_label(row) != reused
-        for found in _scraped(evidence, row, f"capacity-{window_label(row)}")
+        for found in scrapes_edited(evidence, row, f"capacity-{window_label(row)}")
     ]
     if edited:
         return not_from_records("capacity.concurrency", edited, CAPACITY_STEPS)
@@ -173,91 +176,6 @@ def ramp_from_steps(
     if terminated:
         evidence_paths.append(TERMINATION)
     return classified("capacity.concurrency", result, measurements, evidence_paths)
-
-
-def not_from_records(check_id: str, mismatch: Sequence[str], source: str) -> CheckResult:
-    """A summary that its request records contradict: the check cannot be judged from it."""
-    more = f" (and {len(mismatch) - 3} more)" if len(mismatch) > 3 else ""
-    return cap_result(
-        check_id,
-        Status.NO_DATA,
-        f"{source} does not match the request records behind it: {'; '.join(mismatch[:3])}{more}",
-        {"record_mismatches": len(mismatch)},
-        (source,),
-    )
-
-
-def _stalls(
-    evidence: BundleReader,
-    rows: Sequence[Mapping[str, Any]],
-    records: Sequence[Mapping[str, Any]],
-    config: CapacityConfig,
-    source: str,
-) -> list[str]:
-    """Each window's stall, or none, found again in its records (`stall_differences`) at
-    the silence the calibration window set."""
-    calibration = [
-        line
-        for stream in (CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_SUSTAINED_REQUESTS)
-        for line in window_records(evidence.jsonl(stream), "calibrate")
-    ]
-    after = calibrated_stall_s(calibration, config.stall_s)
-    return [
-        found
-        for row in rows
-        for found in stall_differences(
-            row,
-            window_records(records, window_label(row)),
-            after,
-            f"{source} ({window_label(row)})",
-        )
-    ]
-
-
-def _engine_silent(
-    evidence: BundleReader,
-    row: Mapping[str, Any],
-    records: Sequence[Mapping[str, Any]],
-    scrapes: str,
-) -> str | None:
-    where = f"{scrapes.removeprefix('capacity-')}"
-    before = evidence.text(f"metrics/{scrapes}-before.prom")
-    after = evidence.text(f"metrics/{scrapes}-after.prom")
-    return engine_silent(
-        row,
-        answers(records, window_label(row)),
-        before,
-        after,
-        where,
-        functools.partial(engine_model, evidence),
-    )
-
-
-def answers(records: Sequence[Mapping[str, Any]], label: str) -> list[Mapping[str, Any]]:
-    """A window's requests as the user saw them (each one's last attempt)."""
-    return answers_of(window_records(records, label))
-
-
-def _scraped(evidence: BundleReader, row: Mapping[str, Any], scrapes: str) -> list[str]:
-    return scraped_differences(
-        row,
-        evidence.text(f"metrics/{scrapes}-before.prom"),
-        evidence.text(f"metrics/{scrapes}-after.prom"),
-        scrapes.removeprefix("capacity-"),
-    )
-
-
-def _not_the_engines(check_id: str, silent: Sequence[str], source: str) -> CheckResult:
-    """Engine metrics that did not move with the load: the window's engine figures are not
-    the engine's, so nothing is judged from them."""
-    return cap_result(
-        check_id,
-        Status.NO_DATA,
-        f"metrics frozen or from another engine: {'; '.join(silent[:3])}; the engine's "
-        f"figures in {source} are not judged (is --metrics-url this deployment's /metrics?)",
-        {"silent_windows": len(silent)},
-        (source,),
-    )
 
 
 def after_death(evidence: BundleReader, check_id: str) -> CheckResult | None:
@@ -340,7 +258,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     mismatch = window_differences(row, attempts, f"{CAPACITY_SUSTAINED} ({label})")
     mismatch += unshown_deaths(evidence)
     mismatch += curve_differences([row], evidence.text(MEMORY_CURVE), CAPACITY_SUSTAINED)
-    mismatch += _stalls(evidence, [row], attempts, config, CAPACITY_SUSTAINED)
+    mismatch += window_stalls(evidence, [row], attempts, config, CAPACITY_SUSTAINED)
     if label != f"c{stats.concurrency}":  # a row golive never writes: its level is its label's
         mismatch.append(
             f"{CAPACITY_SUSTAINED}: concurrency {stats.concurrency!r}, but its label is {label!r}"
@@ -349,10 +267,10 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         return not_from_records("capacity.sustained", mismatch, CAPACITY_SUSTAINED)
     # the window's scrapes (bundles before 2026-12 shared the ramp step's names)
     scrapes = str(row.get("scrapes") or f"capacity-{label}")
-    silent = _engine_silent(evidence, row, window, scrapes)
+    silent = engine_silent_in(evidence, row, window, scrapes)
     if silent:
-        return _not_the_engines("capacity.sustained", [silent], CAPACITY_SUSTAINED)
-    edited = _scraped(evidence, row, scrapes)
+        return not_the_engines("capacity.sustained", [silent], CAPACITY_SUSTAINED)
+    edited = scrapes_edited(evidence, row, scrapes)
     if edited:
         return not_from_records("capacity.sustained", edited, CAPACITY_SUSTAINED)
     t0 = min((float(r["started_at"]) for r in window), default=0.0)

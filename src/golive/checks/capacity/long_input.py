@@ -22,8 +22,9 @@ from golive.checks.capacity.context_rules import (
     context_saturation,
 )
 from golive.checks.capacity.deaths import unshown_deaths
-from golive.checks.capacity.judge import after_death, not_from_records
+from golive.checks.capacity.judge import after_death
 from golive.checks.capacity.recorded import ladder_differences
+from golive.checks.capacity.window_evidence import not_from_records
 from golive.config import CapacityConfig
 from golive.results import CheckResult, Status
 

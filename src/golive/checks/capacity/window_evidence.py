@@ -1,0 +1,110 @@
+"""A load window's summary held to the bundle's own evidence behind it, for the capacity
+judges (`judge.py`): its stall found again in its records, its engine metrics moving with
+the load and read under the engine's name, its scrapes as the row says. Each reads the
+bundle (`BundleReader`); the rules themselves are pure (`recorded.py`, `stalls.py`)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from golive.bundle.layout import CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_SUSTAINED_REQUESTS
+from golive.bundle.store import BundleReader
+from golive.checks.capacity.collect import cap_result
+from golive.checks.capacity.recorded import (
+    answers_of,
+    engine_silent,
+    scraped_differences,
+    window_label,
+    window_records,
+)
+from golive.checks.capacity.stalls import calibrated_stall_s, stall_differences
+from golive.checks.engine_name import engine_model
+from golive.config import CapacityConfig
+from golive.results import CheckResult, Status
+
+
+def not_from_records(check_id: str, mismatch: Sequence[str], source: str) -> CheckResult:
+    """A summary that its request records contradict: the check cannot be judged from it."""
+    more = f" (and {len(mismatch) - 3} more)" if len(mismatch) > 3 else ""
+    return cap_result(
+        check_id,
+        Status.NO_DATA,
+        f"{source} does not match the request records behind it: {'; '.join(mismatch[:3])}{more}",
+        {"record_mismatches": len(mismatch)},
+        (source,),
+    )
+
+
+def window_stalls(
+    evidence: BundleReader,
+    rows: Sequence[Mapping[str, Any]],
+    records: Sequence[Mapping[str, Any]],
+    config: CapacityConfig,
+    source: str,
+) -> list[str]:
+    """Each window's stall, or none, found again in its records (`stall_differences`) at
+    the silence the calibration window set."""
+    calibration = [
+        line
+        for stream in (CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_SUSTAINED_REQUESTS)
+        for line in window_records(evidence.jsonl(stream), "calibrate")
+    ]
+    after = calibrated_stall_s(calibration, config.stall_s)
+    return [
+        found
+        for row in rows
+        for found in stall_differences(
+            row,
+            window_records(records, window_label(row)),
+            after,
+            f"{source} ({window_label(row)})",
+        )
+    ]
+
+
+def engine_silent_in(
+    evidence: BundleReader,
+    row: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    scrapes: str,
+) -> str | None:
+    where = f"{scrapes.removeprefix('capacity-')}"
+    before = evidence.text(f"metrics/{scrapes}-before.prom")
+    after = evidence.text(f"metrics/{scrapes}-after.prom")
+    return engine_silent(
+        row,
+        answers(records, window_label(row)),
+        before,
+        after,
+        where,
+        functools.partial(engine_model, evidence),
+    )
+
+
+def answers(records: Sequence[Mapping[str, Any]], label: str) -> list[Mapping[str, Any]]:
+    """A window's requests as the user saw them (each one's last attempt)."""
+    return answers_of(window_records(records, label))
+
+
+def scrapes_edited(evidence: BundleReader, row: Mapping[str, Any], scrapes: str) -> list[str]:
+    return scraped_differences(
+        row,
+        evidence.text(f"metrics/{scrapes}-before.prom"),
+        evidence.text(f"metrics/{scrapes}-after.prom"),
+        scrapes.removeprefix("capacity-"),
+    )
+
+
+def not_the_engines(check_id: str, silent: Sequence[str], source: str) -> CheckResult:
+    """Engine metrics that did not move with the load: the window's engine figures are not
+    the engine's, so nothing is judged from them."""
+    return cap_result(
+        check_id,
+        Status.NO_DATA,
+        f"metrics frozen or from another engine: {'; '.join(silent[:3])}; the engine's "
+        f"figures in {source} are not judged (is --metrics-url this deployment's /metrics?)",
+        {"silent_windows": len(silent)},
+        (source,),
+    )
