@@ -146,3 +146,27 @@ def test_a_real_aliasing_gateway_is_held_to_the_real_engine(tmp_path: Path) -> N
     deleted = rederive(root)
     assert not deleted.agrees
     assert {c.id: c.status for c in deleted.checks}["smoke.metrics"] is not Status.PASS
+
+
+WHOLE_RUN = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-bundle/bundle.tgz"
+
+
+@pytest.mark.tampers_bundle
+def test_a_calibration_that_raises_the_stall_bar_is_caught(tmp_path: Path) -> None:
+    """The H200 run's calibration set the silence that is a stall at 20 s from its 61
+    answers; the calibration record edited to say 40 s (so a longer silence would pass as
+    none), re-sealed, is named: decide reads the bar from the calibration's own records."""
+    with tarfile.open(WHOLE_RUN) as packed:
+        packed.extractall(tmp_path, filter="data")
+    root = tmp_path / "b"
+    assert rederive(root).agrees
+    path = root / "metrics/capacity-calibration.json"
+    calibration = json.loads(path.read_text())
+    assert calibration["stall_after_s"] == 20.0
+    path.write_text(json.dumps({**calibration, "stall_after_s": 40.0}))
+    Bundle(root).seal()
+    again = rederive(root)
+    assert not again.agrees
+    ramp = next(c for c in again.checks if c.id == "capacity.concurrency")
+    assert ramp.status is Status.NO_DATA
+    assert "capacity-calibration.json: stall_after_s 40.0, but the calibration's" in ramp.summary

@@ -214,3 +214,29 @@ def test_a_combined_bundle_sizes_from_the_part_that_expanded(tmp_path: Path) -> 
     )
     assert figures["replicas_needed"][0] == 5
     assert figures["kv_tokens_available"][1] == "parts/capacity/environment/startup.log#L57"
+
+
+def test_the_lowest_limit_of_the_expanding_checks_sizes_the_request(tmp_path: Path) -> None:
+    """The ramp expanded at its ceiling 4, and the sustained window at 4 expanded too with a
+    limit of 2: a replica holds fewer than 4, so the request sizes from 2 (16 / 2 = 8
+    replicas), whichever check comes first."""
+    ramp = dataclasses.replace(
+        EXPAND,
+        measurements={"classification": "expand-capacity", "ceiling": 4, "capacity_ceiling": 4},
+    )
+    sustained = CheckResult(
+        "capacity.sustained",
+        CheckClass.CAPACITY,
+        True,
+        Status.FAIL,
+        "expand-capacity: preempted at 4",
+        {"classification": "expand-capacity", "capacity_ceiling": 2, "concurrency": 4},
+    )
+    reader = _bundle(tmp_path, required_concurrency=16, headroom=0.0)
+    for order in ([ramp, sustained], [sustained, ramp]):
+        request = capacity_request(reader, Outcome.EXPAND_CAPACITY, order)
+        assert request is not None
+        assert request["check"] == "capacity.sustained"
+        figures = _figures(request)
+        assert figures["ceiling_concurrency"][0] == 2
+        assert figures["replicas_needed"][0] == 8

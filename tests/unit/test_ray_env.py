@@ -18,7 +18,6 @@ from golive.evidence.ray_env import (
     _nodes,
     judge_ray_nodes,
     node_results,
-    ray_judged_here,
     saved_cluster,
 )
 
@@ -88,7 +87,6 @@ def test_decide_judges_the_saved_record_as_the_run_did(tmp_path: Path) -> None:
     source = RaySource("http://h:8265", 3)
     live = node_results(source, _cluster(entries, 2), None)
     reader = _saved(tmp_path, saved_cluster(source, _cluster(entries, 2), None))
-    assert ray_judged_here(reader)
     again = judge_ray_nodes(reader)
     assert again == live
     assert {r.id: r.status.value for r in again} == {
@@ -112,6 +110,7 @@ def test_a_failed_collection_is_judged_again_as_no_data(tmp_path: Path) -> None:
         ({"alive_nodes": 1, "nodes": []}, "has no request"),
         ({"source": {"expect_nodes": "3"}, "alive_nodes": 1, "nodes": []}, "whole number"),
         ({"source": {"expect_nodes": 1}, "alive_nodes": "x", "nodes": []}, "does not read"),
+        ({"source": {"expect_nodes": 1}, "alive_nodes": 2, "nodes": []}, "but lists 0"),
         ({"source": {"expect_nodes": 1}, "alive_nodes": 1, "nodes": [7]}, "does not read"),
         ({"source": {"expect_nodes": 1}, "problem": None}, "lists no nodes"),
     ],
@@ -127,12 +126,21 @@ def test_a_damaged_record_is_no_data_naming_the_file(
     assert RAY_NODES in results[0].summary or RAY_NODES in results[0].evidence
 
 
-def test_a_record_sealed_before_the_request_was_kept_is_not_judged(tmp_path: Path) -> None:
-    """A bundle sealed before the record kept its request: its node checks stay as sealed
-    (and signoff asks for --override-reason); a bundle with no record at all is judged (its
-    listed node checks are then missing evidence)."""
-    assert not ray_judged_here(_saved(tmp_path, {"alive_nodes": 1, "nodes": []}))
-    assert ray_judged_here(BundleReader(tmp_path / "empty"))
+def test_a_record_whose_node_list_was_cut_is_not_believed(tmp_path: Path) -> None:
+    """The collector answers once for every alive node: a record listing fewer (the node that
+    did not report removed, or the alive count raised to the declared one) is no_data."""
+    entries: list[dict[str, Any]] = [
+        {"node_id": "a" * 56, "hostname": "gpu-1", "host": HOST},
+        {"node_id": "b" * 56, "hostname": "gpu-2", "error": "NodeDiedError: gone"},
+    ]
+    record = saved_cluster(RaySource("http://h:8265", 3), _cluster(entries, 2), None)
+    cut = {**record, "nodes": entries[:1]}
+    [result] = judge_ray_nodes(_saved(tmp_path, cut))
+    assert result.status.value == "no_data"
+    assert "counts 2 alive node(s) but lists 1" in result.summary
+    raised = {**record, "alive_nodes": 3}
+    [result] = judge_ray_nodes(_saved(tmp_path / "r", raised))
+    assert result.status.value == "no_data"
 
 
 def test_twin_hostnames_are_told_apart_by_node_id() -> None:

@@ -11,6 +11,7 @@ from golive.checks.capacity.rules import Action, StabilityPolicy, StepStats, cla
 from golive.checks.capacity.stalls import (
     Flight,
     Probe,
+    calibrated_stall_s,
     flight,
     idle_silence_s,
     saved_flight,
@@ -210,3 +211,43 @@ def test_decide_finds_a_stall_the_row_no_longer_names() -> None:
     calm = [line for line in lines if saved_flight(line) is not None][:2]
     [invented] = stall_differences(row, calm, 20.0, "s (c2)")
     assert "show none" in invented
+
+
+def _hidden(lines: list[dict[str, object]]) -> list[str]:
+    """The frozen window's row with its stall dropped, held to `lines`."""
+    return stall_differences({"concurrency": 2, "stall": None, "wall_s": 31.5}, lines, 20.0, "w")
+
+
+def test_records_edited_to_hide_a_stall_are_not_believed() -> None:
+    """A stall hidden by editing the records behind it instead of the row: a chunk made
+    null, the attempts spread apart in time, or piled on top of each other: each is named,
+    never judged as a window without a stall."""
+    lines = [json.loads(json.dumps(line)) for line in _frozen_lines()]
+    assert "no byte of any answer for 24.6 s" in _hidden(lines)[0]
+    nulled = json.loads(json.dumps(lines))
+    nulled[0]["timings_ms"]["chunks"][-1] = None
+    assert "times no attempt has" in _hidden(nulled)[0]
+    shuffled = json.loads(json.dumps(lines))
+    shuffled[0]["timings_ms"]["chunks"].reverse()
+    assert "out of order" in _hidden(shuffled)[0]
+    spread = json.loads(json.dumps(lines))
+    for number, line in enumerate(spread):
+        line["started_at"] += 1000 * number
+    assert any("span" in d and "window ran 31.5 s" in d for d in _hidden(spread))
+    piled = json.loads(json.dumps(lines))
+    for line in piled[2:]:
+        line["started_at"] = 0.0
+    assert any("in flight at once, above its concurrency 2" in d for d in _hidden(piled))
+
+
+def test_the_calibration_counts_what_the_run_counted() -> None:
+    """The silence a typical answer had at idle is read from every answered calibration
+    attempt, as the run read it: an answer the parser flagged (a protocol problem) still
+    counts, so an honest bundle is not held to a lower bar by decide."""
+    slow = _record(0, 0.0, [12.5, 12.85, 13.2], 13.5)
+    line = json.loads(json.dumps(parse(slow).to_json(full=False)))
+    flagged = {**line, "problems": ["stream ended without data: [DONE]"]}
+    assert calibrated_stall_s([flagged], 20.0) == stall_after_s(
+        20.0, idle_silence_s([flight(slow)])
+    )
+    assert calibrated_stall_s([flagged], 20.0) == pytest.approx(37.5)

@@ -44,7 +44,7 @@ class RecordTimings(msgspec.Struct):
     schedule_lag: float | None = None
     end_from_intended: float | None = None
     first_token_from_intended: float | None = None
-    chunks: list[float | None] = []
+    chunks: list[float] = []
 
 
 class RecordFailure(msgspec.Struct):

@@ -24,7 +24,7 @@ ENGINE_IDENTITY = "engine-identity"  # requests/engine-identity.jsonl: the engin
 
 def engine_model_for(asked: str, listed: Sequence[str]) -> str:
     """The name the engine serves the model under (pure)."""
-    if asked in listed or len(listed) != 1:
+    if asked in listed or len(listed) != 1 or not listed[0]:
         return asked
     return listed[0]
 

@@ -59,7 +59,7 @@ from golive.checks.smoke.request_classes_judge import FILE as CLASSES_FILE
 from golive.checks.smoke.request_classes_judge import judge_saved_classes, judge_smoke_coverage
 from golive.config import GoliveConfig
 from golive.evidence.k8s_env import judge_pods, pods_judged_here
-from golive.evidence.ray_env import judge_ray_nodes, ray_judged_here
+from golive.evidence.ray_env import judge_ray_nodes
 from golive.profiles import Profile
 from golive.results import CheckResult
 from golive.verdict.ledger import CHECK_ID as LEDGER_CHECK
@@ -170,7 +170,6 @@ EVIDENCE_JUDGES = (
         RAY_NODES,
         lambda r, s: judge_ray_nodes(r),
         "env",
-        applies=ray_judged_here,
     ),
     EvidenceJudge(
         "capacity.model_load",

@@ -221,20 +221,11 @@ def saved_cluster(
     return {**(cluster.raw if cluster else {}), "source": asked, "problem": problem}
 
 
-def ray_judged_here(evidence: BundleReader) -> bool:
-    """Whether the bundle is judged on its node record: yes unless the record is there without
-    the request (a bundle sealed before it; its node checks are taken as sealed). A node check
-    listed beside no record at all is missing evidence."""
-    saved = evidence.json(RAY_NODES)
-    return saved is None or (
-        isinstance(saved, Mapping) and isinstance(saved.get("source"), Mapping)
-    )
-
-
 def judge_ray_nodes(evidence: BundleReader) -> list[CheckResult]:
     """environment.node_count and environment.node.<name> again from the saved job answer:
     the live run's rule on the saved facts, so an edited verdict cannot drop a node that did
-    not report or a count below the one declared."""
+    not report or a count below the one declared. A record without its request (one sealed
+    before the request was kept, or edited) cannot be judged: no_data."""
     saved = evidence.json(RAY_NODES)
     asked = saved.get("source") if isinstance(saved, Mapping) else None
     if not isinstance(saved, Mapping) or not isinstance(asked, Mapping):
@@ -252,6 +243,13 @@ def judge_ray_nodes(evidence: BundleReader) -> list[CheckResult]:
         cluster = ClusterReport(source.address, "", int(raw["alive_nodes"]), _nodes(raw), raw)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return [_unreadable(f"{RAY_NODES} does not read as the collector's answer ({exc!r})")]
+    if len(cluster.nodes) != cluster.alive_nodes:  # the job answers once for every alive node
+        return [
+            _unreadable(
+                f"{RAY_NODES} counts {cluster.alive_nodes} alive node(s) but lists "
+                f"{len(cluster.nodes)}: the collector answers once for each"
+            )
+        ]
     return node_results(source, cluster, None)
 
 

@@ -45,9 +45,18 @@ class Figure:
 
 
 def _expanding(checks: Sequence[CheckResult]) -> CheckResult | None:
-    return next(
-        (c for c in checks if c.measurements.get("classification") == "expand-capacity"), None
-    )
+    """The expand-capacity check a request is sized from: the one whose limit is lowest (a
+    sustained window that did not hold at the ramp's ceiling sets a lower one than the ramp
+    beside it), else the first."""
+    expanding = [c for c in checks if c.measurements.get("classification") == "expand-capacity"]
+    limits = [
+        (limit, n)
+        for n, c in enumerate(expanding)
+        if (limit := _number(c.measurements.get("capacity_ceiling"))) is not None
+    ]
+    if limits:
+        return expanding[min(limits)[1]]
+    return expanding[0] if expanding else None
 
 
 def _number(value: object) -> float | None:

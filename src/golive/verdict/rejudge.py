@@ -85,8 +85,6 @@ def rejudge(
         if judge.present(root):
             if not mine and not ran:  # another section's file (a startup log for env)
                 continue
-            if judge.applies is not None and not judge.applies(reader):
-                continue  # a record older than its rule: its checks are taken as sealed
             again = _judged(judge, reader, saved, mine, problems)
         else:
             expected = (judge.always and ran) or (not halted and judge.expected_by(root))

@@ -9,7 +9,11 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from golive.bundle.layout import CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_SUSTAINED_REQUESTS
+from golive.bundle.layout import (
+    CAPACITY_CALIBRATION,
+    CAPACITY_CONCURRENCY_REQUESTS,
+    CAPACITY_SUSTAINED_REQUESTS,
+)
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import cap_result
 from golive.checks.capacity.recorded import (
@@ -19,7 +23,11 @@ from golive.checks.capacity.recorded import (
     window_label,
     window_records,
 )
-from golive.checks.capacity.stalls import calibrated_stall_s, stall_differences
+from golive.checks.capacity.stalls import (
+    calibrated_stall_s,
+    flight_problem,
+    stall_differences,
+)
 from golive.checks.engine_name import engine_model
 from golive.config import CapacityConfig
 from golive.results import CheckResult, Status
@@ -46,13 +54,25 @@ def window_stalls(
 ) -> list[str]:
     """Each window's stall, or none, found again in its records (`stall_differences`) at
     the silence the calibration window set."""
-    calibration = [
+    calibration = answers_of(
         line
         for stream in (CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_SUSTAINED_REQUESTS)
         for line in window_records(evidence.jsonl(stream), "calibrate")
-    ]
+    )
+    out = [
+        f"{CAPACITY_CONCURRENCY_REQUESTS} (calibrate): record {line.get('request_id')!r}: {why}"
+        for line in calibration
+        if (why := flight_problem(line)) is not None
+    ][:1]
     after = calibrated_stall_s(calibration, config.stall_s)
-    return [
+    saved = evidence.json(CAPACITY_CALIBRATION)
+    said = saved.get("stall_after_s") if isinstance(saved, Mapping) else None
+    if isinstance(said, int | float) and abs(said - round(after, 3)) > 0.0015:
+        out.append(
+            f"{CAPACITY_CALIBRATION}: stall_after_s {said!r}, but the calibration's records "
+            f"say {after:.3f} s"
+        )
+    return out + [
         found
         for row in rows
         for found in stall_differences(
