@@ -8,15 +8,18 @@ import json
 import pytest
 
 from golive.checks.capacity.rules import Action, StabilityPolicy, StepStats, classify_concurrency
+from golive.checks.capacity.stall_evidence import (
+    calibrated_stall_s,
+    shape_differences,
+    stall_differences,
+)
 from golive.checks.capacity.stalls import (
     Flight,
     Probe,
-    calibrated_stall_s,
     flight,
     idle_silence_s,
     saved_flight,
     stall_after_s,
-    stall_differences,
     stall_in,
 )
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings, parse
@@ -251,3 +254,40 @@ def test_the_calibration_counts_what_the_run_counted() -> None:
         20.0, idle_silence_s([flight(slow)])
     )
     assert calibrated_stall_s([flagged], 20.0) == pytest.approx(37.5)
+
+
+def test_a_byte_slipped_into_a_timed_out_attempt_is_named() -> None:
+    """Cheaper edits that keep every time in order: a chunk added to an attempt that timed
+    out after 3 s without data, or its end moved without its end from the intended send:
+    neither is an attempt the client could have written."""
+    lines = [json.loads(json.dumps(line)) for line in _frozen_lines()]
+    slipped = json.loads(json.dumps(lines))
+    target = next(x for x in slipped if x["failure"] is not None)
+    target["timings_ms"]["chunks"] = [1500.0]
+    target["timings_ms"]["first_byte"] = 1500.0
+    assert "timed out after 3 s without data" in _hidden(slipped)[0]
+    moved = json.loads(json.dumps(lines))
+    target = next(x for x in moved if x["failure"] is not None)
+    target["timings_ms"]["end"] = 1000.0
+    assert "end from the intended send" in _hidden(moved)[0]
+    chunked = json.loads(json.dumps(lines))
+    chunked[0]["stream"] = False
+    assert "non-streamed answer with streamed chunks" in _hidden(chunked)[0]
+
+
+def test_a_calibration_stretched_to_raise_the_bar_is_named() -> None:
+    """The calibration runs one request at a time: its answers stretched so a typical one
+    looks silent for longer (raising the stall bar) overlap each other, and are named."""
+    lines = [
+        json.loads(json.dumps(parse(_record(n, 2.0 * n, [2.0 * n + 0.5], 2.0 * n + 1.0)).to_json()))
+        for n in range(5)
+    ]
+    assert shape_differences(lines, 1, 10.0, "calibrate") == []
+    for line in lines:
+        line["timings_ms"]["end"] += 5000.0
+        line["timings_ms"]["end_from_intended"] += 5000.0
+    named = shape_differences(lines, 1, 10.0, "calibrate")
+    assert (
+        "calibrate: its records hold 3 requests in flight at once, above its concurrency 1" in named
+    )
+    assert "calibrate: its records span 14.0 s, but the window ran 10 s" in named

@@ -169,7 +169,7 @@ def request_spans(root: Path) -> list[Span]:
                 start = float(row["started_at"])
                 end_ms = (row.get("timings_ms") or {}).get("end")
                 end = start + (float(end_ms) / 1000 if end_ms is not None else 0.0)
-            except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OverflowError):
                 continue
             request = row.get("request") or {}
             tools = request.get("tools") if isinstance(request, dict) else None

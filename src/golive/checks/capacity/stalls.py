@@ -9,7 +9,7 @@ never a capacity limit: the verdict is `hold`, named.
 A flight is read on the wall clock from what a saved record line holds (its start and the
 milliseconds since it: each streamed chunk, the end), built alike from the live record
 (`flight`) and its saved line (`saved_flight`), so `golive decide` finds the same silence
-in the records (`stall_differences`) whatever the step's row says.
+in the records (`stall_evidence.stall_differences`) whatever the step's row says.
 """
 
 from __future__ import annotations
@@ -214,98 +214,3 @@ def stall_in(
         "a hung engine, not slowness or capacity (a load balancer trusting /health keeps "
         "routing to it)"
     )
-
-
-SPAN_SLACK_S = 2.0  # a window's records may outlast its wall time by this (+2%): clock reads
-SPAN_SLACK_SHARE = 0.02
-
-
-def flight_problem(line: Mapping[str, object]) -> str | None:
-    """Why a saved record's times cannot be one attempt's (None: they can): not numbers,
-    chunks out of order or outside the answer, the first chunk not its first byte."""
-    found = saved_flight(line)
-    if found is None:
-        return "its times are not numbers"
-    timings = line.get("timings_ms")
-    chunks = timings.get("chunks") if isinstance(timings, Mapping) else None
-    if not isinstance(timings, Mapping) or not isinstance(chunks, list):
-        return None
-    end = timings.get("end")
-    if any(b < a for a, b in itertools.pairwise(chunks)) or any(c < 0 for c in chunks):
-        return "its chunks are out of order"
-    if isinstance(end, int | float) and chunks and chunks[-1] > end:
-        return "a chunk came after its end"
-    first = timings.get("first_byte")
-    if chunks and line.get("stream") and first is not None and first != chunks[0]:
-        return f"its first chunk ({chunks[0]} ms) is not its first byte ({first} ms)"
-    return None
-
-
-def _peak(flights: Sequence[Flight]) -> int:
-    """The most attempts in flight at once (an end and a start at one moment do not overlap)."""
-    edges = sorted(
-        [(f.sent, 1) for f in flights]
-        + [(f.end if f.end is not None else f.sent, -1) for f in flights]
-    )
-    level = peak = 0
-    for _, step in edges:
-        level += step
-        peak = max(peak, level)
-    return peak
-
-
-def stall_differences(
-    row: Mapping[str, object],
-    lines: Sequence[Mapping[str, object]],
-    stall_s: float,
-    where: str,
-) -> list[str]:
-    """A window's row against the silence in its saved records (`lines`: its attempts, no
-    probes): a stall the records show that the row does not name, or one it names that they
-    do not show, or of another length. The records must be the window's as sent: each
-    attempt's times readable and in order, no more in flight at once than the window's
-    concurrency, all within the window's wall time."""
-    concurrency = row.get("concurrency")
-    if not isinstance(concurrency, int) or isinstance(concurrency, bool):
-        return []
-    bad = [(line, why) for line in lines if (why := flight_problem(line)) is not None]
-    if bad:
-        line, why = bad[0]
-        return [
-            f"{where}: {len(bad)} request record(s) with times no attempt has: "
-            f"{line.get('request_id')!r}: {why}"
-        ]
-    flights = [f for line in lines if (f := saved_flight(line)) is not None]
-    out = []
-    if flights and (peak := _peak(flights)) > concurrency:
-        out.append(
-            f"{where}: its records hold {peak} requests in flight at once, above its "
-            f"concurrency {concurrency}"
-        )
-    wall = row.get("wall_s")
-    if flights and isinstance(wall, int | float) and not isinstance(wall, bool):
-        span = max(f.end if f.end is not None else f.sent for f in flights) - min(
-            f.sent for f in flights
-        )
-        if span > wall * (1 + SPAN_SLACK_SHARE) + SPAN_SLACK_S:
-            out.append(f"{where}: its records span {span:.1f} s, but the window ran {wall:g} s")
-    if out:
-        return out
-    found = silence(flights, stall_s, concurrency)
-    said = row.get("stall")
-    if found is None:
-        if isinstance(said, str):
-            return [f"{where}: names a stall, but its {len(lines)} request records show none"]
-        return []
-    headline = stall_headline(*found, concurrency)
-    if not isinstance(said, str) or not said.startswith(headline):
-        return [f"{where}: stall {said!r}, but its request records say {headline!r}"]
-    return []
-
-
-def calibrated_stall_s(calibration: Sequence[Mapping[str, object]], stall_s: float) -> float:
-    """The silence the run held every window to (`stall_after_s`), from the calibration
-    window's counted attempts (`label` calibrate; `recorded.answers_of`), as the run measured
-    it: the answered ones' longest silences."""
-    flights = [f for line in calibration if (f := saved_flight(line)) is not None]
-    return stall_after_s(stall_s, idle_silence_s(flights))

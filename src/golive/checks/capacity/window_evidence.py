@@ -23,9 +23,9 @@ from golive.checks.capacity.recorded import (
     window_label,
     window_records,
 )
-from golive.checks.capacity.stalls import (
+from golive.checks.capacity.stall_evidence import (
     calibrated_stall_s,
-    flight_problem,
+    shape_differences,
     stall_differences,
 )
 from golive.checks.engine_name import engine_model
@@ -59,13 +59,11 @@ def window_stalls(
         for stream in (CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_SUSTAINED_REQUESTS)
         for line in window_records(evidence.jsonl(stream), "calibrate")
     )
-    out = [
-        f"{CAPACITY_CONCURRENCY_REQUESTS} (calibrate): record {line.get('request_id')!r}: {why}"
-        for line in calibration
-        if (why := flight_problem(line)) is not None
-    ][:1]
-    after = calibrated_stall_s(calibration, config.stall_s)
     saved = evidence.json(CAPACITY_CALIBRATION)
+    ran = saved.get("wall_s") if isinstance(saved, Mapping) else None
+    # the calibration runs at concurrency 1: its records are held like a window's
+    out = shape_differences(calibration, 1, ran, f"{CAPACITY_CALIBRATION} (calibrate)")
+    after = calibrated_stall_s(calibration, config.stall_s)
     said = saved.get("stall_after_s") if isinstance(saved, Mapping) else None
     if isinstance(said, int | float) and abs(said - round(after, 3)) > 0.0015:
         out.append(

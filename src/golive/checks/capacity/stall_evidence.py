@@ -1,0 +1,164 @@
+"""A window's stall held to its saved records (issue 27): the records must be the window's
+as golive's client wrote them (`shape_differences`), and the silence they show must be the
+one the row names (`stall_differences`), at the bar the calibration's own records set
+(`calibrated_stall_s`). Pure: rows and record lines in, the differences out. Times
+fabricated consistently across every field and file cannot be told from real ones without
+the signing key."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+
+from golive.checks.capacity.stalls import (
+    Flight,
+    idle_silence_s,
+    saved_flight,
+    silence,
+    stall_after_s,
+    stall_headline,
+)
+
+SPAN_SLACK_S = 2.0  # a window's records may outlast its wall time by this (+2%): clock reads
+SPAN_SLACK_SHARE = 0.02
+
+
+def flight_problem(line: Mapping[str, object]) -> str | None:
+    """Why a saved record's times cannot be one attempt's as golive's client writes them
+    (None: they can): not numbers; chunks on a non-streamed answer, out of order or after its
+    end; a first chunk that is not its first byte, a first token that is no chunk; an end
+    that disagrees with the same end from the intended send; a read that timed out after N s
+    without data, with a byte inside those N s."""
+    if saved_flight(line) is None:
+        return "its times are not numbers"
+    timings = line.get("timings_ms")
+    if not isinstance(timings, Mapping):
+        return None
+    chunks: list[float] = list(timings.get("chunks") or [])
+    end = _ms(timings.get("end"))
+    if chunks and not line.get("stream"):
+        return "a non-streamed answer with streamed chunks"
+    if any(b < a for a, b in itertools.pairwise(chunks)) or any(c < 0 for c in chunks):
+        return "its chunks are out of order"
+    if end is not None and chunks and chunks[-1] > end:
+        return "a chunk came after its end"
+    if chunks and _ms(timings.get("first_byte")) != chunks[0]:
+        return f"its first chunk ({chunks[0]} ms) is not its first byte"
+    token = timings.get("first_token")
+    if chunks and token is not None and token not in chunks:
+        return f"its first token ({token} ms) is none of its chunks"
+    intended, lag = _ms(timings.get("end_from_intended")), _ms(timings.get("schedule_lag"))
+    if (
+        end is not None
+        and intended is not None
+        and lag is not None
+        and abs(intended - lag - end) > END_TOLERANCE_MS
+    ):
+        return f"its end ({end} ms) is not its end from the intended send less the lag"
+    return _silent_timeout(line.get("failure"), chunks, end)
+
+
+END_TOLERANCE_MS = 0.001
+_NO_DATA = re.compile(r"no data for ([\d.]+) s(?: \(read\) / ([\d.]+) s \(connect\))?")
+
+
+def _ms(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _silent_timeout(failure: object, chunks: Sequence[float], end: float | None) -> str | None:
+    """A read timeout ("no data for N s") means N s passed after its last byte."""
+    if not isinstance(failure, Mapping) or failure.get("kind") != "timeout" or end is None:
+        return None
+    found = _NO_DATA.match(str(failure.get("message") or ""))
+    if found is None:
+        return None
+    need = min(float(g) for g in found.groups() if g)
+    silent = (end - max([0.0, *chunks])) / 1000
+    if silent < need * 0.99 - 0.1:
+        return (
+            f"it timed out after {need:g} s without data, but its last byte came "
+            f"{silent:.2f} s before its end"
+        )
+    return None
+
+
+def peak(flights: Sequence[Flight]) -> int:
+    """The most attempts in flight at once (an end and a start at one moment do not overlap)."""
+    edges = sorted(
+        [(f.sent, 1) for f in flights]
+        + [(f.end if f.end is not None else f.sent, -1) for f in flights]
+    )
+    level = peak = 0
+    for _, step in edges:
+        level += step
+        peak = max(peak, level)
+    return peak
+
+
+def shape_differences(
+    lines: Sequence[Mapping[str, object]], concurrency: int, wall_s: object, where: str
+) -> list[str]:
+    """The records must be a window's as sent: each attempt's times as the client writes
+    them (`flight_problem`), no more in flight at once than the window's concurrency, all
+    within the time the window ran."""
+    bad = [(line, why) for line in lines if (why := flight_problem(line)) is not None]
+    if bad:
+        line, why = bad[0]
+        return [
+            f"{where}: {len(bad)} request record(s) with times no attempt has: "
+            f"{line.get('request_id')!r}: {why}"
+        ]
+    flights = [f for line in lines if (f := saved_flight(line)) is not None]
+    out = []
+    if flights and (most := peak(flights)) > concurrency:
+        out.append(
+            f"{where}: its records hold {most} requests in flight at once, above its "
+            f"concurrency {concurrency}"
+        )
+    wall = _ms(wall_s)
+    if flights and wall is not None:
+        span = max(f.end if f.end is not None else f.sent for f in flights) - min(
+            f.sent for f in flights
+        )
+        if span > wall * (1 + SPAN_SLACK_SHARE) + SPAN_SLACK_S:
+            out.append(f"{where}: its records span {span:.1f} s, but the window ran {wall:g} s")
+    return out
+
+
+def stall_differences(
+    row: Mapping[str, object],
+    lines: Sequence[Mapping[str, object]],
+    stall_s: float,
+    where: str,
+) -> list[str]:
+    """A window's row against the silence in its saved records (`lines`: its attempts, no
+    probes): a stall the records show that the row does not name, or one it names that they
+    do not show, or of another length; records not the window's as sent (`shape_differences`)
+    first."""
+    concurrency = row.get("concurrency")
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool):
+        return []
+    out = shape_differences(lines, concurrency, row.get("wall_s"), where)
+    if out:
+        return out
+    flights = [f for line in lines if (f := saved_flight(line)) is not None]
+    found = silence(flights, stall_s, concurrency)
+    said = row.get("stall")
+    if found is None:
+        if isinstance(said, str):
+            return [f"{where}: names a stall, but its {len(lines)} request records show none"]
+        return []
+    headline = stall_headline(*found, concurrency)
+    if not isinstance(said, str) or not said.startswith(headline):
+        return [f"{where}: stall {said!r}, but its request records say {headline!r}"]
+    return []
+
+
+def calibrated_stall_s(calibration: Sequence[Mapping[str, object]], stall_s: float) -> float:
+    """The silence the run held every window to (`stall_after_s`), from the calibration
+    window's counted attempts (`label` calibrate; `recorded.answers_of`), as the run measured
+    it: the answered ones' longest silences."""
+    flights = [f for line in calibration if (f := saved_flight(line)) is not None]
+    return stall_after_s(stall_s, idle_silence_s(flights))
