@@ -40,6 +40,14 @@ LONG = CheckResult(  # asked for 2048; 1024 was the longest input served
     "s",
     {"max_context": 2048, "step_512": "accepted", "step_1024": "accepted", "step_2048": "failed"},
 )
+SUSTAINED_AT_4 = CheckResult(  # the ramp's ceiling 4 did not hold for the window: a cap of 2
+    "capacity.sustained",
+    CheckClass.CAPACITY,
+    True,
+    Status.FAIL,
+    "expand-capacity: preempted at 4",
+    {"classification": "expand-capacity", "capacity_ceiling": 2, "concurrency": 4},
+)
 
 
 def _bundle(tmp_path: Path, **capacity: Any) -> BundleReader:
@@ -145,14 +153,7 @@ def test_a_ceiling_that_did_not_hold_sustained_is_not_what_a_replica_holds(
     ramp = dataclasses.replace(
         EXPAND, status=Status.PASS, measurements={"classification": "stable", "ceiling": 4}
     )
-    sustained = CheckResult(
-        "capacity.sustained",
-        CheckClass.CAPACITY,
-        True,
-        Status.FAIL,
-        "expand-capacity: preempted at 4",
-        {"classification": "expand-capacity", "capacity_ceiling": 2, "concurrency": 4},
-    )
+    sustained = SUSTAINED_AT_4
     reader = _bundle(tmp_path, required_concurrency=16, headroom=0.0)
     figures = _figures(capacity_request(reader, Outcome.EXPAND_CAPACITY, [ramp, sustained]))
     assert figures["ceiling_concurrency"][0] == 2
@@ -224,14 +225,7 @@ def test_the_lowest_limit_of_the_expanding_checks_sizes_the_request(tmp_path: Pa
         EXPAND,
         measurements={"classification": "expand-capacity", "ceiling": 4, "capacity_ceiling": 4},
     )
-    sustained = CheckResult(
-        "capacity.sustained",
-        CheckClass.CAPACITY,
-        True,
-        Status.FAIL,
-        "expand-capacity: preempted at 4",
-        {"classification": "expand-capacity", "capacity_ceiling": 2, "concurrency": 4},
-    )
+    sustained = SUSTAINED_AT_4
     reader = _bundle(tmp_path, required_concurrency=16, headroom=0.0)
     for order in ([ramp, sustained], [sustained, ramp]):
         request = capacity_request(reader, Outcome.EXPAND_CAPACITY, order)
