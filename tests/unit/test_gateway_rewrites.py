@@ -16,8 +16,7 @@ from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.judge import contract_of, run_of
 from golive.checks.agent.rules import Layer
 from golive.checks.engine_name import engine_model_for
-from golive.checks.gateway import comparison_gap, not_held, request_rewritten
-from golive.checks.smoke.request_classes_judge import class_gaps
+from golive.checks.gateway import comparison_gap, not_held, request_rewritten, twin_gaps
 from golive.checks.smoke.request_classes_rules import gateway_difference
 from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Status
@@ -145,9 +144,9 @@ def test_a_case_or_class_not_held_to_the_engine_is_not_passed() -> None:
     assert hidden.status is Status.NO_DATA
     assert "requests/agent.no_call.engine.jsonl" in hidden.summary
     tools = CheckResult("smoke.tools_structured", CheckClass.SMOKE, True, Status.PASS, "ok")
-    held = not_held(tools, class_gaps([("tools", (_answer(181), _answer(181)))]), "s")
+    held = not_held(tools, twin_gaps([("tools", (_answer(181), _answer(181)))]), "s")
     assert held is tools
-    stripped = not_held(tools, class_gaps([("tools", (_answer(None), _answer(181)))]), "s")
+    stripped = not_held(tools, twin_gaps([("tools", (_answer(None), _answer(181)))]), "s")
     assert stripped.status is Status.NO_DATA
     assert "tools: the gateway's answer carries no usage" in stripped.summary
 

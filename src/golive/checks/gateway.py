@@ -10,7 +10,7 @@ Pure: two parsed answers in, the finding out.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from golive.results import CheckResult, Status
 from golive.traffic.records import ParsedResponse
@@ -74,3 +74,11 @@ def not_held(result: CheckResult, gaps: Sequence[str], where: str) -> CheckResul
         summary=f"behind the gateway, {len(gaps)} answer(s) not held to the engine's own "
         f"({where}; {gaps[0]}): {result.summary}",
     )
+
+
+def twin_gaps(
+    pairs: Iterable[tuple[str, tuple[ParsedResponse | None, ParsedResponse | None]]],
+) -> list[str]:
+    """Each labelled answer (through the gateway, from the engine) that cannot be held to
+    its twin, and why (`comparison_gap`): what `not_held` is given."""
+    return [f"{label}: {gap}" for label, (a, b) in pairs if (gap := comparison_gap(a, b))]

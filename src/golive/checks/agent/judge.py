@@ -36,7 +36,7 @@ from golive.checks.agent.rules import (
 )
 from golive.checks.agent.select import due_criticality
 from golive.checks.coverage import SHIPPED_CASES, agent_coverage
-from golive.checks.gateway import comparison_gap, not_held, request_rewritten
+from golive.checks.gateway import not_held, request_rewritten, twin_gaps
 from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
@@ -179,11 +179,9 @@ def judge_agent(
             engine = _by_label(evidence.jsonl(f"requests/{stream_file(case, True)}.jsonl"))
             runs = _plain_runs(plan, case, contract, answers, engine)
             if gateway:  # (the config or the plan says a gateway stood in front)
-                gaps = [
-                    f"{label}: {gap}"
-                    for label, answer in answers.items()
-                    if (gap := comparison_gap(answer, engine.get(label)))
-                ]
+                gaps = twin_gaps(
+                    (label, (answer, engine.get(label))) for label, answer in answers.items()
+                )
         result = case_result(
             case,
             runs,

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from golive.checks.capacity.stalls import (
     Flight,
     idle_silence_s,
+    number,
     saved_flight,
     silence,
     stall_after_s,
@@ -24,31 +25,29 @@ SPAN_SLACK_S = 2.0  # a window's records may outlast its wall time by this (+2%)
 SPAN_SLACK_SHARE = 0.02
 
 
-def flight_problem(line: Mapping[str, object]) -> str | None:
-    """Why a saved record's times cannot be one attempt's as golive's client writes them
-    (None: they can): not numbers; chunks on a non-streamed answer, out of order or after its
+def _time_problem(line: Mapping[str, object]) -> str | None:
+    """Why a saved record's times, numbers all, cannot be one attempt's as golive's client
+    writes them (None: they can): chunks on a non-streamed answer, out of order or after its
     end; a first chunk that is not its first byte, a first token that is no chunk; an end
     that disagrees with the same end from the intended send; a read that timed out after N s
     without data, with a byte inside those N s."""
-    if saved_flight(line) is None:
-        return "its times are not numbers"
     timings = line.get("timings_ms")
     if not isinstance(timings, Mapping):
         return None
     chunks: list[float] = list(timings.get("chunks") or [])
-    end = _ms(timings.get("end"))
+    end = number(timings.get("end"))
     if chunks and not line.get("stream"):
         return "a non-streamed answer with streamed chunks"
     if any(b < a for a, b in itertools.pairwise(chunks)) or any(c < 0 for c in chunks):
         return "its chunks are out of order"
     if end is not None and chunks and chunks[-1] > end:
         return "a chunk came after its end"
-    if chunks and _ms(timings.get("first_byte")) != chunks[0]:
+    if chunks and number(timings.get("first_byte")) != chunks[0]:
         return f"its first chunk ({chunks[0]} ms) is not its first byte"
     token = timings.get("first_token")
     if chunks and token is not None and token not in chunks:
         return f"its first token ({token} ms) is none of its chunks"
-    intended, lag = _ms(timings.get("end_from_intended")), _ms(timings.get("schedule_lag"))
+    intended, lag = number(timings.get("end_from_intended")), number(timings.get("schedule_lag"))
     if (
         end is not None
         and intended is not None
@@ -61,10 +60,6 @@ def flight_problem(line: Mapping[str, object]) -> str | None:
 
 END_TOLERANCE_MS = 0.001
 _NO_DATA = re.compile(r"no data for ([\d.]+) s(?: \(read\) / ([\d.]+) s \(connect\))?")
-
-
-def _ms(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _silent_timeout(failure: object, chunks: Sequence[float], end: float | None) -> str | None:
@@ -90,41 +85,55 @@ def peak(flights: Sequence[Flight]) -> int:
         [(f.sent, 1) for f in flights]
         + [(f.end if f.end is not None else f.sent, -1) for f in flights]
     )
-    level = peak = 0
+    level = most = 0
     for _, step in edges:
         level += step
-        peak = max(peak, level)
-    return peak
+        most = max(most, level)
+    return most
 
 
-def shape_differences(
+def window_flights(
     lines: Sequence[Mapping[str, object]], concurrency: int, wall_s: object, where: str
-) -> list[str]:
-    """The records must be a window's as sent: each attempt's times as the client writes
-    them (`flight_problem`), no more in flight at once than the window's concurrency, all
-    within the time the window ran."""
-    bad = [(line, why) for line in lines if (why := flight_problem(line)) is not None]
+) -> tuple[list[Flight], list[str]]:
+    """The window's flights, read once, and how its records differ from a window's as sent:
+    each attempt's times as the client writes them (`_time_problem`), no more in flight at
+    once than the window's concurrency, all within the time the window ran."""
+    flights: list[Flight] = []
+    bad: list[tuple[Mapping[str, object], str]] = []
+    for line in lines:
+        found = saved_flight(line)
+        why = "its times are not numbers" if found is None else _time_problem(line)
+        if why is not None:
+            bad.append((line, why))
+        elif found is not None:
+            flights.append(found)
     if bad:
         line, why = bad[0]
-        return [
+        return flights, [
             f"{where}: {len(bad)} request record(s) with times no attempt has: "
             f"{line.get('request_id')!r}: {why}"
         ]
-    flights = [f for line in lines if (f := saved_flight(line)) is not None]
     out = []
     if flights and (most := peak(flights)) > concurrency:
         out.append(
             f"{where}: its records hold {most} requests in flight at once, above its "
             f"concurrency {concurrency}"
         )
-    wall = _ms(wall_s)
+    wall = number(wall_s)
     if flights and wall is not None:
         span = max(f.end if f.end is not None else f.sent for f in flights) - min(
             f.sent for f in flights
         )
         if span > wall * (1 + SPAN_SLACK_SHARE) + SPAN_SLACK_S:
             out.append(f"{where}: its records span {span:.1f} s, but the window ran {wall:g} s")
-    return out
+    return flights, out
+
+
+def shape_differences(
+    lines: Sequence[Mapping[str, object]], concurrency: int, wall_s: object, where: str
+) -> list[str]:
+    """How `lines` differ from a window's records as sent (`window_flights`)."""
+    return window_flights(lines, concurrency, wall_s, where)[1]
 
 
 def stall_differences(
@@ -140,10 +149,9 @@ def stall_differences(
     concurrency = row.get("concurrency")
     if not isinstance(concurrency, int) or isinstance(concurrency, bool):
         return []
-    out = shape_differences(lines, concurrency, row.get("wall_s"), where)
+    flights, out = window_flights(lines, concurrency, row.get("wall_s"), where)
     if out:
         return out
-    flights = [f for line in lines if (f := saved_flight(line)) is not None]
     found = silence(flights, stall_s, concurrency)
     said = row.get("stall")
     if found is None:

@@ -57,7 +57,9 @@ class Flight:
 def flight(record: RequestRecord) -> Flight:
     """A live record's flight, as its saved line will give it (`saved_flight`)."""
     t = record.timings
-    chunks = [t.ms_since_sent(c) for c in t.chunk_ns] if record.stream else []
+    # the figures `ParsedResponse.to_json` saves: chunks only for a streamed answer
+    chunks = [ms for c in t.chunk_ns if (ms := t.ms_since_sent(c)) is not None]
+    chunks = chunks if record.stream else []
     end = t.ms_since_sent(t.end_ns)
     return _flight(record.started_at, chunks, end, record.ok, record.failure is not None)
 
@@ -65,28 +67,34 @@ def flight(record: RequestRecord) -> Flight:
 def saved_flight(line: Mapping[str, object]) -> Flight | None:
     """A saved record line's flight (None: its times are not numbers)."""
     timings = line.get("timings_ms")
-    started = line.get("started_at")
-    if not isinstance(timings, Mapping) or not _number(started):
+    started = number(line.get("started_at"))
+    if not isinstance(timings, Mapping) or started is None:
         return None
-    chunks = timings.get("chunks") or []
+    saved = timings.get("chunks") or []
+    chunks = [number(c) for c in saved] if isinstance(saved, list) else [None]
     end = timings.get("end")
-    if not isinstance(chunks, list) or not all(map(_number, chunks)):
+    if None in chunks or (end is not None and number(end) is None):
         return None
-    if end is not None and not _number(end):
-        return None
-    return _flight(started, chunks, end, saved_ok(line), line.get("failure") is not None)  # type: ignore[arg-type]
+    return _flight(
+        started,
+        [c for c in chunks if c is not None],
+        number(end),
+        saved_ok(line),
+        line.get("failure") is not None,
+    )
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def number(value: object) -> float | None:
+    """A saved figure as a number (None: absent, or not a number; a bool is not one)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _flight(
-    started: float, chunks_ms: Sequence[float | None], end_ms: float | None, ok: bool, failed: bool
+    started: float, chunks_ms: Sequence[float], end_ms: float | None, ok: bool, failed: bool
 ) -> Flight:
     return Flight(
         started,
-        tuple(started + ms / 1000 for ms in chunks_ms if ms is not None),
+        tuple(started + ms / 1000 for ms in chunks_ms),
         None if end_ms is None else started + end_ms / 1000,
         ok,
         failed,
