@@ -283,8 +283,8 @@ class GoliveConfig(StrictModel):
     watch: WatchConfig = WatchConfig()
     signoff: SignoffConfig = SignoffConfig()
     records: RecordsConfig = RecordsConfig()
-    # None only in a bundle sealed before the completeness rule (no `programme` key): a new
-    # run always has one (load_config)
+    # None only where a saved config names no `programme` key: a new run always has one
+    # (load_config), and `golive decide` judges such a bundle with the default
     programme: ProgrammeConfig | None = None
     policy: str | None = Field(None, description="decision policy file (default: bundled)")
     sign_key: str | None = Field(

@@ -1,8 +1,9 @@
 """Issue 27 §6 on a GPU bundle: `golive run` against vLLM 0.24.0 on one H200 (random weights,
-hermes parser; tests/data/vllm-gpu-0.24-h200x1-evidence) re-derives as sealed with nothing
+hermes parser; tests/data/vllm-gpu-0.24-h200x1-bundle) re-derives as sealed with nothing
 taken on its word, and the forgeries that matter most on a fast engine's thousands of records
 are caught: a bundle of only its verdict, ramp records rewritten as failures, a frozen
-exporter during one step."""
+exporter during one step. A run sealed two days earlier, before rules it lacks evidence for
+(tests/data/vllm-gpu-0.24-h200x1-evidence), is judged by them, not by its own word."""
 
 from __future__ import annotations
 
@@ -23,16 +24,17 @@ from golive.bundle.store import ZSTD, Bundle, read_lines
 from golive.results import Outcome, Status
 from golive.verdict.rederive import rederive
 
-CAPTURE = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-evidence"
+WHOLE_RUN = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-bundle/bundle.tgz"
+EARLIER = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-evidence/bundle.tgz"
 
 
 @pytest.fixture(scope="module")
 def gpu_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sealed H200 bundle, unpacked once."""
     where = tmp_path_factory.mktemp("h200")
-    with tarfile.open(CAPTURE / "bundle.tgz") as packed:
+    with tarfile.open(WHOLE_RUN) as packed:
         packed.extractall(where, filter="data")
-    return where / "gpurun"
+    return where / "b"
 
 
 def _copy(gpu_bundle: Path, tmp_path: Path) -> Path:
@@ -121,10 +123,12 @@ GATEWAY = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-gateway/gateway
 @pytest.mark.tampers_bundle
 def test_a_real_aliasing_gateway_is_held_to_the_real_engine(tmp_path: Path) -> None:
     """vLLM 0.24 on an H200 behind a gateway serving its model as `kimi`: every class's engine
-    twin asked the engine under its own name and the engine counted the same prompt tokens
-    both ways; the engine's own metrics counted the smoke requests under that name. decide
-    agrees; with the engine's /v1/models answer deleted and the bundle re-sealed, the
-    metrics are no longer read as passed."""
+    twin asked the engine under its own name, and vLLM returned the prompt it rendered both
+    ways (`prompt_token_ids`), the same tokens, so each class is held by the prompt itself,
+    not its count; the engine's own metrics counted the smoke requests under that name.
+    decide agrees; one token of a gateway answer's prompt changed (a rewrite keeping the
+    length) is named; with the engine's /v1/models answer deleted and the bundle re-sealed,
+    the metrics are no longer read as passed."""
     with tarfile.open(GATEWAY) as packed:
         packed.extractall(tmp_path, filter="data")
     root = tmp_path / "g"
@@ -141,6 +145,25 @@ def test_a_real_aliasing_gateway_is_held_to_the_real_engine(tmp_path: Path) -> N
     asked = {x["label"]: x["request"]["model"] for x in lines if "@" in x["label"]}
     assert {m for label, m in asked.items() if label.endswith("@engine")} == {"qwen-gpu"}
     assert {m for label, m in asked.items() if label.endswith("@target")} == {"kimi"}
+    held = {x["label"]: x["response"]["prompt_token_ids"] for x in lines if "@" in x["label"]}
+    assert len(held["long_context@target"]) == 3571
+    assert held["shared_prompt-1@target"] == held["shared_prompt-1@engine"]
+    summaries = " ".join(c.summary for c in again.checks)
+    assert "by prompt-token count only" not in summaries
+    rewritten = tmp_path / "rewritten"
+    shutil.copytree(root, rewritten)
+    path = rewritten / "requests/smoke-classes.jsonl"
+    edited = []
+    for line in lines:
+        if line["label"] == "shared_prompt-1@target":
+            ids = line["response"]["prompt_token_ids"]
+            ids[20] += 1  # one word for another: the count unchanged
+        edited.append(json.dumps(line))
+    path.write_text("\n".join(edited) + "\n")
+    Bundle(rewritten).seal()
+    caught = {c.id: c for c in rederive(rewritten).checks}["smoke.shared_prompt"]
+    assert caught.status is Status.FAIL
+    assert "first different at token 20 (as many tokens, other ones" in caught.summary
     (root / "requests/engine-identity.jsonl").unlink()
     Bundle(root).seal()
     deleted = rederive(root)
@@ -148,7 +171,28 @@ def test_a_real_aliasing_gateway_is_held_to_the_real_engine(tmp_path: Path) -> N
     assert {c.id: c.status for c in deleted.checks}["smoke.metrics"] is not Status.PASS
 
 
-WHOLE_RUN = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-bundle/bundle.tgz"
+@pytest.mark.tampers_bundle
+def test_a_run_sealed_before_todays_rules_is_judged_by_them(tmp_path: Path) -> None:
+    """The H200 run of 2026-12-02 was sealed before its windows named the memory-curve rows
+    their gauge figures came from, before the completeness and memory rules, and before
+    non-critical Agent failures had a bounded share. decide does not judge it by those
+    older rules on the bundle's say-so: its windows' gauge figures stand on nothing
+    (no_data: hold), the rules' checks are re-derived, the failures are no longer bounded."""
+    with tarfile.open(EARLIER) as packed:
+        packed.extractall(tmp_path, filter="data")
+    again = rederive(tmp_path / "gpurun")
+    assert not again.agrees
+    assert again.sealed is Outcome.HOLD  # random weights: it was hold already
+    status = {c.id: c.status for c in again.checks}
+    assert status["capacity.concurrency"] is Status.NO_DATA
+    assert status["capacity.sustained"] is Status.NO_DATA
+    assert "missing-evidence" in [r.rule for r in again.decision.rules_fired]
+    ramp = next(c for c in again.checks if c.id == "capacity.concurrency")
+    assert "states the engine's gauges but names no curve rows" in ramp.summary
+    problems = "\n".join(again.problems)
+    for rule in ("capacity.memory", "agent.coverage", "smoke.coverage"):
+        assert f"{rule}: re-derived only" in problems, rule
+    assert "agent.one_arg.auto status: sealed 'warn', re-derived 'fail'" in problems
 
 
 @pytest.mark.tampers_bundle

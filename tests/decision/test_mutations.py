@@ -107,12 +107,6 @@ HARMLESS: dict[str, tuple[frozenset[str] | None, str]] = {
         "the deployment's identity is read from every family's own /version and /v1/models "
         "records too",
     ),
-    "memory/capacity.csv": (
-        frozenset({"truncate"}),
-        "this bundle was sealed before each window named the curve rows its gauge figures "
-        "came from (a new bundle's are read again, and a cut curve is named); a curve that is "
-        "gone or unreadable is named",
-    ),
 }
 
 

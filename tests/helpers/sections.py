@@ -63,23 +63,8 @@ Edit = Callable[[Path], None]
 def golden_config(settings: Mapping[str, Any] | None = None) -> GoliveConfig:
     """The demo's effective config without its (long gone) target URL, so no client is opened
     and nothing is sent; `settings` are dotted overrides (`{"target.model": ...}`)."""
-    # the demo was sealed before agent.max_bounded_failure_share, and judged without it: the
-    # bundles here stand for a team that accepts the bundled model's tool_choice=auto defect
-    # as bounded (they must be signable); tests of the share set it themselves
-    # ... and before the sustained window's decision floor (it held 50 s): judged as then
-    # ... and before the probe after the sustained window (the demo never sent it): off
-    before = {
-        "agent.max_bounded_failure_share": 1.0,
-        "capacity.min_sustained_s": 0,
-        "capacity.min_sustained_completions": 1,
-        "cache.after_load_probe": False,
-    }
-    config = load_config(GOLDEN / EFFECTIVE_CONFIG, {**before, **(settings or {})})
-    # sealed before the completeness rule too (its Agent cases ran once each): judged as such,
-    # unless the settings name a `programme` section (then judged on it as a new run is)
-    target = config.target.model_copy(update={"url": None})
-    judged = any(k == "programme" or k.startswith("programme.") for k in settings or {})
-    return config.model_copy(update={"target": target, **({} if judged else {"programme": None})})
+    config = load_config(GOLDEN / EFFECTIVE_CONFIG, settings)
+    return config.model_copy(update={"target": config.target.model_copy(update={"url": None})})
 
 
 async def _rejudged(

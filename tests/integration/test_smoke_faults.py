@@ -23,6 +23,7 @@ from tests.helpers.fakes.gateway import (
     injecting_gateway,
     relaying_gateway,
     rewriting_gateway,
+    swapping_gateway,
 )
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
 from tests.helpers.scenario import TEXT_ONLY
@@ -271,7 +272,7 @@ async def test_a_gateway_that_injects_a_system_prompt_is_named(tmp_path: Path) -
     """Issue 27 §4: a gateway that injects a 600-word system prompt answers well-formed text
     and tool calls; the engine's prompt tokens for the same request sent through it and sent
     directly differ, so the classes fail on the gateway."""
-    change = "600 added: a system prompt"
+    change = "600 tokens added: a system prompt"
     async with fake_vllm(FakeState()) as engine, injecting_gateway(engine) as front:
         verdict = await _smoke(
             front,
@@ -284,6 +285,32 @@ async def test_a_gateway_that_injects_a_system_prompt_is_named(tmp_path: Path) -
     assert change in checks["smoke.tools_structured"]["summary"]
     assert all(checks[i]["status"] == "fail" for i in named)
     assert verdict.outcome is Outcome.HOLD
+
+
+async def test_a_gateway_that_rewrites_a_message_keeping_its_length_is_named(
+    tmp_path: Path,
+) -> None:
+    """Issue 27 §4: a gateway that swaps a word of every user message keeps the prompt's
+    length, so the engine counts the same prompt tokens both ways; the prompt the engine
+    rendered (vLLM's return_token_ids, asked on both sends) differs, so the classes fail on
+    the gateway. An honest gateway's classes pass, held by the prompt itself, not its count."""
+    async with fake_vllm(FakeState()) as engine, swapping_gateway(engine) as front:
+        verdict = await _smoke(front, tmp_path / "b", **{"target.engine_url": engine, **CLASSES})
+    checks = {c["id"]: c for c in verdict.data["checks"]}
+    tools = checks["smoke.tools_structured"]
+    assert tools["status"] == "fail", tools
+    assert "as many tokens, other ones: a message rewritten" in tools["summary"]
+    assert verdict.outcome is Outcome.HOLD
+    assert rederive(tmp_path / "b").agrees
+    async with fake_vllm(FakeState()) as engine, relaying_gateway(engine) as front:
+        honest = await _smoke(front, tmp_path / "c", **{"target.engine_url": engine, **CLASSES})
+    held = {c["id"]: c for c in honest.data["checks"]}["smoke.tools_structured"]
+    assert held["status"] == "pass", held
+    assert "by prompt-token count only" not in held["summary"]
+    lines = (tmp_path / "c/requests/smoke-classes.jsonl").read_text().splitlines()
+    pairs = [json.loads(line) for line in lines if "@" in json.loads(line)["label"]]
+    assert pairs
+    assert all(line["request"]["return_token_ids"] for line in pairs)
 
 
 @pytest.mark.tampers_bundle

@@ -167,7 +167,12 @@ async def test_gateway_rewriting_arguments_is_blamed_on_the_gateway(
     assert result.measurements["stream_passed"] == 0
     examples = _examples(tmp_path / "b")
     assert all(e["engine_findings"] == [] for e in examples if e["mode"] == "plain")
-    assert (tmp_path / "b/requests/agent.one_arg.required.engine.jsonl").is_file()
+    # both sends asked the real engine for the prompt it rendered, and it answered with it:
+    # held by the prompt itself (the same both ways), not by its count
+    for stream in ("agent.one_arg.required", "agent.one_arg.required.engine"):
+        saved = (tmp_path / f"b/requests/{stream}.jsonl").read_text()
+        assert saved.count('"prompt_token_ids"') >= 4, stream
+    assert "gateway.request_rewritten" not in str(result.measurements["signatures"])
 
 
 async def test_hedging_gateway_is_blamed_on_idempotency(

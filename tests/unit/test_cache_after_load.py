@@ -35,7 +35,7 @@ from golive.profiles import load_profile
 from golive.results import CheckResult, Status
 from golive.verdict.scope import skipped_by_config
 
-GOLDEN = Path(__file__).parent.parent / "data/golden-demo"
+GOLDEN = Path(__file__).parent.parent / "data/demo-sealed-2026-12-01"
 LAST_STEP = "metrics/cache-11-after-cold-1.prom"
 pytestmark = pytest.mark.tampers_bundle  # copies of the demo with a probe added
 
@@ -251,15 +251,16 @@ def test_counters_that_are_not_the_probe_alone_after_the_window(
         assert {c.id: c.status for c in judged}["cache.prefix_reuse"] is Status.PASS
 
 
-def test_judge_cache_adds_the_check_where_the_run_names_the_rule(tmp_path: Path) -> None:
+def test_judge_cache_adds_the_check_whatever_the_saved_config_names(tmp_path: Path) -> None:
     """Through the family judge (what `golive decide` runs): the demo sealed before the rule
-    keeps its three cache checks; with the rule and no probe, `cache.after_load` is
-    `no_data`; with an evicting probe, a warn."""
+    (its config names no `cache.after_load_probe`) is judged by it all the same: no probe
+    after its sustained window is `no_data`, as it is with the key; with an evicting probe,
+    a warn."""
     profile = load_profile("generic")
     old = judge_cache(
         BundleReader(_demo(tmp_path / "old", key=False)), profile, None, CacheConfig()
     )
-    assert CHECK not in {c.id for c in old}
+    assert {c.id: c.status for c in old}[CHECK] is Status.NO_DATA
     root = _demo(tmp_path / "new")
     judged = {c.id: c for c in judge_cache(BundleReader(root), profile, None, CacheConfig())}
     assert judged[CHECK].status is Status.NO_DATA

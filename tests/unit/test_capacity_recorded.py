@@ -197,8 +197,9 @@ C4 = {
         # one row's span deleted beside rows that keep theirs
         ([C4, {**C4, "label": "c8", "curve_rows": None}], CURVE, "c8): states the engine"),
         ([{**C4, "curve_rows": "2-5"}], CURVE, "not two row numbers"),
-        # sealed before the rule: no row names its span
-        ([{**C4, "curve_rows": None, "mean_waiting": 0.0}], CURVE, None),
+        # every row's span deleted (as a bundle sealed before the rule has none): the figures
+        # stand on nothing, and a lowered queue cannot hide behind the gap
+        ([{**C4, "curve_rows": None, "mean_waiting": 0.0}], CURVE, "c4): states the engine"),
     ],
 )
 def test_a_windows_gauges_are_read_again_from_its_curve_rows(

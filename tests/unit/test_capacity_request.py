@@ -23,7 +23,7 @@ from golive.report.capacity_request import capacity_request, render_capacity_req
 from golive.results import CheckClass, CheckResult, Outcome, Status
 from golive.verdict.rederive import request_differences
 
-GOLDEN = Path(__file__).parents[1] / "data/golden-demo"
+GOLDEN = Path(__file__).parents[1] / "data/demo-sealed-2026-12-01"
 EXPAND = CheckResult(
     "capacity.concurrency",
     CheckClass.CAPACITY,

@@ -124,6 +124,21 @@ def test_a_malformed_file_resealed_is_hold_naming_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.tampers_bundle
+def test_a_scrape_cut_short_is_named_even_where_its_series_survive(tmp_path: Path) -> None:
+    """The retry case's scrape before its attempts cut in half and re-sealed: the counters
+    its judge reads are in the half that is left, so the case reads as before, but a /metrics
+    body ends with a newline and this one does not: named, hold."""
+    root = _copy(tmp_path)
+    path = root / "metrics/agent-retry-before.prom"
+    text = path.read_bytes()
+    path.write_bytes(text[: len(text) // 2].rstrip(b"\n"))
+    Bundle(root).seal()
+    again = rederive(root)
+    assert again.decision.outcome is Outcome.HOLD
+    assert "metrics/agent-retry-before.prom: cut short" in "\n".join(again.problems)
+
+
+@pytest.mark.tampers_bundle
 def test_many_bad_lines_are_counted_not_all_listed(tmp_path: Path) -> None:
     """A whole stream of bad lines names the first three and counts the rest."""
     root = _copy(tmp_path)

@@ -16,7 +16,14 @@ from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.judge import contract_of, run_of
 from golive.checks.agent.rules import Layer
 from golive.checks.engine_name import engine_model_for
-from golive.checks.gateway import comparison_gap, not_held, request_rewritten, twin_gaps
+from golive.checks.gateway import (
+    ASK_PROMPT,
+    asking_prompt,
+    comparison_gap,
+    held_to_engine,
+    not_held,
+    request_rewritten,
+)
 from golive.checks.smoke.request_classes_rules import gateway_difference
 from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Status
@@ -24,7 +31,11 @@ from golive.traffic.records import ParsedResponse, RequestRecord, Timings, parse
 
 
 def _answer(
-    prompt_tokens: int | None, status: int = 200, content: str = "It is sunny."
+    prompt_tokens: int | None,
+    status: int = 200,
+    content: str = "It is sunny.",
+    ids: list[int] | None = None,
+    text: str | None = None,
 ) -> ParsedResponse:
     body: dict[str, Any] = {
         "id": "chatcmpl-1",
@@ -41,6 +52,10 @@ def _answer(
     }
     if prompt_tokens is not None:
         body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": 4, "total_tokens": 9}
+    if ids is not None:
+        body["prompt_token_ids"] = ids
+    if text is not None:
+        body["prompt_text"] = text
     record = RequestRecord(
         "r1",
         "agent-tool_result-plain-0",
@@ -144,9 +159,9 @@ def test_a_case_or_class_not_held_to_the_engine_is_not_passed() -> None:
     assert hidden.status is Status.NO_DATA
     assert "requests/agent.no_call.engine.jsonl" in hidden.summary
     tools = CheckResult("smoke.tools_structured", CheckClass.SMOKE, True, Status.PASS, "ok")
-    held = not_held(tools, twin_gaps([("tools", (_answer(181), _answer(181)))]), "s")
+    held = held_to_engine(tools, [("tools", (_answer(181), _answer(181)))], "s")
     assert held is tools
-    stripped = not_held(tools, twin_gaps([("tools", (_answer(None), _answer(181)))]), "s")
+    stripped = held_to_engine(tools, [("tools", (_answer(None), _answer(181)))], "s")
     assert stripped.status is Status.NO_DATA
     assert "tools: the gateway's answer carries no usage" in stripped.summary
 
@@ -167,3 +182,128 @@ def test_the_engine_twin_asks_the_engines_own_name(
     """Behind a gateway the engine twin asks the engine's name for the model: the gateway's
     where the engine lists it, else the engine's only model, else the gateway's."""
     assert engine_model_for(asked, listed) == engine
+
+
+_PROMPT = [151644, 8948, 198, 2610, 525, 264, 10950, 17847, 13, 151645]
+_TEXT = "<|im_start|>system\nYou are a weather agent.<|im_end|>"
+
+
+def _streamed(ids: list[int] | None, text: str | None = None) -> ParsedResponse:
+    """A streamed answer as vLLM sends it with return_token_ids: the prompt on the first
+    chunk only."""
+    first: dict[str, Any] = {
+        "id": "chatcmpl-2",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
+    }
+    if ids is not None:
+        first["prompt_token_ids"] = ids
+    if text is not None:
+        first["prompt_text"] = text
+    chunks = [
+        first,
+        {"id": "chatcmpl-2", "model": "m", "choices": [{"index": 0, "delta": {"content": "Hi"}}]},
+        {
+            "id": "chatcmpl-2",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": len(ids or ()), "completion_tokens": 1},
+        },
+    ]
+    raw = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    record = RequestRecord(
+        "r2",
+        "agent-tool_result-stream-0",
+        "POST",
+        "http://127.0.0.1:1/v1/chat/completions",
+        {},
+        True,
+        0.0,
+        Timings(0, 1, 2, 3, 4),
+        200,
+        {"content-type": "text/event-stream"},
+        (raw.encode(),),
+    )
+    return parse(record)
+
+
+@pytest.mark.parametrize(
+    ("via", "direct", "found"),
+    [
+        (_answer(10, ids=_PROMPT), _answer(10, ids=_PROMPT), None),
+        (_streamed(_PROMPT), _answer(10, ids=_PROMPT), None),
+        # a message rewritten keeping its length: the count cannot see it, the ids do
+        (
+            _answer(10, ids=[*_PROMPT[:5], 9999, *_PROMPT[6:]]),
+            _answer(10, ids=_PROMPT),
+            "first different at token 5 (as many tokens, other ones: a message rewritten)",
+        ),
+        (
+            _streamed([*_PROMPT[:5], 9999, *_PROMPT[6:]]),
+            _streamed(_PROMPT),
+            "first different at token 5",
+        ),
+        # an injected system prompt in front: different from the first token on
+        (
+            _answer(13, ids=[1, 2, 3, *_PROMPT]),
+            _answer(10, ids=_PROMPT),
+            "first different at token 0 (3 tokens added",
+        ),
+        # the last turn dropped: one is the other's start
+        (_answer(6, ids=_PROMPT[:6]), _answer(10, ids=_PROMPT), "at token 6 (4 tokens missing"),
+        # the counts agree while the ids do not: the ids decide
+        (_answer(10, ids=_PROMPT[::-1]), _answer(10, ids=_PROMPT), "a message rewritten"),
+    ],
+)
+def test_the_engine_receives_the_same_prompt_both_ways(
+    via: ParsedResponse, direct: ParsedResponse, found: str | None
+) -> None:
+    """Where both answers carry the prompt the engine rendered (vLLM's return_token_ids),
+    the token sequences must be equal, streamed or not: a rewrite that keeps the length is
+    named with where the prompts part."""
+    said = request_rewritten(via, direct)
+    if found is None:
+        assert said is None
+    else:
+        assert said is not None
+        assert found in said
+        assert "the gateway rewrote the request" in said
+
+
+def test_the_rendered_prompts_are_shown_where_they_part() -> None:
+    """With the rendered text from both sides, the finding shows each prompt where they part,
+    so a reader sees what the gateway changed."""
+    rewritten = _TEXT.replace("weather agent", "pirate, always")
+    said = request_rewritten(
+        _answer(10, ids=[*_PROMPT[:6], 7], text=rewritten), _answer(10, ids=_PROMPT, text=_TEXT)
+    )
+    assert said is not None
+    assert "pirate, always" in said
+    assert "weather agent" in said
+
+
+def test_a_gateway_that_drops_the_prompt_ids_is_held_by_count_and_says_so() -> None:
+    """The engine gives its prompt ids directly, the gateway's answer carries none: the
+    counts are compared (a length change is still caught) and a pass says it was held by
+    count only; with no usage either it is not held at all."""
+    tools = CheckResult("smoke.tools_structured", CheckClass.SMOKE, True, Status.PASS, "ok")
+    by_count = held_to_engine(tools, [("tools", (_answer(10), _answer(10, ids=_PROMPT)))], "s")
+    assert by_count.status is Status.PASS
+    assert "1 answer(s) held to the engine's by prompt-token count only" in by_count.summary
+    assert request_rewritten(_answer(12), _answer(10, ids=_PROMPT)) is not None
+    bare = held_to_engine(tools, [("tools", (_answer(None), _answer(10, ids=_PROMPT)))], "s")
+    assert bare.status is Status.NO_DATA
+    # both sides carry the ids: held by the prompt itself, usage or not
+    exact = held_to_engine(
+        tools, [("tools", (_answer(None, ids=_PROMPT), _answer(10, ids=_PROMPT)))], "s"
+    )
+    assert exact is tools
+
+
+def test_a_request_through_a_gateway_asks_for_the_rendered_prompt() -> None:
+    """Both sends of a held pair ask vLLM for the prompt it rendered, nothing else changed."""
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    asked = asking_prompt(body)
+    assert asked == {**body, "return_token_ids": True, "return_prompt_text": True}
+    assert ASK_PROMPT.keys() <= asked.keys()
+    assert "return_token_ids" not in body

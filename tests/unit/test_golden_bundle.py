@@ -10,8 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
-from golive.bundle.store import Bundle, BundleReader
+from golive.bundle.store import Bundle
 from golive.results import Outcome
 from golive.verdict.document import VerdictDocument
 from golive.verdict.rederive import EVIDENCE_JUDGES, EvidenceJudge, Rederived, rederive
@@ -36,12 +37,7 @@ def test_the_recorded_demo_rederives_as_sealed(again: Rederived) -> None:
 def test_each_family_is_judged_again_from_its_evidence(
     again: Rederived, judge: EvidenceJudge
 ) -> None:
-    """Each judge read the demo's evidence again and owns at least one of its checks; a rule
-    newer than the recording (capacity.memory) does not apply to it, and the bundle
-    re-derives without it, as sealed."""
-    if judge.applies is not None and not judge.applies(BundleReader(GOLDEN)):
-        assert not any(judge.owns(c.id) for c in again.checks)
-        return
+    """Each judge read the demo's evidence again and owns at least one of its checks."""
     if not judge.present(GOLDEN) and not judge.always:  # a family the demo never ran (k8s)
         assert not any(judge.owns(c.id) for c in VerdictDocument.read(GOLDEN).checks)
         assert judge.name not in again.rejudged
@@ -86,3 +82,47 @@ def test_an_edited_engine_figure_is_caught(tmp_path: Path, key: str, value: floa
     ramp = checks["capacity.concurrency"]
     assert ramp.status.value == "no_data"
     assert f"c2: {key} {value!r}, but its scrapes say" in ramp.summary
+
+
+BEFORE_RULES = Path(__file__).parents[1] / "data/demo-sealed-2026-12-01"
+
+
+def test_a_demo_sealed_before_todays_rules_is_judged_by_them() -> None:
+    """The demo recorded on 2026-12-01, before the completeness, memory, sustained-floor and
+    after-load rules and before windows named their memory-curve rows, sealed
+    observe-with-limits: decide judges it by today's rules, not its own config's silence,
+    and it re-derives hold, naming each rule's check."""
+    again = rederive(BEFORE_RULES)
+    assert again.sealed is Outcome.OBSERVE_WITH_LIMITS
+    assert again.decision.outcome is Outcome.HOLD
+    assert not again.agrees
+    problems = "\n".join(again.problems)
+    for check in ("agent.coverage", "capacity.memory", "cache.after_load"):
+        assert f"{check}: re-derived only" in problems, check
+    fired = {r.rule for r in again.decision.rules_fired}
+    assert {"programme-incomplete", "missing-evidence"} <= fired
+
+
+@pytest.mark.tampers_bundle
+def test_a_rules_key_removed_from_the_saved_config_takes_todays_default(tmp_path: Path) -> None:
+    """A reviewer removes `programme`, the sustained floor and the after-load probe key from
+    the demo's saved config, and the coverage checks from verdict.json, then re-seals: the
+    keys take today's defaults, the checks are judged again, and decide disagrees."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(GOLDEN, copy)
+    path = copy / "config/effective.yaml"
+    saved = yaml.safe_load(path.read_text())
+    del saved["programme"]
+    for key in ("min_sustained_s", "min_sustained_completions"):
+        del saved["capacity"][key]
+    del saved["cache"]["after_load_probe"]
+    path.write_text(yaml.safe_dump(saved))
+    data = json.loads((copy / "verdict.json").read_text())
+    data["checks"] = [c for c in data["checks"] if not c["id"].endswith(".coverage")]
+    (copy / "verdict.json").write_text(json.dumps(data, indent=2))
+    Bundle(copy).seal()
+    again = rederive(copy)
+    assert not again.agrees
+    rederived = {c.id for c in again.checks}
+    assert {"agent.coverage", "capacity.coverage", "cache.coverage"} <= rederived
+    assert "cache.after_load" in rederived

@@ -186,7 +186,19 @@ def schema_problems(root: Path) -> list[str]:
             rel = f"requests/{path.name}"
             if rel.removesuffix(ZSTD) not in NOT_RECORDS:
                 out += _checked(path, prefix + rel, RequestRecordLine, True)
+        out += [f"{prefix}{cut}" for cut in _scrapes_cut_short(part)]
     return out
+
+
+def _scrapes_cut_short(part: Path) -> list[str]:
+    """Saved scrapes that do not end as a /metrics body does (with a newline): cut short
+    after the run. A judge reads only the series it names, so a cut that keeps them would
+    otherwise pass unseen."""
+    return [
+        f"metrics/{path.name}: cut short (a scrape ends with a newline)"
+        for path in sorted((part / "metrics").glob("*.prom"))
+        if (text := path.read_bytes()) and not text.endswith(b"\n")
+    ]
 
 
 def _checked(path: Path, rel: str, kind: type[msgspec.Struct], lines: bool) -> list[str]:

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import yaml
 import zstandard
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from golive.bundle.layout import EFFECTIVE_CONFIG, GOLIVE_TRACEBACK, MANIFEST, PARTS
+from golive.bundle.layout import GOLIVE_TRACEBACK, MANIFEST, PARTS
 from golive.bundle.signing import SIGNATURE, SignatureCheck, check_signature, sign_manifest
 from golive.errors import BundleError
 
@@ -281,20 +280,6 @@ class BundleReader:
             return json.loads(text)
         except (ValueError, RecursionError) as exc:
             raise BundleError(f"{self.root / rel}: not JSON ({exc})") from exc
-
-    def effective_has(self, section: str, key: str) -> bool:
-        """Whether the run's effective config names `section.key`: False for a bundle sealed
-        before the rule that key came with (judged as it was then). A bundle without the file,
-        or whose file cannot be read, is judged by the rule (with defaults)."""
-        text = self.text(EFFECTIVE_CONFIG)
-        if text is None:
-            return True
-        try:
-            saved = yaml.safe_load(text)
-        except yaml.YAMLError:
-            return True
-        part = saved.get(section) if isinstance(saved, dict) else None
-        return not isinstance(part, dict) or key in part
 
     def jsonl(self, rel: str) -> list[dict[str, Any]]:
         """The rows of a JSON-lines file, plain or zstd-compressed; [] when it is absent."""

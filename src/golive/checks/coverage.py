@@ -9,8 +9,8 @@ the config says so with an owner (`programme.not_used`). Counted from the bundle
 never from the config's word, so an edited plan or config cannot make a short run complete.
 A gap is critical and `skipped` (skip_reason `left-out`, classified `programme-incomplete`): the
 decision's rule of that name holds a programme on it (a section bundle only names it), never
-as missing evidence. A bundle sealed before the rule (no
-`programme` in its effective config) is not judged on it.
+as missing evidence. `golive decide` judges every bundle on it (a saved config without
+`programme` takes today's default).
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def with_sustained_coverage(
     sustained: CheckResult, programme: ProgrammeConfig | None
 ) -> list[CheckResult]:
     """capacity.sustained, and its coverage where the run is judged on completeness (a
-    bundle sealed before the rule, with no `programme` in its config, is not)."""
+    section run without a programme config is not)."""
     coverage = None if programme is None else sustained_coverage(sustained)
     return [sustained] if coverage is None else [sustained, coverage]
 

@@ -1,8 +1,13 @@
 """The gateway held to the engine (issue 27 §4): with `--engine-url`, every request class and
 Agent case golive sends through the gateway is also sent, unchanged, straight to the engine.
-Both reach one engine with one chat template and one tokenizer, so the engine must count the
-same prompt tokens for both: a gateway that injects a system prompt, drops earlier turns or
-tool results, or trims a long input is named with both counts; an answer that cannot be held to
+Both reach one engine with one chat template and one tokenizer, so the engine must receive the
+same prompt for both. Each such request asks vLLM for the prompt it rendered (`ASK_PROMPT`:
+its token ids, and its text where the engine can give it); the two token sequences must be
+equal, so a gateway that injects a system prompt, drops earlier turns or tool results, trims a
+long input or rewrites a message keeping its length is named, with where the prompts part.
+Where the gateway's answer does not carry the ids (an engine older than `return_token_ids`, a
+gateway that drops fields it does not know) the engine's prompt-token counts are compared
+instead, and a passing check says it was held by count only. An answer that cannot be held to
 its twin (the twin missing, usage absent) leaves its check unshown (`no_data`), never passed.
 Pure: two parsed answers in, the finding out.
 """
@@ -10,10 +15,21 @@ Pure: two parsed answers in, the finding out.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from golive.results import CheckResult, Status
 from golive.traffic.records import ParsedResponse
+
+# vLLM's own request fields: the answer carries the prompt as the engine rendered it
+# (`prompt_token_ids`; `prompt_text` where the version has it). Other servers ignore them.
+ASK_PROMPT = {"return_token_ids": True, "return_prompt_text": True}
+_SHOWN = 60  # characters of each prompt shown where the two part
+
+
+def asking_prompt(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat body that also asks the engine for the prompt it rendered (`ASK_PROMPT`)."""
+    return {**body, **ASK_PROMPT}
 
 
 def prompt_tokens(parsed: ParsedResponse) -> int | None:
@@ -23,10 +39,13 @@ def prompt_tokens(parsed: ParsedResponse) -> int | None:
 
 
 def request_rewritten(target: ParsedResponse, engine: ParsedResponse | None) -> str | None:
-    """What the gateway changed in the request it passed on, or None: the same prompt tokens,
-    or nothing to compare (`comparison_gap` says why)."""
+    """What the gateway changed in the request it passed on, or None: the same prompt (its
+    token ids where both answers carry them, else its token count), or nothing to compare
+    (`comparison_gap` says why)."""
     if engine is None or not (target.record.ok and engine.record.ok):
         return None
+    if target.prompt_token_ids is not None and engine.prompt_token_ids is not None:
+        return _prompts_differ(target, engine)
     direct, via = prompt_tokens(engine), prompt_tokens(target)
     if direct is None or via is None or via == direct:
         return None
@@ -41,6 +60,57 @@ def request_rewritten(target: ParsedResponse, engine: ParsedResponse | None) -> 
     )
 
 
+def _prompts_differ(target: ParsedResponse, engine: ParsedResponse) -> str | None:
+    via, direct = target.prompt_token_ids or (), engine.prompt_token_ids or ()
+    if via == direct:
+        return None
+    at = next((i for i, (a, b) in enumerate(zip(via, direct, strict=False)) if a != b), None)
+    if at is None:  # one is the other's start
+        at = min(len(via), len(direct))
+    change = (
+        f"{len(via) - len(direct)} tokens added: a system prompt or instructions injected"
+        if len(via) > len(direct)
+        else f"{len(direct) - len(via)} tokens missing: earlier turns, tool results or input "
+        "dropped or trimmed"
+        if len(via) < len(direct)
+        else "as many tokens, other ones: a message rewritten"
+    )
+    return (
+        f"the engine received another prompt through the gateway ({len(via)} tokens) than "
+        f"for the same request sent to it directly ({len(direct)}), first different at token "
+        f"{at} ({change}){_where_texts_part(target.prompt_text, engine.prompt_text)}: the "
+        "gateway rewrote the request"
+    )
+
+
+def _where_texts_part(via: str | None, direct: str | None) -> str:
+    """Where the two rendered prompts part, shown from each side; empty where the engine
+    gave no text."""
+    if via is None or direct is None or via == direct:
+        return ""
+    at = next((i for i, (a, b) in enumerate(zip(via, direct, strict=False)) if a != b), None)
+    at = min(len(via), len(direct)) if at is None else at
+    start = max(0, at - 10)
+    return (
+        f"; through the gateway …{via[start : at + _SHOWN]!r}, directly "
+        f"…{direct[start : at + _SHOWN]!r}"
+    )
+
+
+def held_by_count_only(target: ParsedResponse | None, engine: ParsedResponse | None) -> bool:
+    """The engine showed the prompt it received directly but the gateway's answer does not
+    carry it: the two are held by prompt-token count only (a rewrite that keeps the length
+    is not seen)."""
+    return (
+        target is not None
+        and engine is not None
+        and target.record.ok
+        and engine.record.ok
+        and engine.prompt_token_ids is not None
+        and target.prompt_token_ids is None
+    )
+
+
 def comparison_gap(target: ParsedResponse | None, engine: ParsedResponse | None) -> str | None:
     """Why an answer the gateway gave cannot be held to the engine's (None: it can, or the
     gateway's answer failed and is judged as a failure): the engine's own answer to the same
@@ -52,6 +122,8 @@ def comparison_gap(target: ParsedResponse | None, engine: ParsedResponse | None)
         return "the engine's own answer to the same request is not in the bundle"
     if not engine.record.ok:
         return None  # the two answers' statuses differ: a difference, judged as such
+    if target.prompt_token_ids is not None and engine.prompt_token_ids is not None:
+        return None  # the prompts themselves are compared
     if prompt_tokens(engine) is None:
         return "the engine's own answer counted no prompt tokens"
     if prompt_tokens(target) is None:
@@ -62,12 +134,24 @@ def comparison_gap(target: ParsedResponse | None, engine: ParsedResponse | None)
     return None
 
 
-def not_held(result: CheckResult, gaps: Sequence[str], where: str) -> CheckResult:
+def not_held(
+    result: CheckResult, gaps: Sequence[str], where: str, by_count: int = 0
+) -> CheckResult:
     """Behind a gateway a check passes only where each of its answers was held to the
     engine's answer to the same request (`comparison_gap` names each that was not, kept in
-    `where`); a failure stands as it is."""
-    if not gaps or result.status is not Status.PASS:
+    `where`); a failure stands as it is. A pass whose answers were held by prompt-token
+    count only (`by_count` of them, `held_by_count_only`) says so."""
+    if result.status is not Status.PASS:
         return result
+    if not gaps:
+        if not by_count:
+            return result
+        return dataclasses.replace(
+            result,
+            summary=f"{result.summary} (behind the gateway, {by_count} answer(s) held to the "
+            "engine's by prompt-token count only: the gateway's answers do not carry the "
+            "prompt_token_ids the engine gives)",
+        )
     return dataclasses.replace(
         result,
         status=Status.NO_DATA,
@@ -76,9 +160,23 @@ def not_held(result: CheckResult, gaps: Sequence[str], where: str) -> CheckResul
     )
 
 
-def twin_gaps(
-    pairs: Iterable[tuple[str, tuple[ParsedResponse | None, ParsedResponse | None]]],
-) -> list[str]:
+Pairs = Iterable[tuple[str, tuple[ParsedResponse | None, ParsedResponse | None]]]
+
+
+def twin_gaps(pairs: Pairs) -> tuple[list[str], int]:
     """Each labelled answer (through the gateway, from the engine) that cannot be held to
-    its twin, and why (`comparison_gap`): what `not_held` is given."""
-    return [f"{label}: {gap}" for label, (a, b) in pairs if (gap := comparison_gap(a, b))]
+    its twin, and why (`comparison_gap`); and how many were held by count only
+    (`held_by_count_only`): what `not_held` is given."""
+    gaps, by_count = [], 0
+    for label, (a, b) in pairs:
+        if gap := comparison_gap(a, b):
+            gaps.append(f"{label}: {gap}")
+        by_count += held_by_count_only(a, b)
+    return gaps, by_count
+
+
+def held_to_engine(result: CheckResult, pairs: Pairs, where: str) -> CheckResult:
+    """A check's result behind a gateway, its labelled answer pairs held to the engine's
+    (`twin_gaps`, then `not_held`)."""
+    gaps, by_count = twin_gaps(pairs)
+    return not_held(result, gaps, where, by_count)

@@ -40,7 +40,6 @@ from golive.checks.capacity.judge import (
 from golive.checks.capacity.long_input import judge_long_input
 from golive.checks.capacity.memory import CHECK as MEMORY_CHECK
 from golive.checks.capacity.memory import judge_memory
-from golive.checks.capacity.memory import judged_here as memory_judged_here
 from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.coverage import CAPACITY as CAPACITY_COVERAGE
 from golive.checks.coverage import SMOKE as SMOKE_COVERAGE
@@ -58,7 +57,7 @@ from golive.checks.smoke.request_classes_judge import CHECKS as CLASS_CHECKS
 from golive.checks.smoke.request_classes_judge import FILE as CLASSES_FILE
 from golive.checks.smoke.request_classes_judge import judge_saved_classes, judge_smoke_coverage
 from golive.config import GoliveConfig
-from golive.evidence.k8s_env import judge_pods, pods_judged_here
+from golive.evidence.k8s_env import judge_pods
 from golive.evidence.ray_env import judge_ray_nodes
 from golive.profiles import Profile
 from golive.results import CheckResult
@@ -91,8 +90,6 @@ class EvidenceJudge:
     # also expected (its evidence lost if absent) where one of these is in the bundle: a
     # folder ("requests/") counts when it holds a record file
     expected_with: tuple[str, ...] = ()
-    # whether the bundle is judged on these checks at all (a rule newer than the bundle: no)
-    applies: Callable[[BundleReader], bool] | None = None
 
     def owns(self, check_id: str) -> bool:
         if check_id.endswith(".programme"):  # a section's own result: why it did not run
@@ -162,7 +159,6 @@ EVIDENCE_JUDGES = (
         K8S_PODS,
         lambda r, s: judge_pods(r),
         "env",
-        applies=pods_judged_here,
     ),
     EvidenceJudge(
         "environment.ray",
@@ -209,7 +205,6 @@ EVIDENCE_JUDGES = (
         lambda r, s: judge_memory(r, s.config),
         "capacity",
         expected_with=(CAPACITY_STEPS,),  # the sampler runs before the first load window
-        applies=memory_judged_here,
     ),
     EvidenceJudge(
         "capacity.answers_under_load",

@@ -336,16 +336,6 @@ def k8s_results(report: K8sReport, image: str | None) -> list[CheckResult]:
     return results
 
 
-def pods_judged_here(evidence: BundleReader) -> bool:
-    """Whether the bundle is judged on its pod record: yes unless the record is there
-    without the pods' selection (a bundle sealed before it; its pod checks are taken as
-    sealed). A pod check listed beside no record at all is missing evidence."""
-    saved = evidence.json(K8S_PODS)
-    return saved is None or (
-        isinstance(saved, Mapping) and isinstance(saved.get("source"), Mapping)
-    )
-
-
 def judge_pods(evidence: BundleReader) -> list[CheckResult]:
     """environment.k8s_images and k8s_restarts again from `environment/k8s-pods.json` (the
     pods as read, the selection and the --image given): the live run's rule on the saved

@@ -22,6 +22,7 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader
 from golive.checks.cache.judge import cache_labels
+from golive.checks.capacity.stalls import number
 from golive.checks.env.judge import serving_launch
 from golive.config import parse_config
 from golive.results import CheckResult, Outcome
@@ -52,17 +53,11 @@ def _expanding(checks: Sequence[CheckResult]) -> CheckResult | None:
     limits = [
         (limit, n)
         for n, c in enumerate(expanding)
-        if (limit := _number(c.measurements.get("capacity_ceiling"))) is not None
+        if (limit := number(c.measurements.get("capacity_ceiling"))) is not None
     ]
     if limits:
         return expanding[min(limits)[1]]
     return expanding[0] if expanding else None
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
 
 
 def _kv_from_metrics(labels: Mapping[str, str]) -> tuple[float | None, float | None]:
@@ -87,7 +82,7 @@ def _step_rate(reader: BundleReader, concurrency: int) -> float | None:
         except ValueError:
             continue
         if isinstance(row, dict) and row.get("concurrency") == concurrency:
-            return _number(row.get("throughput_rps"))
+            return number(row.get("throughput_rps"))
     return None
 
 
@@ -95,7 +90,7 @@ def _ceiling(expanding: CheckResult, envelope: ExercisedEnvelope) -> tuple[int |
     """The concurrency one replica is sized at: the limit the expanding check set
     (`capacity_ceiling`), which is below the ramp's highest stable step where that step did
     not hold for the sustained window; else the ramp's ceiling."""
-    limit = _number(expanding.measurements.get("capacity_ceiling"))
+    limit = number(expanding.measurements.get("capacity_ceiling"))
     ramp = envelope.max_concurrency
     if limit is None or limit < 1:
         return ramp, f"{VERDICT}#capacity.concurrency"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from golive.bundle.store import REDACTED
-from golive.traffic.sse import StreamResult, decode_events, reassemble
+from golive.traffic.sse import StreamResult, decode_events, reassemble, token_ids
 
 NS_PER_MS = 1_000_000
 _CREDENTIAL = re.compile("auth|key|token|cookie|secret|password|signature", re.IGNORECASE)
@@ -140,6 +140,20 @@ class ParsedResponse:
         body = self.completion
         usage = body.get("usage") if body else None
         return usage if isinstance(usage, dict) else None
+
+    @property
+    def prompt_token_ids(self) -> tuple[int, ...] | None:
+        """The prompt as the engine tokenized it (vLLM's `return_token_ids`), or None: the
+        request did not ask, the engine does not say, or a gateway dropped the field."""
+        if self.stream is not None:
+            return self.stream.prompt_token_ids
+        return token_ids((self.completion or {}).get("prompt_token_ids"))
+
+    @property
+    def prompt_text(self) -> str | None:
+        """The prompt as the engine rendered it (vLLM's `return_prompt_text`), or None."""
+        text = (self.completion or {}).get("prompt_text")
+        return text if isinstance(text, str) else None
 
     @property
     def cached_tokens(self) -> int | None:

@@ -157,6 +157,8 @@ class StreamResult:
     chunk_count: int = 0
     first_token_chunk: int | None = None
     token_chunks: tuple[int, ...] = field(default=())
+    prompt_token_ids: tuple[int, ...] | None = None  # vLLM's `return_token_ids` (first chunk)
+    prompt_text: str | None = None  # vLLM's `return_prompt_text`: the rendered prompt
 
     @property
     def truncated(self) -> bool:
@@ -170,13 +172,18 @@ class StreamResult:
             message[self.reasoning_field or "reasoning"] = self.reasoning
         if self.tool_calls:
             message["tool_calls"] = [call.to_json() for call in self.tool_calls]
-        return {
+        completion: dict[str, Any] = {
             "id": self.response_id,
             "object": "chat.completion",
             "model": self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
             "usage": dict(self.usage) if self.usage is not None else None,
         }
+        if self.prompt_token_ids is not None:
+            completion["prompt_token_ids"] = list(self.prompt_token_ids)
+        if self.prompt_text is not None:
+            completion["prompt_text"] = self.prompt_text
+        return completion
 
 
 @dataclass(slots=True)
@@ -209,6 +216,8 @@ class _Chunk(msgspec.Struct):
     choices: list[_Choice] | None = None
     usage: dict[str, Any] | None = None
     error: Any = msgspec.UNSET
+    prompt_token_ids: list[int] | None = None
+    prompt_text: str | None = None
 
 
 _CHUNK = msgspec.json.Decoder(_Chunk)
@@ -278,13 +287,20 @@ class _Fold:
     model: str | None = None
     error: Mapping[str, Any] | None = None
     done: bool = False
+    prompt_token_ids: tuple[int, ...] | None = None
+    prompt_text: str | None = None
 
     def ids(self, chunk: _Chunk) -> None:
-        """The response id and model (the first given), and the usage (the last given)."""
+        """The response id and model (the first given), the usage (the last given), and
+        the prompt the engine rendered (vLLM sends it on the first chunk only)."""
         self.response_id = self.response_id or chunk.id
         self.model = self.model or chunk.model
         if chunk.usage is not None:
             self.usage = chunk.usage
+        if self.prompt_token_ids is None and chunk.prompt_token_ids is not None:
+            self.prompt_token_ids = tuple(chunk.prompt_token_ids)
+        if self.prompt_text is None:
+            self.prompt_text = chunk.prompt_text
 
     def general(self, event: SSEEvent) -> None:
         """Any JSON payload, read field by field with its types checked."""
@@ -304,6 +320,10 @@ class _Fold:
         self.model = self.model or payload.get("model")
         if isinstance(payload.get("usage"), dict):
             self.usage = payload["usage"]
+        if self.prompt_token_ids is None and "prompt_token_ids" in payload:
+            self.prompt_token_ids = token_ids(payload["prompt_token_ids"])
+        if self.prompt_text is None and isinstance(payload.get("prompt_text"), str):
+            self.prompt_text = payload["prompt_text"]
         choices = payload.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
@@ -373,4 +393,15 @@ class _Fold:
             chunk_count=events,
             first_token_chunk=self.token_chunks[0] if self.token_chunks else None,
             token_chunks=tuple(self.token_chunks),
+            prompt_token_ids=self.prompt_token_ids,
+            prompt_text=self.prompt_text,
         )
+
+
+def token_ids(value: Any) -> tuple[int, ...] | None:
+    """A list of token ids as the engine sent it, or None: not a list of integers."""
+    if not isinstance(value, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in value
+    ):
+        return None
+    return tuple(value)

@@ -88,7 +88,6 @@ def rejudge(
             again = _judged(judge, reader, saved, mine, problems)
         else:
             expected = (judge.always and ran) or (not halted and judge.expected_by(root))
-            expected = expected and (judge.applies is None or judge.applies(reader))
             if not mine and not expected:
                 continue
             again = _without_evidence(judge, reader, saved, mine, problems)
@@ -254,11 +253,11 @@ def _config(reader: BundleReader) -> GoliveConfig:
         agent["repeated_failures"] = min(agent["repeated_failures"], 2)
         text = yaml.safe_dump(saved, sort_keys=False)
     config = parse_config(text, str(reader.root / EFFECTIVE_CONFIG))
-    if isinstance(agent, dict) and "max_bounded_failure_share" not in agent:
-        # sealed before the rule (2026-12): its non-critical failures were judged bounded
-        # whatever their share, and are judged so again (a new run writes the key)
-        bounded = config.agent.model_copy(update={"max_bounded_failure_share": 1.0})
-        config = config.model_copy(update={"agent": bounded})
+    # Every rule of this golive applies, whatever keys the saved config names: a key left out
+    # (by a bundle sealed before its rule, or by a hand that removed it) takes today's default,
+    # so a bundle cannot be judged by an older, weaker rule on its own say-so.
+    if config.programme is None:
+        config = config.model_copy(update={"programme": ProgrammeConfig()})
     return config
 
 

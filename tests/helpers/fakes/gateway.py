@@ -3,7 +3,8 @@ right layer: `rewriting_gateway` "helpfully" retypes tool arguments in non-strea
 (a gateway defect); `hedging_gateway` sends every chat request to the engine twice and
 answers with whichever finishes first (hidden retries: an idempotency defect);
 `injecting_gateway` adds a 600-word system prompt and `trimming_gateway` drops every turn but
-the last (request rewrites, held to the engine by its prompt tokens); `aliasing_gateway`
+the last, and `swapping_gateway` replaces a word keeping the length (request rewrites, held
+to the engine by the prompt it received); `aliasing_gateway`
 serves the engine's model under its own name (`kimi`), as gateways do (an honest gateway)."""
 
 from __future__ import annotations
@@ -104,6 +105,17 @@ async def _gateway(engine_url: str, handler_for: str) -> AsyncIterator[str]:
             body = json.dumps(sent).encode()
         return await _relay(session, engine_url, request, body)
 
+    async def swap(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        if request.path == "/v1/chat/completions":
+            sent = json.loads(body)
+            for message in sent.get("messages", []):
+                if message.get("role") == "user" and isinstance(message.get("content"), str):
+                    # "policy": one word for another, the length kept
+                    message["content"] = " ".join(["Politely", *message["content"].split()[1:]])
+            body = json.dumps(sent).encode()
+        return await _relay(session, engine_url, request, body)
+
     async def relay(request: web.Request) -> web.StreamResponse:
         return await _relay(session, engine_url, request, await request.read())
 
@@ -144,6 +156,7 @@ async def _gateway(engine_url: str, handler_for: str) -> AsyncIterator[str]:
         "trim": trim,
         "relay": relay,
         "alias": alias,
+        "swap": swap,
     }
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handlers[handler_for])
@@ -171,6 +184,12 @@ def trimming_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[
     """Passes on only the system prompt and the last message: earlier turns and tool results
     are dropped."""
     return _gateway(engine_url, "trim")
+
+
+def swapping_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
+    """Replaces the first word of every user message with "Politely": the request is
+    rewritten, its length kept (the engine's prompt-token count cannot show it)."""
+    return _gateway(engine_url, "swap")
 
 
 def relaying_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:

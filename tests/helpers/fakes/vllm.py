@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -153,6 +154,17 @@ def _prompt_tokens(body: dict[str, Any]) -> int:
     return 7 + words
 
 
+def _prompt_ids(body: dict[str, Any]) -> list[int]:
+    """The prompt as this stand-in tokenizes it (`_prompt_tokens` ids): what vLLM returns
+    as `prompt_token_ids` when the request asks (`return_token_ids`)."""
+    ids = list(range(1, 8))
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            ids += [zlib.crc32(word.encode()) % 100_000 for word in content.split()]
+    return ids
+
+
 def _chunk(delta: dict[str, object], finish: str | None = None, model: str = MODEL) -> bytes:
     body = {
         "id": "chatcmpl-fake",
@@ -278,22 +290,31 @@ def build_app(state: FakeState) -> web.Application:
                 finish = "tool_calls"
             elif body.get("response_format"):
                 message = {"role": "assistant", "content": '{"decision": "reject", "reason": "no"}'}
-            return web.json_response(
-                {
-                    "id": "chatcmpl-fake",
-                    "object": "chat.completion",
-                    "model": answered,
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {
-                        "prompt_tokens": prompt,
-                        "completion_tokens": 3,
-                        "total_tokens": prompt + 3,
-                    },
-                }
-            )
+            answer: dict[str, object] = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "model": answered,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": 3,
+                    "total_tokens": prompt + 3,
+                },
+            }
+            if body.get("return_token_ids"):
+                answer["prompt_token_ids"] = _prompt_ids(body)
+            return web.json_response(answer)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        await response.write(_chunk({"role": "assistant", "content": ""}, model=answered))
+        first = _chunk({"role": "assistant", "content": ""}, model=answered)
+        if body.get("return_token_ids"):  # vLLM sends the prompt on the first chunk only
+            payload = json.loads(first.removeprefix(b"data: "))
+            first = (
+                b"data: "
+                + json.dumps({**payload, "prompt_token_ids": _prompt_ids(body)}).encode()
+                + b"\n\n"
+            )
+        await response.write(first)
         await response.write(_chunk({"content": "All "}, model=answered))
         if state.fault == "reset_stream":
             assert request.transport is not None

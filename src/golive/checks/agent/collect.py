@@ -22,6 +22,7 @@ from golive.checks.agent.cases import AgentCase, Kind, shipped_cases
 from golive.checks.agent.judge import case_to_json, judge_agent, stream_file
 from golive.checks.agent.results import no_model_result
 from golive.checks.context import CheckContext, PhaseProgress, Quiet, Target, scrape, served_model
+from golive.checks.gateway import asking_prompt
 from golive.config import AgentConfig, GoliveConfig
 from golive.results import CheckResult
 from golive.traffic.records import ParsedResponse
@@ -126,9 +127,14 @@ class _Runner:
         body = self.body(case, stream)
         label = f"agent-{case.name}-{mode}-{repeat}"
         async with self.gate:
-            sends = [self.send(self.ctx.target, case, body, label)]
-            if self.ctx.engine is not None:
-                sends.append(self.send(self.ctx.engine, case, body, label, engine=True))
+            if self.ctx.engine is None:
+                sends = [self.send(self.ctx.target, case, body, label)]
+            else:  # both ask for the prompt the engine rendered, to be held to each other
+                held = asking_prompt(body)
+                sends = [
+                    self.send(self.ctx.target, case, held, label),
+                    self.send(self.ctx.engine, case, held, label, engine=True),
+                ]
             await asyncio.gather(*sends)
 
     async def plain_case(self, case: AgentCase) -> None:

@@ -36,7 +36,7 @@ from golive.checks.agent.rules import (
 )
 from golive.checks.agent.select import due_criticality
 from golive.checks.coverage import SHIPPED_CASES, agent_coverage
-from golive.checks.gateway import not_held, request_rewritten, twin_gaps
+from golive.checks.gateway import held_to_engine, request_rewritten
 from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
@@ -174,14 +174,12 @@ def judge_agent(
         if case.kind is Kind.RETRY:
             runs, facts = _retry_runs(evidence, plan, case, contract, answers)
         gateway = behind_gateway or bool(plan.get("gateway"))
-        gaps: list[str] = []
+        pairs: list[tuple[str, tuple[ParsedResponse | None, ParsedResponse | None]]] = []
         if case.kind is not Kind.RETRY:
             engine = _by_label(evidence.jsonl(f"requests/{stream_file(case, True)}.jsonl"))
             runs = _plain_runs(plan, case, contract, answers, engine)
             if gateway:  # (the config or the plan says a gateway stood in front)
-                gaps = twin_gaps(
-                    (label, (answer, engine.get(label))) for label, answer in answers.items()
-                )
+                pairs = [(label, (a, engine.get(label))) for label, a in answers.items()]
         result = case_result(
             case,
             runs,
@@ -190,7 +188,7 @@ def judge_agent(
             gateway=gateway,
             bounded_share=config.max_bounded_failure_share,
         )
-        results.append(not_held(result, gaps, f"requests/{stream_file(case, True)}.jsonl"))
+        results.append(held_to_engine(result, pairs, f"requests/{stream_file(case, True)}.jsonl"))
         examples += failure_examples(case, runs)
         repeats[case.name] = min(sum(r.mode == mode for r in runs) for mode in MODES)
     client_field = plan.get("client_reasoning_field")

@@ -97,13 +97,14 @@ def combined_gap(
 
 
 def _asks_probe(reader: BundleReader) -> bool:
-    """A part's effective config asks for the probe (a part sealed before the rule: no)."""
+    """A part's effective config asks for the probe: unless it turns it off, it does (a key
+    left out takes today's default)."""
     try:
         saved = yaml.safe_load(reader.text(EFFECTIVE_CONFIG) or "")
     except yaml.YAMLError:
         return True  # unreadable: judged by the rule
     cache = saved.get("cache") if isinstance(saved, dict) else None
-    return isinstance(cache, dict) and cache.get("after_load_probe") is True
+    return not (isinstance(cache, dict) and cache.get("after_load_probe") is False)
 
 
 def probe_body(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -126,8 +127,8 @@ def judge_after_load(
     due: bool | None,
 ) -> list[CheckResult]:
     """`cache.after_load`, where the probe's evidence is here or was due after a sustained
-    window (`due`: the run's config asks for it; False: turned off, said as such; None: a
-    bundle sealed before the rule); else nothing. Never raises on odd evidence: what cannot
+    window (`due`: the run's config asks for it; False: turned off, said as such; None: no
+    cache config to say); else nothing. Never raises on odd evidence: what cannot
     be read is `no_data` for this check alone."""
     try:
         return _judged(evidence, steps, setting, due)

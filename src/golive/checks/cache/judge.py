@@ -46,8 +46,8 @@ def judge_cache(
 ) -> list[CheckResult]:
     """The cache checks; with `programme` (a bundle judged on completeness) also
     `cache.coverage`, from the warm steps the records hold; with `cache` whose
-    `warm_must_be_faster` the bundle's effective config names (a bundle sealed before the
-    rule does not), warm requests no faster than cold ones are a warn."""
+    `warm_must_be_faster` is on (the default), warm requests no faster than cold ones are a
+    warn."""
     protocol = evidence.json(CACHE_PROTOCOL)
     if not isinstance(protocol, Mapping):
         return [
@@ -89,18 +89,9 @@ def judge_cache(
                 ("cache.retention", False),
             )
         ]
-    speed = (
-        cache is not None
-        and cache.warm_must_be_faster
-        and evidence.effective_has("cache", "warm_must_be_faster")
-    )
-    # the probe after the sustained window: due where the run's config asks for it (a bundle
-    # sealed before the rule does not name the key, and is judged as it was)
-    after_load = (
-        None
-        if cache is None or not evidence.effective_has("cache", "after_load_probe")
-        else cache.after_load_probe
-    )
+    speed = cache is not None and cache.warm_must_be_faster
+    # the probe after the sustained window: due where the run's config asks for it
+    after_load = None if cache is None else cache.after_load_probe
     results = cache_from_steps(evidence, profile, protocol, rows, speed, after_load)
     if programme is not None:
         warm = sum(1 for row in rows if str(row.get("step", "")).startswith("warm-"))
@@ -119,7 +110,7 @@ def cache_from_steps(
     """The three cache checks from the protocol, the steps and the start scrape (the steps
     already held to their scrapes and records by `judge_cache`); `speed`: a warm request that
     reused tokens but was not faster is a warn; `after_load`: whether the probe after the
-    sustained window is due where one ran (None: sealed before the rule; `cache.after_load`
+    sustained window is due where one ran (None: no cache config to say; `cache.after_load`
     is judged wherever its evidence is)."""
     labels = cache_labels(evidence.text(f"metrics/{START_SCRAPE}.prom"))
     logged = LoggedCache.from_json(protocol.get("startup"))

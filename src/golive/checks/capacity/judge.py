@@ -315,8 +315,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         after_restart=restarted,
         retries=(stats.retries, config.max_retry_share),
     )
-    if evidence.effective_has("capacity", "min_sustained_s"):  # sealed before: as it was
-        result = short_window(result, duration_s, stats.completed, config)
+    result = short_window(result, duration_s, stats.completed, config)
     if result.action is Action.STABLE and not stats.engine_measured:
         result = Classification(
             Action.NO_DATA,

@@ -19,8 +19,8 @@ reserved, not what the load needed. The check splits the two:
 
 The GPUs judged are the engine's: those the serving container's torch saw (by UUID), else,
 with golive beside a loopback target, those holding at least what the engine printed it
-allocated. Anything unmeasured is `no_data`, never a pass. Bundles sealed before the rule
-(their `config/effective.yaml` has no `capacity.min_memory_headroom`) are not judged on it.
+allocated. Anything unmeasured is `no_data`, never a pass. Every bundle with capacity
+windows is judged on it, whatever keys its saved config names.
 """
 
 from __future__ import annotations
@@ -100,16 +100,8 @@ def needed_share(
     return (peak_mib - kv_pool_mib * (1 - min(max(kv_peak_usage, 0.0), 1.0))) / total_mib
 
 
-def judged_here(evidence: BundleReader) -> bool:
-    """False for a bundle sealed before the rule: its effective config has no
-    `capacity.min_memory_headroom` (a bundle without the file is judged, with defaults)."""
-    return evidence.effective_has("capacity", "min_memory_headroom")
-
-
 def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:
-    """`capacity.memory` from the bundle (none for a bundle sealed before the rule)."""
-    if not judged_here(evidence):
-        return []
+    """`capacity.memory` from the bundle."""
     limits = config.capacity
     curve_text = evidence.text(MEMORY_CURVE)
     curve = read_curve(curve_text or "")

@@ -240,9 +240,9 @@ def curve_differences(
     """Each window's gauge figures read again from the curve's rows it names (`curve_rows`),
     as the collector read them (`gauge_figures`); a curve that is gone is named first
     (`curve_gone`); a window stating gauges without naming its rows, beside windows that do,
-    lost them after the run. Rows sealed before the rule name none."""
+    lost them after the run."""
     gone = curve_gone(rows, curve_text, source)
-    if gone or not any(r.get("curve_rows") is not None for r in rows):
+    if gone:
         return gone
     samples = list(csv.DictReader(io.StringIO(curve_text or "")))
     out = []

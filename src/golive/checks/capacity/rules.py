@@ -72,7 +72,7 @@ class StepStats:
     retries: int = 0
     timeouts: int = 0
     # the memory curve's rows [first, last) the gauge figures were read from (decide reads
-    # them again: `recorded.curve_differences`); None in bundles sealed before 2026-12-04
+    # them again: `recorded.curve_differences`); None where the window states no gauges
     curve_rows: tuple[int, int] | list[int] | None = None
 
     def to_json(self) -> dict[str, object]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from golive.bundle.store import BundleReader
 from golive.checks.context import CheckContext, packed
+from golive.checks.gateway import asking_prompt
 from golive.checks.smoke.request_classes_judge import FILE, judge_classes, long_context_target
 from golive.checks.smoke.request_classes_rules import labelled, load_result
 from golive.config import GoliveConfig
@@ -38,10 +39,14 @@ _PNG_1PX = (  # one red pixel
 
 
 async def send(ctx: CheckContext, body: Mapping[str, Any], label: str) -> None:
-    """Send through the target and, in gateway mode, straight to the engine; save both."""
-    ctx.save(await ctx.target.chat(body, f"{label}@target"), FILE)
-    if ctx.engine is not None:
-        ctx.save(await ctx.engine.chat(body, f"{label}@engine"), FILE)
+    """Send through the target and, in gateway mode, straight to the engine, each asking
+    for the prompt the engine rendered (`asking_prompt`); save both."""
+    if ctx.engine is None:
+        ctx.save(await ctx.target.chat(body, f"{label}@target"), FILE)
+        return
+    held = asking_prompt(body)
+    ctx.save(await ctx.target.chat(held, f"{label}@target"), FILE)
+    ctx.save(await ctx.engine.chat(held, f"{label}@engine"), FILE)
 
 
 async def run_classes(

@@ -16,7 +16,7 @@ from golive.bundle.layout import SMOKE_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.context import transport_problem
 from golive.checks.coverage import smoke_coverage
-from golive.checks.gateway import not_held, twin_gaps
+from golive.checks.gateway import held_to_engine
 from golive.checks.smoke.judge import saved_models
 from golive.checks.smoke.request_classes_rules import (
     answer_text,
@@ -68,7 +68,7 @@ def judge_classes(
         "smoke.shared_prompt": tuple(f"shared_prompt-{n}" for n in repeats),
     }
     where = f"requests/{FILE}.jsonl"
-    return [not_held(r, twin_gaps((n, pair(n)) for n in labels[r.id]), where) for r in results]
+    return [held_to_engine(r, ((n, pair(n)) for n in labels[r.id]), where) for r in results]
 
 
 def judge_saved_classes(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:
