@@ -214,3 +214,52 @@ def test_a_calibration_that_raises_the_stall_bar_is_caught(tmp_path: Path) -> No
     ramp = next(c for c in again.checks if c.id == "capacity.concurrency")
     assert ramp.status is Status.NO_DATA
     assert "capacity-calibration.json: stall_after_s 40.0, but the calibration's" in ramp.summary
+
+
+@pytest.mark.tampers_bundle
+def test_a_gateway_is_known_from_its_records_not_only_the_config(tmp_path: Path) -> None:
+    """A hostile review's case on the real gateway bundle: `engine_url` removed from the
+    saved config, every engine answer deleted and the ledger's count corrected, re-sealed.
+    The requests through the gateway still asked for the engine's prompt (only golive's
+    gateway mode asks): each class is held to an engine answer that is gone, so none
+    passes."""
+    with tarfile.open(GATEWAY) as packed:
+        packed.extractall(tmp_path, filter="data")
+    root = tmp_path / "g"
+    config = root / "config/effective.yaml"
+    config.write_text(
+        "\n".join(x for x in config.read_text().splitlines() if "engine_url" not in x) + "\n"
+    )
+    path = root / "requests/smoke-classes.jsonl"
+    lines = path.read_text().splitlines()
+    kept = [x for x in lines if not json.loads(x)["label"].endswith("@engine")]
+    path.write_text("\n".join(kept) + "\n")
+    ledger = root / "metrics/ledger.json"
+    sent = json.loads(ledger.read_text())
+    ledger.write_text(json.dumps({**sent, "sent": sent["sent"] - (len(lines) - len(kept))}))
+    Bundle(root).seal()
+    again = rederive(root)
+    status = {c.id: c.status for c in again.checks}
+    assert status["smoke.long_context"] is Status.NO_DATA
+    assert status["smoke.shared_prompt"] is Status.NO_DATA
+    assert again.decision.outcome is Outcome.HOLD
+
+
+@pytest.mark.tampers_bundle
+def test_an_answer_names_the_model_its_bytes_name(gpu_bundle: Path, tmp_path: Path) -> None:
+    """A hostile review's case: a streamed answer whose bytes name another model, with only
+    the saved copy's `model` set back to the one asked: target.identity reads the bytes
+    every other judge reads, so it is another model answering, critical."""
+    root = _copy(gpu_bundle, tmp_path)
+    path = root / "requests/smoke-classes.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    streamed = next(x for x in lines if x.get("response_raw") and "model" in x["response"])
+    asked = streamed["response"]["model"]
+    streamed["response_raw"] = streamed["response_raw"].replace(
+        f'"model":"{asked}"', '"model":"other-model"'
+    )
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    Bundle(root).seal()
+    identity = next(c for c in rederive(root).checks if c.id == "target.identity")
+    assert identity.status is Status.FAIL
+    assert "other-model" in identity.summary

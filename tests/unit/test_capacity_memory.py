@@ -257,15 +257,18 @@ def test_without_the_kv_cache_size_reserved_and_needed_cannot_be_told_apart(
     assert "no KV cache size" in summary
 
 
-def test_a_bundle_sealed_before_the_rule_is_not_judged_on_it(tmp_path: Path) -> None:
-    """A bundle whose effective config predates capacity.min_memory_headroom is not judged on it, so it re-derives as sealed."""
+def test_a_saved_config_without_the_rule_is_judged_by_it(tmp_path: Path) -> None:
+    """A bundle whose effective config names no capacity.min_memory_headroom (sealed before
+    the rule, or the key removed by hand) is judged on memory all the same, with the
+    default: the same result as with the key."""
     root = bundle(tmp_path)
     config = GoliveConfig().model_dump(mode="json")
     (root / EFFECTIVE_CONFIG).write_text(yaml.safe_dump(config))
-    assert judge_memory(BundleReader(root), GoliveConfig())  # written by this golive
+    with_key = judge_memory(BundleReader(root), GoliveConfig())
+    assert with_key
     del config["capacity"]["min_memory_headroom"]
     (root / EFFECTIVE_CONFIG).write_text(yaml.safe_dump(config))
-    assert judge_memory(BundleReader(root), GoliveConfig()) == []
+    assert judge_memory(BundleReader(root), GoliveConfig()) == with_key
 
 
 @pytest.mark.parametrize(

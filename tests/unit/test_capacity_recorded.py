@@ -12,6 +12,7 @@ from golive.checks.capacity.recorded import (
     engine_silent,
     ladder_differences,
     repeats_differences,
+    scraped_differences,
     steps_differences,
     window_differences,
 )
@@ -213,3 +214,23 @@ def test_a_windows_gauges_are_read_again_from_its_curve_rows(
         assert found == []
     else:
         assert any(named in f for f in found), found
+
+
+_SCRAPE = (
+    "# TYPE vllm:num_preemptions_total counter\n"
+    'vllm:num_preemptions_total{engine="0",model_name="m"} 3.0\n'
+    "# TYPE vllm:num_requests_running gauge\n"
+    'vllm:num_requests_running{engine="0",model_name="m"} 4.0\n'
+)
+
+
+def test_a_window_whose_preemption_counter_is_gone_is_not_read_as_none() -> None:
+    """A hostile review's case: the preemption counter deleted from a window's two scrapes and
+    the row's preemptions set to null, so no preemption limit could apply. Every vLLM
+    exports the counter: its absence is named, never read as 'no preemptions'."""
+    row = {"label": "c4", "preemptions": 0.0}
+    assert scraped_differences(row, _SCRAPE, _SCRAPE, "c4") == []
+    without = "\n".join(line for line in _SCRAPE.splitlines() if "preemptions" not in line)
+    found = scraped_differences({**row, "preemptions": None}, without + "\n", _SCRAPE, "c4")
+    assert found
+    assert "its before scrape carries no vllm:num_preemptions_total" in found[0]

@@ -36,6 +36,7 @@ def _answer(
     content: str = "It is sunny.",
     ids: list[int] | None = None,
     text: str | None = None,
+    request: dict[str, Any] | None = None,
 ) -> ParsedResponse:
     body: dict[str, Any] = {
         "id": "chatcmpl-1",
@@ -61,7 +62,7 @@ def _answer(
         "agent-tool_result-plain-0",
         "POST",
         "http://127.0.0.1:1/v1/chat/completions",
-        {},
+        request or {},
         False,
         0.0,
         Timings(0, 1, 2, 3, 4),
@@ -307,3 +308,21 @@ def test_a_request_through_a_gateway_asks_for_the_rendered_prompt() -> None:
     assert asked == {**body, "return_token_ids": True, "return_prompt_text": True}
     assert ASK_PROMPT.keys() <= asked.keys()
     assert "return_token_ids" not in body
+
+
+def test_a_twin_that_is_not_the_same_request_or_hides_its_prompt_is_not_held() -> None:
+    """A hostile review's cases: the answer saved as the engine's twin was asked another
+    request (the gateway's own answer copied in, or another class's), or the engine's answer
+    to a request that asked for its prompt carries none (removed after the run, so only the
+    counts would be compared): neither holds the gateway to the engine."""
+    asked = asking_prompt({"model": "kimi", "messages": [{"role": "user", "content": "hi"}]})
+    twin = {**asked, "model": "qwen-gpu"}
+    held = _answer(10, ids=_PROMPT, request=asked)
+    assert comparison_gap(held, _answer(10, ids=_PROMPT, request=twin)) is None
+    other = {**twin, "messages": [{"role": "user", "content": "another"}]}
+    gap = comparison_gap(held, _answer(10, ids=_PROMPT, request=other))
+    assert gap is not None
+    assert "not asked the same request" in gap
+    stripped = comparison_gap(_answer(10, request=asked), _answer(10, request=twin))
+    assert stripped is not None
+    assert "carries no prompt_token_ids though the request asked" in stripped

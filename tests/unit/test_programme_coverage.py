@@ -148,7 +148,7 @@ def test_sustained_coverage(
     duration_s: float | None, completed: int | None, expected: Status | None
 ) -> None:
     """A programme decision needs a 10-minute sustained window with 30 answers, whatever
-    capacity.min_sustained_s says; a bundle sealed before the rule is not judged on it."""
+    capacity.min_sustained_s says; a run with no programme config (None) is not judged on it."""
     checks = with_sustained_coverage(_sustained(duration_s, completed), ProgrammeConfig())
     assert checks[0].id == "capacity.sustained"
     coverage = checks[1] if len(checks) > 1 else None

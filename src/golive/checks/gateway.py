@@ -32,6 +32,23 @@ def asking_prompt(body: Mapping[str, Any]) -> dict[str, Any]:
     return {**body, **ASK_PROMPT}
 
 
+def asked_prompt(parsed: ParsedResponse | None) -> bool:
+    """The saved request asked for the prompt the engine rendered: golive sent it behind a
+    gateway, held to the engine (whatever the saved config says)."""
+    body = None if parsed is None else parsed.record.body
+    return isinstance(body, Mapping) and body.get("return_token_ids") is True
+
+
+def _same_request(target: ParsedResponse, engine: ParsedResponse) -> bool:
+    """The engine's twin was asked what the gateway was (the model's name aside)."""
+    a, b = target.record.body, engine.record.body
+    if not isinstance(a, Mapping) or not isinstance(b, Mapping):
+        return False
+    return {k: v for k, v in a.items() if k != "model"} == {
+        k: v for k, v in b.items() if k != "model"
+    }
+
+
 def prompt_tokens(parsed: ParsedResponse) -> int | None:
     """The prompt tokens the engine counted for this answer (None: it said nothing)."""
     value = (parsed.usage or {}).get("prompt_tokens")
@@ -120,8 +137,15 @@ def comparison_gap(target: ParsedResponse | None, engine: ParsedResponse | None)
         return None
     if engine is None:
         return "the engine's own answer to the same request is not in the bundle"
+    if not _same_request(target, engine):
+        return "the engine's answer saved beside it was not asked the same request"
     if not engine.record.ok:
         return None  # the two answers' statuses differ: a difference, judged as such
+    if asked_prompt(engine) and engine.prompt_token_ids is None:
+        return (
+            "the engine's own answer carries no prompt_token_ids though the request asked for "
+            "them (vLLM gives them from 0.10.2)"
+        )
     if target.prompt_token_ids is not None and engine.prompt_token_ids is not None:
         return None  # the prompts themselves are compared
     if prompt_tokens(engine) is None:

@@ -9,6 +9,8 @@ check is critical. Judged from the raw request records, in the run and again by
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -44,7 +46,7 @@ def judge_identity(evidence: BundleReader) -> list[CheckResult]:
             answers += 1
             request = record.get("request")
             wanted = request.get("model") if isinstance(request, dict) else None
-            model = response.get("model")
+            model = _raw_model(record.get("response_raw"), response.get("model"))
             if not isinstance(model, str):
                 unnamed += 1  # sampled out (saved without its body) or the field stripped
                 continue
@@ -52,6 +54,19 @@ def judge_identity(evidence: BundleReader) -> list[CheckResult]:
     if answers == 0:
         return []
     return [_result(answers, unnamed, pairs, served, len(files))]
+
+
+def _raw_model(raw: object, saved: object) -> object:
+    """The model an answer names, read from the bytes the server sent where they are kept
+    (`response_raw`: what every other judge parses again), else from the saved answer: an
+    edit of the saved copy alone changes nothing."""
+    if not isinstance(raw, str):
+        return saved
+    found = _RAW_MODEL.search(raw)
+    return json.loads(f'"{found[1]}"') if found else None
+
+
+_RAW_MODEL = re.compile(r'"model"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 def _result(

@@ -135,6 +135,8 @@ def _metrics(state: FakeState) -> str:
         f"{state.successes}\n"
         "# TYPE vllm:prompt_tokens_total counter\n"
         f'vllm:prompt_tokens_total{{engine="0",model_name="{model}"}} {state.prompt_tokens}\n'
+        "# TYPE vllm:num_preemptions_total counter\n"
+        f'vllm:num_preemptions_total{{engine="0",model_name="{model}"}} 0\n'
         "# TYPE vllm:num_requests_running gauge\n"
         f'vllm:num_requests_running{{engine="0",model_name="{model}"}} {state.running}\n'
         "# TYPE process_start_time_seconds gauge\n"

@@ -36,7 +36,7 @@ from golive.checks.agent.rules import (
 )
 from golive.checks.agent.select import due_criticality
 from golive.checks.coverage import SHIPPED_CASES, agent_coverage
-from golive.checks.gateway import held_to_engine, request_rewritten
+from golive.checks.gateway import asked_prompt, held_to_engine, request_rewritten
 from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
@@ -173,12 +173,18 @@ def judge_agent(
         facts: dict[str, Any] = {}
         if case.kind is Kind.RETRY:
             runs, facts = _retry_runs(evidence, plan, case, contract, answers)
-        gateway = behind_gateway or bool(plan.get("gateway"))
         pairs: list[tuple[str, tuple[ParsedResponse | None, ParsedResponse | None]]] = []
+        engine = _by_label(evidence.jsonl(f"requests/{stream_file(case, True)}.jsonl"))
+        # behind a gateway: as the config or the plan says, or as the records show
+        gateway = (
+            behind_gateway
+            or bool(plan.get("gateway"))
+            or bool(engine)
+            or any(asked_prompt(a) for a in answers.values())
+        )
         if case.kind is not Kind.RETRY:
-            engine = _by_label(evidence.jsonl(f"requests/{stream_file(case, True)}.jsonl"))
             runs = _plain_runs(plan, case, contract, answers, engine)
-            if gateway:  # (the config or the plan says a gateway stood in front)
+            if gateway:
                 pairs = [(label, (a, engine.get(label))) for label, a in answers.items()]
         result = case_result(
             case,

@@ -183,6 +183,9 @@ def engine_silent(
     return None
 
 
+PREEMPTIONS = "num_preemptions"
+
+
 def scraped_differences(
     row: Mapping[str, Any], before_text: str | None, after_text: str | None, where: str
 ) -> list[str]:
@@ -204,10 +207,16 @@ def scraped_differences(
             if stated
             else []
         )
+    gone = [n for n, s in (("before", before), ("after", after)) if not s.series(PREEMPTIONS)]
+    if gone:  # every vLLM exports it: a window whose preemptions cannot be read is unshown
+        return [
+            f"{where}: its {' and '.join(gone)} scrape carries no vllm:{PREEMPTIONS}_total, "
+            "which every vLLM /metrics has: the window's preemptions cannot be read again"
+        ]
     delta = MetricsDelta(before, after)
     queue = delta.histogram("request_queue_time_seconds")
     again = {
-        "preemptions": delta.counter("num_preemptions"),
+        "preemptions": delta.counter(PREEMPTIONS),
         "queue_mean_s": None if queue is None else queue.mean,
     }
     out = []

@@ -16,7 +16,7 @@ from golive.bundle.layout import SMOKE_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.context import transport_problem
 from golive.checks.coverage import smoke_coverage
-from golive.checks.gateway import held_to_engine
+from golive.checks.gateway import asked_prompt, held_to_engine
 from golive.checks.smoke.judge import saved_models
 from golive.checks.smoke.request_classes_rules import (
     answer_text,
@@ -59,7 +59,10 @@ def judge_classes(
         tools_structured_result(pair("tools"), pair("structured")),
         shared_prompt_result([pair(f"shared_prompt-{n}") for n in repeats]),
     ]
-    if config.target.engine_url is None:
+    behind = config.target.engine_url is not None or any(
+        label.endswith("@engine") or asked_prompt(answer) for label, answer in answers.items()
+    )
+    if not behind:  # (a gateway is known from the records too, not from the config alone)
         return results
     labels = {
         "smoke.long_context": ("long_context",),
