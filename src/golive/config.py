@@ -270,8 +270,9 @@ class GoliveConfig(StrictModel):
     profile: str = Field("generic", description="generic | kimi-k3 | path to a profile YAML")
     not_k3: str | None = Field(
         None,
+        pattern=r"\S",
         description="why a deployment whose model looks like Kimi K3 is not judged under the "
-        "kimi-k3 profile (recorded in the verdict)",
+        "kimi-k3 profile (recorded in the verdict; a reason, never blank)",
     )
     target: TargetConfig = TargetConfig()
     client: ClientConfig = ClientConfig()

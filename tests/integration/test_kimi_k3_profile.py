@@ -150,3 +150,16 @@ def test_the_cli_takes_not_k3(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     text = capsys.readouterr().out
     assert "--not-k3 REASON" in text
     assert "config not_k3" in text
+
+
+def test_a_blank_not_k3_reason_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--not-k3 " "` is no reason: refused before any traffic as a config error naming the
+    key, never recorded as one (issue 29 §1)."""
+    code = main(
+        ["smoke", "--target", "http://127.0.0.1:9", "--not-k3", "  ", "--out", str(tmp_path / "b")]
+    )
+    assert code == 2
+    assert "not_k3" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
