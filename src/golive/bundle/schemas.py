@@ -191,13 +191,14 @@ def schema_problems(root: Path) -> list[str]:
 
 
 def _scrapes_cut_short(part: Path) -> list[str]:
-    """Saved scrapes that do not end as a /metrics body does (with a newline): cut short
-    after the run. A judge reads only the series it names, so a cut that keeps them would
-    otherwise pass unseen."""
+    """Saved vLLM scrapes that do not end as a /metrics body does (with a newline): cut
+    short after the run. A judge reads only the series it names, so a cut that keeps them
+    would otherwise pass unseen. (A body that is no vLLM exposition — an error page, another
+    server's answer — is judged as unreadable where it is read.)"""
     return [
         f"metrics/{path.name}: cut short (a scrape ends with a newline)"
         for path in sorted((part / "metrics").glob("*.prom"))
-        if (text := path.read_bytes()) and not text.endswith(b"\n")
+        if b"vllm:" in (text := path.read_bytes()) and not text.endswith(b"\n")
     ]
 
 
