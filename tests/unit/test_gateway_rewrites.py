@@ -57,18 +57,26 @@ def _answer(
         body["prompt_token_ids"] = ids
     if text is not None:
         body["prompt_text"] = text
+    answered = json.dumps(body if status == 200 else {"error": {"message": "x"}})
+    return _parsed("agent-tool_result-plain-0", answered, status=status, request=request)
+
+
+def _parsed(
+    label: str, raw: str, stream: bool = False, status: int = 200, request: Any = None
+) -> ParsedResponse:
+    """One chat answer as the client records it, parsed."""
     record = RequestRecord(
         "r1",
-        "agent-tool_result-plain-0",
+        label,
         "POST",
         "http://127.0.0.1:1/v1/chat/completions",
         request or {},
-        False,
+        stream,
         0.0,
         Timings(0, 1, 2, 3, 4),
         status,
-        {"content-type": "application/json"},
-        (json.dumps(body if status == 200 else {"error": {"message": "x"}}).encode(),),
+        {"content-type": "text/event-stream" if stream else "application/json"},
+        (raw.encode(),),
     )
     return parse(record)
 
@@ -212,20 +220,7 @@ def _streamed(ids: list[int] | None, text: str | None = None) -> ParsedResponse:
         },
     ]
     raw = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-    record = RequestRecord(
-        "r2",
-        "agent-tool_result-stream-0",
-        "POST",
-        "http://127.0.0.1:1/v1/chat/completions",
-        {},
-        True,
-        0.0,
-        Timings(0, 1, 2, 3, 4),
-        200,
-        {"content-type": "text/event-stream"},
-        (raw.encode(),),
-    )
-    return parse(record)
+    return _parsed("agent-tool_result-stream-0", raw, stream=True)
 
 
 @pytest.mark.parametrize(

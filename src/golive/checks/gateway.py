@@ -44,9 +44,15 @@ def _same_request(target: ParsedResponse, engine: ParsedResponse) -> bool:
     a, b = target.record.body, engine.record.body
     if not isinstance(a, Mapping) or not isinstance(b, Mapping):
         return False
-    return {k: v for k, v in a.items() if k != "model"} == {
-        k: v for k, v in b.items() if k != "model"
-    }
+    return {**a, "model": None} == {**b, "model": None}
+
+
+def _first_difference(a: Sequence[object], b: Sequence[object]) -> int:
+    """Where two sequences part: the first index they differ at, or the shorter's length
+    where one is the other's start."""
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
 
 
 def prompt_tokens(parsed: ParsedResponse) -> int | None:
@@ -81,9 +87,7 @@ def _prompts_differ(target: ParsedResponse, engine: ParsedResponse) -> str | Non
     via, direct = target.prompt_token_ids or (), engine.prompt_token_ids or ()
     if via == direct:
         return None
-    at = next((i for i, (a, b) in enumerate(zip(via, direct, strict=False)) if a != b), None)
-    if at is None:  # one is the other's start
-        at = min(len(via), len(direct))
+    at = _first_difference(via, direct)
     change = (
         f"{len(via) - len(direct)} tokens added: a system prompt or instructions injected"
         if len(via) > len(direct)
@@ -105,8 +109,7 @@ def _where_texts_part(via: str | None, direct: str | None) -> str:
     gave no text."""
     if via is None or direct is None or via == direct:
         return ""
-    at = next((i for i, (a, b) in enumerate(zip(via, direct, strict=False)) if a != b), None)
-    at = min(len(via), len(direct)) if at is None else at
+    at = _first_difference(via, direct)
     start = max(0, at - 10)
     return (
         f"; through the gateway …{via[start : at + _SHOWN]!r}, directly "

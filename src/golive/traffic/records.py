@@ -152,6 +152,8 @@ class ParsedResponse:
     @property
     def prompt_text(self) -> str | None:
         """The prompt as the engine rendered it (vLLM's `return_prompt_text`), or None."""
+        if self.stream is not None:
+            return self.stream.prompt_text
         text = (self.completion or {}).get("prompt_text")
         return text if isinstance(text, str) else None
 

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from golive.bundle.layout import (
     AFTER_LOAD_PROBE,
     CAPACITY_SUSTAINED,
@@ -34,7 +32,8 @@ from golive.bundle.store import BundleReader
 from golive.checks.cache.retention import interval_unset
 from golive.checks.cache.rules import CACHE_FILE, CacheStep, cache_result, engine_reused_tokens
 from golive.checks.capacity.memory_curve import read_curve
-from golive.errors import BundleError
+from golive.config import parse_config
+from golive.errors import BundleError, ConfigError
 from golive.metrics import MetricsDelta, Snapshot, vllm_snapshot
 from golive.results import CheckResult, Status
 from golive.traffic.records import reparsed, saved_answered
@@ -97,14 +96,14 @@ def combined_gap(
 
 
 def _asks_probe(reader: BundleReader) -> bool:
-    """A part's effective config asks for the probe: unless it turns it off, it does (a key
+    """A part's effective config asks for the probe, read as `golive decide` reads it (a key
     left out takes today's default)."""
     try:
-        saved = yaml.safe_load(reader.text(EFFECTIVE_CONFIG) or "")
-    except yaml.YAMLError:
+        return parse_config(
+            reader.text(EFFECTIVE_CONFIG) or "", EFFECTIVE_CONFIG
+        ).cache.after_load_probe
+    except ConfigError:
         return True  # unreadable: judged by the rule
-    cache = saved.get("cache") if isinstance(saved, dict) else None
-    return not (isinstance(cache, dict) and cache.get("after_load_probe") is False)
 
 
 def probe_body(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
