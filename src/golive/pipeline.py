@@ -63,7 +63,13 @@ from golive.verdict.document import (
 )
 from golive.verdict.interrupt import Guard
 from golive.verdict.ledger import write_ledger
-from golive.verdict.policy import LoadedPolicy, apply_policy, load_policy, refuse_lowering
+from golive.verdict.policy import (
+    LoadedPolicy,
+    apply_policy,
+    load_policy,
+    refuse_lowering,
+    waivers_for,
+)
 from golive.verdict.rederive import judged_from_evidence
 from golive.verdict.scope import Scope, scope_json, sections_missing, skipped_by_config
 
@@ -154,7 +160,7 @@ async def judge(
     if server_log is not None:
         checks = server_log_evidence(bundle, server_log, checks)
     checks = apply_policy(policy.policy, checks, profile)
-    decision = decide(checks, scope, policy.policy.waive)
+    decision = decide(checks, scope, waivers_for(policy.policy, checks, profile))
     document = verdict_document(
         config,
         profile.name,

@@ -90,7 +90,16 @@ async def changed(tmp: Path, check_id: str, **changes: Any) -> Verdict:
     return await sealed(tmp / "b", mutate(proven(demo_checks()), check_id, **changes))
 
 
-def _gpu_env(tmp: Path, *extra: str, host: Path = HOST, container: Path = CONTAINER) -> Verdict:
+def _gpu_env(
+    tmp: Path, *extra: str, host: Path = HOST, container: Path = CONTAINER, confirmed: bool = True
+) -> Verdict:
+    """`golive env` on the H200 capture under its team's profile. The captured container ran
+    no image (a venv), so where `confirmed` its facts get the digest `golive env collect
+    --container --image IMAGE` records: the image the profile asserts is then the one running."""
+    facts = json.loads(container.read_text())
+    if confirmed and not facts.get("image_digests"):
+        facts |= {"image": IMAGE.split("@")[0], "image_digests": [f"vllm/vllm-openai@{DIGEST}"]}
+        container = write(tmp / "container-with-image.json", json.dumps(facts))
     argv = ["--profile", PROFILE, "--host-info", str(host), "--container-info", str(container)]
     if "--log" not in extra:
         argv += ["--log", str(GPU_LOG)]
@@ -200,6 +209,14 @@ def image_digest_is_not_the_running_one(tmp: Path) -> Verdict:
 def image_without_a_digest(tmp: Path) -> Verdict:
     """ "Record the exact image tag and digest." — a tag alone cannot be rolled back to."""
     return _gpu_env(tmp, "--image", "vllm/vllm-openai:v0.24.0")
+
+
+@scenario("hold", "missing-evidence", "environment.image")
+def image_only_as_the_operator_typed_it(tmp: Path) -> Verdict:
+    """ "Record the exact image tag and digest." — the profile names the image, but nothing
+    the deployment said confirms the digest typed with --image: no container's digest, no
+    pod's imageID. The claim is not the evidence (issue 29)."""
+    return _gpu_env(tmp, confirmed=False)
 
 
 @scenario("hold", "missing-evidence", "startup.parsers")

@@ -219,3 +219,91 @@ def test_a_bundle_sealed_with_repeated_failures_above_two_is_judged_with_two(
     Bundle(root).seal()
     again = rederive(root)  # no ConfigError
     assert any("config_digest" in p for p in again.problems)
+
+
+def _waiving(tmp_path: Path, *checks: str) -> Path:
+    lines = "".join(f"  {c}: {{reason: known, owner: Ana Ops}}\n" for c in checks)
+    path = tmp_path / "policy.yaml"
+    path.write_text(f"name: waiving\nversion: 1\nwaive:\n{lines}")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("profile", "waived", "named"),
+    [
+        ("generic", "startup.log", "startup.log (the startup checks"),
+        ("generic", "environment.driver_runtime", "environment.driver_runtime (the version"),
+        ("generic", "capacity.memory", "capacity.memory (memory behaviour under load"),
+        ("generic", "capacity.model_load", "capacity.model_load (memory behaviour at model"),
+        ("generic", "agent.one_arg.required", "agent.one_arg.required (a critical Agent case"),
+        ("kimi-k3", "agent.one_arg.auto", "agent.one_arg.auto (a critical Agent case"),
+        ("kimi-k3", "cache.prefix_reuse", "cache.prefix_reuse (the kimi-k3 profile"),
+    ],
+)
+async def test_a_policy_waiving_a_go_live_check_is_refused_before_traffic(
+    tmp_path: Path, profile: str, waived: str, named: str
+) -> None:
+    """Issue 29 §2: the checklist's go-live needs the chain, the startup path, memory, the
+    cache proof the workload depends on and the critical Agent cases to pass; a warn there
+    cannot be waived away. Refused naming the check and why; no bundle is written."""
+    config = load_config(
+        None,
+        {
+            "target.url": "http://127.0.0.1:9",
+            "profile": profile,
+            "policy": str(_waiving(tmp_path, "smoke.sustained", waived)),
+        },
+    )
+    with pytest.raises(ConfigError, match="may not waive") as refused:
+        await judge(config, tmp_path / "b", "smoke", run_smoke, ("smoke",))
+    assert named in str(refused.value)
+    assert "smoke.sustained" not in str(refused.value)
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize(
+    ("profile", "waived"),
+    [
+        ("generic", "cache.after_load"),
+        ("generic", "agent.one_arg.auto"),  # non-critical under generic
+        ("generic", "smoke.sustained"),
+        ("generic", "environment.k8s_restarts"),  # a watch item, not the chain
+    ],
+)
+def test_what_a_policy_may_still_waive(tmp_path: Path, profile: str, waived: str) -> None:
+    """A warn outside what go-live needs may still be waived by name, with an owner."""
+    config = load_config(None, {"profile": profile})
+    refuse_lowering(load_policy(_waiving(tmp_path, waived)), load_profile(profile), config)
+
+
+@pytest.mark.tampers_bundle
+def test_a_forged_waiver_in_a_bundle_waives_nothing_protected(tmp_path: Path) -> None:
+    """The recorded demo (observe-with-limits: the startup log's fd limit, and non-critical
+    Agent and cache warns) with a policy waiving every warn and verdict.json written as
+    that policy would have it (go-live): decide waives the non-critical warns and still
+    holds the startup log's, so the outcome stays observe-with-limits."""
+    root = tmp_path / "b"
+    shutil.copytree(GOLDEN, root)
+    data = json.loads((root / VERDICT).read_text())
+    warns = sorted(c["id"] for c in data["checks"] if c["status"] == "warn")
+    assert "startup.log" in warns
+    text = _waiving(tmp_path, *warns).read_text()
+    (root / POLICY).write_text(text)
+    data["policy"] = {
+        "name": "waiving",
+        "version": 1,
+        "sha256": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+    }
+    data["outcome"] = "go-live"
+    data["rules_fired"] = []
+    data["waivers"] = [{"check": c, "reason": "known", "owner": "Ana Ops"} for c in warns]
+    (root / VERDICT).write_text(json.dumps(data, indent=2))
+    Bundle(root).seal()
+    again = rederive(root)
+    assert not again.agrees
+    assert again.decision.outcome.value == "observe-with-limits"
+    assert [r.check_ids for r in again.decision.rules_fired if r.rule == "warnings-observed"] == [
+        ("startup.log",)
+    ]
+    assert "startup.log" not in again.decision.waived
+    assert "cache.after_load" in again.decision.waived

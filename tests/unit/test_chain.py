@@ -205,24 +205,62 @@ def test_layers_that_disagree_on_vllm_are_named() -> None:
     assert "0.29.0 (requests/env.jsonl#/version)" in result.summary
 
 
+OFFICIAL = f"vllm/vllm-openai:kimi-k3@{DIGEST}"
+RUNS_IT = _container(image_digests=(f"vllm/vllm-openai@{DIGEST}",))
+RUNS_OTHER = _container(image_digests=("vllm/vllm-openai@sha256:" + "cd" * 32,))
+
+
 @pytest.mark.parametrize(
-    ("image", "status", "phrase"),
+    ("image", "running", "status", "phrase"),
     [
-        (f"vllm/vllm-openai:kimi-k3@{DIGEST}", Status.PASS, "profile's image"),
-        ("vllm/vllm-openai:kimi-k3", Status.NO_DATA, "no digest"),
+        (OFFICIAL, {"container": RUNS_IT}, Status.PASS, "as environment/container.json confirms"),
+        (OFFICIAL, {"pod_digests": (DIGEST,)}, Status.PASS, "environment/k8s-pods.json confirms"),
+        (
+            OFFICIAL,
+            {"node_containers": ((RUNS_IT, "environment/container-n1.json"),)},
+            Status.PASS,
+            "container-n1.json confirms",
+        ),
+        # issue 29: the operator's word alone is a claim, not evidence of what runs
+        (OFFICIAL, {}, Status.NO_DATA, "no serving container's digest nor engine pod's imageID"),
+        (OFFICIAL, {"container": RUNS_OTHER}, Status.FAIL, "the deployment runs sha256:cdcd"),
+        (OFFICIAL, {"pod_digests": ("sha256:" + "cd" * 32,)}, Status.FAIL, "another image"),
+        ("vllm/vllm-openai:kimi-k3", {"container": RUNS_IT}, Status.NO_DATA, "no digest"),
         (
             f"nvidia/cuda:13.0.1-runtime-ubuntu24.04@{DIGEST}",
+            {"container": RUNS_IT},
             Status.FAIL,
             "not the profile's image",
         ),
-        (f"vllm/vllm-openai:v0.28.0-cu129@{DIGEST}", Status.FAIL, "not the profile's image"),
+        (
+            f"vllm/vllm-openai:v0.28.0-cu129@{DIGEST}",
+            {"container": RUNS_IT},
+            Status.FAIL,
+            "not the profile's image",
+        ),
     ],
 )
-def test_image_rules_under_kimi(image: str, status: Status, phrase: str) -> None:
-    """Under kimi-k3 the image must be the profile's, pinned by digest."""
-    result = check_image(_inputs(image=Source(image, "--image")))
-    assert result.status is status
-    assert phrase in result.summary
+def test_image_rules_under_kimi(
+    image: str, running: dict[str, object], status: Status, phrase: str
+) -> None:
+    """Under kimi-k3 the image must be the profile's, pinned by digest, and that digest must
+    be what the serving container or the engine pods run: typed alone, it is no_data."""
+    result = check_image(_inputs(image=Source(image, "--image"), **running))
+    assert result.status is status, result.summary
+    assert result.critical
+    assert phrase in result.summary, result.summary
+
+
+def test_a_typed_image_is_enough_where_the_profile_asserts_none() -> None:
+    """Under the generic profile the image is recorded as given (not critical), confirmed or
+    not; a confirmed one says by what."""
+    typed = check_image(_inputs("generic", image=Source(OFFICIAL, "--image")))
+    assert (typed.status, typed.critical) == (Status.PASS, False)
+    assert "confirms" not in typed.summary
+    confirmed = check_image(
+        _inputs("generic", image=Source(OFFICIAL, "--image"), container=RUNS_IT)
+    )
+    assert "as environment/container.json confirms" in confirmed.summary
 
 
 def test_split_image_handles_registries_with_ports() -> None:

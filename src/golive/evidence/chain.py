@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
-from golive.bundle.layout import CONTAINER, STARTUP_LOG
+from golive.bundle.layout import CONTAINER, K8S_PODS, STARTUP_LOG
 from golive.config import CustomBuild, ParallelConfig
 from golive.evidence.facts import ContainerInfo, HostInfo
 from golive.evidence.startup_log import StartupFacts
@@ -55,6 +55,10 @@ class ChainInputs:
     gpu_total: int | None = None
     custom_build: CustomBuild | None = None
     cache_info: Mapping[str, str] = field(default_factory=dict)
+    # the digest each engine pod's container runs (its resolved imageID), from
+    # environment/k8s-pods.json: what the cluster says, not what the operator typed
+    pod_digests: tuple[str, ...] = ()
+    pods_path: str = K8S_PODS
 
 
 def env_result(
@@ -128,18 +132,17 @@ def check_image(inputs: ChainInputs) -> CheckResult:
             measurements,
             where,
         )
-    container_digests = inputs.container.image_digests if inputs.container else ()
-    running = sorted({d.split("@", 1)[1] for d in container_digests if "@" in d})
+    running = running_digests(inputs)
     if digest is not None and running and digest not in running:
         return env_result(
             "environment.image",
             True,
             Status.FAIL,
-            f"image {inputs.image.value} names digest {digest}, but the serving container runs "
-            f"{', '.join(running)} ({inputs.container_path}): the evidence describes another "
-            "image than the one deployed",
-            {**measurements, "container_digests": ", ".join(running)},
-            [*where, inputs.container_path],
+            f"image {inputs.image.value} names digest {digest}, but the deployment runs "
+            f"{', '.join(sorted(running))} ({', '.join(sorted(set(running.values())))}): the "
+            "evidence describes another image than the one deployed",
+            {**measurements, "running_digests": ", ".join(sorted(running))},
+            [*where, *sorted(set(running.values()))],
         )
     if digest is None and inputs.profile.chain.image_digest_required:
         return env_result(
@@ -151,14 +154,44 @@ def check_image(inputs: ChainInputs) -> CheckResult:
             measurements,
             where,
         )
+    if critical and digest not in running:
+        # the profile asserts the image: what the operator typed is a claim, not evidence
+        return env_result(
+            "environment.image",
+            True,
+            Status.NO_DATA,
+            f"image {inputs.image.value} is as {inputs.image.where} says it: no serving "
+            "container's digest nor engine pod's imageID confirms it. Give the container's "
+            "facts (`golive env collect --container --image REF` -> --container-info) or the "
+            "pods (--k8s-namespace, --selector), so the image judged is the one running",
+            measurements,
+            where,
+        )
+    confirmed = "" if digest not in running else f", as {running[digest]} confirms"
     return env_result(
         "environment.image",
         critical,
         Status.PASS,
-        f"image {inputs.image.value}" + ("" if expected is None else " is the profile's image"),
+        f"image {inputs.image.value}"
+        + ("" if expected is None else " is the profile's image")
+        + confirmed,
         measurements,
-        where,
+        [*where, *([running[digest]] if digest in running else [])],
     )
+
+
+def running_digests(inputs: ChainInputs) -> dict[str, str]:
+    """Each image digest the deployment's own facts say it runs, with the file saying it: the
+    serving container's (and each Ray node's) repo digests, and each engine pod's imageID."""
+    found: dict[str, str] = {}
+    containers = [(inputs.container, inputs.container_path), *inputs.node_containers]
+    for container, path in containers:
+        for ref in container.image_digests if container is not None else ():
+            if "@" in ref:
+                found.setdefault(ref.split("@", 1)[1], path)
+    for digest in inputs.pod_digests:
+        found.setdefault(digest, inputs.pods_path)
+    return found
 
 
 def _official_image(inputs: ChainInputs) -> bool:

@@ -32,7 +32,7 @@ from golive.profiles import load_profile
 from golive.results import CheckResult
 from golive.verdict.decide import decide
 from golive.verdict.document import PartEntry, VerdictDocument
-from golive.verdict.policy import apply_policy, load_policy, refuse_lowering
+from golive.verdict.policy import apply_policy, load_policy, refuse_lowering, waivers_for
 from golive.verdict.rederive import as_part_checks, rederive
 from golive.verdict.scope import PROGRAMME, SECTIONS, Scope, scope_from_json
 
@@ -230,7 +230,7 @@ def combine(
     )
     gap = combined_gap([p.root for p in parts], checks, scope == PROGRAMME)
     checks += apply_policy(policy.policy, gap, profile)
-    decision = decide(checks, scope, policy.policy.waive)
+    decision = decide(checks, scope, waivers_for(policy.policy, checks, profile))
     first = parts[0].verdict
     document = verdict_document(
         config,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -26,7 +26,12 @@ from golive.errors import ConfigError
 from golive.profiles import Profile
 from golive.results import CheckResult
 from golive.verdict.document import PolicyRef, WaiverEntry
-from golive.verdict.protected import policy_lowers, why_protected
+from golive.verdict.protected import (
+    policy_lowers,
+    policy_waives,
+    why_protected,
+    why_unwaivable,
+)
 
 DEFAULT = "policy-default.yaml"
 
@@ -90,14 +95,32 @@ def load_policy(path: Path | None) -> LoadedPolicy:
 
 
 def refuse_lowering(loaded: LoadedPolicy, profile: Profile, config: GoliveConfig) -> None:
-    """Before any traffic: a policy that would make a protected check non-critical is
-    refused, naming each check, the entry and why."""
+    """Before any traffic: a policy that would make a protected check non-critical, or waive
+    a warn no waiver may cover, is refused, naming each check, the entry and why."""
     lowered = policy_lowers(loaded.policy.critical, profile, config)
     if lowered:
         raise ConfigError(
             f"policy {loaded.policy.name!r} may not make non-critical: {'; '.join(lowered)}. "
             "Remove those entries (a policy may raise what is critical, not lower these)"
         )
+    waived = policy_waives(loaded.policy.waive, profile, config)
+    if waived:
+        raise ConfigError(
+            f"policy {loaded.policy.name!r} may not waive: {'; '.join(waived)}. Remove those "
+            "`waive` entries: a warn there is observe-with-limits with an owner, or a "
+            "reviewer's recorded override at sign-off (golive signoff --override-reason)"
+        )
+
+
+def waivers_for(
+    policy: Policy | None, checks: Sequence[CheckResult], profile: Profile | None
+) -> Mapping[str, Waiver]:
+    """The policy's waivers that may apply to these checks: none over a check no waiver may
+    cover (a policy in a bundle written before the rule, or forged, is judged so too)."""
+    if policy is None:
+        return {}
+    unwaivable = {c.id for c in checks if why_unwaivable(c, profile) is not None}
+    return {cid: w for cid, w in policy.waive.items() if cid not in unwaivable}
 
 
 def impersonation(loaded: LoadedPolicy) -> str | None:

@@ -1,23 +1,27 @@
-"""What a policy file may not make non-critical (issue 29 §2).
+"""What a policy file may not make non-critical, nor waive (issue 29 §2).
 
 A policy weighs checks; it may not take back what the checklist calls blocking: the version
 chain and the startup checks (failure signatures among them), golive's own integrity checks
 (the ledger, the answering model, the profile, a stop), a critical Agent case, and the
-cache proof where the profile says the workload depends on reuse. A run whose policy tries
-is refused before any traffic, naming the check; `golive decide` never applies such an entry
-(a forged policy in a bundle cannot lower them either).
+cache proof where the profile says the workload depends on reuse. Nor may it waive a warn on
+one of them, or on the memory checks: the checklist's go-live needs "the container, vLLM
+build, CUDA runtime, host driver, memory behavior, prefix caching, and Agent interface" to
+all pass, and a warn there is at best observe-with-limits, with an owner. A run whose policy
+tries is refused before any traffic, naming the check; `golive decide` never applies such an
+entry (a forged policy in a bundle cannot lower or waive them either).
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.select import due_criticality
 from golive.checks.env.judge import CHAIN_CHECKS
 from golive.config import GoliveConfig
 from golive.profiles import Profile
+from golive.results import CheckResult
 
 # check-id pattern -> why it stays critical (a check judged non-critical stays as judged)
 ALWAYS: Mapping[str, str] = {
@@ -28,6 +32,11 @@ ALWAYS: Mapping[str, str] = {
     "agent.*": "a critical Agent case",
 }
 REUSE = "cache.prefix_reuse"
+# checks whose warn no waiver covers, though a policy may weigh them: memory behaviour
+MEMORY: Mapping[str, str] = {
+    "capacity.memory": "memory behaviour under load, which go-live needs to pass",
+    "capacity.model_load": "memory behaviour at model load, which go-live needs to pass",
+}
 INTEGRITY = (
     "target.identity",
     "target.profile",
@@ -80,3 +89,22 @@ def _winning(critical: Mapping[str, bool], check_id: str) -> str | None:
     """The entry that decides `check_id`: the longest matching pattern, as applied."""
     matches: Sequence[str] = [p for p in critical if fnmatch.fnmatchcase(check_id, p)]
     return max(matches, key=len) if matches else None
+
+
+def why_unwaivable(check: CheckResult, profile: Profile | None) -> str | None:
+    """Why no waiver may cover a warn on `check` (None: a policy may waive it): a critical
+    check no policy may lower, or a memory check."""
+    if check.id in MEMORY:
+        return MEMORY[check.id]
+    return why_protected(check.id, profile) if check.critical else None
+
+
+def policy_waives(waive: Collection[str], profile: Profile, config: GoliveConfig) -> list[str]:
+    """Each check a policy's `waive` entries name that no waiver may cover, with the reason
+    (empty: the waivers may be applied)."""
+    protected = set(protected_ids(profile, config))
+    return [
+        f"{check_id} ({MEMORY.get(check_id) or why_protected(check_id, profile)})"
+        for check_id in waive
+        if check_id in MEMORY or check_id in protected
+    ]

@@ -38,7 +38,13 @@ from golive.report.capacity_request import capacity_request
 from golive.results import CheckResult, Decision, Outcome, RuleFired, Status
 from golive.verdict.decide import decide, limits
 from golive.verdict.document import ExercisedEnvelope, Limits, PartEntry, VerdictDocument
-from golive.verdict.policy import Policy, apply_policy, impersonation, parse_policy
+from golive.verdict.policy import (
+    Policy,
+    apply_policy,
+    impersonation,
+    parse_policy,
+    waivers_for,
+)
 from golive.verdict.rejudge import bundle_profile, differences, rejudge
 from golive.verdict.scope import (
     PROGRAMME,
@@ -131,23 +137,24 @@ def _rederive(root: Path, data: VerdictDocument) -> Rederived:
             f"{POLICY} is missing, but verdict.json says it was judged under the policy "
             f"{data.policy.name!r} (sha256 {data.policy.sha256}): judged without it"
         )
+    profile = None if policy is None else bundle_profile(BundleReader(root), data)
     if data.parts is not None or data.command == COMBINED:
         scope, checks, rejudged, owned = _rederive_parts(root, data, problems)
         if policy is not None:
-            checks = apply_policy(policy, checks, bundle_profile(BundleReader(root), data))
+            checks = apply_policy(policy, checks, profile)
         problems.extend(differences(data.results(), checks))
     else:
         scope = bundle_scope(root, data)
         checks, rejudged, owned = rejudge(root, data, checks, policy, problems, scope)
         if policy is not None:
-            checks = apply_policy(policy, checks, bundle_profile(BundleReader(root), data))
+            checks = apply_policy(policy, checks, profile)
     recorded_scope = scope_from_json(data.scope)
     if recorded_scope != scope:
         problems.append(
             f"verdict.json's scope is {scope_json(recorded_scope)!r}, but its command "
             f"({data.command}) and evidence make it {scope_json(scope)!r}"
         )
-    decision = decide(checks, scope, dict(policy.waive) if policy is not None else {})
+    decision = decide(checks, scope, waivers_for(policy, checks, profile))
     malformed = schema_problems(root)
     if malformed:  # evidence not of its type was not measured: hold, naming the first
         problems.extend(malformed)

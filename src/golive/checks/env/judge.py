@@ -9,12 +9,19 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from golive.bundle.layout import CHAIN_INPUTS, CONTAINER, ENV_METRICS, ENV_REQUESTS, STARTUP_LOG
+from golive.bundle.layout import (
+    CHAIN_INPUTS,
+    CONTAINER,
+    ENV_METRICS,
+    ENV_REQUESTS,
+    K8S_PODS,
+    STARTUP_LOG,
+)
 from golive.bundle.store import BundleReader
 from golive.checks.context import served_entry
 from golive.config import GoliveConfig
 from golive.errors import BadResponse, BundleError
-from golive.evidence.chain import ChainInputs, Source, check_image, check_vllm_version
+from golive.evidence.chain import DIGEST, ChainInputs, Source, check_image, check_vllm_version
 from golive.evidence.chain_hw import (
     check_container_cuda,
     check_driver_runtime,
@@ -123,7 +130,21 @@ def chain_inputs(
         gpu_total=config.environment.gpus or profile.chain.gpus,
         custom_build=config.environment.custom_build,
         cache_info=dict(saved.get("cache_info") or {}),
+        pod_digests=pod_digests(evidence),
     )
+
+
+def pod_digests(evidence: BundleReader) -> tuple[str, ...]:
+    """The digests the engine pods run, from their resolved imageIDs in the saved pod list
+    (none where the pods were not read, or the file is not a pod list)."""
+    saved = evidence.json(K8S_PODS)
+    rows = saved.get("pods") if isinstance(saved, Mapping) else None
+    found = (
+        DIGEST.search(str(row.get("image_id") or ""))
+        for row in rows or ()
+        if isinstance(row, Mapping)
+    )
+    return tuple(sorted({m.group(0) for m in found if m is not None}))
 
 
 _NODE_CONTAINER = re.compile(r"environment/container-[^/]+\.json")
