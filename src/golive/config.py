@@ -257,12 +257,42 @@ class UnusedPart(StrictModel):
     reason: str = Field(min_length=1, description="why the application does not use it")
 
 
+# the settings that weaken a programme rule when moved off their default (coverage.RELAXABLE)
+RelaxableSetting = Literal[
+    "cache.after_load_probe",
+    "cache.warm_must_be_faster",
+    "agent.max_bounded_failure_share",
+    "capacity.min_memory_headroom",
+    "capacity.max_memory_growth",
+    "capacity.max_kv_growth",
+    "capacity.max_latency_growth",
+]
+
+
+class RelaxedSetting(StrictModel):
+    """A programme rule the config weakens on purpose, and who answers for it."""
+
+    setting: RelaxableSetting = Field(
+        description="cache.after_load_probe, cache.warm_must_be_faster, "
+        "agent.max_bounded_failure_share, capacity.min_memory_headroom, "
+        "capacity.max_memory_growth, capacity.max_kv_growth or capacity.max_latency_growth"
+    )
+    owner: str = Field(min_length=1, description="who answers for the weaker rule")
+    reason: str = Field(min_length=1, description="why this deployment may be judged so")
+
+
 class ProgrammeConfig(StrictModel):
     """What the acceptance programme may leave out: a request class or Agent case is left out
-    only where the application does not use it, with an owner (else programme-incomplete)."""
+    only where the application does not use it, with an owner, and a rule is weakened only
+    with an owner (else programme-incomplete)."""
 
     not_used: tuple[UnusedPart, ...] = Field(
         (), description="parts the application does not use: {part, owner, reason} each"
+    )
+    relaxed: tuple[RelaxedSetting, ...] = Field(
+        (),
+        description="settings moved off their default to a weaker rule: {setting, owner, "
+        "reason} each (without one, a programme decision is programme-incomplete)",
     )
 
 

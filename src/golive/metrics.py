@@ -97,6 +97,20 @@ def parse_metrics(
     histogram buckets; a probe that reads four gauges twice a second parses a dozen lines
     instead (the full text is kept in `raw_text` either way)."""
     body = text if only is None else _keep_families(text, only)
+    samples, types = _parsed(body)
+    return Snapshot(
+        samples=dict(samples),
+        types=dict(types),
+        taken_at=time.time() if taken_at is None else taken_at,
+        raw_text=text,
+    )
+
+
+@functools.lru_cache(maxsize=128)
+def _parsed(body: str) -> tuple[dict[str, tuple[Sample, ...]], dict[str, str]]:
+    """The samples and family types of one exposition text. Kept for the texts read last:
+    `golive decide` reads a saved scrape from several judges, and prometheus_client's parser
+    was half of a re-derivation's time (0.8 s of 1.7 s on the recorded demo)."""
     samples: dict[str, list[Sample]] = defaultdict(list)
     types: dict[str, str] = {}
     try:
@@ -106,12 +120,7 @@ def parse_metrics(
                 samples[s.name].append(Sample(s.name, tuple(sorted(s.labels.items())), s.value))
     except (ValueError, TypeError, IndexError) as exc:
         raise BadResponse(f"metrics are not Prometheus text exposition: {exc}") from exc
-    return Snapshot(
-        samples={k: tuple(v) for k, v in samples.items()},
-        types=types,
-        taken_at=time.time() if taken_at is None else taken_at,
-        raw_text=text,
-    )
+    return {k: tuple(v) for k, v in samples.items()}, types
 
 
 @dataclass(frozen=True, slots=True)

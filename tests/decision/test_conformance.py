@@ -98,7 +98,10 @@ def _gpu_env(
     --container --image IMAGE` records: the image the profile asserts is then the one running."""
     facts = json.loads(container.read_text())
     if confirmed and not facts.get("image_digests"):
-        facts |= {"image": IMAGE.split("@")[0], "image_digests": [f"vllm/vllm-openai@{DIGEST}"]}
+        facts |= {
+            "image": IMAGE.split("@", maxsplit=1)[0],
+            "image_digests": [f"vllm/vllm-openai@{DIGEST}"],
+        }
         container = write(tmp / "container-with-image.json", json.dumps(facts))
     argv = ["--profile", PROFILE, "--host-info", str(host), "--container-info", str(container)]
     if "--log" not in extra:

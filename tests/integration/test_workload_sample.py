@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from golive.bundle.layout import REPORT_MD, WORKLOAD_SAMPLE
+from golive.bundle.layout import REPORT_MD, WORKLOAD_SAMPLE, WORKLOAD_SAMPLE_TOKENS
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
@@ -60,10 +60,13 @@ def _sample(path: Path) -> Path:
 
 async def test_a_users_sample_is_kept_and_compared(tmp_path: Path) -> None:
     """The sample's three bodies are in the bundle as sent (the served model set), and the
-    report's table gives the sample's shape and what the windows sent and got back."""
+    report's table gives the sample's shape, its prompt tokens as the server's /tokenize
+    counted them (messages and tools, under the served model), and what the windows sent
+    and got back."""
     sample = read_sample(_sample(tmp_path / "sample.jsonl"), "")
     out = tmp_path / "b"
-    async with fake_vllm(FakeState()) as url:
+    state = FakeState(tokenize=True)
+    async with fake_vllm(state) as url:
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_capacity(ctx, CapacityInputs(sample=tuple(sample)))
@@ -77,12 +80,38 @@ async def test_a_users_sample_is_kept_and_compared(tmp_path: Path) -> None:
     assert "## Workload sent" in report
     assert "your sample (`--sample`), 3 request(s)" in report
     sample_row = next(x for x in report.splitlines() if x.startswith("| your sample"))
-    # interpolated: messages 1 / 3.4 / 4, one in three with tools, max_tokens 32 / 57.6 / 64
-    assert "| 3 | 1 / 3 / 4 | 33% | 32 / 58 / 64 |" in sample_row
+    # interpolated: messages 1 / 3.4 / 4, one in three with tools, max_tokens 32 / 57.6 / 64;
+    # prompt tokens as the stand-in counts them, 7 + a word each + 1 for the tool: 21, 10, 8
+    # (p50 / p90 / p99 interpolated: 10 / 18.8 / 20.78)
+    assert "| 3 | 1 / 3 / 4 | 33% | 32 / 58 / 64 | 10 / 19 / 21 | — |" in sample_row
+    asked = [r["request"] for r in BundleReader(out).jsonl(WORKLOAD_SAMPLE_TOKENS)]
+    assert [len(b["messages"]) for b in asked] == [4, 1, 1]
+    assert [bool(b.get("tools")) for b in asked] == [True, False, False]
+    assert {b["model"] for b in asked} == {"fake-model"}
+    assert all(b in state.tokenized for b in asked)  # the server counted what was saved
     sent_row = next(x for x in report.splitlines() if x.startswith("| sent, answered"))
     count = int(sent_row.split("|")[2])
     assert count > 3  # the windows cycled through the sample
     assert " / 4 |" in sent_row  # the longest request sent has the sample's four messages
+
+
+async def test_a_server_without_tokenize_leaves_the_sample_uncounted(tmp_path: Path) -> None:
+    """A server with no /tokenize (404): one ask, and the sample's prompt tokens are "—" in
+    the report, never a guess."""
+    sample = read_sample(_sample(tmp_path / "sample.jsonl"), "")
+    out = tmp_path / "b"
+    async with fake_vllm(FakeState()) as url:
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            return await run_capacity(ctx, CapacityInputs(sample=tuple(sample)))
+
+        config = load_config(None, {"target.url": url, **SHORT})
+        await judge(config, out, "capacity", programme, ("capacity",))
+    asked = BundleReader(out).jsonl(WORKLOAD_SAMPLE_TOKENS)
+    assert [(r["label"], r["http_status"]) for r in asked] == [("sample-0", 404)]
+    report = (out / REPORT_MD).read_text()
+    sample_row = next(x for x in report.splitlines() if x.startswith("| your sample"))
+    assert "| 32 / 58 / 64 | — | — |" in sample_row
 
 
 def test_the_default_workload_states_its_shape() -> None:
@@ -117,6 +146,11 @@ def test_odd_records_never_stop_the_report(tmp_path: Path) -> None:
     row = next(x for x in section.splitlines() if x.startswith("| sent, answered"))
     assert "| 2 |" in row  # the transport failure is not an answer
     assert "| 9 / 9 / 9 |" in row  # max_completion_tokens read as the limit asked
+    counted = root / "requests/workload-sample-tokens.jsonl"  # a label not of golive's making
+    counted.write_text(json.dumps({**ok, "label": "sample-²", "response": {"count": 3}}) + "\n")
+    (root / "metrics").mkdir()
+    (root / "metrics/workload-sample.jsonl").write_text(json.dumps({"messages": []}) + "\n")
+    assert "| your sample (each once) | 1 |" in workload_section(BundleReader(root))
     stream.write_text(stream.read_text() + '{"http_status": 200, "respo')
     broken = workload_section(BundleReader(root))
     assert "## Workload sent" in broken

@@ -150,10 +150,12 @@ async def test_metrics_out_of_reach_is_no_data(real_target: RunningTarget, tmp_p
 async def nocache_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningTarget]:
     paths = await ensure_target("qwen")
     # the API's cached_tokens on too: the corroboration's "caching off" half is
-    # test_prefix_caching_off_is_hold, on this server (not a fourth one: ~1 min on 2 cores)
+    # test_prefix_caching_off_is_hold, on this server (not a fourth one: ~1 min on 2 cores).
+    # The accepted deployment's context length (4096): the watch refuses a server serving
+    # another, and this one stands for that deployment restarted without prefix caching.
     target = await start_target(
         paths,
-        ServeOptions(prefix_caching=False, prompt_tokens_details=True, max_model_len=1024),
+        ServeOptions(prefix_caching=False, prompt_tokens_details=True),
         tmp_path_factory.mktemp("nocache"),
     )
     try:
@@ -197,7 +199,9 @@ async def test_golive_run_with_prefix_caching_off_is_hold(
     nocache_target: RunningTarget, tmp_path: Path
 ) -> None:
     """The whole programme on a server without prefix caching: the cache proof holds it."""
-    code, verdict = await golive_run(nocache_target, tmp_path / "b", *SHORT_LOAD)
+    code, verdict = await golive_run(
+        nocache_target, tmp_path / "b", *SHORT_LOAD, "--max-context", "1024"
+    )
     assert code == Outcome.HOLD.exit_code
     fired = rules(verdict)
     assert "cache.prefix_reuse" in fired["critical-failure"]

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from golive.bundle.store import BundleReader
-from golive.checks.env.judge import read_node_containers
+from golive.checks.env.judge import pod_images, read_node_containers
 from golive.config import CustomBuild, ParallelConfig
 from golive.evidence.chain import (
     ChainInputs,
+    PodImage,
     Source,
-    check_image,
     check_vllm_version,
     split_image,
 )
@@ -22,6 +23,8 @@ from golive.evidence.chain_hw import (
     check_gpus,
     check_host_driver,
 )
+from golive.evidence.chain_image import check_image, same_repository
+from golive.evidence.collect import parse_toolkit_version
 from golive.evidence.facts import ContainerInfo, GpuInfo, HostInfo, read_facts
 from golive.evidence.nvidia import parse_nvidia_smi_xml
 from golive.evidence.startup_log import parse_startup_log
@@ -206,25 +209,57 @@ def test_layers_that_disagree_on_vllm_are_named() -> None:
 
 
 OFFICIAL = f"vllm/vllm-openai:kimi-k3@{DIGEST}"
+OTHER = "sha256:" + "cd" * 32
 RUNS_IT = _container(image_digests=(f"vllm/vllm-openai@{DIGEST}",))
-RUNS_OTHER = _container(image_digests=("vllm/vllm-openai@sha256:" + "cd" * 32,))
+RUNS_OTHER = _container(image_digests=(f"vllm/vllm-openai@{OTHER}",))
+POD = PodImage("vllm/vllm-openai:kimi-k3", f"docker-pullable://docker.io/vllm/vllm-openai@{DIGEST}")
+POD_OTHER = PodImage("vllm/vllm-openai:kimi-k3", f"docker.io/vllm/vllm-openai@{OTHER}")
 
 
 @pytest.mark.parametrize(
     ("image", "running", "status", "phrase"),
     [
         (OFFICIAL, {"container": RUNS_IT}, Status.PASS, "as environment/container.json confirms"),
-        (OFFICIAL, {"pod_digests": (DIGEST,)}, Status.PASS, "environment/k8s-pods.json confirms"),
+        (OFFICIAL, {"pods": (POD,)}, Status.PASS, "as environment/k8s-pods.json confirms"),
         (
             OFFICIAL,
             {"node_containers": ((RUNS_IT, "environment/container-n1.json"),)},
             Status.PASS,
             "container-n1.json confirms",
         ),
+        # pulled through a mirror: the same repository
+        (
+            OFFICIAL,
+            {
+                "container": _container(
+                    image_digests=(f"registry.corp/hub/vllm/vllm-openai@{DIGEST}",)
+                )
+            },
+            Status.PASS,
+            "confirms",
+        ),
         # issue 29: the operator's word alone is a claim, not evidence of what runs
-        (OFFICIAL, {}, Status.NO_DATA, "no serving container's digest nor engine pod's imageID"),
+        (OFFICIAL, {}, Status.NO_DATA, "no serving container's digests nor engine pod's image"),
         (OFFICIAL, {"container": RUNS_OTHER}, Status.FAIL, "the deployment runs sha256:cdcd"),
-        (OFFICIAL, {"pod_digests": ("sha256:" + "cd" * 32,)}, Status.FAIL, "another image"),
+        (OFFICIAL, {"pods": (POD_OTHER,)}, Status.FAIL, "another image"),
+        # a hostile review: one fact confirming does not outvote another contradicting it
+        (OFFICIAL, {"container": RUNS_OTHER, "pods": (POD,)}, Status.FAIL, "container.json"),
+        (
+            OFFICIAL,
+            {
+                "container": RUNS_IT,
+                "node_containers": ((RUNS_OTHER, "environment/container-worker.json"),),
+            },
+            Status.FAIL,
+            "container-worker.json",
+        ),
+        # ... and the digest of another repository is another build, whatever name was typed
+        (
+            OFFICIAL,
+            {"container": _container(image_digests=(f"myorg/vllm-custom@{DIGEST}",))},
+            Status.FAIL,
+            "is the image myorg/vllm-custom",
+        ),
         ("vllm/vllm-openai:kimi-k3", {"container": RUNS_IT}, Status.NO_DATA, "no digest"),
         (
             f"nvidia/cuda:13.0.1-runtime-ubuntu24.04@{DIGEST}",
@@ -244,11 +279,39 @@ def test_image_rules_under_kimi(
     image: str, running: dict[str, object], status: Status, phrase: str
 ) -> None:
     """Under kimi-k3 the image must be the profile's, pinned by digest, and that digest must
-    be what the serving container or the engine pods run: typed alone, it is no_data."""
-    result = check_image(_inputs(image=Source(image, "--image"), **running))
+    be what the serving container or the engine pods run: typed alone, it is no_data; any
+    fact that lists another digest, or that digest under another repository, fails."""
+    result = check_image(_inputs("kimi", image=Source(image, "--image"), **running))
     assert result.status is status, result.summary
     assert result.critical
     assert phrase in result.summary, result.summary
+
+
+def test_a_profile_naming_the_image_without_a_digest_is_confirmed_by_its_tag() -> None:
+    """A team's profile naming the image but not requiring a digest: a tag typed is confirmed
+    by the pod's spec image (same repository and tag), not asked for facts it has."""
+    chain = KIMI.chain.model_copy(update={"image_digest_required": False})
+    profile = KIMI.model_copy(update={"chain": chain})
+    typed = Source("vllm/vllm-openai:kimi-k3", "--image")
+    confirmed = check_image(ChainInputs(profile=profile, image=typed, pods=(POD,)))
+    assert confirmed.status is Status.PASS, confirmed.summary
+    unconfirmed = check_image(ChainInputs(profile=profile, image=typed))
+    assert unconfirmed.status is Status.NO_DATA
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("vllm/vllm-openai", "docker.io/vllm/vllm-openai", True),
+        ("nginx", "docker.io/library/nginx", True),
+        ("vllm/vllm-openai", "registry.corp:5000/mirror/vllm/vllm-openai", True),
+        ("vllm/vllm-openai", "myorg/vllm-openai", False),
+        ("vllm/vllm-openai", "", False),
+    ],
+)
+def test_one_repository_through_registries_and_mirrors(a: str, b: str, same: bool) -> None:
+    """A registry host, `library/` and a mirror's path prefix do not make another image."""
+    assert same_repository(a, b) is same
 
 
 def test_a_typed_image_is_enough_where_the_profile_asserts_none() -> None:
@@ -576,16 +639,20 @@ def testread_node_containers_do_not_excuse_the_serving_container() -> None:
     assert "sees no GPU" in result.summary
 
 
-def testread_node_containers_are_read_only_where_chain_inputs_lists_them(tmp_path: Path) -> None:
-    """Bundles written before the list compared no node containers and are judged so again;
-    a list naming anything but a node's container file is not read as one."""
+def test_node_containers_are_read_whatever_chain_inputs_lists(tmp_path: Path) -> None:
+    """Every node container file the bundle holds is read, whether chain-inputs.json lists
+    it or lost its list (deleting the list once switched the one-build rule off: a better
+    outcome); a file listed but gone is named; a list naming anything but a node's container
+    file is not read as one."""
     root = tmp_path
     (root / "environment").mkdir()
     node = _container(container_runtime="docker").model_dump_json()
     (root / "environment/container-a.json").write_text(node)
     (root / "environment/container.json").write_text(node)
     reader = BundleReader(root)
-    assert read_node_containers(reader, None) == ()
+    assert [rel for _, rel in read_node_containers(reader, None)] == [
+        "environment/container-a.json"
+    ]
     found = read_node_containers(
         reader, ["environment/container.json", "environment/container-b.json"]
     )
@@ -593,3 +660,46 @@ def testread_node_containers_are_read_only_where_chain_inputs_lists_them(tmp_pat
         (False, "environment/container-a.json"),  # in the bundle, listed or not
         (True, "environment/container-b.json"),  # listed, gone
     ]
+
+
+@pytest.mark.parametrize("pods", [5, True, "x", [1, None], {"a": 1}])
+def test_a_malformed_pod_list_gives_no_pod_images(tmp_path: Path, pods: object) -> None:
+    """A pod list that is not a list of pods is read as no pod facts (the image then is not
+    confirmed by them), never a crash that would leave the whole chain unjudged."""
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment/k8s-pods.json").write_text(json.dumps({"pods": pods}))
+    assert pod_images(BundleReader(tmp_path)) == ()
+
+
+@pytest.mark.parametrize(
+    ("printed", "version"),
+    [
+        (
+            "NVIDIA Container Toolkit CLI version 1.17.4\n"
+            "commit: 9b69590c7428470a72f2ae05f826412976af1395\n",
+            "1.17.4",
+        ),
+        ("cli-version: 1.16.2\nlib-version: 1.16.2\nbuild date: 2024-09-25\n", "1.16.2"),
+        ("command not found\n", None),
+    ],
+)
+def test_the_container_toolkit_version_is_read(printed: str, version: str | None) -> None:
+    """Issue 29 §6: the NVIDIA container toolkit's version, as `nvidia-ctk --version` or
+    `nvidia-container-cli --version` prints it."""
+    assert parse_toolkit_version(printed) == version
+
+
+def test_a_container_toolkit_that_differs_across_nodes_is_a_rebuild() -> None:
+    """Issue 29 §6: the two real H200 hosts, one on toolkit 1.17.4 and one on 1.16.2: the
+    runtime is not one build (container_cuda fails: rebuild); the same version, or one host
+    that does not say, is no finding."""
+    a = _host("x1").model_copy(update={"container_toolkit": "1.17.4"})
+    b = _host("x2").model_copy(update={"container_toolkit": "1.16.2"})
+    mixed = check_container_cuda(_inputs("generic", container=_container(), hosts=_hosts(a, b)))
+    assert mixed.status is Status.FAIL
+    assert "the NVIDIA container toolkit differs across the nodes: 1.17.4" in mixed.summary
+    same = b.model_copy(update={"container_toolkit": "1.17.4"})
+    for other in (same, b.model_copy(update={"container_toolkit": None})):
+        hosts = _hosts(a, other)
+        result = check_container_cuda(_inputs("generic", container=_container(), hosts=hosts))
+        assert "container toolkit" not in result.summary, result.summary

@@ -139,6 +139,24 @@ def test_a_scrape_cut_short_is_named_even_where_its_series_survive(tmp_path: Pat
 
 
 @pytest.mark.tampers_bundle
+def test_a_scrape_cut_at_a_line_end_is_named(tmp_path: Path) -> None:
+    """The same scrape cut after its first half's last whole line (a shorter exposition that
+    ends as one does: the mutation suite hit it by chance on the recorded demo): it lacks
+    vLLM metric families every other scrape of the engine declares: named, hold."""
+    root = _copy(tmp_path)
+    path = root / "metrics/agent-retry-before.prom"
+    text = path.read_bytes()
+    half = text[: len(text) // 2]
+    path.write_bytes(half[: half.rindex(b"\n") + 1])
+    Bundle(root).seal()
+    again = rederive(root)
+    assert again.decision.outcome is Outcome.HOLD
+    named = "\n".join(again.problems)
+    assert "metrics/agent-retry-before.prom: lacks" in named
+    assert "vLLM metric families every other scrape declares" in named
+
+
+@pytest.mark.tampers_bundle
 def test_many_bad_lines_are_counted_not_all_listed(tmp_path: Path) -> None:
     """A whole stream of bad lines names the first three and counts the rest."""
     root = _copy(tmp_path)

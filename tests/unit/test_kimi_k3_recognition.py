@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from golive.bundle.store import BundleReader
 from golive.checks.model_profile import (
     Sign,
+    judge_model_profile,
     kimi_k3_signs,
     model_profile_result,
     model_signs,
@@ -133,3 +135,51 @@ def test_a_pinned_image_and_a_newer_cuda_are_not_weaker_but_dropped_agent_rules_
         "agent.critical_cases lacks no_call, one_arg.auto, tool_result",
         "agent.forbidden_content_markers lacks the recipe's markers",
     ]
+
+
+def _gateway_bundle(root: Path, engine_root: str | None) -> BundleReader:
+    """The H200 gateway run's identity records, the gateway's answer hiding the model path
+    (its `root` dropped) and, where `engine_root` is given, the engine's answer naming it."""
+    requests = root / "requests"
+    requests.mkdir(parents=True)
+    lines = []
+    for line in (DATA / "gateway-identity/identity.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        for entry in (record.get("response") or {}).get("data") or ():
+            entry["root"] = None
+        lines.append(json.dumps(record))
+    (requests / "identity.jsonl").write_text("\n".join(lines) + "\n")
+    if engine_root is not None:
+        engine = json.loads((DATA / "gateway-identity/engine-identity.jsonl").read_text())
+        engine["response"]["data"][0]["root"] = engine_root
+        (requests / "engine-identity.jsonl").write_text(json.dumps(engine) + "\n")
+    return BundleReader(root)
+
+
+def test_behind_a_gateway_the_engine_names_the_model(tmp_path: Path) -> None:
+    """Issue 29 §1: the gateway serves the alias `kimi` and hides the path; the engine's own
+    /v1/models (saved with --engine-url) says it loaded Kimi K3: recognised from it. The
+    real capture's engine (a Qwen) is not, and without the engine's answer there is no sign."""
+    k3 = _gateway_bundle(tmp_path / "k3", "/models/moonshotai/Kimi-K3")
+    found = kimi_k3_signs(model_signs(k3, GoliveConfig()))
+    assert [str(s) for s in found] == ["engine /v1/models root '/models/moonshotai/Kimi-K3'"]
+    qwen = _gateway_bundle(tmp_path / "qwen", "/tmp/gpu-model-qwen")
+    assert kimi_k3_signs(model_signs(qwen, GoliveConfig())) == []
+    assert "engine /v1/models id" in [s.where for s in model_signs(qwen, GoliveConfig())]
+    hidden = _gateway_bundle(tmp_path / "hidden", None)
+    assert kimi_k3_signs(model_signs(hidden, GoliveConfig())) == []
+
+
+def test_behind_a_gateway_a_missing_engine_answer_is_not_a_clean_bill(tmp_path: Path) -> None:
+    """A hostile review: deleting the engine's /v1/models answer hid Kimi K3 behind an
+    aliasing gateway. With `target.engine_url` set, no engine answer is no_data (critical);
+    the engine's answer naming another model is no finding; without a gateway, nothing."""
+    gateway = GoliveConfig.model_validate({"target": {"engine_url": "http://127.0.0.1:8000"}})
+    generic = load_profile("generic")
+    deleted = _gateway_bundle(tmp_path / "deleted", None)
+    [result] = judge_model_profile(deleted, generic, gateway)
+    assert (result.status, result.critical) == (Status.NO_DATA, True)
+    assert "engine's own /v1/models answer is not in the bundle" in result.summary
+    qwen = _gateway_bundle(tmp_path / "qwen", "/tmp/gpu-model-qwen")
+    assert judge_model_profile(qwen, generic, gateway) == []
+    assert judge_model_profile(deleted, generic, GoliveConfig()) == []

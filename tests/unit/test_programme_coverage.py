@@ -9,16 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from golive.capacity_config import CapacityConfig
 from golive.checks.agent.select import cases_for
 from golive.checks.coverage import (
     MIN_AGENT_REPEAT,
     MIN_WARM_REPEATS,
     agent_coverage,
     cache_coverage,
+    relaxed_gaps,
     smoke_coverage,
     with_sustained_coverage,
 )
-from golive.config import ProgrammeConfig, UnusedPart
+from golive.config import AgentConfig, CacheConfig, ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.profiles import load_profile
@@ -149,7 +151,8 @@ def test_sustained_coverage(
 ) -> None:
     """A programme decision needs a 10-minute sustained window with 30 answers, whatever
     capacity.min_sustained_s says; a run with no programme config (None) is not judged on it."""
-    checks = with_sustained_coverage(_sustained(duration_s, completed), ProgrammeConfig())
+    sustained = _sustained(duration_s, completed)
+    checks = with_sustained_coverage(sustained, ProgrammeConfig(), CapacityConfig())
     assert checks[0].id == "capacity.sustained"
     coverage = checks[1] if len(checks) > 1 else None
     assert (coverage.status if coverage else None) is expected
@@ -157,7 +160,88 @@ def test_sustained_coverage(
         assert coverage.critical
         assert coverage.measurements["classification"] == "programme-incomplete"
         assert "--duration 600" in coverage.summary or "at least 30 answers" in coverage.summary
-    assert len(with_sustained_coverage(_sustained(50.0, 400), None)) == 1
+    assert len(with_sustained_coverage(_sustained(50.0, 400), None, CapacityConfig())) == 1
+
+
+RELAXED_BY = {
+    "cache.after_load_probe": RelaxedSetting(
+        setting="cache.after_load_probe", owner="cache team", reason="no retention needed"
+    ),
+    "agent.max_bounded_failure_share": RelaxedSetting(
+        setting="agent.max_bounded_failure_share", owner="agent team", reason="auto is a beta"
+    ),
+    "capacity.min_memory_headroom": RelaxedSetting(
+        setting="capacity.min_memory_headroom", owner="platform", reason="dedicated nodes"
+    ),
+}
+
+
+def _relaxed_coverage(family: str, settings: dict[str, object], owned: bool) -> CheckResult:
+    """`<family>.coverage` of a complete run under `settings` (that family's config keys),
+    with an owner for each weakened rule where `owned`."""
+    programme = ProgrammeConfig(relaxed=tuple(RELAXED_BY.values()) if owned else ())
+    if family == "cache":
+        cache = CacheConfig.model_validate(settings)
+        return cache_coverage(
+            MIN_WARM_REPEATS, "cache-steps", relaxed_gaps(programme, "cache", cache)
+        )
+    if family == "agent":
+        agent = AgentConfig.model_validate(settings)
+        weaker = relaxed_gaps(programme, "agent", agent)
+        return agent_coverage(programme, SHIPPED, FULL, None, (), "plan", weaker)
+    capacity = CapacityConfig.model_validate(settings)
+    checks = with_sustained_coverage(_sustained(600.0, 30), programme, capacity)
+    return checks[1]
+
+
+@pytest.mark.parametrize(
+    ("family", "settings", "named"),
+    [
+        ("cache", {"after_load_probe": False}, "cache.after_load_probe is false (default true)"),
+        ("cache", {"warm_must_be_faster": False}, "cache.warm_must_be_faster is false"),
+        ("agent", {"max_bounded_failure_share": 1.0}, "is 1 (default 0.2), so the rule that a"),
+        ("capacity", {"min_memory_headroom": 0.0}, "is 0 (default 0.1), so the rule that each"),
+        ("capacity", {"max_memory_growth": 1.0}, "capacity.max_memory_growth is 1 (default"),
+        ("capacity", {"max_kv_growth": 1.0}, "capacity.max_kv_growth is 1 (default 0.05)"),
+        ("capacity", {"max_latency_growth": 5.0}, "latency drifting up more than 20%"),
+    ],
+)
+def test_a_weakened_rule_needs_an_owner(
+    family: str, settings: dict[str, object], named: str
+) -> None:
+    """Issue 29 §2: a config switching off a programme rule (the after-load probe, the
+    cold/warm comparison) or loosening it (the bounded failure share, the memory headroom)
+    leaves that part of the programme out: programme-incomplete, naming the setting and
+    how to close it, unless `programme.relaxed` names who answers for it."""
+    gap = _relaxed_coverage(family, settings, owned=False)
+    assert gap.status is Status.SKIPPED, gap.summary
+    assert gap.measurements["classification"] == "programme-incomplete"
+    assert named in gap.summary, gap.summary
+    assert "programme.relaxed" in gap.summary
+    setting = f"{family}.{next(iter(settings))}"
+    owned = _relaxed_coverage(family, settings, owned=setting in RELAXED_BY)
+    if setting in RELAXED_BY:
+        assert owned.status is Status.PASS, owned.summary
+        said = RELAXED_BY[setting]
+        assert f"{setting} relaxed ({said.owner}: {said.reason})" in owned.summary
+        assert owned.measurements["relaxed"] == f"{setting} relaxed ({said.owner}: {said.reason})"
+    else:  # an owner for other settings does not cover this one
+        assert owned.status is Status.SKIPPED
+
+
+@pytest.mark.parametrize(
+    ("family", "settings"),
+    [
+        ("cache", {}),
+        ("agent", {"max_bounded_failure_share": 0.1}),  # stricter than the default
+        ("capacity", {"min_memory_headroom": 0.2}),
+    ],
+)
+def test_default_or_stricter_rules_need_no_owner(family: str, settings: dict[str, object]) -> None:
+    """The defaults, or stricter values, are the programme as written: no gap, nothing said."""
+    coverage = _relaxed_coverage(family, settings, owned=False)
+    assert coverage.status is Status.PASS, coverage.summary
+    assert "relaxed" not in coverage.summary
 
 
 def test_a_gap_holds_a_programme_and_is_named_in_a_section() -> None:

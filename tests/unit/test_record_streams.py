@@ -16,8 +16,8 @@ import zstandard
 from golive.bundle.layout import LEDGER_SENT
 from golive.bundle.store import Bundle, BundleReader, read_lines, record_streams, size_bytes
 from golive.results import Status
+from golive.traffic.body_sample import BodySample
 from golive.traffic.records import (
-    BodySample,
     Failure,
     FailureKind,
     ParsedResponse,

@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from golive.config import ClientConfig
-from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings
+from golive.traffic.records import (
+    Failure,
+    FailureKind,
+    RequestRecord,
+    Timings,
+    parse,
+    reparsed,
+)
 from golive.traffic.retry import (
     RetryPolicy,
     RetryTally,
@@ -84,6 +91,38 @@ async def test_each_attempt_is_kept_and_the_last_returned() -> None:
     assert final.status == 200
     assert [r.label for r in kept] == ["c4~retried1", "c4~retried2"]
     assert calls == [(123, 7.0), (None, 7.0), (None, 7.0)]
+
+
+async def test_a_retried_answer_is_as_slow_as_the_user_waited() -> None:
+    """A request timed out after 30 s and answered in 0.5 s on its retry: its latency from the
+    intended time is 30.5 s plus the backoff between, not the last attempt's 0.5 s (a retry
+    storm must not read as fast answers); its schedule lag is still its own send's (the
+    backoff is not golive's lag)."""
+    second = 1_000_000_000
+    first = RequestRecord(
+        "a", "c4", "POST", "u", {}, False, 0.0, Timings(5 * second, 5 * second, end_ns=35 * second),
+        failure=Failure(FailureKind.TIMEOUT, "no answer in 30 s"),
+    )  # fmt: skip
+    answered = RequestRecord(
+        "b", "c4", "POST", "u", {}, False, 0.0,
+        Timings(36 * second, 36 * second, end_ns=36 * second + second // 2), status=200,
+    )  # fmt: skip
+    answers = [first, answered]
+
+    async def chat(
+        body: Mapping[str, Any], label: str, scheduled: int | None, deadline: float | None
+    ) -> RequestRecord:
+        return answers.pop(0)
+
+    policy = RetryPolicy(timeout_s=30.0, retries=2, backoff_s=0.001)
+    final = await send_with_retries(chat, {}, "c4", 5 * second, policy, lambda r: None)
+    line = parse(final).to_json(True)
+    saved = line["timings_ms"]
+    assert saved["end_from_intended"] == 31_500.0
+    assert saved["end"] == 500.0
+    assert saved["schedule_lag"] == 0.0
+    assert saved["retry_wait"] == 31_000.0  # what decide checks the times against
+    assert reparsed(line).e2e_from_intended_ms == 31_500.0
 
 
 async def test_retries_end_when_spent_or_when_the_window_closes() -> None:

@@ -60,6 +60,9 @@ CAPACITY_LADDER = "metrics/capacity-long_input.json"  # the long-input ladder's 
 CAPACITY_CALIBRATION = "metrics/capacity-calibration.json"
 CAPACITY_WORKLOAD = "metrics/capacity-workload.json"  # the seed of this run's prompts
 WORKLOAD_SAMPLE = "metrics/workload-sample.jsonl"  # the user's --sample, as the load sent it
+# the server's /tokenize counts of the sample's prompts (records labelled sample-<line index>)
+SAMPLE_TOKENS_STREAM = "workload-sample-tokens"
+WORKLOAD_SAMPLE_TOKENS = f"requests/{SAMPLE_TOKENS_STREAM}.jsonl"
 CAPACITY_PHASES = "metrics/capacity-phases.json"
 ANSWER_PROBES_PLAN = "metrics/answer-probes.json"  # where the probes went under load
 CACHE_PROTOCOL = "metrics/cache-protocol.json"  # what the cache collector resolved and sent

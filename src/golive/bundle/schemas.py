@@ -11,6 +11,7 @@ later are optional, so older bundles still read; keys beyond them are allowed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ class RecordTimings(msgspec.Struct):
     schedule_lag: float | None = None
     end_from_intended: float | None = None
     first_token_from_intended: float | None = None
+    retry_wait: float | None = None  # a retried request's last attempt: the attempts before it
     chunks: list[float] = []
 
 
@@ -190,16 +192,37 @@ def schema_problems(root: Path) -> list[str]:
     return out
 
 
+_FAMILY = re.compile(rb"^# TYPE (vllm:\S+)", re.MULTILINE)
+
+
 def _scrapes_cut_short(part: Path) -> list[str]:
-    """Saved vLLM scrapes that do not end as a /metrics body does (with a newline): cut
-    short after the run. A judge reads only the series it names, so a cut that keeps them
-    would otherwise pass unseen. (A body that is no vLLM exposition — an error page, another
-    server's answer — is judged as unreadable where it is read.)"""
-    return [
-        f"metrics/{path.name}: cut short (a scrape ends with a newline)"
+    """Saved vLLM scrapes cut short after the run: one that does not end as a /metrics body
+    does (with a newline), or one that lacks a vLLM metric family every other scrape of the
+    bundle declares (one engine registers its families at start: a cut at a line's end reads
+    as a whole exposition, but a shorter one). A judge reads only the series it names, so a
+    cut that keeps them would otherwise pass unseen. (A body that is no vLLM exposition — an
+    error page, another server's answer — is judged as unreadable where it is read.)"""
+    scrapes = {
+        path.name: text
         for path in sorted((part / "metrics").glob("*.prom"))
-        if b"vllm:" in (text := path.read_bytes()) and not text.endswith(b"\n")
+        if b"vllm:" in (text := path.read_bytes())
+    }
+    out = [
+        f"metrics/{name}: cut short (a scrape ends with a newline)"
+        for name, text in scrapes.items()
+        if not text.endswith(b"\n")
     ]
+    families = {name: set(_FAMILY.findall(text)) for name, text in scrapes.items()}
+    for name, own in families.items():
+        others = [f for other, f in families.items() if other != name]
+        missing = sorted(set.intersection(*others) - own) if others else []
+        if missing:
+            out.append(
+                f"metrics/{name}: lacks {len(missing)} vLLM metric famil"
+                f"{'y' if len(missing) == 1 else 'ies'} every other scrape declares (first: "
+                f"{missing[0].decode(errors='replace')}): cut short or edited"
+            )
+    return out
 
 
 def _checked(path: Path, rel: str, kind: type[msgspec.Struct], lines: bool) -> list[str]:

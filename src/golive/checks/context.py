@@ -13,8 +13,8 @@ from golive.errors import BadResponse, ConfigError
 from golive.metrics import Snapshot, parse_metrics
 from golive.profiles import Profile
 from golive.results import CheckResult, Status
+from golive.traffic.body_sample import BodySample
 from golive.traffic.records import (
-    BodySample,
     FailureKind,
     ParsedResponse,
     RequestRecord,
@@ -87,6 +87,9 @@ class DeploymentFacts:
     (the first /v1/models answer that names one; a failed answer is asked again)."""
 
     served: ServedModel | None = None
+    # behind a gateway: whether it passes vLLM's prompt fields on (`gateway.ASK_PROMPT`); a
+    # strict gateway refuses fields it does not know, and golive then does not ask
+    gateway_asks: bool = True
 
 
 class PhaseProgress(Protocol):

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from golive.config import ProgrammeConfig, UnusedPart
+from pydantic import BaseModel
+
+from golive.config import ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.results import CheckClass, CheckResult, Status
 
 INCOMPLETE = "programme-incomplete"  # the classification of a coverage gap
@@ -55,6 +57,73 @@ SHIPPED_CASES = (
 )
 
 
+# setting -> (which way is weaker, the rule it weakens): a programme decision takes the
+# default, or the config's word with an owner (`programme.relaxed`)
+RELAXABLE: Mapping[str, tuple[str, str]] = {
+    "cache.after_load_probe": (
+        "off",
+        "the warm prefix is probed again after the sustained window (reused, or evicted by "
+        "the load)",
+    ),
+    "cache.warm_must_be_faster": (
+        "off",
+        "a warm request that reuses the prefix but is no faster than a cold one is a warn",
+    ),
+    "agent.max_bounded_failure_share": (
+        "higher",
+        "a non-critical Agent case failing in more than {default:.0%} of its runs is not a "
+        "known, bounded defect",
+    ),
+    "capacity.min_memory_headroom": (
+        "lower",
+        "each GPU keeps {default:.0%} of its memory spare at its busiest moment",
+    ),
+    "capacity.max_memory_growth": (
+        "higher",
+        "a GPU's memory growing more than {default:.0%} of it over the sustained window is a limit",
+    ),
+    "capacity.max_kv_growth": (
+        "higher",
+        "the KV cache usage growing more than {default:.0%} over the sustained window is a limit",
+    ),
+    "capacity.max_latency_growth": (
+        "higher",
+        "latency drifting up more than {default:.0%} over the sustained window is a limit",
+    ),
+}
+
+
+def relaxed_gaps(
+    programme: ProgrammeConfig, section: str, settings: BaseModel
+) -> tuple[list[str], list[RelaxedSetting]]:
+    """The programme rules `settings` (the config's `section`) weakens: a gap for each one
+    `programme.relaxed` does not give an owner for, and the entries that do."""
+    gaps: list[str] = []
+    owned: list[RelaxedSetting] = []
+    for setting, (weaker, rule) in RELAXABLE.items():
+        family, _, key = setting.partition(".")
+        if family != section:
+            continue
+        value = getattr(settings, key)
+        default = type(settings).model_fields[key].default
+        if not {"off": value is False, "higher": value > default, "lower": value < default}[weaker]:
+            continue
+        said = next((r for r in programme.relaxed if r.setting == setting), None)
+        if said is not None:
+            owned.append(said)
+            continue
+        gaps.append(
+            f"{setting} is {_setting(value)} (default {_setting(default)}), so the rule that "
+            f"{rule.format(default=default)} is not applied: set it back, or record it under "
+            "programme.relaxed with an owner and a reason"
+        )
+    return gaps, owned
+
+
+def _setting(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else f"{value:g}"
+
+
 def declared_unused(programme: ProgrammeConfig, part: str) -> UnusedPart | None:
     """The config's word that the application does not use `part` (with its owner)."""
     return next((u for u in programme.not_used if u.part == part), None)
@@ -69,12 +138,17 @@ def coverage_result(
     evidence: tuple[str, ...] = (),
     remedy: str = "run it, or list what the application does not use under "
     "programme.not_used with an owner",
+    relaxed: Sequence[RelaxedSetting] = (),
 ) -> CheckResult:
-    """Pass when nothing is missing (naming what the config says is not used, and who said
-    so); otherwise critical and `skipped` (a part of the programme did not run, which only
-    the programme-incomplete rule judges), naming each gap and how to close it."""
-    said = "".join(f"; {u.part} not used ({u.owner}: {u.reason})" for u in unused)
-    measurements: dict[str, str | None] = {"not_used": said.removeprefix("; ") or None}
+    """Pass when nothing is missing (naming what the config says is not used, or weakened,
+    and who said so); otherwise critical and `skipped` (a part of the programme did not run,
+    which only the programme-incomplete rule judges), naming each gap and how to close it."""
+    not_used = "".join(f"; {u.part} not used ({u.owner}: {u.reason})" for u in unused)
+    weaker = "".join(f"; {r.setting} relaxed ({r.owner}: {r.reason})" for r in relaxed)
+    said = not_used + weaker
+    measurements: dict[str, str | None] = {"not_used": not_used.removeprefix("; ") or None}
+    if relaxed:
+        measurements["relaxed"] = weaker.removeprefix("; ")
     if not gaps:
         return CheckResult(
             check_id, check_class, True, Status.PASS, covered + said, measurements, evidence
@@ -126,6 +200,7 @@ def agent_coverage(
     selected: Sequence[str] | None,
     critical: Sequence[str],
     evidence: str,
+    relaxed: tuple[list[str], list[RelaxedSetting]] = ([], []),
 ) -> CheckResult:
     """`agent.coverage`: every `required` case ran (`repeats`: each planned case's runs in
     its less-run mode, streamed or plain), each at least `MIN_AGENT_REPEAT` times. A case
@@ -159,12 +234,17 @@ def agent_coverage(
         )
     if not repeats:
         gaps.append("no Agent case ran")
+    gaps += relaxed[0]
     least = min(repeats.values(), default=0)
     covered = f"{len(repeats)} Agent case(s) ran, each at least {least} time(s) per mode"
-    return coverage_result(AGENT, CheckClass.AGENT, gaps, covered, unused, (evidence,))
+    return coverage_result(
+        AGENT, CheckClass.AGENT, gaps, covered, unused, (evidence,), relaxed=relaxed[1]
+    )
 
 
-def sustained_coverage(sustained: CheckResult) -> CheckResult | None:
+def sustained_coverage(
+    sustained: CheckResult, relaxed: tuple[list[str], list[RelaxedSetting]] = ([], [])
+) -> CheckResult | None:
     """`capacity.coverage`: the sustained window a programme decision is made on held at
     least `MIN_SUSTAINED_S` and answered `MIN_SUSTAINED_COMPLETIONS`, as its own check
     measured them from the records — whatever floor the config set
@@ -186,6 +266,7 @@ def sustained_coverage(sustained: CheckResult) -> CheckResult | None:
             f"a sustained window of at least {MIN_SUSTAINED_COMPLETIONS} answers (it answered "
             f"{answered}: run longer)"
         )
+    gaps += relaxed[0]
     covered = f"the sustained window held {held:.0f} s and answered {answered} requests"
     return coverage_result(
         CAPACITY,
@@ -195,25 +276,36 @@ def sustained_coverage(sustained: CheckResult) -> CheckResult | None:
         (),
         sustained.evidence,
         remedy="hold the sustained window that long",
+        relaxed=relaxed[1],
     )
 
 
 def with_sustained_coverage(
-    sustained: CheckResult, programme: ProgrammeConfig | None
+    sustained: CheckResult, programme: ProgrammeConfig | None, capacity: BaseModel
 ) -> list[CheckResult]:
     """capacity.sustained, and its coverage where the run is judged on completeness (a
-    section run without a programme config is not)."""
-    coverage = None if programme is None else sustained_coverage(sustained)
+    section run without a programme config is not), with the capacity rules `capacity` (the
+    config's section) weakens."""
+    coverage = (
+        None
+        if programme is None
+        else sustained_coverage(sustained, relaxed_gaps(programme, "capacity", capacity))
+    )
     return [sustained] if coverage is None else [sustained, coverage]
 
 
-def cache_coverage(warm: int, evidence: str) -> CheckResult:
-    """`cache.coverage`: the prefix-cache proof sent at least `MIN_WARM_REPEATS` warm requests."""
-    gaps = []
+def cache_coverage(
+    warm: int, evidence: str, relaxed: tuple[list[str], list[RelaxedSetting]] = ([], [])
+) -> CheckResult:
+    """`cache.coverage`: the prefix-cache proof sent at least `MIN_WARM_REPEATS` warm
+    requests, under the cache rules as written (or weakened with an owner)."""
+    gaps = list(relaxed[0])
     if warm < MIN_WARM_REPEATS:
         gaps.append(
             f"{warm} warm request(s) in the prefix-cache proof, fewer than the "
             f"{MIN_WARM_REPEATS} a programme decision needs (cache.warm_repeats)"
         )
     covered = f"{warm} warm requests in the prefix-cache proof"
-    return coverage_result(CACHE, CheckClass.CACHE, gaps, covered, (), (evidence,))
+    return coverage_result(
+        CACHE, CheckClass.CACHE, gaps, covered, (), (evidence,), relaxed=relaxed[1]
+    )

@@ -24,6 +24,7 @@ from golive.bundle.store import BundleReader, read_lines, record_streams
 from golive.checks.context import CheckContext, scrape, served_entry, served_of
 from golive.checks.engine_name import ENGINE_IDENTITY, EngineTwin, engine_model_for
 from golive.checks.env.judge import serving_launch
+from golive.checks.gateway import asking_prompt
 from golive.traffic.records import record_line, saved_ok
 
 IDENTITY_FILE = "identity"  # requests/identity.jsonl: /version and /v1/models at the start
@@ -63,7 +64,8 @@ async def ask_identity(ctx: CheckContext) -> CheckContext:
     a section that scrapes nothing else, env, still names the process it measured); the
     served model is then known to every family (no second ask). Behind a gateway the
     engine's own `/v1/models` too (`requests/engine-identity.jsonl`): the context returned
-    asks the engine under its name for the model (`engine_name`)."""
+    asks the engine under its name for the model (`engine_name`); and whether the gateway
+    passes vLLM's prompt fields on (`gateway_takes_prompt_fields`)."""
     ctx.save(await ctx.target.get("/version", "version"), IDENTITY_FILE)
     parsed = ctx.save(await ctx.target.get("/v1/models", "models"), IDENTITY_FILE)
     where = f"requests/{IDENTITY_FILE}.jsonl"
@@ -76,6 +78,8 @@ async def ask_identity(ctx: CheckContext) -> CheckContext:
         if served is not None and (name := engine_model_for(served.model, names)) != served.model:
             engine = EngineTwin(engine, name)
             ctx = dataclasses.replace(ctx, engine=engine)
+        if served is not None:
+            ctx.facts.gateway_asks = await gateway_takes_prompt_fields(ctx, served.model)
     await scrape(
         ctx,
         IDENTITY_FILE,
@@ -83,6 +87,26 @@ async def ask_identity(ctx: CheckContext) -> CheckContext:
         engine.url("/metrics") if engine is not None else ctx.metrics_url,
     )
     return ctx
+
+
+async def gateway_takes_prompt_fields(ctx: CheckContext, model: str) -> bool:
+    """Whether the gateway passes vLLM's prompt fields on (`ASK_PROMPT`). A strict gateway
+    refuses request fields it does not know (HTTP 400 or 422), and then every request golive
+    asks them on would fail for golive's sake, not the deployment's. One short request asks
+    (`gateway-ask`); where it is refused and the same request without them is answered
+    (`gateway-plain`), golive does not ask through this gateway, and its answers are held to
+    the engine's by prompt-token count, which the checks say. Both saved with the identity."""
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Say OK."}],
+        "max_tokens": 1,
+        "temperature": 0,
+    }
+    asked = ctx.save(await ctx.target.chat(asking_prompt(body), "gateway-ask"), IDENTITY_FILE)
+    if asked.record.status not in (400, 422):
+        return True
+    plain = ctx.save(await ctx.target.chat(body, "gateway-plain"), IDENTITY_FILE)
+    return not plain.record.ok
 
 
 def launch_args_digest(evidence: BundleReader) -> str | None:

@@ -27,9 +27,11 @@ ASK_PROMPT = {"return_token_ids": True, "return_prompt_text": True}
 _SHOWN = 60  # characters of each prompt shown where the two part
 
 
-def asking_prompt(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A chat body that also asks the engine for the prompt it rendered (`ASK_PROMPT`)."""
-    return {**body, **ASK_PROMPT}
+def asking_prompt(body: Mapping[str, Any], gateway_asks: bool = True) -> dict[str, Any]:
+    """A chat body that also asks the engine for the prompt it rendered (`ASK_PROMPT`), where
+    the gateway passes those fields on (`gateway_asks`: a strict gateway refuses them, and
+    the body goes as it is)."""
+    return {**body, **ASK_PROMPT} if gateway_asks else dict(body)
 
 
 def asked_prompt(parsed: ParsedResponse | None) -> bool:
@@ -118,15 +120,14 @@ def _where_texts_part(via: str | None, direct: str | None) -> str:
 
 
 def held_by_count_only(target: ParsedResponse | None, engine: ParsedResponse | None) -> bool:
-    """The engine showed the prompt it received directly but the gateway's answer does not
-    carry it: the two are held by prompt-token count only (a rewrite that keeps the length
-    is not seen)."""
+    """The gateway's answer does not carry the prompt the engine received (it dropped the
+    field, or refused vLLM's prompt fields so golive did not ask): the two are held by
+    prompt-token count only (a rewrite that keeps the length is not seen)."""
     return (
         target is not None
         and engine is not None
         and target.record.ok
         and engine.record.ok
-        and engine.prompt_token_ids is not None
         and target.prompt_token_ids is None
     )
 
@@ -176,8 +177,8 @@ def not_held(
         return dataclasses.replace(
             result,
             summary=f"{result.summary} (behind the gateway, {by_count} answer(s) held to the "
-            "engine's by prompt-token count only: the gateway's answers do not carry the "
-            "prompt_token_ids the engine gives)",
+            "engine's by prompt-token count only: the gateway's answers carry no "
+            "prompt_token_ids, so a rewrite that keeps the prompt's length is not seen)",
         )
     return dataclasses.replace(
         result,

@@ -2,8 +2,9 @@
 
 The generic profile asserts no image, CUDA, driver, parser or GPU count; under it a Kimi K3
 deployment could pass with a CUDA 12 build, an R575 host, the hermes parser and one GPU. So
-golive recognises Kimi K3 from the served model — the `/v1/models` id and root the run saved,
-and the startup log's architecture, model path and served names — and holds a verdict
+golive recognises Kimi K3 from the served model — the `/v1/models` id and root the run saved
+(behind a gateway, the engine's own answer too), and the startup log's architecture, model
+path and served names — and holds a verdict
 judged under any profile that does not assert the Kimi K3 recipe, unless the run was given
 `--not-k3 "REASON"` (config `not_k3`, recorded in the bundle and the report).
 
@@ -22,6 +23,7 @@ from packaging.version import InvalidVersion, Version
 from golive.bundle.store import BundleReader, read_lines, record_streams
 from golive.checks.context import served_entry
 from golive.checks.deployment import deployment_of
+from golive.checks.engine_name import ENGINE_IDENTITY, engine_model
 from golive.checks.env.judge import serving_launch
 from golive.config import GoliveConfig
 from golive.evidence.chain import split_image
@@ -119,6 +121,7 @@ def model_signs(evidence: BundleReader, config: GoliveConfig) -> list[Sign]:
         if value
     ]
     signs += [Sign("/v1/models parent", p) for p in sorted(_parents(evidence, config))]
+    signs += _engine_signs(evidence, seen.model)
     launch = serving_launch(evidence)
     if launch is not None:
         if launch.architecture:
@@ -128,6 +131,24 @@ def model_signs(evidence: BundleReader, config: GoliveConfig) -> list[Sign]:
             signs.append(Sign("startup log model", str(model)))
         signs += [Sign("startup log served name", n) for n in launch.served_names()]
     return signs
+
+
+def _engine_signs(evidence: BundleReader, served: str | None) -> list[Sign]:
+    """Behind a gateway (`--engine-url`), what the engine's own `/v1/models` says of the
+    model the gateway serves (`requests/engine-identity.jsonl`): a gateway may alias the
+    name and hide the path the engine loaded."""
+    name = engine_model(evidence, served)
+    for line in evidence.jsonl(f"requests/{ENGINE_IDENTITY}.jsonl"):
+        body = line.get("response")
+        if not str(line.get("url") or "").endswith("/v1/models") or not isinstance(body, dict):
+            continue
+        entry, _ = served_entry(body, name)
+        return [
+            Sign(f"engine /v1/models {key}", entry[key])
+            for key in ("id", "root", "parent")
+            if entry is not None and isinstance(entry.get(key), str) and entry[key]
+        ]
+    return []
 
 
 def _parents(evidence: BundleReader, config: GoliveConfig) -> set[str]:
@@ -147,11 +168,39 @@ def _parents(evidence: BundleReader, config: GoliveConfig) -> set[str]:
 def judge_model_profile(
     evidence: BundleReader, profile: Profile, config: GoliveConfig
 ) -> list[CheckResult]:
-    """One result where the served model is Kimi K3, else none."""
+    """One result where the served model is Kimi K3, else none; behind a gateway, also one
+    where the engine's own answer is not in the bundle (which model the engine serves is
+    then unknown: the gateway may hide it)."""
     found = kimi_k3_signs(model_signs(evidence, config))
-    if not found:
-        return []
-    return [model_profile_result(found, profile, config.not_k3)]
+    if found:
+        return [model_profile_result(found, profile, config.not_k3)]
+    if config.target.engine_url is not None and not _engine_answered(evidence):
+        return [
+            CheckResult(
+                CHECK_ID,
+                CheckClass.INTEGRITY,
+                True,
+                Status.NO_DATA,
+                f"behind the gateway, the engine's own /v1/models answer is not in the bundle "
+                f"(requests/{ENGINE_IDENTITY}.jsonl): which model the engine serves, and so "
+                "whether it is Kimi K3, is unknown",
+                {},
+                (f"requests/{ENGINE_IDENTITY}.jsonl",),
+            )
+        ]
+    return []
+
+
+def _engine_answered(evidence: BundleReader) -> bool:
+    """The engine's `/v1/models` answered (2xx, a model list) in the saved engine identity."""
+    return any(
+        str(line.get("url") or "").endswith("/v1/models")
+        and line.get("failure") is None
+        and isinstance(line.get("http_status"), int)
+        and line["http_status"] // 100 == 2
+        and isinstance(line.get("response"), dict)
+        for line in evidence.jsonl(f"requests/{ENGINE_IDENTITY}.jsonl")
+    )
 
 
 def model_profile_result(found: list[Sign], profile: Profile, not_k3: str | None) -> CheckResult:

@@ -33,6 +33,14 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
+class PodImage:
+    """An engine pod's container: its spec image and the imageID its node resolved."""
+
+    image: str | None
+    image_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class ChainInputs:
     profile: Profile
     live_version: Source | None = None
@@ -46,18 +54,14 @@ class ChainInputs:
     # each node's serving container (multi-node: environment/container-<node>.json); None
     # where chain-inputs.json lists a file the bundle lacks
     node_containers: tuple[tuple[ContainerInfo | None, str], ...] = ()
-    # whether the runtime rules (one build across nodes, GPUs exposed) apply: chain-inputs.json
-    # written since they exist (it has `node_containers`) or a live run
-    judges_runtime: bool = True
     hosts: tuple[tuple[HostInfo, str], ...] = ()
     declared_parallel: ParallelConfig | None = None
     gpu_class: str | None = None  # declared by the config, else the profile
     gpu_total: int | None = None
     custom_build: CustomBuild | None = None
     cache_info: Mapping[str, str] = field(default_factory=dict)
-    # the digest each engine pod's container runs (its resolved imageID), from
-    # environment/k8s-pods.json: what the cluster says, not what the operator typed
-    pod_digests: tuple[str, ...] = ()
+    # each engine pod's image as the cluster says it runs it (environment/k8s-pods.json)
+    pods: tuple[PodImage, ...] = ()
     pods_path: str = K8S_PODS
 
 
@@ -95,103 +99,6 @@ def split_image(ref: str) -> tuple[str, str | None, str | None]:
     if colon > slash:
         name, tag = name[:colon], name[colon + 1 :]
     return name, tag, digest or None
-
-
-def check_image(inputs: ChainInputs) -> CheckResult:
-    expected = inputs.profile.chain.image
-    critical = expected is not None
-    if inputs.image is None:
-        return env_result(
-            "environment.image",
-            critical,
-            Status.NO_DATA,
-            "no image reference given (--image, environment.image, or container info)",
-        )
-    name, tag, digest = split_image(inputs.image.value)
-    measurements = {"image": inputs.image.value, "digest": digest}
-    where = [inputs.image.where]
-    if expected is not None:
-        want_name, want_tag, _ = split_image(expected)
-        if (name, tag) != (want_name, want_tag):
-            return env_result(
-                "environment.image",
-                True,
-                Status.FAIL,
-                f"image {name}:{tag} is not the profile's image {expected} (a general CUDA "
-                "image or another build is not the official recipe)",
-                measurements,
-                where,
-            )
-    if digest is not None and not DIGEST.fullmatch(digest):
-        return env_result(
-            "environment.image",
-            critical,
-            Status.FAIL,
-            f"image {inputs.image.value} names {digest!r} after '@', which is not a digest: give "
-            "name:tag@sha256:<64 hex> so the exact image is known and can be rolled back to",
-            measurements,
-            where,
-        )
-    running = running_digests(inputs)
-    if digest is not None and running and digest not in running:
-        return env_result(
-            "environment.image",
-            True,
-            Status.FAIL,
-            f"image {inputs.image.value} names digest {digest}, but the deployment runs "
-            f"{', '.join(sorted(running))} ({', '.join(sorted(set(running.values())))}): the "
-            "evidence describes another image than the one deployed",
-            {**measurements, "running_digests": ", ".join(sorted(running))},
-            [*where, *sorted(set(running.values()))],
-        )
-    if digest is None and inputs.profile.chain.image_digest_required:
-        return env_result(
-            "environment.image",
-            critical,
-            Status.NO_DATA,
-            f"image {inputs.image.value} has no digest recorded; give name:tag@sha256:... so the "
-            "exact image is known and can be rolled back to",
-            measurements,
-            where,
-        )
-    if critical and digest not in running:
-        # the profile asserts the image: what the operator typed is a claim, not evidence
-        return env_result(
-            "environment.image",
-            True,
-            Status.NO_DATA,
-            f"image {inputs.image.value} is as {inputs.image.where} says it: no serving "
-            "container's digest nor engine pod's imageID confirms it. Give the container's "
-            "facts (`golive env collect --container --image REF` -> --container-info) or the "
-            "pods (--k8s-namespace, --selector), so the image judged is the one running",
-            measurements,
-            where,
-        )
-    confirmed = "" if digest not in running else f", as {running[digest]} confirms"
-    return env_result(
-        "environment.image",
-        critical,
-        Status.PASS,
-        f"image {inputs.image.value}"
-        + ("" if expected is None else " is the profile's image")
-        + confirmed,
-        measurements,
-        [*where, *([running[digest]] if digest in running else [])],
-    )
-
-
-def running_digests(inputs: ChainInputs) -> dict[str, str]:
-    """Each image digest the deployment's own facts say it runs, with the file saying it: the
-    serving container's (and each Ray node's) repo digests, and each engine pod's imageID."""
-    found: dict[str, str] = {}
-    containers = [(inputs.container, inputs.container_path), *inputs.node_containers]
-    for container, path in containers:
-        for ref in container.image_digests if container is not None else ():
-            if "@" in ref:
-                found.setdefault(ref.split("@", 1)[1], path)
-    for digest in inputs.pod_digests:
-        found.setdefault(digest, inputs.pods_path)
-    return found
 
 
 def _official_image(inputs: ChainInputs) -> bool:

@@ -37,13 +37,11 @@ _ONE_BUILD = (
 
 def runtime_problems(inputs: ChainInputs) -> list[str]:
     """Why the serving runtime is not one build that sees its GPUs: a node's container
-    missing, a build or runtime that differs across nodes, a CUDA torch that sees no GPU
-    (judged only where the probe recorded what torch sees)."""
+    missing, a build, runtime or container toolkit that differs across nodes, a CUDA torch
+    that sees no GPU (judged only where the probe recorded what torch sees)."""
     members: list[tuple[ContainerInfo | None, str]] = list(inputs.node_containers)
     if inputs.container is not None:
         members.insert(0, (inputs.container, inputs.container_path))
-    if not inputs.judges_runtime:  # a bundle written before these rules: judged as it was
-        return []
     problems = [
         f"{path} is listed in environment/chain-inputs.json but missing"
         for c, path in members
@@ -68,6 +66,10 @@ def runtime_problems(inputs: ChainInputs) -> list[str]:
                 f"GPU (CUDA_VISIBLE_DEVICES={container.cuda_visible_devices!r}): the container "
                 "runtime does not expose the GPUs"
             )
+    toolkits = {path: h.container_toolkit for h, path in inputs.hosts if h.container_toolkit}
+    if len(set(toolkits.values())) > 1:
+        shown = ", ".join(f"{v} ({p})" for p, v in sorted(toolkits.items()))
+        problems.append(f"the NVIDIA container toolkit differs across the nodes: {shown}")
     for field, label in _ONE_BUILD:
         # only what each probe knew: an older probe's unknown is not another build
         values = {p: getattr(c, field) for c, p in seen if getattr(c, field) is not None}

@@ -66,12 +66,37 @@ def collect_host(node: str | None = None) -> HostInfo:
         extra["fabric_manager"] = (state or "inactive").strip()
         state, _ = _run(["systemctl", "is-active", "nvidia-imex"])
         extra["imex"] = (state or "inactive").strip()
+    if info.gpus:
+        extra["container_toolkit"] = _container_toolkit(errors)
     if info.gpus and shutil.which("nvidia-imex-ctl"):
         domain, problem = _run(["nvidia-imex-ctl", "-N"])
         extra["imex_domain"] = domain
         if problem:
             errors.append(problem)
     return info.model_copy(update={**extra, "errors": (*info.errors, *errors)})
+
+
+_TOOLKIT_VERSION = re.compile(r"(?:CLI version|cli-version:)\s*v?([0-9]+\.[0-9]+\.[0-9]+\S*)")
+
+
+def parse_toolkit_version(text: str) -> str | None:
+    """The NVIDIA container toolkit's version from `nvidia-ctk --version` ("NVIDIA Container
+    Toolkit CLI version 1.17.4") or `nvidia-container-cli --version` ("cli-version: 1.17.4")."""
+    found = _TOOLKIT_VERSION.search(text)
+    return found.group(1) if found else None
+
+
+def _container_toolkit(errors: list[str]) -> str | None:
+    """This node's container toolkit version, where a toolkit CLI is installed."""
+    for argv in (["nvidia-ctk", "--version"], ["nvidia-container-cli", "--version"]):
+        if shutil.which(argv[0]) is None:
+            continue
+        out, problem = _run(argv)
+        version = parse_toolkit_version(out or "")
+        if version is not None:
+            return version
+        errors.append(problem or f"{' '.join(argv)} printed no version: {(out or '')[:120]!r}")
+    return None
 
 
 def _from_nvml(node: str, errors: list[str]) -> HostInfo | None:

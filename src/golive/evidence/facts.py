@@ -48,6 +48,9 @@ class HostInfo(Facts):
     fabric_manager: str | None = None  # systemd state of nvidia-fabricmanager, when present
     imex: str | None = None  # systemd state of nvidia-imex (multi-node NVLink), when present
     imex_domain: str | None = None  # `nvidia-imex-ctl -N`: the IMEX domain's nodes and state
+    # the NVIDIA container toolkit that exposes the GPUs to containers (`nvidia-ctk
+    # --version`, else `nvidia-container-cli --version`), where installed
+    container_toolkit: str | None = None
     topology: str | None = None
     errors: tuple[str, ...] = ()
 

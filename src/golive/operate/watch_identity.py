@@ -2,10 +2,10 @@
 
 Before the first interval, `golive watch` asks the server what it is (`/version`,
 `/v1/models`, saved in the watch bundle's `requests/identity.jsonl`) and compares it with the
-accepted bundle's identity: the vLLM version and the served model (its name and the model
-behind it) and, where `--log` holds a launch, the launch's arguments (max_model_len among
-them). A server that
-differs is refused: its envelope, cache baseline and rollback target are another
+accepted bundle's identity: the vLLM version, the served model (its name and the model
+behind it) and the context length it serves (`max_model_len`, which `/v1/models` states
+without a log), and, where `--log` holds a launch, every other launch argument. A server
+that differs is refused: its envelope, cache baseline and rollback target are another
 deployment's, so nothing the watch would say of it means anything.
 """
 
@@ -24,8 +24,8 @@ from golive.errors import ConfigError
 from golive.evidence.startup_log import StartupFacts, parse_startup_log
 from golive.verdict.document import VerdictDocument
 
-# max_model_len, like every launch argument, is compared where --log holds the launch
-COMPARED = ("vllm_version", "model", "model_root")
+# the launch's other arguments are compared where --log holds the launch
+COMPARED = ("vllm_version", "model", "model_root", "max_model_len")
 # where the same launch may differ between two starts: the address it listens on
 _PLACE = ("host", "port")
 _SECRET = re.compile(r"(^|_)(key|token|secret|password|passwd|credentials?|auth)(_|$)", re.I)

@@ -8,6 +8,7 @@ shape from the effective config. Pure over the bundle's files.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from golive.bundle.layout import (
     CAPACITY_SUSTAINED_REQUESTS,
     EFFECTIVE_CONFIG,
     WORKLOAD_SAMPLE,
+    WORKLOAD_SAMPLE_TOKENS,
 )
 from golive.bundle.store import BundleReader
 from golive.quantiles import percentile
@@ -55,9 +57,26 @@ def _section(reader: BundleReader) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     if sample:
-        lines.append(_row("your sample (each once)", [_shape(body) for body in sample]))
+        counted = sample_prompt_tokens(reader.jsonl(WORKLOAD_SAMPLE_TOKENS))
+        shapes = [_shape(body, counted.get(i)) for i, body in enumerate(sample)]
+        lines.append(_row("your sample (each once)", shapes))
     lines.append(_row("sent, answered (concurrency + sustained)", [_sent(line) for line in sent]))
     return "\n".join(lines) + "\n"
+
+
+def sample_prompt_tokens(records: Sequence[Mapping[str, Any]]) -> dict[int, int]:
+    """Sample line index -> its prompt tokens, from the server's `/tokenize` answers saved as
+    records labelled `sample-<index>` (an answer that is not a count is left out)."""
+    counted: dict[int, int] = {}
+    for line in records:
+        label, response = str(line.get("label") or ""), _mapping(line.get("response"))
+        index = label.removeprefix("sample-")
+        ok = line.get("http_status") == 200 and line.get("failure") is None
+        if ok and label.startswith("sample-") and re.fullmatch(r"[0-9]+", index):
+            count = _int(response.get("count"))
+            if count is not None:
+                counted[int(index)] = count
+    return counted
 
 
 def _source(sample: Sequence[Mapping[str, Any]], config_text: str | None) -> str:
@@ -65,7 +84,9 @@ def _source(sample: Sequence[Mapping[str, Any]], config_text: str | None) -> str
         return (
             f"Source: your sample (`--sample`), {len(sample)} request(s), kept as "
             f"`{WORKLOAD_SAMPLE}`; the load windows cycle through it. Prompt and completion "
-            "tokens are the server's counts of what was sent and answered."
+            "tokens are the server's counts of what was sent and answered; your sample's "
+            f"prompt tokens are the server's `/tokenize` counts (`{WORKLOAD_SAMPLE_TOKENS}`, "
+            "up to 50 lines spread over the sample; — where the server has no /tokenize)."
         )
     config = yaml.safe_load(config_text or "") if config_text else None
     capacity = config.get("capacity") if isinstance(config, dict) else None
@@ -90,14 +111,15 @@ def _share(value: Any) -> str:
 Shape = tuple[int | None, bool | None, int | None, int | None, int | None, bool | None]
 
 
-def _shape(body: Mapping[str, Any]) -> Shape:
-    """A request body's messages, tools, max_tokens (no answer: no tokens)."""
+def _shape(body: Mapping[str, Any], prompt_tokens: int | None = None) -> Shape:
+    """A request body's messages, tools, max_tokens and, where the server counted it, its
+    prompt tokens (no answer: no completion tokens)."""
     tokens = body.get("max_tokens", body.get("max_completion_tokens"))
     return (
         len(body.get("messages") or ()),
         bool(body.get("tools")),
         tokens if isinstance(tokens, int) else None,
-        None,
+        prompt_tokens,
         None,
         None,
     )

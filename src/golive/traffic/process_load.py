@@ -38,6 +38,7 @@ from typing import Any, Protocol
 from golive.bundle.store import jsonl_text
 from golive.errors import ConfigError, LoadClientError
 from golive.evidence.sampling import running_beside
+from golive.traffic.body_sample import BodySample
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.headroom import ClientMonitor, collector_paused, thaw
 from golive.traffic.load_split import (
@@ -49,7 +50,7 @@ from golive.traffic.load_split import (
     split,
     window_result,
 )
-from golive.traffic.records import BodySample, ParsedResponse, RequestRecord, parse
+from golive.traffic.records import ParsedResponse, RequestRecord, parse
 from golive.traffic.retry import RetryPolicy, send_with_retries
 from golive.traffic.schedule import ABORT_GRACE_S, LoadResult, MakeBody, Schedule, run_schedule
 

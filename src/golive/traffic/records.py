@@ -7,14 +7,14 @@ Records are built on the hot path from raw bytes and `perf_counter_ns` stamps on
 from __future__ import annotations
 
 import enum
-import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from golive.bundle.store import REDACTED
+from golive.traffic.body_sample import answer_summary, body_digest
 from golive.traffic.sse import StreamResult, decode_events, reassemble, token_ids
 
 NS_PER_MS = 1_000_000
@@ -55,14 +55,19 @@ class Timings:
     first_byte_ns: int | None = None
     end_ns: int | None = None
     chunk_ns: tuple[int, ...] = ()
+    # a retried request's last attempt: when its first attempt was meant to leave, so its
+    # latency from the intended time spans every attempt and backoff (what the user waited)
+    first_intended_ns: int | None = None
 
     def ms_since_sent(self, stamp: int | None) -> float | None:
         return None if stamp is None else (stamp - self.sent_ns) / NS_PER_MS
 
     def ms_since_intended(self, stamp: int | None) -> float | None:
         """From the moment the schedule meant the request to leave (for a closed loop, the
-        moment its slot was free: the same as sent, to microseconds)."""
-        return None if stamp is None else (stamp - self.scheduled_ns) / NS_PER_MS
+        moment its slot was free: the same as sent, to microseconds); for a retried
+        request's last attempt, from when its first attempt was meant to."""
+        start = self.scheduled_ns if self.first_intended_ns is None else self.first_intended_ns
+        return None if stamp is None else (stamp - start) / NS_PER_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +195,7 @@ class ParsedResponse:
                 "end": self.e2e_ms,
                 "first_token_from_intended": self.ttft_from_intended_ms,
                 "end_from_intended": self.e2e_from_intended_ms,
+                **_retry_wait(timings),
                 "chunks": [timings.ms_since_sent(t) for t in timings.chunk_ns]
                 if record.stream
                 else [],
@@ -232,6 +238,15 @@ def saved_answered(line: Mapping[str, Any]) -> bool:
     return saved_ok(line) and not line.get("problems")
 
 
+def _retry_wait(timings: Timings) -> dict[str, float]:
+    """A retried request's last attempt: how long before it the first attempt was meant to
+    leave (`retry_wait`, ms; the earlier attempts and backoffs), which its times from the
+    intended send include. Nothing for a first attempt."""
+    if timings.first_intended_ns is None:
+        return {}
+    return {"retry_wait": (timings.scheduled_ns - timings.first_intended_ns) / NS_PER_MS}
+
+
 def saved_e2e_s(line: Mapping[str, Any]) -> float | None:
     """End-to-end seconds of a saved record line, from its intended send time to its last
     byte (a bundle older than that figure: from its send)."""
@@ -267,6 +282,12 @@ def reparsed(line: Mapping[str, Any]) -> ParsedResponse:
         started_at=float(line.get("started_at") or 0.0),
         timings=Timings(
             scheduled_ns=-round(float(timings.get("schedule_lag") or 0.0) * NS_PER_MS),
+            first_intended_ns=None
+            if timings.get("retry_wait") is None
+            else -round(
+                (float(timings.get("schedule_lag") or 0.0) + float(timings["retry_wait"]))
+                * NS_PER_MS
+            ),
             sent_ns=0,
             headers_ns=stamp("headers"),
             first_byte_ns=stamp("first_byte"),
@@ -290,58 +311,6 @@ def reparsed(line: Mapping[str, Any]) -> ParsedResponse:
         stamp("first_token"),
         parsed.problems,
     )
-
-
-def body_digest(body: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A request body kept as what identifies it: sha256 and size of its JSON, its shape."""
-    if body is None:
-        return None
-    raw = json.dumps(body, sort_keys=True, ensure_ascii=False).encode()
-    return {
-        "sha256": hashlib.sha256(raw).hexdigest(),
-        "bytes": len(raw),
-        "messages": len(body.get("messages") or ()),
-        "tools": len(body.get("tools") or ()),
-        "tool_choice": body.get("tool_choice")
-        if isinstance(body.get("tool_choice"), str)
-        else None,
-        "max_tokens": body.get("max_tokens"),
-        "response_format": (body.get("response_format") or {}).get("type"),
-    }
-
-
-def answer_summary(answer: Any) -> Any:
-    """An answer kept without its text: ids, usage and each choice's finish reason."""
-    if not isinstance(answer, dict):
-        return None
-    return {
-        "id": answer.get("id"),
-        "usage": answer.get("usage"),
-        "finish_reasons": [
-            c.get("finish_reason") for c in answer.get("choices") or () if isinstance(c, dict)
-        ],
-    }
-
-
-@dataclass(slots=True)
-class BodySample:
-    """Which records keep their full bodies: every failed or problematic one, the first
-    `first` of each stream, then one in `every` (`every` 1 keeps all, 0 none beyond those)."""
-
-    first: int
-    every: int
-    seen: dict[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def of_share(cls, first: int, share: float) -> BodySample:
-        return cls(first, 0 if share <= 0 else max(1, round(1 / share)))
-
-    def keep(self, stream: str, parsed: ParsedResponse) -> bool:
-        n = self.seen.get(stream, 0)
-        self.seen[stream] = n + 1
-        if not parsed.record.ok or parsed.problems or n < self.first:
-            return True
-        return self.every > 0 and (n - self.first) % self.every == 0
 
 
 def parse(record: RequestRecord) -> ParsedResponse:

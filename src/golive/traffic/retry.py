@@ -90,10 +90,17 @@ async def send_with_retries(
     check on a lost connection), then handed to `retried` (relabelled) and sent again after
     the backoff. `closing` (the window ends, the engine died) stops the retrying, also in the
     middle of a backoff: the last failure then stands as the request's answer. Returns the
-    last attempt."""
+    last attempt; a retried one's latency from the intended time counts from when the first
+    attempt was meant to leave (`Timings.first_intended_ns`)."""
     attempt = 0
+    first_intended: int | None = None
     while True:
         record = await chat(body, label, scheduled_ns if attempt == 0 else None, policy.timeout_s)
+        if first_intended is None:
+            first_intended = record.timings.scheduled_ns
+        else:  # the user waited for every attempt: its latency counts from the first's intent
+            timings = dataclasses.replace(record.timings, first_intended_ns=first_intended)
+            record = dataclasses.replace(record, timings=timings)
         if attempt >= policy.retries or not policy.retryable(record):
             return record
         if pause is not None:

@@ -91,20 +91,35 @@ def _winning(critical: Mapping[str, bool], check_id: str) -> str | None:
     return max(matches, key=len) if matches else None
 
 
+# a watch item among the protected families, which a policy may waive with an owner
+WAIVABLE = frozenset({"environment.k8s_restarts"})
+
+
+def _unwaivable(check_id: str, profile: Profile | None, critical: bool) -> str | None:
+    """Why no waiver may cover a warn on `check_id`: a memory check; any chain, startup or
+    integrity check (critical or not: go-live needs them passed), but the listed watch
+    items; an Agent case that is `critical`; the reuse proof where the profile needs it."""
+    base = check_id.split("@", 1)[0]
+    if base in MEMORY:
+        return MEMORY[base]
+    if base in WAIVABLE:
+        return None
+    reason = why_protected(check_id, profile)
+    if reason is not None and fnmatch.fnmatchcase(check_id, "agent.*") and not critical:
+        return None
+    return reason
+
+
 def why_unwaivable(check: CheckResult, profile: Profile | None) -> str | None:
-    """Why no waiver may cover a warn on `check` (None: a policy may waive it): a critical
-    check no policy may lower, or a memory check."""
-    if check.id in MEMORY:
-        return MEMORY[check.id]
-    return why_protected(check.id, profile) if check.critical else None
+    """Why no waiver may cover a warn on `check` as judged (None: a policy may waive it)."""
+    return _unwaivable(check.id, profile, check.critical)
 
 
 def policy_waives(waive: Collection[str], profile: Profile, config: GoliveConfig) -> list[str]:
     """Each check a policy's `waive` entries name that no waiver may cover, with the reason
-    (empty: the waivers may be applied)."""
-    protected = set(protected_ids(profile, config))
-    return [
-        f"{check_id} ({MEMORY.get(check_id) or why_protected(check_id, profile)})"
-        for check_id in waive
-        if check_id in MEMORY or check_id in protected
-    ]
+    (empty: the waivers may be applied). An Agent case is known critical here where the
+    shipped cases, the config and the profile make it so; any other Agent check is judged
+    when the run has judged it (`why_unwaivable`: a critical one is not waived)."""
+    critical = set(protected_ids(profile, config))
+    found = ((c, _unwaivable(c, profile, c in critical)) for c in waive)
+    return [f"{check_id} ({reason})" for check_id, reason in found if reason is not None]

@@ -5,7 +5,9 @@ answers with whichever finishes first (hidden retries: an idempotency defect);
 `injecting_gateway` adds a 600-word system prompt and `trimming_gateway` drops every turn but
 the last, and `swapping_gateway` replaces a word keeping the length (request rewrites, held
 to the engine by the prompt it received); `aliasing_gateway`
-serves the engine's model under its own name (`kimi`), as gateways do (an honest gateway)."""
+serves the engine's model under its own name (`kimi`), as gateways do (an honest gateway);
+`strict_gateway` refuses request fields outside the OpenAI chat schema (HTTP 400), as
+schema-validating proxies do (honest, but vLLM's own fields do not pass)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,14 @@ from aiohttp import web
 from tests.helpers.fakes import serve_app
 
 ALIAS = "kimi"  # the aliasing gateway's own name for the engine's model
+# the OpenAI chat request's fields the strict gateway knows (a part of the schema is enough)
+OPENAI_FIELDS = frozenset(
+    {
+        "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
+        "stream", "stream_options", "tools", "tool_choice", "response_format", "seed", "n",
+        "stop", "user", "parallel_tool_calls", "logprobs", "top_logprobs",
+    }
+)  # fmt: skip
 
 
 async def _relay(
@@ -119,6 +129,20 @@ async def _gateway(engine_url: str, handler_for: str) -> AsyncIterator[str]:
     async def relay(request: web.Request) -> web.StreamResponse:
         return await _relay(session, engine_url, request, await request.read())
 
+    async def strict(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        if request.path == "/v1/chat/completions":
+            extra = sorted(set(json.loads(body)) - OPENAI_FIELDS)
+            if extra:
+                error = {
+                    "message": f"Extra inputs are not permitted: {', '.join(extra)}",
+                    "type": "invalid_request_error",
+                    "param": extra[0],
+                    "code": 400,
+                }
+                return web.json_response({"error": error}, status=400)
+        return await _relay(session, engine_url, request, body)
+
     async def alias(request: web.Request) -> web.StreamResponse:
         body = await request.read()
         async with session.get(f"{engine_url}/v1/models") as listed:
@@ -157,6 +181,7 @@ async def _gateway(engine_url: str, handler_for: str) -> AsyncIterator[str]:
         "relay": relay,
         "alias": alias,
         "swap": swap,
+        "strict": strict,
     }
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handlers[handler_for])
@@ -201,3 +226,9 @@ def aliasing_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[
     """Serves the engine's model as `kimi`: lists it so, maps it to the engine's name on the
     way in and back in every answer."""
     return _gateway(engine_url, "alias")
+
+
+def strict_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
+    """Refuses a chat request with a field outside the OpenAI schema (400); passes the rest
+    on unchanged."""
+    return _gateway(engine_url, "strict")

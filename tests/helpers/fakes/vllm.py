@@ -48,6 +48,8 @@ class FakeState:
     started: float = field(default_factory=time.time)  # process_start_time_seconds
     http_status: dict[str, int] = field(default_factory=dict)  # answers by status class
     seen: set[str] = field(default_factory=set)  # fault "overloaded": bodies served before
+    tokenize: bool = False  # serve vLLM's /tokenize (chat form: the stand-in's prompt ids)
+    tokenized: list[dict[str, Any]] = field(default_factory=list)  # the /tokenize bodies asked
 
 
 _ENGINE_DIED = {"error": {"message": "EngineCore died", "type": "InternalServerError", "code": 500}}
@@ -364,6 +366,15 @@ def build_app(state: FakeState) -> web.Application:
     app.router.add_get("/v1/models", models)
     app.router.add_get("/metrics", metrics)
     app.router.add_post("/v1/chat/completions", chat)
+
+    async def tokenize(request: web.Request) -> web.Response:
+        body = await request.json()
+        state.tokenized.append(body)
+        ids = _prompt_ids(body) + [9] * len(body.get("tools") or ())  # a tool adds its schema
+        return web.json_response({"count": len(ids), "max_model_len": 4096, "tokens": ids})
+
+    if state.tokenize:
+        app.router.add_post("/tokenize", tokenize)
     return app
 
 

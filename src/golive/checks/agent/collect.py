@@ -130,7 +130,7 @@ class _Runner:
             if self.ctx.engine is None:
                 sends = [self.send(self.ctx.target, case, body, label)]
             else:  # both ask for the prompt the engine rendered, to be held to each other
-                held = asking_prompt(body)
+                held = asking_prompt(body, self.ctx.facts.gateway_asks)
                 sends = [
                     self.send(self.ctx.target, case, held, label),
                     self.send(self.ctx.engine, case, held, label, engine=True),

@@ -35,7 +35,7 @@ from golive.checks.agent.rules import (
     reasoning_fields_written,
 )
 from golive.checks.agent.select import due_criticality
-from golive.checks.coverage import SHIPPED_CASES, agent_coverage
+from golive.checks.coverage import SHIPPED_CASES, agent_coverage, relaxed_gaps
 from golive.checks.gateway import asked_prompt, held_to_engine, request_rewritten
 from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
@@ -206,7 +206,15 @@ def judge_agent(
         required = list(dict.fromkeys((*SHIPPED_CASES, *recorded)))
         forced = profile.agent.critical_cases
         results.append(
-            agent_coverage(programme, required, repeats, config.cases, forced, AGENT_PLAN)
+            agent_coverage(
+                programme,
+                required,
+                repeats,
+                config.cases,
+                forced,
+                AGENT_PLAN,
+                relaxed_gaps(programme, "agent", config),
+            )
         )
     return AgentJudgement(results, examples)
 

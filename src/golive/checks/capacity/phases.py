@@ -53,6 +53,7 @@ from golive.checks.capacity.memory import judge_memory
 from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.capacity.restart import served_again
 from golive.checks.capacity.rules import StepStats, ramp_next
+from golive.checks.capacity.sample_tokens import count_sample_tokens
 from golive.checks.capacity.windows import MIN_DRIFT_COMPLETIONS
 from golive.checks.context import (
     CheckContext,
@@ -92,6 +93,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     ctx.bundle.write_json(CAPACITY_WORKLOAD, {"seed": run.workload_seed})
     for body in inputs.sample:  # what the windows cycle through: the report compares with it
         ctx.bundle.append_jsonl(WORKLOAD_SAMPLE, {**body, "model": served.model})
+    await count_sample_tokens(ctx, served.model, inputs.sample)
     probes: list[Probe] = run.probes
     if inputs.target_pid is not None:
         probes.append(host_probe(inputs.target_pid))
@@ -125,7 +127,9 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
             run.timeline.append(PhaseSpan(name, started, time.time()))
             result = packed(ctx, result, f"requests/capacity-{name}.jsonl")
             if name == "sustained":  # and whether it is long enough for a programme decision
-                results += with_sustained_coverage(result, ctx.config.programme)
+                results += with_sustained_coverage(
+                    result, ctx.config.programme, ctx.config.capacity
+                )
             else:
                 results.append(result)
     if ctx.config.capacity.answer_probes:  # judged whenever probes were sent, as decide does

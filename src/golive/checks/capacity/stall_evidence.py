@@ -48,13 +48,19 @@ def _time_problem(line: Mapping[str, object]) -> str | None:
     if chunks and token is not None and token not in chunks:
         return f"its first token ({token} ms) is none of its chunks"
     intended, lag = number(timings.get("end_from_intended")), number(timings.get("schedule_lag"))
+    waited = number(timings.get("retry_wait", 0.0))  # a retry: the attempts before it
+    if waited is None or waited < 0:
+        return f"its wait for earlier attempts ({timings.get('retry_wait')!r}) is no time"
     if (
         end is not None
         and intended is not None
         and lag is not None
-        and abs(intended - lag - end) > END_TOLERANCE_MS
+        and abs(intended - lag - waited - end) > END_TOLERANCE_MS
     ):
-        return f"its end ({end} ms) is not its end from the intended send less the lag"
+        return (
+            f"its end ({end} ms) is not its end from the intended send less the lag and the "
+            "earlier attempts"
+        )
     return _silent_timeout(line.get("failure"), chunks, end)
 
 

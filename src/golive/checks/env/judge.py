@@ -21,13 +21,14 @@ from golive.bundle.store import BundleReader
 from golive.checks.context import served_entry
 from golive.config import GoliveConfig
 from golive.errors import BadResponse, BundleError
-from golive.evidence.chain import DIGEST, ChainInputs, Source, check_image, check_vllm_version
+from golive.evidence.chain import ChainInputs, PodImage, Source, check_vllm_version
 from golive.evidence.chain_hw import (
     check_container_cuda,
     check_driver_runtime,
     check_gpus,
     check_host_driver,
 )
+from golive.evidence.chain_image import check_image
 from golive.evidence.facts import ContainerInfo, HostInfo
 from golive.evidence.startup_log import LiveServer, StartupFacts, parse_startup_log
 from golive.evidence.startup_parallel import check_parallel
@@ -123,28 +124,32 @@ def chain_inputs(
         if container_text is None
         else ContainerInfo.model_validate_json(container_text),
         node_containers=read_node_containers(evidence, saved.get("node_containers")),
-        judges_runtime="node_containers" in saved,
         hosts=tuple((_host(evidence, rel), rel) for rel in saved.get("hosts") or ()),
         declared_parallel=config.environment.parallel,
         gpu_class=config.environment.gpu_class or profile.chain.gpu_class,
         gpu_total=config.environment.gpus or profile.chain.gpus,
         custom_build=config.environment.custom_build,
         cache_info=dict(saved.get("cache_info") or {}),
-        pod_digests=pod_digests(evidence),
+        pods=pod_images(evidence),
     )
 
 
-def pod_digests(evidence: BundleReader) -> tuple[str, ...]:
-    """The digests the engine pods run, from their resolved imageIDs in the saved pod list
-    (none where the pods were not read, or the file is not a pod list)."""
+def pod_images(evidence: BundleReader) -> tuple[PodImage, ...]:
+    """Each engine pod's spec image and resolved imageID from the saved pod list (none where
+    the pods were not read, or the file is not a pod list)."""
     saved = evidence.json(K8S_PODS)
     rows = saved.get("pods") if isinstance(saved, Mapping) else None
-    found = (
-        DIGEST.search(str(row.get("image_id") or ""))
-        for row in rows or ()
+    if not isinstance(rows, list):
+        return ()
+    return tuple(
+        PodImage(_text(row.get("image")), _text(row.get("image_id")))
+        for row in rows
         if isinstance(row, Mapping)
     )
-    return tuple(sorted({m.group(0) for m in found if m is not None}))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 _NODE_CONTAINER = re.compile(r"environment/container-[^/]+\.json")
@@ -154,10 +159,10 @@ def read_node_containers(
     evidence: BundleReader, listed: Any
 ) -> tuple[tuple[ContainerInfo | None, str], ...]:
     """Each node's serving container (Ray): those chain-inputs.json lists (None where the file
-    is gone) and any other `environment/container-<node>.json` the bundle holds. Bundles
-    written before the list (no key) compared none, and are judged so again."""
+    is gone) and any other `environment/container-<node>.json` the bundle holds, whatever the
+    list says (a bundle whose list was deleted is judged on the files it holds)."""
     if not isinstance(listed, list):
-        return ()
+        listed = []
     found = {
         f"environment/{p.name}" for p in (evidence.root / "environment").glob("container-*.json")
     }

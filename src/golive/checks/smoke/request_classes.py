@@ -20,7 +20,8 @@ from golive.checks.smoke.request_classes_judge import FILE, judge_classes, long_
 from golive.checks.smoke.request_classes_rules import labelled, load_result
 from golive.config import GoliveConfig
 from golive.results import CheckResult
-from golive.traffic.records import BodySample, RequestRecord
+from golive.traffic.body_sample import BodySample
+from golive.traffic.records import RequestRecord
 from golive.traffic.schedule import Schedule, run_schedule
 from golive.traffic.workload import (
     STRUCTURED_SCHEMA,
@@ -44,7 +45,7 @@ async def send(ctx: CheckContext, body: Mapping[str, Any], label: str) -> None:
     if ctx.engine is None:
         ctx.save(await ctx.target.chat(body, f"{label}@target"), FILE)
         return
-    held = asking_prompt(body)
+    held = asking_prompt(body, ctx.facts.gateway_asks)
     ctx.save(await ctx.target.chat(held, f"{label}@target"), FILE)
     ctx.save(await ctx.engine.chat(held, f"{label}@engine"), FILE)
 

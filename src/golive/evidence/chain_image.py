@@ -1,0 +1,174 @@
+"""`environment.image`: the image the deployment runs, named and confirmed (issue 29 §7).
+
+The operator names the image (`--image`, `environment.image`) or the container facts do
+(`golive env collect --container --image`). What the deployment's own facts say it runs
+confirms or contradicts that name: the serving container's repo digests (and each Ray node's),
+and each engine pod's spec image and resolved imageID (`environment/k8s-pods.json`). A named
+digest must be in every fact that lists digests (one that lists others is another image: a
+fail naming it), and, under a profile that names the image, some fact must show that digest
+under the image's repository (registry and mirror path aside): a digest of another repository
+is another build. A name typed alone is a claim: under such a profile it is `no_data` until a
+fact confirms it. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from golive.evidence.chain import DIGEST, ChainInputs, env_result, split_image
+from golive.results import CheckResult, Status
+
+CHECK = "environment.image"
+_SCHEMES = ("docker-pullable://", "docker://", "containerd://")
+
+
+@dataclass(frozen=True, slots=True)
+class RunningImage:
+    """One image reference a deployment fact gives: where, its repository, tag and digest
+    (None where the fact gives none)."""
+
+    where: str
+    repository: str
+    tag: str | None
+    digest: str | None
+
+
+def running_images(inputs: ChainInputs) -> list[RunningImage]:
+    """Every image reference the deployment's facts give, with the file that gives it."""
+    found: list[RunningImage] = []
+    containers = [(inputs.container, inputs.container_path), *inputs.node_containers]
+    for container, path in containers:
+        if container is None:
+            continue
+        refs = [*container.image_digests, *([container.image] if container.image else [])]
+        found += [_reference(path, ref) for ref in refs]
+    for pod in inputs.pods:
+        found += [_reference(inputs.pods_path, r) for r in (pod.image, pod.image_id) if r]
+    return found
+
+
+def _reference(where: str, ref: str) -> RunningImage:
+    for scheme in _SCHEMES:
+        ref = ref.removeprefix(scheme)
+    if DIGEST.fullmatch(ref):  # a bare image id (an image imported, not pulled)
+        return RunningImage(where, "", None, ref)
+    name, tag, digest = split_image(ref)
+    return RunningImage(where, name, tag, digest)
+
+
+def same_repository(a: str, b: str) -> bool:
+    """One repository, whatever registry or mirror path it was pulled through
+    (`docker.io/library/x` is `x`; `registry.corp/mirror/vllm/vllm-openai` is
+    `vllm/vllm-openai`)."""
+    left, right = _path(a), _path(b)
+    return (
+        bool(left)
+        and bool(right)
+        and (left == right or left.endswith(f"/{right}") or right.endswith(f"/{left}"))
+    )
+
+
+def _path(repository: str) -> str:
+    parts = repository.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        parts = parts[1:]
+    if parts and parts[0] == "library":
+        parts = parts[1:]
+    return "/".join(parts)
+
+
+def check_image(inputs: ChainInputs) -> CheckResult:
+    expected = inputs.profile.chain.image
+    critical = expected is not None
+    if inputs.image is None:
+        return env_result(
+            CHECK,
+            critical,
+            Status.NO_DATA,
+            "no image reference given (--image, environment.image, or container info)",
+        )
+    name, tag, digest = split_image(inputs.image.value)
+    measurements: dict[str, str | None] = {"image": inputs.image.value, "digest": digest}
+    where = [inputs.image.where]
+
+    def result(
+        status: Status, summary: str, also: list[str] | None = None, weight: bool = critical
+    ) -> CheckResult:
+        return env_result(CHECK, weight, status, summary, measurements, [*where, *(also or [])])
+
+    if expected is not None:
+        want_name, want_tag, _ = split_image(expected)
+        if (name, tag) != (want_name, want_tag):
+            return result(
+                Status.FAIL,
+                f"image {name}:{tag} is not the profile's image {expected} (a general CUDA "
+                "image or another build is not the official recipe)",
+                weight=True,
+            )
+    if digest is not None and not DIGEST.fullmatch(digest):
+        return result(
+            Status.FAIL,
+            f"image {inputs.image.value} names {digest!r} after '@', which is not a digest: give "
+            "name:tag@sha256:<64 hex> so the exact image is known and can be rolled back to",
+        )
+    running = running_images(inputs)
+    if digest is not None:
+        other = _other_digests(running, digest)
+        if other:
+            measurements["running_digests"] = "; ".join(f"{w}: {d}" for w, d in other.items())
+            return result(
+                Status.FAIL,
+                f"image {inputs.image.value} names digest {digest}, but the deployment runs "
+                + "; ".join(f"{d} ({w})" for w, d in other.items())
+                + ": the evidence describes another image than the one deployed",
+                sorted(other),
+                weight=True,
+            )
+        elsewhere = [r for r in running if r.digest == digest and r.repository]
+        if elsewhere and not any(same_repository(r.repository, name) for r in elsewhere):
+            return result(
+                Status.FAIL,
+                f"digest {digest} is the image {elsewhere[0].repository} ({elsewhere[0].where}), "
+                f"not {name}: the image named is another build than the one deployed",
+                sorted({r.where for r in elsewhere}),
+                weight=True,
+            )
+    elif inputs.profile.chain.image_digest_required:
+        return result(
+            Status.NO_DATA,
+            f"image {inputs.image.value} has no digest recorded; give name:tag@sha256:... so the "
+            "exact image is known and can be rolled back to",
+        )
+    confirming = [
+        r
+        for r in running
+        if same_repository(r.repository, name)
+        and (r.digest == digest if digest is not None else r.tag == tag)
+    ]
+    if critical and not confirming:
+        # the profile asserts the image: what the operator typed is a claim, not evidence
+        return result(
+            Status.NO_DATA,
+            f"image {inputs.image.value} is as {inputs.image.where} says it: no serving "
+            "container's digests nor engine pod's image confirm it. Give the container's facts "
+            "(`golive env collect --container --image REF` -> --container-info) or the pods "
+            "(--k8s-namespace, --selector), so the image judged is the one running",
+        )
+    sources = sorted({r.where for r in confirming})
+    return result(
+        Status.PASS,
+        f"image {inputs.image.value}"
+        + ("" if expected is None else " is the profile's image")
+        + (f", as {', '.join(sources)} confirms" if sources else ""),
+        sources,
+    )
+
+
+def _other_digests(running: list[RunningImage], digest: str) -> Mapping[str, str]:
+    """Each fact that lists digests, none of them `digest`: where -> what it lists."""
+    listed: dict[str, set[str]] = {}
+    for image in running:
+        if image.digest is not None:
+            listed.setdefault(image.where, set()).add(image.digest)
+    return {w: ", ".join(sorted(d)) for w, d in sorted(listed.items()) if digest not in d}
