@@ -227,16 +227,36 @@ POD_OTHER = PodImage("vllm/vllm-openai:kimi-k3", f"docker.io/vllm/vllm-openai@{O
             Status.PASS,
             "container-n1.json confirms",
         ),
-        # pulled through a mirror: the same repository
+        # pulled from another registry: the same repository
         (
             OFFICIAL,
             {
                 "container": _container(
-                    image_digests=(f"registry.corp/hub/vllm/vllm-openai@{DIGEST}",)
+                    image_digests=(f"registry.corp:5000/vllm/vllm-openai@{DIGEST}",)
                 )
             },
             Status.PASS,
             "confirms",
+        ),
+        (
+            f"docker.io/vllm/vllm-openai:kimi-k3@{DIGEST}",
+            {"container": RUNS_IT},
+            Status.PASS,
+            "is the profile's image",
+        ),
+        # a second review: the reference typed to the collector confirms nothing
+        (
+            OFFICIAL,
+            {"container": _container(image=OFFICIAL, image_digests=())},
+            Status.NO_DATA,
+            "no serving container's digests",
+        ),
+        # an image loaded, not pulled: its id is no repo digest, for or against
+        (
+            OFFICIAL,
+            {"pods": (PodImage("vllm/vllm-openai:kimi-k3", "sha256:" + "ef" * 32),)},
+            Status.NO_DATA,
+            "no serving container's digests",
         ),
         # issue 29: the operator's word alone is a claim, not evidence of what runs
         (OFFICIAL, {}, Status.NO_DATA, "no serving container's digests nor engine pod's image"),
@@ -253,12 +273,13 @@ POD_OTHER = PodImage("vllm/vllm-openai:kimi-k3", f"docker.io/vllm/vllm-openai@{O
             Status.FAIL,
             "container-worker.json",
         ),
-        # ... and the digest of another repository is another build, whatever name was typed
+        # ... and a digest known only under another repository is not shown to be the
+        # profile's image (a renamed mirror, or a custom build typed under the official name)
         (
             OFFICIAL,
             {"container": _container(image_digests=(f"myorg/vllm-custom@{DIGEST}",))},
-            Status.FAIL,
-            "is the image myorg/vllm-custom",
+            Status.NO_DATA,
+            "runs here as myorg/vllm-custom, not as vllm/vllm-openai",
         ),
         ("vllm/vllm-openai:kimi-k3", {"container": RUNS_IT}, Status.NO_DATA, "no digest"),
         (
@@ -280,7 +301,8 @@ def test_image_rules_under_kimi(
 ) -> None:
     """Under kimi-k3 the image must be the profile's, pinned by digest, and that digest must
     be what the serving container or the engine pods run: typed alone, it is no_data; any
-    fact that lists another digest, or that digest under another repository, fails."""
+    fact that lists another digest fails; that digest only under another repository is not
+    shown to be the profile's image (no_data)."""
     result = check_image(_inputs("kimi", image=Source(image, "--image"), **running))
     assert result.status is status, result.summary
     assert result.critical
@@ -304,13 +326,16 @@ def test_a_profile_naming_the_image_without_a_digest_is_confirmed_by_its_tag() -
     [
         ("vllm/vllm-openai", "docker.io/vllm/vllm-openai", True),
         ("nginx", "docker.io/library/nginx", True),
-        ("vllm/vllm-openai", "registry.corp:5000/mirror/vllm/vllm-openai", True),
+        ("vllm/vllm-openai", "registry.corp:5000/vllm/vllm-openai", True),
+        # a mirror's own path, or a look-alike, is not shown to be the same
+        ("vllm/vllm-openai", "registry.corp:5000/mirror/vllm/vllm-openai", False),
+        ("vllm/vllm-openai", "ghcr.io/anyone/vllm/vllm-openai", False),
         ("vllm/vllm-openai", "myorg/vllm-openai", False),
         ("vllm/vllm-openai", "", False),
     ],
 )
 def test_one_repository_through_registries_and_mirrors(a: str, b: str, same: bool) -> None:
-    """A registry host, `library/` and a mirror's path prefix do not make another image."""
+    """A registry host and `library/` do not make another repository; another path does."""
     assert same_repository(a, b) is same
 
 

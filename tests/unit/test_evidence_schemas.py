@@ -141,8 +141,9 @@ def test_a_scrape_cut_short_is_named_even_where_its_series_survive(tmp_path: Pat
 @pytest.mark.tampers_bundle
 def test_a_scrape_cut_at_a_line_end_is_named(tmp_path: Path) -> None:
     """The same scrape cut after its first half's last whole line (a shorter exposition that
-    ends as one does: the mutation suite hit it by chance on the recorded demo): it lacks
-    vLLM metric families every other scrape of the engine declares: named, hold."""
+    ends as one does: the mutation suite hit it by chance on the recorded demo): its metric
+    families are the start of the others', in their order: named, hold. A scrape of another
+    source listing other families in its own order is not."""
     root = _copy(tmp_path)
     path = root / "metrics/agent-retry-before.prom"
     text = path.read_bytes()
@@ -152,8 +153,18 @@ def test_a_scrape_cut_at_a_line_end_is_named(tmp_path: Path) -> None:
     again = rederive(root)
     assert again.decision.outcome is Outcome.HOLD
     named = "\n".join(again.problems)
-    assert "metrics/agent-retry-before.prom: lacks" in named
-    assert "vLLM metric families every other scrape declares" in named
+    assert "metrics/agent-retry-before.prom: ends after" in named
+    assert "cut short at a line's end" in named
+    # a federation beside the engine: more families, in its own order (not a cut)
+    other = tmp_path / "other"
+    (other / "metrics").mkdir(parents=True)
+    engine = (GOLDEN / "metrics/identity.prom").read_text()
+    blocks = engine.split("# HELP ")
+    federated = "# HELP ".join([blocks[0], *sorted(blocks[1:])])
+    rule = "# HELP vllm:e2e_p99_5m recorded\n# TYPE vllm:e2e_p99_5m gauge\nvllm:e2e_p99_5m 1.0\n"
+    (other / "metrics/identity.prom").write_text(engine)
+    (other / "metrics/smoke-before.prom").write_text(federated + rule)
+    assert not [p for p in schema_problems(other) if "cut short" in p]
 
 
 @pytest.mark.tampers_bundle

@@ -197,11 +197,13 @@ _FAMILY = re.compile(rb"^# TYPE (vllm:\S+)", re.MULTILINE)
 
 def _scrapes_cut_short(part: Path) -> list[str]:
     """Saved vLLM scrapes cut short after the run: one that does not end as a /metrics body
-    does (with a newline), or one that lacks a vLLM metric family every other scrape of the
-    bundle declares (one engine registers its families at start: a cut at a line's end reads
-    as a whole exposition, but a shorter one). A judge reads only the series it names, so a
-    cut that keeps them would otherwise pass unseen. (A body that is no vLLM exposition — an
-    error page, another server's answer — is judged as unreadable where it is read.)"""
+    does (with a newline), or one whose vLLM metric families are the start of another scrape's
+    in the same order, and fewer (an engine declares its families at start, in one order, in
+    every scrape: a cut at a line's end reads as a whole exposition, but a shorter one; a
+    scrape of another source, such as a federation, lists its families in its own order). A
+    judge reads only the series it names, so a cut that keeps them would otherwise pass
+    unseen. (A body that is no vLLM exposition — an error page, another server's answer — is
+    judged as unreadable where it is read.)"""
     scrapes = {
         path.name: text
         for path in sorted((part / "metrics").glob("*.prom"))
@@ -212,17 +214,24 @@ def _scrapes_cut_short(part: Path) -> list[str]:
         for name, text in scrapes.items()
         if not text.endswith(b"\n")
     ]
-    families = {name: set(_FAMILY.findall(text)) for name, text in scrapes.items()}
+    families = {name: _FAMILY.findall(text) for name, text in scrapes.items()}
     for name, own in families.items():
-        others = [f for other, f in families.items() if other != name]
-        missing = sorted(set.intersection(*others) - own) if others else []
-        if missing:
+        whole = next(
+            (f for other, f in families.items() if other != name and _cut_from(own, f)), None
+        )
+        if whole is not None:
+            missing = whole[len(own) :]
             out.append(
-                f"metrics/{name}: lacks {len(missing)} vLLM metric famil"
-                f"{'y' if len(missing) == 1 else 'ies'} every other scrape declares (first: "
-                f"{missing[0].decode(errors='replace')}): cut short or edited"
+                f"metrics/{name}: ends after {len(own)} of the {len(whole)} vLLM metric "
+                f"families another scrape of the bundle declares in the same order (the first "
+                f"missing: {missing[0].decode(errors='replace')}): cut short at a line's end"
             )
     return out
+
+
+def _cut_from(own: list[bytes], whole: list[bytes]) -> bool:
+    """`own` is the start of `whole`, and shorter."""
+    return len(own) < len(whole) and whole[: len(own)] == own
 
 
 def _checked(path: Path, rel: str, kind: type[msgspec.Struct], lines: bool) -> list[str]:

@@ -101,6 +101,23 @@ def split_image(ref: str) -> tuple[str, str | None, str | None]:
     return name, tag, digest or None
 
 
+def same_repository(a: str, b: str) -> bool:
+    """One repository, whatever registry it was pulled from (`docker.io/library/x` is `x`,
+    `registry.corp:5000/vllm/vllm-openai` is `vllm/vllm-openai`); a mirror that renames the
+    path (`quay.io/acme/vllm-openai`) is not shown to be the same."""
+    left, right = _path(a), _path(b)
+    return bool(left) and left == right
+
+
+def _path(repository: str) -> str:
+    parts = repository.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        parts = parts[1:]
+    if parts and parts[0] == "library":
+        parts = parts[1:]
+    return "/".join(parts)
+
+
 def _official_image(inputs: ChainInputs) -> bool:
     """The image given is the profile's official one (name and tag): a dev version string in
     it is the nightly that image was built from, not a build of the user's own."""
@@ -109,7 +126,7 @@ def _official_image(inputs: ChainInputs) -> bool:
         return False
     name, tag, _ = split_image(inputs.image.value)
     want_name, want_tag, _ = split_image(expected)
-    return (name, tag) == (want_name, want_tag)
+    return same_repository(name, want_name) and tag == want_tag
 
 
 def _parse_version(text: str) -> Version | None:

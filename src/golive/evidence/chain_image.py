@@ -3,12 +3,14 @@
 The operator names the image (`--image`, `environment.image`) or the container facts do
 (`golive env collect --container --image`). What the deployment's own facts say it runs
 confirms or contradicts that name: the serving container's repo digests (and each Ray node's),
-and each engine pod's spec image and resolved imageID (`environment/k8s-pods.json`). A named
+and each engine pod's spec image and resolved imageID (`environment/k8s-pods.json`); not the
+reference typed to the collector, which is the operator's word again. A named
 digest must be in every fact that lists digests (one that lists others is another image: a
 fail naming it), and, under a profile that names the image, some fact must show that digest
-under the image's repository (registry and mirror path aside): a digest of another repository
-is another build. A name typed alone is a claim: under such a profile it is `no_data` until a
-fact confirms it. Pure.
+under the image's repository (the registry aside): a digest known only under another
+repository is not shown to be the profile's image (`no_data`). A name typed alone is a claim:
+under such a profile it is `no_data` until a fact confirms it. An image id (an image loaded,
+not pulled) says no repo digest, neither for nor against. Pure.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from golive.evidence.chain import DIGEST, ChainInputs, env_result, split_image
+from golive.evidence.chain import DIGEST, ChainInputs, env_result, same_repository, split_image
 from golive.results import CheckResult, Status
 
 CHECK = "environment.image"
@@ -39,10 +41,10 @@ def running_images(inputs: ChainInputs) -> list[RunningImage]:
     found: list[RunningImage] = []
     containers = [(inputs.container, inputs.container_path), *inputs.node_containers]
     for container, path in containers:
-        if container is None:
-            continue
-        refs = [*container.image_digests, *([container.image] if container.image else [])]
-        found += [_reference(path, ref) for ref in refs]
+        # its repo digests, as the container runtime resolved them; not `image`, which is
+        # the reference typed to `golive env collect --container --image`
+        if container is not None:
+            found += [_reference(path, ref) for ref in container.image_digests]
     for pod in inputs.pods:
         found += [_reference(inputs.pods_path, r) for r in (pod.image, pod.image_id) if r]
     return found
@@ -51,31 +53,10 @@ def running_images(inputs: ChainInputs) -> list[RunningImage]:
 def _reference(where: str, ref: str) -> RunningImage:
     for scheme in _SCHEMES:
         ref = ref.removeprefix(scheme)
-    if DIGEST.fullmatch(ref):  # a bare image id (an image imported, not pulled)
-        return RunningImage(where, "", None, ref)
+    if DIGEST.fullmatch(ref):  # an image id (loaded or imported, not pulled): no repo digest
+        return RunningImage(where, "", None, None)
     name, tag, digest = split_image(ref)
     return RunningImage(where, name, tag, digest)
-
-
-def same_repository(a: str, b: str) -> bool:
-    """One repository, whatever registry or mirror path it was pulled through
-    (`docker.io/library/x` is `x`; `registry.corp/mirror/vllm/vllm-openai` is
-    `vllm/vllm-openai`)."""
-    left, right = _path(a), _path(b)
-    return (
-        bool(left)
-        and bool(right)
-        and (left == right or left.endswith(f"/{right}") or right.endswith(f"/{left}"))
-    )
-
-
-def _path(repository: str) -> str:
-    parts = repository.split("/")
-    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
-        parts = parts[1:]
-    if parts and parts[0] == "library":
-        parts = parts[1:]
-    return "/".join(parts)
 
 
 def check_image(inputs: ChainInputs) -> CheckResult:
@@ -99,7 +80,7 @@ def check_image(inputs: ChainInputs) -> CheckResult:
 
     if expected is not None:
         want_name, want_tag, _ = split_image(expected)
-        if (name, tag) != (want_name, want_tag):
+        if not same_repository(name, want_name) or tag != want_tag:
             return result(
                 Status.FAIL,
                 f"image {name}:{tag} is not the profile's image {expected} (a general CUDA "
@@ -125,15 +106,6 @@ def check_image(inputs: ChainInputs) -> CheckResult:
                 sorted(other),
                 weight=True,
             )
-        elsewhere = [r for r in running if r.digest == digest and r.repository]
-        if elsewhere and not any(same_repository(r.repository, name) for r in elsewhere):
-            return result(
-                Status.FAIL,
-                f"digest {digest} is the image {elsewhere[0].repository} ({elsewhere[0].where}), "
-                f"not {name}: the image named is another build than the one deployed",
-                sorted({r.where for r in elsewhere}),
-                weight=True,
-            )
     elif inputs.profile.chain.image_digest_required:
         return result(
             Status.NO_DATA,
@@ -146,6 +118,16 @@ def check_image(inputs: ChainInputs) -> CheckResult:
         if same_repository(r.repository, name)
         and (r.digest == digest if digest is not None else r.tag == tag)
     ]
+    elsewhere = sorted({r.repository for r in running if digest and r.digest == digest})
+    if critical and not confirming and elsewhere:
+        # one digest is one image, but under another name it is not shown to be this one
+        return result(
+            Status.NO_DATA,
+            f"digest {digest} runs here as {', '.join(elsewhere)}, not as {name}: that it is "
+            "the profile's image is not shown (a mirror under another path, or another build). "
+            "Pull it under the profile's name, or judge it with a profile naming your mirror",
+            sorted({r.where for r in running if r.digest == digest}),
+        )
     if critical and not confirming:
         # the profile asserts the image: what the operator typed is a claim, not evidence
         return result(

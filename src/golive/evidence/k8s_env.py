@@ -54,7 +54,9 @@ class PodFacts:
 
     @property
     def digest(self) -> str | None:
-        found = _DIGEST.search(self.image_id or "")
+        # `repo@sha256:...`, the digest it was pulled by; a bare `sha256:...` is the id of an
+        # image loaded or imported, not pulled: no repo digest to compare
+        found = _DIGEST.search(self.image_id or "") if "@" in (self.image_id or "") else None
         return found.group(0) if found else None
 
 

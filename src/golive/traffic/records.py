@@ -255,6 +255,13 @@ def saved_e2e_s(line: Mapping[str, Any]) -> float | None:
     return None if end is None else float(end) / 1000
 
 
+def saved_attempt_s(line: Mapping[str, Any], e2e_s: float) -> float:
+    """Seconds from a saved record's send to its end on the time axis: its end-to-end less
+    the earlier attempts a retried request's figure includes (`retry_wait`)."""
+    waited = (line.get("timings_ms") or {}).get("retry_wait")
+    return e2e_s - (float(waited) / 1000 if isinstance(waited, int | float) else 0.0)
+
+
 def reparsed(line: Mapping[str, Any]) -> ParsedResponse:
     """A saved full record line (`ParsedResponse.to_json`) parsed again, as `golive decide`
     reads an answer from the bundle: the same status, failure, bodies, problems and timings

@@ -58,7 +58,7 @@ from golive.checks.capacity.windows import (
 from golive.config import CapacityConfig
 from golive.results import CheckResult, Status
 from golive.traffic.headroom import headroom_check
-from golive.traffic.records import saved_answered, saved_e2e_s
+from golive.traffic.records import saved_answered, saved_attempt_s, saved_e2e_s
 
 
 def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
@@ -274,8 +274,10 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     if edited:
         return not_from_records("capacity.sustained", edited, CAPACITY_SUSTAINED)
     t0 = min((float(r["started_at"]) for r in window), default=0.0)
+    # each answer on the time axis where its attempt ended; its latency from the intended
+    # send (a retried one's spans its earlier attempts, which ended before it was sent)
     done = [
-        (float(r["started_at"]) + e2e - t0, e2e)
+        (float(r["started_at"]) + saved_attempt_s(r, e2e) - t0, e2e)
         for r in window
         if saved_answered(r) and (e2e := saved_e2e_s(r)) is not None
     ]
@@ -285,7 +287,9 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     # never longer than its records span: the tested envelope states the seconds held
     duration = row.get("window_s")
     duration_s = float(duration) if isinstance(duration, int | float) else config.duration_s
-    spanned = [float(r["started_at"]) - t0 + (saved_e2e_s(r) or 0.0) for r in window]
+    spanned = [
+        float(r["started_at"]) - t0 + saved_attempt_s(r, saved_e2e_s(r) or 0.0) for r in window
+    ]
     if spanned:
         duration_s = min(duration_s, round(max(spanned), 1))
     windows = window_throughput(sorted(t for t, _ in done), duration_s)

@@ -33,7 +33,7 @@ from golive.checks.env.judge import (
     scraped_cache_info,
 )
 from golive.errors import ConfigError, EvidenceError
-from golive.evidence.chain import ChainInputs, Source
+from golive.evidence.chain import ChainInputs, Source, same_repository, split_image
 from golive.evidence.facts import ContainerInfo, HostInfo, read_facts
 from golive.evidence.k8s_env import K8sSource, k8s_results, node_hosts, read_cluster
 from golive.evidence.nvidia import parse_nvidia_smi_xml
@@ -207,7 +207,16 @@ def _image_source(ctx: CheckContext, evidence: EnvEvidence) -> Source | None:
         return Source(ctx.config.environment.image, "config/effective.yaml#environment.image")
     container = evidence.container
     if container is not None and container.image:
-        digest = next((d.split("@", 1)[1] for d in container.image_digests if "@" in d), None)
+        # the repo digest of the repository the container names (a mirror's is another's)
+        name = split_image(container.image)[0]
+        digest = next(
+            (
+                d.split("@", 1)[1]
+                for d in container.image_digests
+                if "@" in d and same_repository(d.split("@", 1)[0], name)
+            ),
+            None,
+        )
         ref = (
             f"{container.image}@{digest}"
             if digest and "@" not in container.image
