@@ -15,6 +15,7 @@ from golive.evidence.chain import (
     PodImage,
     Source,
     check_vllm_version,
+    same_repository,
     split_image,
 )
 from golive.evidence.chain_hw import (
@@ -23,7 +24,7 @@ from golive.evidence.chain_hw import (
     check_gpus,
     check_host_driver,
 )
-from golive.evidence.chain_image import check_image, same_repository
+from golive.evidence.chain_image import check_image
 from golive.evidence.collect import parse_toolkit_version
 from golive.evidence.facts import ContainerInfo, GpuInfo, HostInfo, read_facts
 from golive.evidence.nvidia import parse_nvidia_smi_xml
