@@ -16,6 +16,7 @@ as missing evidence. `golive decide` judges every bundle on it (a saved config w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
@@ -93,9 +94,18 @@ RELAXABLE: Mapping[str, tuple[str, str]] = {
 }
 
 
-def relaxed_gaps(
-    programme: ProgrammeConfig, section: str, settings: BaseModel
-) -> tuple[list[str], list[RelaxedSetting]]:
+class Relaxations(NamedTuple):
+    """The programme rules a config section weakens: a gap for each without an owner, and
+    the `programme.relaxed` entries that give one."""
+
+    gaps: tuple[str, ...] = ()
+    owned: tuple[RelaxedSetting, ...] = ()
+
+
+AS_WRITTEN = Relaxations()  # no rule weakened
+
+
+def relaxed_gaps(programme: ProgrammeConfig, section: str, settings: BaseModel) -> Relaxations:
     """The programme rules `settings` (the config's `section`) weakens: a gap for each one
     `programme.relaxed` does not give an owner for, and the entries that do."""
     gaps: list[str] = []
@@ -117,7 +127,7 @@ def relaxed_gaps(
             f"{rule.format(default=default)} is not applied: set it back, or record it under "
             "programme.relaxed with an owner and a reason"
         )
-    return gaps, owned
+    return Relaxations(tuple(gaps), tuple(owned))
 
 
 def _setting(value: object) -> str:
@@ -200,7 +210,7 @@ def agent_coverage(
     selected: Sequence[str] | None,
     critical: Sequence[str],
     evidence: str,
-    relaxed: tuple[list[str], list[RelaxedSetting]] = ([], []),
+    relaxed: Relaxations = AS_WRITTEN,
 ) -> CheckResult:
     """`agent.coverage`: every `required` case ran (`repeats`: each planned case's runs in
     its less-run mode, streamed or plain), each at least `MIN_AGENT_REPEAT` times. A case
@@ -234,16 +244,16 @@ def agent_coverage(
         )
     if not repeats:
         gaps.append("no Agent case ran")
-    gaps += relaxed[0]
+    gaps += relaxed.gaps
     least = min(repeats.values(), default=0)
     covered = f"{len(repeats)} Agent case(s) ran, each at least {least} time(s) per mode"
     return coverage_result(
-        AGENT, CheckClass.AGENT, gaps, covered, unused, (evidence,), relaxed=relaxed[1]
+        AGENT, CheckClass.AGENT, gaps, covered, unused, (evidence,), relaxed=relaxed.owned
     )
 
 
 def sustained_coverage(
-    sustained: CheckResult, relaxed: tuple[list[str], list[RelaxedSetting]] = ([], [])
+    sustained: CheckResult, relaxed: Relaxations = AS_WRITTEN
 ) -> CheckResult | None:
     """`capacity.coverage`: the sustained window a programme decision is made on held at
     least `MIN_SUSTAINED_S` and answered `MIN_SUSTAINED_COMPLETIONS`, as its own check
@@ -266,7 +276,7 @@ def sustained_coverage(
             f"a sustained window of at least {MIN_SUSTAINED_COMPLETIONS} answers (it answered "
             f"{answered}: run longer)"
         )
-    gaps += relaxed[0]
+    gaps += relaxed.gaps
     covered = f"the sustained window held {held:.0f} s and answered {answered} requests"
     return coverage_result(
         CAPACITY,
@@ -276,7 +286,7 @@ def sustained_coverage(
         (),
         sustained.evidence,
         remedy="hold the sustained window that long",
-        relaxed=relaxed[1],
+        relaxed=relaxed.owned,
     )
 
 
@@ -294,12 +304,10 @@ def with_sustained_coverage(
     return [sustained] if coverage is None else [sustained, coverage]
 
 
-def cache_coverage(
-    warm: int, evidence: str, relaxed: tuple[list[str], list[RelaxedSetting]] = ([], [])
-) -> CheckResult:
+def cache_coverage(warm: int, evidence: str, relaxed: Relaxations = AS_WRITTEN) -> CheckResult:
     """`cache.coverage`: the prefix-cache proof sent at least `MIN_WARM_REPEATS` warm
     requests, under the cache rules as written (or weakened with an owner)."""
-    gaps = list(relaxed[0])
+    gaps = list(relaxed.gaps)
     if warm < MIN_WARM_REPEATS:
         gaps.append(
             f"{warm} warm request(s) in the prefix-cache proof, fewer than the "
@@ -307,5 +315,5 @@ def cache_coverage(
         )
     covered = f"{warm} warm requests in the prefix-cache proof"
     return coverage_result(
-        CACHE, CheckClass.CACHE, gaps, covered, (), (evidence,), relaxed=relaxed[1]
+        CACHE, CheckClass.CACHE, gaps, covered, (), (evidence,), relaxed=relaxed.owned
     )

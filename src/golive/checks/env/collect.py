@@ -209,14 +209,8 @@ def _image_source(ctx: CheckContext, evidence: EnvEvidence) -> Source | None:
     if container is not None and container.image:
         # the repo digest of the repository the container names (a mirror's is another's)
         name = split_image(container.image)[0]
-        digest = next(
-            (
-                d.split("@", 1)[1]
-                for d in container.image_digests
-                if "@" in d and same_repository(d.split("@", 1)[0], name)
-            ),
-            None,
-        )
+        pulled = (split_image(d) for d in container.image_digests)
+        digest = next((dg for n, _, dg in pulled if dg and same_repository(n, name)), None)
         ref = (
             f"{container.image}@{digest}"
             if digest and "@" not in container.image
