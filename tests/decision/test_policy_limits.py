@@ -333,3 +333,29 @@ def test_decide_waives_no_more_than_the_run_would_have() -> None:
     policy = Policy(name="forged", version=1, waive=everything)
     waived = waivers_for(policy, warns, load_profile("generic"))
     assert sorted(waived) == ["agent.one_arg.auto", "environment.k8s_restarts"]
+
+
+@pytest.mark.parametrize(("critical", "refused"), [(True, True), (False, False)])
+def test_a_waiver_over_the_users_own_critical_tool_is_refused_before_traffic(
+    tmp_path: Path, critical: bool, refused: bool
+) -> None:
+    """The team's own tool (`--schemas`), critical as their file says, is as protected as a
+    shipped critical case: a policy waiving its case is refused before any traffic, not
+    only when decide meets the judged case. A tool the file marks non-critical may be
+    waived, with an owner."""
+    schemas = tmp_path / "tools.yaml"
+    schemas.write_text(
+        "tools:\n"
+        "  - function:\n"
+        "      name: lookup_order\n"
+        "      parameters: {type: object, properties: {id: {type: string}}, required: [id]}\n"
+        f"    critical: {str(critical).lower()}\n"
+    )
+    config = load_config(None, {"agent.schemas_file": str(schemas)})
+    policy = load_policy(_waiving(tmp_path, "agent.schema.lookup_order"))
+    if not refused:
+        refuse_lowering(policy, load_profile("generic"), config)
+        return
+    with pytest.raises(ConfigError, match="may not waive") as error:
+        refuse_lowering(policy, load_profile("generic"), config)
+    assert "agent.schema.lookup_order (a critical Agent case" in str(error.value)

@@ -19,7 +19,8 @@ from golive.pipeline import judge
 from golive.report.workload import workload_section
 from golive.results import CheckResult
 from golive.traffic.workload import read_sample
-from tests.helpers.fakes.vllm import FakeState, fake_vllm
+from tests.helpers.fakes.gateway import aliasing_gateway
+from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
 from tests.helpers.scenario import NO_FLOOR
 
 SHORT = {
@@ -112,6 +113,30 @@ async def test_a_server_without_tokenize_leaves_the_sample_uncounted(tmp_path: P
     report = (out / REPORT_MD).read_text()
     sample_row = next(x for x in report.splitlines() if x.startswith("| your sample"))
     assert "| 32 / 58 / 64 | — | — |" in sample_row
+
+
+async def test_behind_a_gateway_the_engine_counts_the_sample(tmp_path: Path) -> None:
+    """Behind a gateway serving the model as `kimi` (`--engine-url`), the sample is counted by
+    the engine, under the engine's own name for the model: the gateway's name is one the
+    engine's /tokenize refuses (404), and the report would show no counts."""
+    sample = read_sample(_sample(tmp_path / "sample.jsonl"), "")
+    out = tmp_path / "b"
+    state = FakeState(tokenize=True)
+    async with fake_vllm(state) as engine, aliasing_gateway(engine) as gateway:
+
+        async def programme(ctx: CheckContext) -> list[CheckResult]:
+            return await run_capacity(ctx, CapacityInputs(sample=tuple(sample)))
+
+        config = load_config(None, {"target.url": gateway, "target.engine_url": engine, **SHORT})
+        await judge(config, out, "capacity", programme, ("capacity",))
+    asked = BundleReader(out).jsonl(WORKLOAD_SAMPLE_TOKENS)
+    assert [r["http_status"] for r in asked] == [200, 200, 200]
+    assert all(r["url"].startswith(engine) for r in asked)
+    assert {r["request"]["model"] for r in asked} == {MODEL}
+    sample_row = next(
+        x for x in (out / REPORT_MD).read_text().splitlines() if x.startswith("| your sample")
+    )
+    assert "| 10 / 19 / 21 |" in sample_row
 
 
 def test_the_default_workload_states_its_shape() -> None:

@@ -16,10 +16,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Collection, Mapping, Sequence
 
-from golive.checks.agent.cases import shipped_cases
-from golive.checks.agent.select import due_criticality
+from golive.checks.agent.cases import AgentCase, shipped_cases
+from golive.checks.agent.select import due_criticality, known_cases
 from golive.checks.env.judge import CHAIN_CHECKS
 from golive.config import GoliveConfig
+from golive.errors import ConfigError
 from golive.profiles import Profile
 from golive.results import CheckResult
 
@@ -65,11 +66,22 @@ def protected_ids(profile: Profile, config: GoliveConfig) -> list[str]:
     """The concrete critical check ids a policy entry is tried against before a run."""
     agent = [
         f"agent.{case.name}"
-        for case in shipped_cases()
+        for case in _cases(config)
         if due_criticality(case, config.agent, profile).critical
     ]
     reuse = [REUSE] if profile.chain.prefix_caching_required else []
     return [*CHAIN_CHECKS, *INTEGRITY, *agent, *reuse]
+
+
+def _cases(config: GoliveConfig) -> tuple[AgentCase, ...]:
+    """The Agent cases a policy is tried against before a run: the shipped ones and one per
+    tool of the user's schema file (a critical tool of theirs is as protected as a shipped
+    critical case); the shipped ones alone where that file cannot be read — the run itself
+    refuses such a file, naming it."""
+    try:
+        return known_cases(config.agent)
+    except ConfigError:
+        return shipped_cases()
 
 
 def policy_lowers(

@@ -369,6 +369,9 @@ def build_app(state: FakeState) -> web.Application:
 
     async def tokenize(request: web.Request) -> web.Response:
         body = await request.json()
+        if body.get("model") != state.model:  # as vLLM: only the model it serves
+            error = {"message": f"The model `{body.get('model')}` does not exist.", "code": 404}
+            return web.json_response({"error": error}, status=404)
         state.tokenized.append(body)
         ids = _prompt_ids(body) + [9] * len(body.get("tools") or ())  # a tool adds its schema
         return web.json_response({"count": len(ids), "max_model_len": 4096, "tokens": ids})

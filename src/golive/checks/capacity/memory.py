@@ -11,6 +11,12 @@ reserved, not what the load needed. The check splits the two:
   the KV cache the load filled — against the GPU's memory. Less than
   `capacity.min_memory_headroom` spare is a limit: the load filled the cache (more queues or is
   preempted) or the rest outgrew the GPU.
+- **What the loaded model leaves** (`memory_limits`): each GPU's budget less the KV pool —
+  weights, the start-up activation peak, CUDA graphs — against its memory, before any request.
+  Less than `capacity.min_memory_headroom` spare is a limit no concurrency lifts.
+- **Where the sustained load lacked headroom**, the ramp's steps under its level are judged
+  the same way from their own curve rows: the highest that kept the minimum (and every step
+  under it) is the concurrency limit (`limit_max_concurrency`); none shown, no limit is set.
 - **Growth under sustained load**: each engine GPU's memory and the KV cache usage over the
   sustained window after its warm-up (its first third), judged with the latency drift's rule:
   significant (the fitted slope's 95% interval above zero) and large — the fit's rise and the
@@ -25,15 +31,13 @@ windows is judged on it, whatever keys its saved config names.
 
 from __future__ import annotations
 
-import ipaddress
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
-from urllib.parse import urlsplit
+from typing import Any
 
 from golive.bundle.layout import (
-    CONTAINER,
+    CAPACITY_STEPS,
+    CAPACITY_SUSTAINED,
     GPU_DEVICES,
     MEMORY_CURVE,
     STARTUP_LOG,
@@ -41,6 +45,14 @@ from golive.bundle.layout import (
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import cap_result
 from golive.checks.capacity.memory_curve import SavedCurve, read_curve
+from golive.checks.capacity.memory_gpus import engine_gpus
+from golive.checks.capacity.memory_limits import (
+    concurrency_cap,
+    first_reading,
+    launch_utilization,
+    load_needed_mib,
+    step_spares,
+)
 from golive.checks.capacity.windows import Trend, trend_of_gauge
 from golive.checks.env.judge import serving_launch
 from golive.config import GoliveConfig
@@ -52,7 +64,6 @@ _NO_GPU = (
     "run golive on the GPU host"
 )
 MIN_GROWTH_POINTS = 9  # a fit over the last two thirds, and thirds of at least three samples
-MAX_GPU_MIB = 2**20  # 1 TiB: a total above it is not a GPU's
 _GIB = 1024.0
 
 
@@ -154,7 +165,9 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
         ]
     measurements["kv_peak_usage"] = round(kv_peak, 4)
     low: list[str] = []
+    loaded: list[str] = []  # GPUs the loaded model leaves too little of, before any request
     headrooms: list[float] = []
+    budget = launch_utilization(facts)
     for index, total in gpus:
         peak = curve.peak(f"gpu{index}_used_mib") or 0.0
         if not allocated <= peak <= total:
@@ -169,11 +182,29 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
             ]
         spare = 1 - needed_share(total, peak, kv_pool, kv_peak)
         headrooms.append(spare)
+        first = first_reading(curve, f"gpu{index}_used_mib")
+        at_load = load_needed_mib(total, kv_pool, budget, first)
+        load_spare = None if at_load is None else 1 - at_load / total
         measurements |= {
             f"gpu{index}_total_mib": round(total),
             f"gpu{index}_peak_mib": round(peak, 1),
             f"gpu{index}_headroom": round(spare, 4),
+            f"gpu{index}_load_headroom": None if load_spare is None else round(load_spare, 4),
         }
+        if (
+            at_load is not None
+            and load_spare is not None
+            and load_spare < limits.min_memory_headroom
+        ):
+            tokens = f" ({facts.kv_cache_tokens:,} tokens)" if facts.kv_cache_tokens else ""
+            loaded.append(
+                f"GPU{index} holds {at_load / _GIB:.1f} of its {total / _GIB:.1f} GiB for the "
+                f"loaded model before any request (weights, the start-up activation peak, CUDA "
+                f"graphs: {load_spare:.1%} spare, under the {limits.min_memory_headroom:.0%} "
+                f"capacity.min_memory_headroom), leaving the KV cache {kv_pool / _GIB:.1f} GiB"
+                f"{tokens}: no concurrency makes room; more GPUs per replica (tensor or "
+                "pipeline parallel), a smaller quantization or a shorter --max-model-len do"
+            )
         if spare < limits.min_memory_headroom:
             low.append(
                 f"GPU{index} at its busiest needed {total * (1 - spare) / _GIB:.1f} of its "
@@ -185,6 +216,12 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
     grown, unmeasured = _growth(
         curve, gpus, limits.max_memory_growth, limits.max_kv_growth, measurements
     )
+    if low and not loaded:
+        low.append(
+            _step_cap(
+                evidence, curve_text or "", gpus, kv_pool, limits.min_memory_headroom, measurements
+            )
+        )
     if low:
         pool = facts.arg("kv_cache_memory_bytes")
         asked = (
@@ -198,8 +235,8 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
             f"the launch reserves {asked}: at this load the cache "
             + ("filled (more load queues or is preempted)" if kv_peak >= 0.9 else "did not fill")
         )
-    if low or grown:
-        summary = "memory limit: " + "; ".join([*low, *grown])
+    if loaded or low or grown:
+        summary = "memory limit: " + "; ".join([*loaded, *low, *grown])
         return [cap_result(CHECK, Status.WARN, summary, measurements, files, critical=False)]
     if unmeasured:
         return [_unmeasured("; ".join(unmeasured), measurements, files)]
@@ -210,128 +247,6 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
         "cache usage flat under sustained load"
     )
     return [cap_result(CHECK, Status.PASS, summary, measurements, files, critical=False)]
-
-
-def engine_gpus(
-    evidence: BundleReader,
-    own: Any,
-    curve: SavedCurve,
-    allocated_mib: float,
-    target_url: str | None,
-) -> tuple[list[tuple[int, float]], str]:
-    """(NVML index, memory total) of each GPU of this host that is the engine's, or why none
-    can be judged: the serving container's GPUs by UUID, else — golive beside a loopback
-    target — those holding at least what the engine allocated. `own`: `memory/gpus.json` as
-    read, not empty."""
-    inventory, problem = _inventory(evidence, own)
-    if problem:
-        return [], problem
-    seen = _container_uuids(evidence)
-    if seen:
-        mine = [g for g in inventory if g[2] in seen]
-        if not mine:
-            return [], (
-                f"the GPUs golive's host has ({GPU_DEVICES}) are not the serving container's "
-                f"({CONTAINER}): golive ran on another host than the engine"
-            )
-    elif _loopback(target_url):
-        mine = [g for g in inventory if (curve.peak(f"gpu{g[0]}_used_mib") or 0) >= allocated_mib]
-        if not mine:
-            return [], (
-                f"no GPU of this host held what the engine printed it allocated "
-                f"({allocated_mib / _GIB:.1f} GiB: weights, CUDA graphs, KV cache) in "
-                f"{MEMORY_CURVE}: not the engine's GPUs"
-            )
-    else:
-        return [], (
-            f"golive ran on another host than the engine (target {target_url}) and no "
-            f"{CONTAINER} names the engine's GPUs: the NVML curve is not the engine's"
-        )
-    listed = {i for i, _, _ in inventory}
-    unlisted = sorted(
-        c for c in curve.columns if c.endswith("_used_mib") and _index(c) not in listed
-    )
-    if unlisted:
-        return [], f"{MEMORY_CURVE} has {', '.join(unlisted)}, a GPU {GPU_DEVICES} does not list"
-    short = [f"GPU{i}" for i, _, _ in mine if curve.peak(f"gpu{i}_used_mib") is None]
-    if short:
-        return [], f"{', '.join(short)} never read in {MEMORY_CURVE}"
-    for index, total, _ in mine:
-        sampled = {v for _, v in curve.columns.get(f"gpu{index}_total_mib", ())}
-        if sampled and sampled != {float(int(total))}:
-            return [], (
-                f"GPU memory totals disagree: {GPU_DEVICES} says {total:.0f} MiB for GPU "
-                f"{index}, {MEMORY_CURVE} {', '.join(f'{v:.0f}' for v in sorted(sampled))} MiB"
-            )
-    return [(i, total) for i, total, _ in mine], ""
-
-
-def _inventory(evidence: BundleReader, own: Any) -> tuple[list[tuple[int, float, str | None]], str]:
-    """The sampler's GPUs (index, memory total, UUID); each must be a plausible total and,
-    where the env section recorded hosts, a GPU of one of them with the same index and total."""
-    hosts: dict[str, tuple[Any, Any]] = {}  # UUID: (NVML index, total) on its host
-    for path in sorted((evidence.root / "environment").glob("host-*.json")):
-        record = evidence.json(f"environment/{path.name}")
-        for gpu in (record.get("gpus") if isinstance(record, Mapping) else None) or ():
-            if isinstance(gpu, Mapping) and isinstance(gpu.get("uuid"), str):
-                hosts[gpu["uuid"]] = (gpu.get("index"), gpu.get("memory_total_mib"))
-    out: list[tuple[int, float, str | None]] = []
-    for gpu in own if isinstance(own, list) else [own]:
-        index = gpu.get("index") if isinstance(gpu, Mapping) else None
-        total = gpu.get("memory_total_mib") if isinstance(gpu, Mapping) else None
-        found = gpu.get("uuid") if isinstance(gpu, Mapping) else None
-        uuid = found if isinstance(found, str) else None
-        if not isinstance(index, int) or isinstance(index, bool) or not _plausible(total):
-            return [], f"{GPU_DEVICES}: not a GPU inventory ({gpu!r:.120})"
-        if hosts and (uuid is None or uuid not in hosts or not _plausible(hosts[uuid][1])):
-            return [], (
-                f"{GPU_DEVICES}: GPU {index} ({uuid}) is not a GPU of the env section's host "
-                "records: this host's GPUs are not the serving node's"
-            )
-        if hosts and uuid is not None and hosts[uuid][0] != index:
-            return [], (
-                f"{GPU_DEVICES} says GPU {index} is {uuid}, the host record says that GPU is "
-                f"index {hosts[uuid][0]}: the curve's columns cannot be told apart"
-            )
-        if hosts and uuid is not None and abs(float(hosts[uuid][1]) - float(total)) > 1:
-            return [], (
-                f"GPU memory totals disagree: {GPU_DEVICES} says {total} MiB for GPU {index}, "
-                f"the host record {hosts[uuid][1]} MiB"
-            )
-        out.append((index, float(total), uuid))
-    return out, ""
-
-
-def _index(column: str) -> int | None:
-    digits = column.removeprefix("gpu").split("_", 1)[0]
-    return int(digits) if digits.isdigit() else None
-
-
-def _plausible(total: object) -> TypeGuard[int | float]:
-    return (
-        isinstance(total, int | float)
-        and not isinstance(total, bool)
-        and math.isfinite(total)
-        and 0 < total <= MAX_GPU_MIB
-    )
-
-
-def _container_uuids(evidence: BundleReader) -> set[str]:
-    container = evidence.json(CONTAINER)
-    gpus = container.get("gpus") if isinstance(container, Mapping) else None
-    return {
-        g["uuid"] for g in gpus or () if isinstance(g, Mapping) and isinstance(g.get("uuid"), str)
-    }
-
-
-def _loopback(url: str | None) -> bool:
-    host = urlsplit(url or "").hostname
-    if host == "localhost":
-        return True
-    try:
-        return host is not None and ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _growth(
@@ -374,6 +289,40 @@ def _growth(
             f"{hours:.1f} h" + ("" if memory else " (then requests queue or are preempted)")
         )
     return grown, unmeasured
+
+
+def _step_cap(
+    evidence: BundleReader,
+    curve_text: str,
+    gpus: Sequence[tuple[int, float]],
+    kv_pool: float,
+    min_headroom: float,
+    out: dict[str, Any],
+) -> str:
+    """Where the sustained load lacked headroom: the highest ramp step under its level that
+    kept it, as a concurrency limit (`limit_max_concurrency`), or why there is none."""
+    sustained = evidence.json(CAPACITY_SUSTAINED)
+    level = sustained.get("concurrency") if isinstance(sustained, Mapping) else None
+    if type(level) is not int:
+        return f"no sustained window level in {CAPACITY_SUSTAINED}: no concurrency limit is shown"
+    spares = step_spares(evidence.jsonl(CAPACITY_STEPS), curve_text, gpus, kv_pool)
+    for step in spares:
+        if step.concurrency < level:
+            out[f"c{step.concurrency}_gpu_headroom"] = (
+                None if step.spare is None else round(step.spare, 4)
+            )
+    cap = concurrency_cap(spares, min_headroom, level)
+    if cap is None:
+        return (
+            f"no ramp step under the sustained c{level} was measured keeping "
+            f"{min_headroom:.0%} spare ({CAPACITY_STEPS}, {MEMORY_CURVE}): no concurrency "
+            "limit is shown to make room"
+        )
+    out["limit_max_concurrency"] = cap
+    return (
+        f"every ramp step up to c{cap} kept at least {min_headroom:.0%} spare: at most {cap} "
+        "concurrent requests"
+    )
 
 
 def _unmeasured(reason: str, measurements: Mapping[str, Any], files: Sequence[str]) -> CheckResult:

@@ -6,7 +6,9 @@ to `MAX_COUNTED` sample bodies (spread over the sample) is sent to vLLM's `/toke
 messages and tools, under the chat template, and the answers are kept as records
 (`requests/workload-sample-tokens.jsonl`, label `sample-<index>`): the report reads the
 counts from them. A server without `/tokenize` (or one that refuses, or does not answer in
-`ASK_TIMEOUT_S`) is asked once, and leaves the column empty, never a guess.
+`ASK_TIMEOUT_S`) is asked once, and leaves the column empty, never a guess. Behind a gateway
+(`--engine-url`) the engine counts, under its own name for the model: a gateway seldom passes
+`/tokenize` on, and the engine's tokenizer is the one that counts what it is sent.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from golive.bundle.layout import SAMPLE_TOKENS_STREAM
 from golive.checks.context import CheckContext
+from golive.checks.engine_name import EngineTwin
 
 SAMPLE_LABEL = "sample-"  # + the line's index in the sample
 MAX_COUNTED = 50  # bodies counted, spread over the sample: percentiles, not every line
@@ -44,14 +47,17 @@ def counted_indexes(size: int) -> range:
 async def count_sample_tokens(
     ctx: CheckContext, model: str, sample: Sequence[Mapping[str, Any]]
 ) -> None:
-    """Ask the server to count the sample's prompts; each answer is saved as it comes."""
+    """Ask the server (behind a gateway, the engine) to count the sample's prompts; each
+    answer is saved as it comes."""
+    counter = ctx.engine or ctx.target
+    name = counter.name if isinstance(counter, EngineTwin) else model
     for index in counted_indexes(len(sample)):
-        request = tokenize_body(model, sample[index])
+        request = tokenize_body(name, sample[index])
         if request is None:
             continue
         try:
             async with asyncio.timeout(ASK_TIMEOUT_S):
-                record = await ctx.target.post("/tokenize", request, f"{SAMPLE_LABEL}{index}")
+                record = await counter.post("/tokenize", request, f"{SAMPLE_LABEL}{index}")
         except TimeoutError:
             return  # a server that does not count promptly is not waited on: the load is due
         ctx.save(record, SAMPLE_TOKENS_STREAM)
