@@ -190,8 +190,10 @@ def test_a_full_cache_under_sustained_load_sets_the_ramps_limit(
     assert result.status is Status.WARN
     assert result.measurements["limit_max_concurrency"] == 4
     c4, c8 = (result.measurements[f"c{n}_gpu_headroom"] for n in (4, 8))
-    assert isinstance(c4, float) and c4 > 0.9
-    assert isinstance(c8, float) and c8 < 0.55
+    assert isinstance(c4, float)
+    assert isinstance(c8, float)
+    assert c4 > 0.9
+    assert c8 < 0.55
     assert "every ramp step up to c4 kept at least 55% spare: at most 4 concurrent" in (
         result.summary
     )
