@@ -266,6 +266,11 @@ RelaxableSetting = Literal[
     "capacity.max_memory_growth",
     "capacity.max_kv_growth",
     "capacity.max_latency_growth",
+    "capacity.max_retry_share",
+    "capacity.max_queue_s",
+    "capacity.max_queue_share",
+    "capacity.stall_s",
+    "capacity.answer_probes",
 ]
 
 
@@ -275,7 +280,9 @@ class RelaxedSetting(StrictModel):
     setting: RelaxableSetting = Field(
         description="cache.after_load_probe, cache.warm_must_be_faster, "
         "agent.max_bounded_failure_share, capacity.min_memory_headroom, "
-        "capacity.max_memory_growth, capacity.max_kv_growth or capacity.max_latency_growth"
+        "capacity.max_memory_growth, capacity.max_kv_growth, capacity.max_latency_growth, "
+        "capacity.max_retry_share, capacity.max_queue_s, capacity.max_queue_share, "
+        "capacity.stall_s or capacity.answer_probes"
     )
     owner: str = Field(min_length=1, description="who answers for the weaker rule")
     reason: str = Field(min_length=1, description="why this deployment may be judged so")

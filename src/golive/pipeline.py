@@ -331,6 +331,12 @@ def run_inputs(
     the profile, the decision policy (one that lowers a protected check is refused), the API
     key from its variable, the signing key."""
     profile = load_profile(config.profile)
+    if profile.capacity.answers_under_load_critical and not config.capacity.answer_probes:
+        raise ConfigError(
+            f"capacity.answer_probes is false, but the {profile.name} profile makes "
+            "capacity.answers_under_load critical (answers checked under load): set it back "
+            "to true"
+        )
     policy = load_policy(None if config.policy is None else Path(config.policy))
     refuse_lowering(policy, profile, config)
     api_key = read_api_key(config.target.api_key_env)

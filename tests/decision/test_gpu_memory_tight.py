@@ -46,7 +46,7 @@ def test_the_loaded_model_leaves_too_little_of_the_gpu(tight: Path) -> None:
     assert memory.status is Status.WARN
     assert memory.measurements["gpu0_load_headroom"] == pytest.approx(0.0715, abs=5e-4)
     assert memory.measurements["gpu0_headroom"] == pytest.approx(0.0244, abs=5e-4)
-    assert "GPU0 holds 130.4 of its 140.4 GiB for the loaded model before any request" in (
+    assert "GPU0 holds 130.4 of its 140.4 GiB for the loaded model outside its KV cache" in (
         memory.summary
     )
     assert "leaving the KV cache 3.9 GiB (13,520 tokens): no concurrency makes room" in (

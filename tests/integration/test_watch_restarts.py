@@ -35,6 +35,11 @@ async def test_an_engine_restart_is_seen_in_its_metrics(tmp_path: Path) -> None:
     assert "process start time moved" in fired["reason"]
     assert summary["engine_restarts"] == 1
     assert "oom" not in rules(summary)
+    # without --log the launch was never compared, and watch.json says so
+    assert (
+        "launch was not compared with the accepted one (no --log)"
+        in (summary["launch_not_compared"])
+    )
 
 
 async def test_a_restart_with_an_oom_line_is_the_oom_rollback(tmp_path: Path) -> None:
@@ -55,6 +60,8 @@ async def test_a_restart_with_an_oom_line_is_the_oom_rollback(tmp_path: Path) ->
     oom = next(t for t in summary["triggers"] if t["rule"] == "oom")
     assert oom["rollback"] is True
     assert summary["engine_restarts"] == 1
+    # a log with no launch line in it compares no launch either: said, not passed over
+    assert "engine.log holds no launch" in summary["launch_not_compared"]
 
 
 async def test_server_errors_come_from_its_http_status_counts(tmp_path: Path) -> None:

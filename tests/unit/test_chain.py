@@ -23,6 +23,7 @@ from golive.evidence.chain_hw import (
     check_driver_runtime,
     check_gpus,
     check_host_driver,
+    is_gpu_class,
 )
 from golive.evidence.chain_image import check_image
 from golive.evidence.collect import parse_toolkit_version
@@ -430,6 +431,33 @@ def test_the_declared_gpu_class_and_count() -> None:
     unknown = check_gpus(_inputs("generic", gpu_class="H200"))
     assert unknown.status is Status.NO_DATA
     assert unknown.critical
+
+
+@pytest.mark.parametrize(
+    ("name", "wanted", "same"),
+    [
+        ("NVIDIA H200", "H200", True),
+        ("NVIDIA H200 NVL", "h200", True),
+        ("NVIDIA A100-SXM4-80GB", "A100", True),
+        ("NVIDIA H100 80GB HBM3", "H100 80GB", True),
+        ("NVIDIA H200", "H20", False),  # a prefix of the name's word is another GPU
+        ("NVIDIA GB200", "B200", False),
+        ("NVIDIA A100-SXM4-80GB", "A10", False),
+        ("NVIDIA H200", "", False),
+    ],
+)
+def test_a_gpu_class_is_a_whole_word_of_the_name(name: str, wanted: str, same: bool) -> None:
+    """The declared class matches whole words of NVML's name, never a part of one: an H200
+    host declared as H20 is named, not passed (as a substring match did)."""
+    assert is_gpu_class(name, wanted) is same
+
+
+def test_a_host_of_another_class_sharing_a_prefix_is_named() -> None:
+    """The real two-H200 host declared as H20: the class is named as not the declared one."""
+    hosts = _hosts(_host("x2"))
+    wrong = check_gpus(_inputs("generic", hosts=hosts, gpu_class="H20"))
+    assert wrong.status is Status.FAIL
+    assert "is not the declared H20" in wrong.summary
 
 
 def test_missing_evidence_is_no_data_never_pass() -> None:

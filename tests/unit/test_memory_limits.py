@@ -29,8 +29,10 @@ from golive.checks.capacity.memory_limits import (
     StepSpare,
     concurrency_cap,
     load_needed_mib,
+    step_spares,
 )
 from golive.config import GoliveConfig
+from golive.evidence.startup_log import parse_startup_log
 from golive.results import CheckResult, Status
 from golive.verdict.decide import limits
 
@@ -130,9 +132,9 @@ def test_what_the_loaded_model_needs(
 def test_the_highest_step_that_kept_headroom(
     spares: list[tuple[int, float | None]], below: int, cap: int | None
 ) -> None:
-    """A concurrency limit is shown only by steps that each kept the minimum, from the lowest
+    """A candidate ceiling is shown only by levels that each kept the minimum, from the lowest
     up, under the sustained level."""
-    steps = [StepSpare(level, spare, None) for level, spare in spares]
+    steps = [StepSpare(level, spare) for level, spare in spares]
     assert concurrency_cap(steps, 0.1, below) == cap
 
 
@@ -161,7 +163,7 @@ def test_a_model_filling_the_gpu_at_load_is_a_limit_no_concurrency_lifts(tmp_pat
         log = log.replace(old, new)
     result = judged(default_util_run(tmp_path, log))
     assert result.status is Status.WARN
-    assert "GPU0 holds 127.4 of its 140.4 GiB for the loaded model before any request" in (
+    assert "GPU0 holds 127.4 of its 140.4 GiB for the loaded model outside its KV cache" in (
         result.summary
     )
     assert "9.3% spare, under the 10% capacity.min_memory_headroom" in result.summary
@@ -175,12 +177,13 @@ def test_a_model_filling_the_gpu_at_load_is_a_limit_no_concurrency_lifts(tmp_pat
 
 
 @pytest.mark.tampers_bundle
-def test_a_full_cache_under_sustained_load_sets_the_ramps_limit(
+def test_a_full_cache_under_sustained_load_names_the_level_that_kept_room(
     whole_run: Path, tmp_path: Path
 ) -> None:
     """The whole H200 run (0.5 reserved) with the cache full from c8 up and at sustained c16,
-    judged under a 55% minimum: the load filled what the launch reserved, so the steps up to
-    c4 (each ~94% spare) are the envelope — a verdict limit of 4, stated with its reason."""
+    judged under a 55% minimum: the load filled what the launch reserved; the ramp's windows
+    up to c4 (each ~94% spare) are named as a candidate ceiling to hold under sustained load,
+    not set as the verdict's limit — each was seconds long."""
     root = with_kv(
         whole_run,
         tmp_path,
@@ -188,33 +191,100 @@ def test_a_full_cache_under_sustained_load_sets_the_ramps_limit(
     )
     result = judged(root, min_memory_headroom=0.55)
     assert result.status is Status.WARN
-    assert result.measurements["limit_max_concurrency"] == 4
+    assert result.measurements["memory_candidate_concurrency"] == 4
     c4, c8 = (result.measurements[f"c{n}_gpu_headroom"] for n in (4, 8))
     assert isinstance(c4, float)
     assert isinstance(c8, float)
     assert c4 > 0.9
     assert c8 < 0.55
-    assert "every ramp step up to c4 kept at least 55% spare: at most 4 concurrent" in (
+    assert "the ramp's windows up to c4 kept at least 55% spare, each for seconds" in (
         result.summary
     )
-    assert limits([result]) == {"max_concurrency": 4}
+    assert "run again with --concurrency 4" in result.summary
+    assert limits([result]) == {}
 
 
 @pytest.mark.tampers_bundle
-def test_no_step_that_kept_headroom_sets_no_limit(whole_run: Path, tmp_path: Path) -> None:
+def test_no_level_that_kept_headroom_names_none(whole_run: Path, tmp_path: Path) -> None:
     """With the cache full from the first step, no concurrency was shown to make room: the
-    warn says so and the verdict states no concurrency limit it cannot support."""
+    warn says so and names no level."""
     full = dict.fromkeys(("c1", "c2", "c4", "c8", "c16", "sustained"), 0.97)
     result = judged(with_kv(whole_run, tmp_path, full), min_memory_headroom=0.55)
     assert result.status is Status.WARN
-    assert "no ramp step under the sustained c16 was measured keeping 55% spare" in result.summary
-    assert "limit_max_concurrency" not in result.measurements
+    assert "no ramp level under the sustained c16 was measured keeping 55% spare" in (
+        result.summary
+    )
+    assert "memory_candidate_concurrency" not in result.measurements
+
+
+def _curve(rows: list[tuple[str, float, float]]) -> str:
+    """A curve of (phase, GPU0 MiB, KV usage) rows on a 100,000 MiB GPU."""
+    lines = ["t_s,phase,gpu0_used_mib,kv_cache_usage_perc"]
+    lines += [f"{i},{phase},{used},{kv}" for i, (phase, used, kv) in enumerate(rows)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("windows", "expected"),
+    [
+        # one window per level, each read from its own rows
+        ([(1, [0, 2]), (2, [2, 4])], [(1, 0.9), (2, 0.1)]),
+        # a knee repeat (or a second row) at a level: the worst of its windows counts
+        ([(1, [0, 2]), (1, [2, 4])], [(1, 0.1)]),
+        ([(1, [2, 4]), (1, [0, 2])], [(1, 0.1)]),
+        # rows of another phase are not the window's: unmeasured, whatever they read
+        ([(1, [4, 6])], [(1, None)]),
+        ([(1, [0, 2]), (1, [4, 6])], [(1, None)]),
+        # a level below one, or rows outside the curve
+        ([(0, [0, 2]), (1, [0, 9])], [(1, None)]),
+    ],
+)
+def test_each_level_is_judged_at_its_worst_window(
+    windows: list[tuple[int, list[int]]], expected: list[tuple[int, float | None]]
+) -> None:
+    """A level's headroom is the least of its windows (ramp step and knee repeats), each
+    read only from the ramp's own rows."""
+    curve = _curve(
+        [
+            ("concurrency", 50000.0, 0.0),
+            ("concurrency", 50000.0, 0.0),  # 50% held, the 40,000 MiB pool unused: 90% spare
+            ("concurrency", 50000.0, 1.0),
+            ("concurrency", 90000.0, 1.0),  # 90% held, the pool full: 10% spare
+            ("long_input", 10000.0, 0.0),
+            ("long_input", 10000.0, 0.0),
+        ]
+    )
+    rows = [{"concurrency": level, "curve_rows": span} for level, span in windows]
+    got = step_spares(rows, curve, [(0, 100000.0)], 40000.0)
+    assert [(s.concurrency, None if s.spare is None else round(s.spare, 4)) for s in got] == (
+        expected
+    )
 
 
 def test_the_whole_run_as_captured_has_no_memory_limit(whole_run: Path) -> None:
-    """The run as sealed (the cache barely used): a pass with no limit, under the default
+    """The run as sealed (the cache barely used): a pass naming no level, under the default
     minimum and under a 55% one."""
     for minimum in (0.1, 0.55):
         result = judged(whole_run, min_memory_headroom=minimum)
         assert result.status is Status.PASS, result.summary
-        assert "limit_max_concurrency" not in result.measurements
+        assert "memory_candidate_concurrency" not in result.measurements
+
+
+def test_each_pipeline_stage_prints_its_own_pool_and_the_least_is_every_gpus() -> None:
+    """With pipeline parallel each stage prints its weights and KV pool; vLLM allocates the
+    least pool on every GPU, and the largest weights are what a GPU of the engine holds —
+    not the last lines printed (a stage printing a larger pool later bought headroom)."""
+    log = (DEFAULT_UTIL / "startup.log").read_text()
+    pool = "Available KV cache memory: 121.9"
+    load = "Model loading took 1.18 GiB"
+    assert pool in log
+    assert load in log
+    staged = log.replace(
+        pool,
+        "Available KV cache memory: 3.87 GiB\n(Worker_PP1) INFO Available KV cache memory: 7.9",
+    ).replace(
+        load, "Model loading took 124.94 GiB memory and 2.0 seconds\n(Worker_PP1) INFO " + load
+    )
+    facts = parse_startup_log(staged)
+    assert facts.available_kv_gib == 3.87
+    assert facts.model_load_gib == 124.94

@@ -23,6 +23,7 @@ from golive.checks.coverage import (
 from golive.config import AgentConfig, CacheConfig, ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.config_sources import load_config
 from golive.errors import ConfigError
+from golive.pipeline import run_inputs
 from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Outcome, Status
 from golive.verdict.decide import decide
@@ -152,7 +153,7 @@ def test_sustained_coverage(
     """A programme decision needs a 10-minute sustained window with 30 answers, whatever
     capacity.min_sustained_s says; a run with no programme config (None) is not judged on it."""
     sustained = _sustained(duration_s, completed)
-    checks = with_sustained_coverage(sustained, ProgrammeConfig(), CapacityConfig())
+    checks = with_sustained_coverage(sustained, ProgrammeConfig(), CapacityConfig(), GENERIC)
     assert checks[0].id == "capacity.sustained"
     coverage = checks[1] if len(checks) > 1 else None
     assert (coverage.status if coverage else None) is expected
@@ -160,7 +161,7 @@ def test_sustained_coverage(
         assert coverage.critical
         assert coverage.measurements["classification"] == "programme-incomplete"
         assert "--duration 600" in coverage.summary or "at least 30 answers" in coverage.summary
-    assert len(with_sustained_coverage(_sustained(50.0, 400), None, CapacityConfig())) == 1
+    assert len(with_sustained_coverage(_sustained(50.0, 400), None, CapacityConfig(), GENERIC)) == 1
 
 
 RELAXED_BY = {
@@ -173,10 +174,18 @@ RELAXED_BY = {
     "capacity.min_memory_headroom": RelaxedSetting(
         setting="capacity.min_memory_headroom", owner="platform", reason="dedicated nodes"
     ),
+    "capacity.answer_probes": RelaxedSetting(
+        setting="capacity.answer_probes", owner="platform", reason="answers checked elsewhere"
+    ),
 }
 
 
-def _relaxed_coverage(family: str, settings: dict[str, object], owned: bool) -> CheckResult:
+GENERIC = load_profile("generic")
+
+
+def _relaxed_coverage(
+    family: str, settings: dict[str, object], owned: bool, profile: str = "generic"
+) -> CheckResult:
     """`<family>.coverage` of a complete run under `settings` (that family's config keys),
     with an owner for each weakened rule where `owned`."""
     programme = ProgrammeConfig(relaxed=tuple(RELAXED_BY.values()) if owned else ())
@@ -190,7 +199,9 @@ def _relaxed_coverage(family: str, settings: dict[str, object], owned: bool) -> 
         weaker = relaxed_gaps(programme, "agent", agent)
         return agent_coverage(programme, SHIPPED, FULL, None, (), "plan", weaker)
     capacity = CapacityConfig.model_validate(settings)
-    checks = with_sustained_coverage(_sustained(600.0, 30), programme, capacity)
+    checks = with_sustained_coverage(
+        _sustained(600.0, 30), programme, capacity, load_profile(profile)
+    )
     return checks[1]
 
 
@@ -204,6 +215,11 @@ def _relaxed_coverage(family: str, settings: dict[str, object], owned: bool) -> 
         ("capacity", {"max_memory_growth": 1.0}, "capacity.max_memory_growth is 1 (default"),
         ("capacity", {"max_kv_growth": 1.0}, "capacity.max_kv_growth is 1 (default 0.05)"),
         ("capacity", {"max_latency_growth": 5.0}, "latency drifting up more than 20%"),
+        ("capacity", {"max_retry_share": 1.0}, "retrying more than 5% of its requests is a"),
+        ("capacity", {"max_queue_s": 30.0}, "p95 queue time passes 0.5 s"),
+        ("capacity", {"max_queue_share": 5.0}, "queueing more than 25% of its median latency"),
+        ("capacity", {"stall_s": 600.0}, "no byte of any answer for 20 s with requests"),
+        ("capacity", {"answer_probes": False}, "capacity.answer_probes is false (default true)"),
     ],
 )
 def test_a_weakened_rule_needs_an_owner(
@@ -306,3 +322,15 @@ def test_the_cases_required_are_shipped() -> None:
     from golive.checks.coverage import SHIPPED_CASES
 
     assert set(SHIPPED_CASES) <= {c.name for c in shipped_cases()}
+
+
+def test_no_owner_relaxes_what_the_profile_makes_critical() -> None:
+    """Under kimi-k3 the answers under load are a critical check: switching the probes off is
+    a gap whatever owner the config names (and a run refuses it before traffic)."""
+    gap = _relaxed_coverage("capacity", {"answer_probes": False}, owned=True, profile="kimi-k3")
+    assert gap.status is Status.SKIPPED
+    assert "the kimi-k3 profile makes the rule that known-answer probes" in gap.summary
+    assert "no owner can relax it" in gap.summary
+    config = load_config(None, {"profile": "kimi-k3", "capacity.answer_probes": False})
+    with pytest.raises(ConfigError, match=r"capacity\.answer_probes is false, but the kimi-k3"):
+        run_inputs(config)

@@ -4,14 +4,17 @@ the serving process's own runtime variables is never the target."""
 
 from __future__ import annotations
 
+import ast
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from golive.bundle.layout import CONTAINER
 from golive.cli.main import main
-from golive.operate.rollback import artifact_gaps, rollback_target
+from golive.operate.rollback import RUNTIME_PREFIXES, artifact_gaps, identity, rollback_target
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -70,3 +73,43 @@ def test_rollback_show_names_what_it_passed_over(
     out, err = capsys.readouterr()
     assert "last accepted: /bundles/01" in out
     assert "not a rollback target: /bundles/02 lacks the serving process's runtime variables" in err
+
+
+GOLDEN = Path(__file__).parents[1] / "data" / "golden-demo"
+PROBE = Path(__file__).parents[2] / "src/golive/evidence/scripts/container_probe.py"
+
+
+def _probe_prefixes() -> tuple[str, ...]:
+    """The container probe's PREFIXES, read from the script (it runs under other Pythons and
+    is not imported)."""
+    tree = ast.parse(PROBE.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == [
+            "PREFIXES"
+        ]:
+            found = ast.literal_eval(node.value)
+            assert isinstance(found, tuple)
+            return tuple(str(x) for x in found)
+    raise AssertionError("no PREFIXES in the container probe")
+
+
+@pytest.mark.tampers_bundle
+def test_every_variable_the_probe_reads_is_kept_for_a_rollback(tmp_path: Path) -> None:
+    """Issue 29 §7: the serving process's allocator setting, visible devices and CUDA arch
+    list (read by the container probe) are in the rollback artifact's variables and its
+    launch digest: a relaunch with another allocator setting is another launch."""
+    assert all(p.startswith(RUNTIME_PREFIXES) for p in _probe_prefixes())
+    root = tmp_path / "b"
+    shutil.copytree(GOLDEN, root)
+    container = json.loads((root / CONTAINER).read_text())
+    before = identity(root)
+    added = {
+        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+        "NVIDIA_VISIBLE_DEVICES": "0,1",
+        "TORCH_CUDA_ARCH_LIST": "9.0",
+    }
+    container["environment"] = {**container.get("environment", {}), **added}
+    (root / CONTAINER).write_text(json.dumps(container))
+    after = identity(root)
+    assert added.items() <= after["runtime_variables"].items()
+    assert after["launch_config_digest"] != before["launch_config_digest"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from golive.bundle.signoff import ITEMS, build_signoff, render_signoff
@@ -10,6 +11,7 @@ from tests.helpers.verdicts import action, verdict
 from tests.helpers.verdicts import check as _check
 
 KIMI = load_profile("kimi-k3").chain
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _states(record: dict[str, Any]) -> dict[int, str]:
@@ -126,3 +128,18 @@ def test_a_requirement_the_profile_does_not_make_is_never_ticked() -> None:
     assert [_states(build_signoff(passed, files))[n] for n in (1, 3, 4)] == ["not-asserted"] * 3
     kimi = build_signoff(passed, files, chain=KIMI)
     assert [_states(kimi)[n] for n in (1, 3, 4)] == ["ticked"] * 3
+
+
+def test_another_pinned_image_is_not_the_kimi_k3_image() -> None:
+    """A profile pinning another image by digest (the repo's two-H200 profile names the
+    general vLLM image) does not assert the Kimi K3 image: item 1 reads "not asserted",
+    however environment.image passed."""
+    chain = load_profile(str(DATA / "profiles" / "h200x2-tp2.yaml")).chain
+    assert chain.image is not None
+    assert chain.image_digest_required
+    passed = verdict(
+        "go-live", (_check("environment.image", "pass", "environment/container.json"),)
+    )
+    signed = build_signoff(passed, ["environment/container.json"], chain=chain)
+    assert _states(signed)[1] == "not-asserted"
+    assert "Kimi K3 image with its digest" in signed["items"][0]["why"]

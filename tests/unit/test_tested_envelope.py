@@ -154,3 +154,13 @@ def test_a_lengthened_sustained_window_is_not_a_longer_envelope(tmp_path: Path) 
     assert held <= 605, sustained.measurements
     assert not again.agrees
     assert any("tested envelope" in p for p in again.problems), again.problems
+
+
+def test_a_demo_verdict_says_it_is_a_demo() -> None:
+    """Issue 29 §2: the recorded demo's report says outright that it is a demo, judging the
+    demo target only; a run's report does not."""
+    demo = VerdictDocument.read(GOLDEN)
+    assert demo.command == "demo"
+    assert "> **A demo** (`golive demo`)" in render_markdown(demo)
+    run = demo.model_copy(update={"command": "run"})
+    assert "A demo" not in render_markdown(run)

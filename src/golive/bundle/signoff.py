@@ -26,7 +26,8 @@ from golive.bundle.layout import (
 from golive.bundle.signing import load_public_key
 from golive.bundle.store import verify
 from golive.errors import ConfigError
-from golive.profiles import ChainExpectation
+from golive.evidence.chain import split_image
+from golive.profiles import ChainExpectation, load_profile
 from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument, tested_sentence
 from golive.verdict.scope import NOT_USED
 
@@ -50,12 +51,23 @@ class Item:
     requirement: str = ""  # what the profile must require, in words
 
 
+def _kimi_k3_image(image: str | None) -> bool:
+    """Whether `image` is the Kimi K3 image as the bundled kimi-k3 profile names it (name and
+    tag, as environment.image compares them): another image, however pinned, is not."""
+    wanted = load_profile("kimi-k3").chain.image
+    return (
+        image is not None
+        and wanted is not None
+        and split_image(image)[:2] == split_image(wanted)[:2]
+    )
+
+
 ITEMS: tuple[Item, ...] = (
     Item(
         "The Kimi K3 image tag and digest are recorded.",
         ("environment.image",),
-        asserted=lambda chain: chain.image is not None and chain.image_digest_required,
-        requirement="image with its digest",
+        asserted=lambda chain: chain.image_digest_required and _kimi_k3_image(chain.image),
+        requirement="Kimi K3 image with its digest",
     ),
     Item("The vLLM version and source channel are recorded.", ("environment.vllm_version",)),
     Item(

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from golive.config import ProgrammeConfig, RelaxedSetting, UnusedPart
+from golive.profiles import Profile
 from golive.results import CheckClass, CheckResult, Status
 
 INCOMPLETE = "programme-incomplete"  # the classification of a coverage gap
@@ -91,6 +92,28 @@ RELAXABLE: Mapping[str, tuple[str, str]] = {
         "higher",
         "latency drifting up more than {default:.0%} over the sustained window is a limit",
     ),
+    "capacity.max_retry_share": (
+        "higher",
+        "a load window retrying more than {default:.0%} of its requests is a retry storm, "
+        "not stable",
+    ),
+    "capacity.max_queue_s": (
+        "higher",
+        "a ramp step whose p95 queue time passes {default:g} s (and its share of latency) "
+        "waits too long",
+    ),
+    "capacity.max_queue_share": (
+        "higher",
+        "a ramp step queueing more than {default:.0%} of its median latency waits too long",
+    ),
+    "capacity.stall_s": (
+        "higher",
+        "no byte of any answer for {default:g} s with requests in flight is a stall",
+    ),
+    "capacity.answer_probes": (
+        "off",
+        "known-answer probes go inside the sustained window (capacity.answers_under_load)",
+    ),
 }
 
 
@@ -105,9 +128,15 @@ class Relaxations(NamedTuple):
 AS_WRITTEN = Relaxations()  # no rule weakened
 
 
-def relaxed_gaps(programme: ProgrammeConfig, section: str, settings: BaseModel) -> Relaxations:
+def relaxed_gaps(
+    programme: ProgrammeConfig,
+    section: str,
+    settings: BaseModel,
+    profile_needs: Mapping[str, str] | None = None,
+) -> Relaxations:
     """The programme rules `settings` (the config's `section`) weakens: a gap for each one
-    `programme.relaxed` does not give an owner for, and the entries that do."""
+    `programme.relaxed` does not give an owner for, and the entries that do. A rule in
+    `profile_needs` (setting: the profile's name) is a gap whatever owner is given."""
     gaps: list[str] = []
     owned: list[RelaxedSetting] = []
     for setting, (weaker, rule) in RELAXABLE.items():
@@ -117,6 +146,13 @@ def relaxed_gaps(programme: ProgrammeConfig, section: str, settings: BaseModel) 
         value = getattr(settings, key)
         default = type(settings).model_fields[key].default
         if not {"off": value is False, "higher": value > default, "lower": value < default}[weaker]:
+            continue
+        if profile_needs and setting in profile_needs:
+            gaps.append(
+                f"{setting} is {_setting(value)}, but the {profile_needs[setting]} profile makes "
+                f"the rule that {rule.format(default=default)} critical: set it back (no owner "
+                "can relax it)"
+            )
             continue
         said = next((r for r in programme.relaxed if r.setting == setting), None)
         if said is not None:
@@ -291,15 +327,23 @@ def sustained_coverage(
 
 
 def with_sustained_coverage(
-    sustained: CheckResult, programme: ProgrammeConfig | None, capacity: BaseModel
+    sustained: CheckResult,
+    programme: ProgrammeConfig | None,
+    capacity: BaseModel,
+    profile: Profile,
 ) -> list[CheckResult]:
     """capacity.sustained, and its coverage where the run is judged on completeness (a
     section run without a programme config is not), with the capacity rules `capacity` (the
-    config's section) weakens."""
+    config's section) weakens: none the profile makes critical, whatever owner is named."""
+    needs = (
+        {"capacity.answer_probes": profile.name}
+        if profile.capacity.answers_under_load_critical
+        else {}
+    )
     coverage = (
         None
         if programme is None
-        else sustained_coverage(sustained, relaxed_gaps(programme, "capacity", capacity))
+        else sustained_coverage(sustained, relaxed_gaps(programme, "capacity", capacity, needs))
     )
     return [sustained] if coverage is None else [sustained, coverage]
 

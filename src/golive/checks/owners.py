@@ -194,7 +194,7 @@ EVIDENCE_JUDGES = (
         ("capacity.sustained", CAPACITY_COVERAGE),
         CAPACITY_SUSTAINED,
         lambda r, s: with_sustained_coverage(
-            judge_sustained(r, s.config.capacity), s.config.programme, s.config.capacity
+            judge_sustained(r, s.config.capacity), s.config.programme, s.config.capacity, s.profile
         ),
         "capacity",
     ),

@@ -355,6 +355,8 @@ async def _watch(args: argparse.Namespace) -> int:
         summary = await watch_bundle(config, out, settings)
     if args.json:
         print(json.dumps(summary, indent=2))
+    if summary.get("launch_not_compared"):
+        err.print(f"note: {escape(summary['launch_not_compared'])}", highlight=False)
     for trigger in summary["triggers"]:
         kind = "ROLLBACK" if trigger["rollback"] else "alert"
         err.print(f"{kind} {trigger['rule']}: {escape(trigger['reason'])}", highlight=False)

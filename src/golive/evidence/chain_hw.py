@@ -338,6 +338,17 @@ def _api_above(api: int, host_cuda: str) -> bool:
         return False
 
 
+def is_gpu_class(name: str, wanted: str) -> bool:
+    """Whether the GPU `name` (NVML's) is of the class `wanted`: its words in order, each a
+    whole word of the name ("H200" is "NVIDIA H200 NVL"; "H20" is not an H200, "B200" not a
+    GB200, "A10" not an A100-SXM4-80GB)."""
+    have = re.findall(r"[a-z0-9]+", name.lower())
+    want = re.findall(r"[a-z0-9]+", wanted.lower())
+    return bool(want) and any(
+        have[i : i + len(want)] == want for i in range(len(have) - len(want) + 1)
+    )
+
+
 def check_gpus(inputs: ChainInputs) -> CheckResult:
     """GPU class and count against the profile (at least its `min_gpus`) and what the config
     or profile declares (`gpu_class`, exactly `gpus`); MIG, persistence, the NVLink fabric and
@@ -371,7 +382,7 @@ def check_gpus(inputs: ChainInputs) -> CheckResult:
     if inputs.gpu_total is not None and len(gpus) != inputs.gpu_total:
         failures.append(f"{len(gpus)} GPU(s) visible, {inputs.gpu_total} declared")
     wanted = inputs.gpu_class
-    others = [n for n in names if wanted is not None and wanted.lower() not in n.lower()]
+    others = [n for n in names if wanted is not None and not is_gpu_class(n, wanted)]
     if others:
         failures.append(f"GPU class {', '.join(others)} is not the declared {wanted}")
     fabric = fabric_findings([host for host, _ in inputs.hosts])

@@ -36,6 +36,7 @@ RELIED_ON: tuple[tuple[str, str], ...] = (
     ("cache_config_info", "the engine's cache config: prefix caching on, block size"),
     ("tool_call_parser_invocations", "tool-parser outcomes: parse failures"),
     ("time_to_first_token_seconds", "TTFT histogram: the guardrails' burn-rate rules"),
+    ("request_prompt_tokens", "prompt length per request: the guardrails' context-cap rule"),
     ("http_requests", "the server's HTTP answers by status class: request error codes"),
     ("process_start_time_seconds", "the serving process's start: engine restarts in watch"),
 )

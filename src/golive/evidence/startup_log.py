@@ -354,7 +354,8 @@ def _read_facts(msg: str, number: int, facts: dict[str, Any]) -> None:
     elif msg.startswith("Resolved architecture:"):
         facts["architecture"] = msg.split(":", 1)[1].strip()
     elif (load := _MODEL_LOAD.search(msg)) is not None:
-        facts["model_load_gib"] = float(load.group(1))
+        # each pipeline stage prints its own: the largest is what a GPU of the engine holds
+        facts["model_load_gib"] = max(float(load.group(1)), facts.get("model_load_gib", 0.0))
         facts.setdefault("weights_load_s", float(load.group(2)))
     elif '"auto" tool choice has been enabled' in msg:
         facts["auto_tool_choice"] = True
@@ -368,7 +369,12 @@ def _read_facts(msg: str, number: int, facts: dict[str, Any]) -> None:
         for key, regex in _NUMBER_AFTER.items():
             if (found := regex.search(msg)) is not None:
                 value = found.group(1)
-                facts[key] = float(value) if "." in value else int(value)
+                figure: float = float(value) if "." in value else int(value)
+                if key == "available_kv_gib" and key in facts:
+                    # each pipeline stage prints its own pool; the engine allocates the least
+                    # of them on every GPU (vLLM sizes the cache to the smallest worker's)
+                    figure = min(figure, facts[key])
+                facts[key] = figure
                 break
 
 

@@ -44,6 +44,21 @@ def registry_dir(given: Path | None = None) -> Path:
     return Path(env) if env else Path.home() / ".local/share/golive/registry"
 
 
+# the serving process's variables a relaunch must restore: every family the container probe
+# reads (its PREFIXES: the allocator's PYTORCH_CUDA_ALLOC_CONF, NVIDIA_VISIBLE_DEVICES, ...)
+# and the hub's
+RUNTIME_PREFIXES = (
+    "VLLM_",
+    "NCCL_",
+    "CUDA_",
+    "PYTORCH_",
+    "TORCH_",
+    "NVIDIA_",
+    "LD_LIBRARY_PATH",
+    "HF_",
+)
+
+
 def identity(root: Path) -> dict[str, Any]:
     """Image, launch command, runtime variables and parsers, from the bundle's evidence; the
     launch-config digest covers the command, the non-default args and the variables."""
@@ -58,8 +73,7 @@ def identity(root: Path) -> dict[str, Any]:
     runtime = {
         k: v
         for k, v in (container.get("environment") or {}).items()
-        if k.startswith(("VLLM_", "CUDA_", "NCCL_", "HF_"))
-        and not any(h in k.upper() for h in _SECRET_HINTS)
+        if k.startswith(RUNTIME_PREFIXES) and not any(h in k.upper() for h in _SECRET_HINTS)
     }
     digests = [
         found[0] for d in container.get("image_digests") or [] if (found := DIGEST.search(str(d)))

@@ -375,8 +375,11 @@ def _target_summary(target: Mapping[str, Any] | None) -> dict[str, Any] | str:
 
 
 async def run_watch(ctx: CheckContext, settings: WatchSettings) -> dict[str, Any]:
-    await require_accepted_deployment(ctx, settings.accepted, settings.log_file)
+    unread = await require_accepted_deployment(ctx, settings.accepted, settings.log_file)
     served = await served_model(ctx, "watch-setup")
     if served is None:
         raise ConfigError(f"{ctx.target.url('/v1/models')} lists no model: nothing to watch")
-    return await Watcher(ctx, settings, served.model).run()
+    summary = await Watcher(ctx, settings, served.model).run()
+    summary["launch_not_compared"] = unread  # kept in watch.json: what this watch did not show
+    ctx.bundle.write_json(WATCH_SUMMARY, summary)
+    return summary

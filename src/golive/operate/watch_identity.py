@@ -87,23 +87,42 @@ def accepted_identity(root: Path, wanted: str | None) -> dict[str, Any]:
 
 async def require_accepted_deployment(
     ctx: CheckContext, accepted: Path, log_file: Path | None
-) -> None:
+) -> str | None:
     """Refuse a server that is not the deployment `accepted` judged (ConfigError, naming
-    every difference)."""
+    every difference). Returns why its launch (parsers, parallel layout, flags) was not
+    compared — no `--log` to read it from — or None where it was."""
     await ask_identity(ctx)
     live = deployment_of(BundleReader(ctx.bundle.root), ctx.config.target.model).to_json()
     found: Sequence[str] = identity_differences(
         accepted_identity(accepted, ctx.config.target.model), live
     )
+    then = serving_launch(BundleReader(accepted))
+    now = None
     if log_file is not None and log_file.is_file():
-        text = log_file.read_text(encoding="utf-8", errors="replace")
-        found = [
-            *found,
-            *launch_differences(serving_launch(BundleReader(accepted)), parse_startup_log(text)),
-        ]
+        now = parse_startup_log(log_file.read_text(encoding="utf-8", errors="replace"))
+        found = [*found, *launch_differences(then, now)]
+    why = (
+        "no --log"
+        if log_file is None
+        else f"{log_file} is not a file"
+        if now is None
+        else f"{log_file} holds no launch (vLLM's non-default args line)"
+        if not now.non_default_args
+        else f"the accepted bundle {accepted} keeps no launch"
+        if then is None or not then.non_default_args
+        else None
+    )
+    unread = (
+        None
+        if why is None
+        else f"the server's launch was not compared with the accepted one ({why}): a "
+        "relaunch with another tool parser or parallel layout of the same model and version "
+        "is not told apart; give --log with the serving process's log"
+    )
     if found:
         raise ConfigError(
             f"{ctx.target.url('/v1/models')} is not the deployment {accepted} accepted: "
             f"{'; '.join(found)}. Watch the accepted deployment, or run and sign golive for "
             "this one first"
         )
+    return unread

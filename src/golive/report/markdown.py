@@ -108,6 +108,16 @@ def render_markdown(
         f"- scope: {scope_line(verdict)}",
         *_identity_lines(verdict),
         "",
+        *(
+            [
+                "> **A demo** (`golive demo`): a small model on the CPU with short windows and "
+                "few repeats, to show golive's programme and bundle. Its verdict judges that "
+                "demo target only, never a deployment.",
+                "",
+            ]
+            if verdict.command == "demo"
+            else []
+        ),
         "## Why",
         "",
     ]

@@ -14,9 +14,10 @@ reserved, not what the load needed. The check splits the two:
 - **What the loaded model leaves** (`memory_limits`): each GPU's budget less the KV pool —
   weights, the start-up activation peak, CUDA graphs — against its memory, before any request.
   Less than `capacity.min_memory_headroom` spare is a limit no concurrency lifts.
-- **Where the sustained load lacked headroom**, the ramp's steps under its level are judged
-  the same way from their own curve rows: the highest that kept the minimum (and every step
-  under it) is the concurrency limit (`limit_max_concurrency`); none shown, no limit is set.
+- **Where the sustained load lacked headroom**, the ramp's windows under its level are judged
+  the same way from their own curve rows: the highest level that kept the minimum (with
+  every level under it, each at its worst window) is named as a candidate ceiling to hold
+  under sustained load — not the verdict's limit: a ramp window is seconds long.
 - **Growth under sustained load**: each engine GPU's memory and the KV cache usage over the
   sustained window after its warm-up (its first third), judged with the latency drift's rule:
   significant (the fitted slope's 95% interval above zero) and large — the fit's rise and the
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from golive.bundle.layout import (
+    CAPACITY_KNEE_REPEATS,
     CAPACITY_STEPS,
     CAPACITY_SUSTAINED,
     GPU_DEVICES,
@@ -53,6 +55,7 @@ from golive.checks.capacity.memory_limits import (
     load_needed_mib,
     step_spares,
 )
+from golive.checks.capacity.recorded import curve_differences
 from golive.checks.capacity.windows import Trend, trend_of_gauge
 from golive.checks.env.judge import serving_launch
 from golive.config import GoliveConfig
@@ -199,8 +202,9 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
             tokens = f" ({facts.kv_cache_tokens:,} tokens)" if facts.kv_cache_tokens else ""
             loaded.append(
                 f"GPU{index} holds {at_load / _GIB:.1f} of its {total / _GIB:.1f} GiB for the "
-                f"loaded model before any request (weights, the start-up activation peak, CUDA "
-                f"graphs: {load_spare:.1%} spare, under the {limits.min_memory_headroom:.0%} "
+                f"loaded model outside its KV cache (weights, the start-up activation peak, "
+                f"CUDA graphs, what the process held beside them at golive's first reading: "
+                f"{load_spare:.1%} spare, under the {limits.min_memory_headroom:.0%} "
                 f"capacity.min_memory_headroom), leaving the KV cache {kv_pool / _GIB:.1f} GiB"
                 f"{tokens}: no concurrency makes room; more GPUs per replica (tensor or "
                 "pipeline parallel), a smaller quantization or a shorter --max-model-len do"
@@ -299,13 +303,22 @@ def _step_cap(
     min_headroom: float,
     out: dict[str, Any],
 ) -> str:
-    """Where the sustained load lacked headroom: the highest ramp step under its level that
-    kept it, as a concurrency limit (`limit_max_concurrency`), or why there is none."""
+    """Where the sustained load lacked headroom: the highest ramp level under its level whose
+    windows (step and knee repeats) kept it, as a candidate (`memory_candidate_concurrency`),
+    or why there is none. A candidate, not the verdict's limit: a ramp window is seconds
+    long, and the same level held longer fills more of the cache (on the real memory-tight
+    H200 run: c16's step 73.7% of the cache, its sustained window 97%)."""
     sustained = evidence.json(CAPACITY_SUSTAINED)
     level = sustained.get("concurrency") if isinstance(sustained, Mapping) else None
     if type(level) is not int:
-        return f"no sustained window level in {CAPACITY_SUSTAINED}: no concurrency limit is shown"
-    spares = step_spares(evidence.jsonl(CAPACITY_STEPS), curve_text, gpus, kv_pool)
+        return f"no sustained window level in {CAPACITY_SUSTAINED}: no lower level is shown"
+    rows = [*evidence.jsonl(CAPACITY_STEPS), *evidence.jsonl(CAPACITY_KNEE_REPEATS)]
+    if curve_differences(rows, curve_text, CAPACITY_STEPS):
+        return (
+            f"the ramp's windows ({CAPACITY_STEPS}) do not match their curve rows: no lower "
+            "level is shown"
+        )
+    spares = step_spares(rows, curve_text, gpus, kv_pool)
     for step in spares:
         if step.concurrency < level:
             out[f"c{step.concurrency}_gpu_headroom"] = (
@@ -314,14 +327,15 @@ def _step_cap(
     cap = concurrency_cap(spares, min_headroom, level)
     if cap is None:
         return (
-            f"no ramp step under the sustained c{level} was measured keeping "
-            f"{min_headroom:.0%} spare ({CAPACITY_STEPS}, {MEMORY_CURVE}): no concurrency "
-            "limit is shown to make room"
+            f"no ramp level under the sustained c{level} was measured keeping "
+            f"{min_headroom:.0%} spare ({CAPACITY_STEPS}, {MEMORY_CURVE}): lowering "
+            "concurrency is not shown to make room"
         )
-    out["limit_max_concurrency"] = cap
+    out["memory_candidate_concurrency"] = cap
     return (
-        f"every ramp step up to c{cap} kept at least {min_headroom:.0%} spare: at most {cap} "
-        "concurrent requests"
+        f"the ramp's windows up to c{cap} kept at least {min_headroom:.0%} spare, each for "
+        f"seconds: a candidate ceiling of {cap}, not shown under sustained load (run again "
+        f"with --concurrency {cap} to hold it for the sustained window)"
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from golive.checks.capacity.memory_curve import SavedCurve, curve_number
 from golive.evidence.startup_log import StartupFacts
 
+RAMP_PHASE = "concurrency"  # the memory curve's phase for the ramp's windows
 VLLM_DEFAULT_UTILIZATION = 0.9  # `--gpu-memory-utilization` when the launch does not set it
 
 
@@ -60,12 +61,12 @@ def first_reading(curve: SavedCurve, column: str) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class StepSpare:
-    """The least headroom of the engine's GPUs in one ramp step, from the curve rows the step
-    names (`curve_rows`); None where those rows hold no reading of a GPU or the cache."""
+    """The least headroom of the engine's GPUs over every ramp window at one level (its step
+    and the knee's repeats), each from the curve rows it names (`curve_rows`); None where a
+    window's rows are not the ramp's or hold no reading of a GPU or the cache."""
 
     concurrency: int
     spare: float | None
-    kv_peak: float | None
 
 
 def step_spares(
@@ -74,37 +75,51 @@ def step_spares(
     gpus: Sequence[tuple[int, float]],
     kv_pool_mib: float,
 ) -> list[StepSpare]:
-    """Each ramp step's least GPU headroom at its busiest moment, by the busiest-moment rule
-    (what a GPU held less the pool the step left unused), from its own curve rows."""
+    """Each ramp level's least GPU headroom at its busiest moment, by the busiest-moment rule
+    (what a GPU held less the pool the window left unused): the worst of its windows."""
     samples = list(csv.DictReader(io.StringIO(curve_text)))
-    out: list[StepSpare] = []
+    worst: dict[int, float | None] = {}
     for row in rows:
-        level, span = row.get("concurrency"), row.get("curve_rows")
-        if type(level) is not int:
+        level = row.get("concurrency")
+        if type(level) is not int or level < 1:
             continue
-        if not (isinstance(span, list | tuple) and len(span) == 2):
-            out.append(StepSpare(level, None, None))
-            continue
-        first, last = span
-        if not (type(first) is int and type(last) is int and 0 <= first < last <= len(samples)):
-            out.append(StepSpare(level, None, None))
-            continue
-        window = samples[first:last]
-        kv = _peak(window, "kv_cache_usage_perc")
-        spares = [
-            None
-            if (used := _peak(window, f"gpu{index}_used_mib")) is None or kv is None
-            else 1 - (used - kv_pool_mib * (1 - min(max(kv, 0.0), 1.0))) / total
-            for index, total in gpus
-        ]
-        least = None if not spares or None in spares else min(s for s in spares if s is not None)
-        out.append(StepSpare(level, least, kv))
-    return out
+        spare = _window_spare(row.get("curve_rows"), samples, gpus, kv_pool_mib)
+        if level in worst:
+            before = worst[level]
+            spare = None if before is None or spare is None else min(before, spare)
+        worst[level] = spare
+    return [StepSpare(level, spare) for level, spare in sorted(worst.items())]
+
+
+def _window_spare(
+    span: object,
+    samples: Sequence[Mapping[str, Any]],
+    gpus: Sequence[tuple[int, float]],
+    kv_pool_mib: float,
+) -> float | None:
+    if not (isinstance(span, list | tuple) and len(span) == 2):
+        return None
+    first, last = span
+    if not (type(first) is int and type(last) is int and 0 <= first < last <= len(samples)):
+        return None
+    window = samples[first:last]
+    if any(r.get("phase") != RAMP_PHASE for r in window):
+        return None  # another phase's rows: not this window's
+    kv = _peak(window, "kv_cache_usage_perc")
+    spares = [
+        None
+        if (used := _peak(window, f"gpu{index}_used_mib")) is None or kv is None
+        else 1 - (used - kv_pool_mib * (1 - min(max(kv, 0.0), 1.0))) / total
+        for index, total in gpus
+    ]
+    if not spares or None in spares:
+        return None
+    return min(s for s in spares if s is not None)
 
 
 def concurrency_cap(spares: Sequence[StepSpare], min_headroom: float, below: int) -> int | None:
-    """The highest ramp step under `below` (the sustained window's level) such that it and
-    every step under it were measured with at least `min_headroom` spare; None where none."""
+    """The highest ramp level under `below` (the sustained window's level) such that it and
+    every level under it were measured with at least `min_headroom` spare; None where none."""
     cap = None
     for step in sorted(spares, key=lambda s: s.concurrency):
         if step.concurrency >= below or step.spare is None or step.spare < min_headroom:

@@ -128,7 +128,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
             result = packed(ctx, result, f"requests/capacity-{name}.jsonl")
             if name == "sustained":  # and whether it is long enough for a programme decision
                 results += with_sustained_coverage(
-                    result, ctx.config.programme, ctx.config.capacity
+                    result, ctx.config.programme, ctx.config.capacity, ctx.profile
                 )
             else:
                 results.append(result)
