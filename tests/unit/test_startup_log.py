@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from golive.evidence.startup_log import parse_python_dict, parse_startup_log
+from golive.evidence.printed_values import parse_python_dict
+from golive.evidence.startup_log import parse_startup_log
 from golive.evidence.startup_signatures import Severity
 
 DATA = Path(__file__).parent.parent / "data"

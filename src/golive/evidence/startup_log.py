@@ -7,7 +7,6 @@ release). Unknown lines are ignored; nothing here raises on odd input.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
 import re
@@ -15,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from golive.evidence.printed_values import parse_config_pairs, parse_python_dict
 from golive.evidence.startup_signatures import PATTERNS, STALL_WHEN_SERVING, Severity, Signature
 
 _PREFIX = re.compile(
@@ -376,42 +376,3 @@ def _read_facts(msg: str, number: int, facts: dict[str, Any]) -> None:
                     figure = min(figure, facts[key])
                 facts[key] = figure
                 break
-
-
-def parse_python_dict(text: str) -> dict[str, Any]:
-    """vLLM prints non-default args as a Python dict repr; objects inside become strings."""
-    try:
-        value = ast.literal_eval(text)
-        if isinstance(value, dict):
-            return {str(k): v for k, v in value.items()}
-    except (ValueError, SyntaxError, RecursionError, MemoryError):
-        pass
-    pairs = re.findall(r"'(\w+)': ('[^']*'|\"[^\"]*\"|True|False|None|-?[\d.]+|\[[^\]]*\])", text)
-    out: dict[str, Any] = {}
-    for key, raw in pairs:
-        try:
-            out[key] = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            out[key] = raw
-    return out
-
-
-def parse_config_pairs(text: str) -> dict[str, str]:
-    """Top-level `key=value` pairs of the engine config line (nested values kept as text)."""
-    out: dict[str, str] = {}
-    depth, start, quote = 0, 0, ""
-    for index, char in enumerate(text + ","):
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth = max(0, depth - 1)
-        elif char == "," and depth == 0:
-            key, sep, value = text[start:index].strip().partition("=")
-            if sep and key.isidentifier():
-                out[key] = value.strip().strip("'\"")
-            start = index + 1
-    return out
