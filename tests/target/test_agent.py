@@ -146,8 +146,13 @@ async def _gateway_run(
         return await run_agent(ctx, settings)
 
     verdict = await judge(config, out, "agent", programme, ("agent",))
+    checks = {c.id: c for c in verdict.document.results()}
+    # a section without its cases' checks lost them (no served model through the gateway, an
+    # internal error): say which, with every check's summary, not a bare KeyError
+    lost = [f"agent.{case}" for case in cases if f"agent.{case}" not in checks]
+    assert not lost, (lost, {i: c.summary for i, c in checks.items()})
     assert verdict.outcome is Outcome.HOLD
-    return {c.id: c for c in verdict.document.results()}
+    return checks
 
 
 async def test_gateway_rewriting_arguments_is_blamed_on_the_gateway(
