@@ -219,8 +219,16 @@ class WatchConfig(StrictModel):
     probe_deadline_s: float = Field(30.0, gt=0, description="synthetic request deadline")
     tool_every: int = Field(6, ge=1, description="tool-call probe every N intervals")
     cache_every: int = Field(6, ge=1, description="cache probe every N intervals")
-    repeated: int = Field(3, ge=1, description="intervals outside the envelope before a trigger")
-    missing_limit: int = Field(3, ge=1, description="silent intervals before an alert")
+    repeated: int = Field(
+        3,
+        ge=1,
+        le=30,
+        description="intervals outside the envelope before a trigger (at most 30: more would "
+        "switch the envelope's triggers off)",
+    )
+    missing_limit: int = Field(
+        3, ge=1, le=30, description="silent intervals before an alert (at most 30)"
+    )
     on_rollback: str | None = Field(None, description="command run on a rollback trigger")
     cooldown_s: float = Field(600.0, ge=0, description="seconds between two rollbacks")
     critical_probe: str | None = Field(
@@ -230,7 +238,11 @@ class WatchConfig(StrictModel):
         "case, else one_arg.required",
     )
     max_5xx_share: float = Field(
-        0.05, ge=0, le=1, description="share of HTTP 5xx answers beyond which an interval alerts"
+        0.05,
+        ge=0,
+        le=0.5,
+        description="share of HTTP 5xx answers beyond which an interval alerts (at most 0.5: "
+        "half the answers failing is never within bounds)",
     )
 
 
@@ -271,6 +283,7 @@ RelaxableSetting = Literal[
     "capacity.max_queue_share",
     "capacity.stall_s",
     "capacity.answer_probes",
+    "agent.non_critical",
 ]
 
 
@@ -282,7 +295,8 @@ class RelaxedSetting(StrictModel):
         "agent.max_bounded_failure_share, capacity.min_memory_headroom, "
         "capacity.max_memory_growth, capacity.max_kv_growth, capacity.max_latency_growth, "
         "capacity.max_retry_share, capacity.max_queue_s, capacity.max_queue_share, "
-        "capacity.stall_s or capacity.answer_probes"
+        "capacity.stall_s, capacity.answer_probes or agent.non_critical (shipped critical "
+        "cases lowered)"
     )
     owner: str = Field(min_length=1, description="who answers for the weaker rule")
     reason: str = Field(min_length=1, description="why this deployment may be judged so")

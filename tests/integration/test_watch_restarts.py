@@ -35,6 +35,7 @@ async def test_an_engine_restart_is_seen_in_its_metrics(tmp_path: Path) -> None:
     assert "process start time moved" in fired["reason"]
     assert summary["engine_restarts"] == 1
     assert "oom" not in rules(summary)
+    assert summary["tool_probes"] == 0  # --tool-every 1000: the tool path was not watched
     # without --log the launch was never compared, and watch.json says so
     assert (
         "launch was not compared with the accepted one (no --log)"

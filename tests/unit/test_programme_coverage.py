@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from golive.capacity_config import CapacityConfig
+from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.select import cases_for
 from golive.checks.coverage import (
     MIN_AGENT_REPEAT,
     MIN_WARM_REPEATS,
     agent_coverage,
     cache_coverage,
+    lowered_cases,
     relaxed_gaps,
     smoke_coverage,
     with_sustained_coverage,
@@ -334,3 +336,26 @@ def test_no_owner_relaxes_what_the_profile_makes_critical() -> None:
     config = load_config(None, {"profile": "kimi-k3", "capacity.answer_probes": False})
     with pytest.raises(ConfigError, match=r"capacity\.answer_probes is false, but the kimi-k3"):
         run_inputs(config)
+
+
+@pytest.mark.parametrize("owned", [False, True])
+def test_lowering_a_critical_case_in_the_config_needs_an_owner(owned: bool) -> None:
+    """`agent.non_critical` naming a shipped critical case (one_arg.required) turns its
+    repeated failure into a bounded defect, which a policy is refused for: without an owner
+    it is a programme gap naming the case; with `programme.relaxed` for agent.non_critical
+    it is said, with its owner. A shipped non-critical case listed there is no gap."""
+    said = RelaxedSetting(setting="agent.non_critical", owner="agent team", reason="beta path")
+    programme = ProgrammeConfig(relaxed=(said,) if owned else ())
+    agent = AgentConfig(non_critical=("one_arg.required",))
+    weaker = lowered_cases(programme, agent)
+    coverage = agent_coverage(programme, SHIPPED, FULL, None, (), "plan", weaker)
+    if owned:
+        assert coverage.status is Status.PASS, coverage.summary
+        assert "agent.non_critical relaxed (agent team: beta path)" in coverage.summary
+    else:
+        assert coverage.status is Status.SKIPPED
+        assert "agent.non_critical lowers one_arg.required, critical by definition" in (
+            coverage.summary
+        )
+    plain = next(c.name for c in shipped_cases() if not c.critical)
+    assert lowered_cases(ProgrammeConfig(), AgentConfig(non_critical=(plain,))).gaps == ()

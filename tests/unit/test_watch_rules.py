@@ -6,6 +6,8 @@ from dataclasses import replace
 
 import pytest
 
+from golive.config_sources import load_config
+from golive.errors import ConfigError
 from golive.operate.watch_rules import Observation, Thresholds, classify_log, evaluate
 
 OK = Observation(t=0.0, healthy=True, running=1.0, waiting=0.0)
@@ -151,3 +153,16 @@ def test_probe_reuse_is_never_zero_when_unmeasured() -> None:
     assert probe_reuse_ratio(1000, None, 5000.0) == 1.0  # concurrent traffic: capped
     assert probe_reuse_ratio(1000, None, None) is None
     assert probe_reuse_ratio(None, 800, 800.0) is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("watch.repeated", 1000), ("watch.missing_limit", 1000), ("watch.max_5xx_share", 1.0)],
+)
+def test_a_watch_setting_that_would_switch_its_triggers_off_is_refused(
+    key: str, value: float
+) -> None:
+    """A watch needing 1000 intervals outside the envelope, or tolerating every answer being
+    a 5xx, fires nothing: refused as out of range, naming the key."""
+    with pytest.raises(ConfigError, match=key.split(".")[1]):
+        load_config(None, {key: value})

@@ -20,7 +20,8 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from golive.config import ProgrammeConfig, RelaxedSetting, UnusedPart
+from golive.checks.agent.cases import shipped_cases
+from golive.config import AgentConfig, ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.profiles import Profile
 from golive.results import CheckClass, CheckResult, Status
 
@@ -164,6 +165,27 @@ def relaxed_gaps(
             "programme.relaxed with an owner and a reason"
         )
     return Relaxations(tuple(gaps), tuple(owned))
+
+
+def lowered_cases(programme: ProgrammeConfig, agent: AgentConfig) -> Relaxations:
+    """Shipped Agent cases critical by definition that `agent.non_critical` lowers: a repeated
+    failure there would be a bounded defect instead of a hold, so it is a gap unless
+    `programme.relaxed` names an owner for `agent.non_critical` (a policy may not lower them
+    at all). The team's own tools (`--schemas`) are theirs to weigh."""
+    shipped = {case.name for case in shipped_cases() if case.critical}
+    lowered = [name for name in agent.non_critical if name in shipped]
+    if not lowered:
+        return AS_WRITTEN
+    said = next((r for r in programme.relaxed if r.setting == "agent.non_critical"), None)
+    if said is not None:
+        return Relaxations((), (said,))
+    return Relaxations(
+        (
+            f"agent.non_critical lowers {', '.join(lowered)}, critical by definition, so a "
+            "repeated failure there is not a hold: remove them from it, or record "
+            "agent.non_critical under programme.relaxed with an owner and a reason",
+        ),
+    )
 
 
 def _setting(value: object) -> str:

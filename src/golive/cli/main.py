@@ -355,6 +355,12 @@ async def _watch(args: argparse.Namespace) -> int:
         summary = await watch_bundle(config, out, settings)
     if args.json:
         print(json.dumps(summary, indent=2))
+    if summary.get("tool_probes") == 0:
+        err.print(
+            f"note: the tool probe ({summary['probe_case']}) never answered in this window: the "
+            "critical workflow was not watched (watch.tool_every)",
+            highlight=False,
+        )
     if summary.get("launch_not_compared"):
         err.print(f"note: {escape(summary['launch_not_compared'])}", highlight=False)
     for trigger in summary["triggers"]:

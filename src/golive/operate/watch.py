@@ -167,6 +167,9 @@ class Watcher:
             "interval_s": self.s.config.interval_s,
             "thresholds": asdict(self.th),
             "probe_case": self.tool_case.name,
+            # the critical workflow's probe answered in so many intervals (0: this watch did
+            # not show the tool path, whatever else it saw; watch.tool_every sets how often)
+            "tool_probes": sum(o.tool_probe_ok is not None for o in self.history),
             "engine_restarts": sum(bool(o.engine_restart) for o in self.history),
             "http_status": http_totals(self.history),
             "triggers": self.triggers,

@@ -35,7 +35,13 @@ from golive.checks.agent.rules import (
     reasoning_fields_written,
 )
 from golive.checks.agent.select import due_criticality
-from golive.checks.coverage import SHIPPED_CASES, agent_coverage, relaxed_gaps
+from golive.checks.coverage import (
+    SHIPPED_CASES,
+    Relaxations,
+    agent_coverage,
+    lowered_cases,
+    relaxed_gaps,
+)
 from golive.checks.gateway import asked_prompt, held_to_engine, request_rewritten
 from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
@@ -213,10 +219,17 @@ def judge_agent(
                 config.cases,
                 forced,
                 AGENT_PLAN,
-                relaxed_gaps(programme, "agent", config),
+                _weakened(programme, config),
             )
         )
     return AgentJudgement(results, examples)
+
+
+def _weakened(programme: ProgrammeConfig, config: AgentConfig) -> Relaxations:
+    """The Agent rules the config weakens: its relaxed settings and the critical cases it
+    lowers, each a gap without an owner."""
+    settings, lowered = relaxed_gaps(programme, "agent", config), lowered_cases(programme, config)
+    return Relaxations(settings.gaps + lowered.gaps, settings.owned + lowered.owned)
 
 
 REASONING_CHECK = "agent.client_reasoning_field"
