@@ -17,9 +17,6 @@ import pytest
 from golive.bundle.layout import (
     CAPACITY_STEPS,
     CAPACITY_SUSTAINED,
-    CONTAINER,
-    EFFECTIVE_CONFIG,
-    GPU_DEVICES,
     MEMORY_CURVE,
     STARTUP_LOG,
 )
@@ -35,6 +32,7 @@ from golive.config import GoliveConfig
 from golive.evidence.startup_log import parse_startup_log
 from golive.results import CheckResult, Status
 from golive.verdict.decide import limits
+from tests.unit.test_capacity_memory import gpu_run
 
 DATA = Path(__file__).parents[1] / "data"
 DEFAULT_UTIL = DATA / "vllm-gpu-0.24-h200x1-util09"  # one H200 at vLLM's default 0.9
@@ -51,18 +49,9 @@ def judged(root: Path, **capacity: float) -> CheckResult:
 
 
 def default_util_run(tmp_path: Path, log: str | None = None) -> Path:
-    """The H200 run at 0.9, as its bundle kept what capacity.memory reads."""
-    root = tmp_path / "util09"
-    for rel, name in (
-        (MEMORY_CURVE, "capacity.csv"),
-        (GPU_DEVICES, "gpus.json"),
-        (STARTUP_LOG, "startup.log"),
-        (CONTAINER, "container.json"),
-        ("environment/host-vm.json", "host-vm.json"),
-        (EFFECTIVE_CONFIG, "effective.yaml"),
-    ):
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(DEFAULT_UTIL / name, root / rel)
+    """The H200 run at 0.9, as its bundle kept what capacity.memory reads (its startup log
+    replaced by `log`)."""
+    root = gpu_run(tmp_path)
     if log is not None:
         (root / STARTUP_LOG).write_text(log)
     return root
