@@ -33,6 +33,7 @@ from golive.bundle.signoff import (
 )
 from golive.bundle.store import Bundle, BundleReader, size_bytes
 from golive.checks.context import CheckContext, NoTarget, PhaseProgress, Quiet, Target
+from golive.checks.coverage import profile_refusals
 from golive.checks.deployment import ask_identity, deployment_of
 from golive.checks.identity import judge_identity
 from golive.checks.model_profile import judge_model_profile
@@ -331,12 +332,9 @@ def run_inputs(
     the profile, the decision policy (one that lowers a protected check is refused), the API
     key from its variable, the signing key."""
     profile = load_profile(config.profile)
-    if profile.capacity.answers_under_load_critical and not config.capacity.answer_probes:
-        raise ConfigError(
-            f"capacity.answer_probes is false, but the {profile.name} profile makes "
-            "capacity.answers_under_load critical (answers checked under load): set it back "
-            "to true"
-        )
+    refused = profile_refusals(profile, config)
+    if refused:
+        raise ConfigError("; ".join(refused))
     policy = load_policy(None if config.policy is None else Path(config.policy))
     refuse_lowering(policy, profile, config)
     api_key = read_api_key(config.target.api_key_env)

@@ -25,7 +25,8 @@ from golive.bundle.layout import (
     STARTUP_LOG,
 )
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.memory import CHECK, growth_of, judge_memory, needed_share
+from golive.checks.capacity.memory import CHECK, growth_of, judge_memory
+from golive.checks.capacity.memory_limits import needed_share
 from golive.config import GoliveConfig
 from golive.results import Status
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from golive.checks.agent.cases import shipped_cases
-from golive.config import AgentConfig, ProgrammeConfig, RelaxedSetting, UnusedPart
+from golive.config import AgentConfig, GoliveConfig, ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.profiles import Profile
 from golive.results import CheckClass, CheckResult, Status
 
@@ -129,31 +129,67 @@ class Relaxations(NamedTuple):
 AS_WRITTEN = Relaxations()  # no rule weakened
 
 
+def profile_needs(profile: Profile) -> dict[str, str]:
+    """The relaxable settings the profile makes critical (setting: the profile's name): no
+    owner relaxes them, and a run refuses them before traffic."""
+    return (
+        {"capacity.answer_probes": profile.name}
+        if profile.capacity.answers_under_load_critical
+        else {}
+    )
+
+
+def _weakened(setting: str, settings: BaseModel) -> tuple[object, object] | None:
+    """(value, default) where `settings` (the setting's config section) weakens the
+    RELAXABLE `setting`; None where it keeps the rule as written."""
+    weaker, _ = RELAXABLE[setting]
+    key = setting.partition(".")[2]
+    value = getattr(settings, key)
+    default = type(settings).model_fields[key].default
+    if not {"off": value is False, "higher": value > default, "lower": value < default}[weaker]:
+        return None
+    return value, default
+
+
+def _kept_by_profile(setting: str, value: object, default: object, profile_name: str) -> str:
+    rule = RELAXABLE[setting][1].format(default=default)
+    return (
+        f"{setting} is {_setting(value)}, but the {profile_name} profile makes the rule that "
+        f"{rule} critical: set it back (no owner can relax it)"
+    )
+
+
+def profile_refusals(profile: Profile, config: GoliveConfig) -> list[str]:
+    """Each setting of `config` that weakens a rule the profile makes critical (empty: the
+    run may start)."""
+    out = []
+    for setting, name in profile_needs(profile).items():
+        found = _weakened(setting, getattr(config, setting.partition(".")[0]))
+        if found is not None:
+            out.append(_kept_by_profile(setting, *found, name))
+    return out
+
+
 def relaxed_gaps(
     programme: ProgrammeConfig,
     section: str,
     settings: BaseModel,
-    profile_needs: Mapping[str, str] | None = None,
+    needs: Mapping[str, str] | None = None,
 ) -> Relaxations:
     """The programme rules `settings` (the config's `section`) weakens: a gap for each one
     `programme.relaxed` does not give an owner for, and the entries that do. A rule in
-    `profile_needs` (setting: the profile's name) is a gap whatever owner is given."""
+    `needs` (`profile_needs`) is a gap whatever owner is given."""
     gaps: list[str] = []
     owned: list[RelaxedSetting] = []
-    for setting, (weaker, rule) in RELAXABLE.items():
-        family, _, key = setting.partition(".")
-        if family != section:
+    for setting, (_, rule) in RELAXABLE.items():
+        if setting.partition(".")[0] != section:
             continue
-        value = getattr(settings, key)
-        default = type(settings).model_fields[key].default
-        if not {"off": value is False, "higher": value > default, "lower": value < default}[weaker]:
+        found = _weakened(setting, settings)
+        if found is None:
             continue
-        if profile_needs and setting in profile_needs:
-            gaps.append(
-                f"{setting} is {_setting(value)}, but the {profile_needs[setting]} profile makes "
-                f"the rule that {rule.format(default=default)} critical: set it back (no owner "
-                "can relax it)"
-            )
+        value, default = found
+        if needs and setting in needs:
+            gaps.append(_kept_by_profile(setting, value, default, needs[setting]))
             continue
         said = next((r for r in programme.relaxed if r.setting == setting), None)
         if said is not None:
@@ -357,11 +393,7 @@ def with_sustained_coverage(
     """capacity.sustained, and its coverage where the run is judged on completeness (a
     section run without a programme config is not), with the capacity rules `capacity` (the
     config's section) weakens: none the profile makes critical, whatever owner is named."""
-    needs = (
-        {"capacity.answer_probes": profile.name}
-        if profile.capacity.answers_under_load_critical
-        else {}
-    )
+    needs = profile_needs(profile)
     coverage = (
         None
         if programme is None

@@ -103,10 +103,17 @@ def probe_prefix_tokens(verdict: VerdictDocument) -> int:
 
 
 class Watcher:
-    def __init__(self, ctx: CheckContext, settings: WatchSettings, model: str) -> None:
+    def __init__(
+        self,
+        ctx: CheckContext,
+        settings: WatchSettings,
+        model: str,
+        launch_not_compared: str | None = None,
+    ) -> None:
         self.ctx = ctx
         self.s = settings
         self.model = model
+        self.launch_not_compared = launch_not_compared  # why no launch was compared, if none
         accepted = settings.accepted
         require_rederived(accepted, "watch --accepted", signed_override(accepted))
         self.verdict, steps = read_accepted(accepted)
@@ -175,6 +182,7 @@ class Watcher:
             "triggers": self.triggers,
             "rollback_target": self.target,
             "clean": not any(t["rollback"] for t in self.triggers),
+            "launch_not_compared": self.launch_not_compared,
         }
         self.ctx.bundle.write_json(WATCH_SUMMARY, summary)
         return summary
@@ -382,7 +390,4 @@ async def run_watch(ctx: CheckContext, settings: WatchSettings) -> dict[str, Any
     served = await served_model(ctx, "watch-setup")
     if served is None:
         raise ConfigError(f"{ctx.target.url('/v1/models')} lists no model: nothing to watch")
-    summary = await Watcher(ctx, settings, served.model).run()
-    summary["launch_not_compared"] = unread  # kept in watch.json: what this watch did not show
-    ctx.bundle.write_json(WATCH_SUMMARY, summary)
-    return summary
+    return await Watcher(ctx, settings, served.model, unread).run()

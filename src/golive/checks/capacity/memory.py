@@ -12,7 +12,8 @@ reserved, not what the load needed. The check splits the two:
   `capacity.min_memory_headroom` spare is a limit: the load filled the cache (more queues or is
   preempted) or the rest outgrew the GPU.
 - **What the loaded model leaves** (`memory_limits`): each GPU's budget less the KV pool —
-  weights, the start-up activation peak, CUDA graphs — against its memory, before any request.
+  weights, the start-up activation peak, CUDA graphs — or, where larger, golive's first NVML
+  reading less the pool, against its memory.
   Less than `capacity.min_memory_headroom` spare is a limit no concurrency lifts.
 - **Where the sustained load lacked headroom**, the ramp's windows under its level are judged
   the same way from their own curve rows: the highest level that kept the minimum (with
@@ -53,6 +54,7 @@ from golive.checks.capacity.memory_limits import (
     first_reading,
     launch_utilization,
     load_needed_mib,
+    needed_share,
     step_spares,
 )
 from golive.checks.capacity.recorded import curve_differences
@@ -104,14 +106,6 @@ def growth_of(points: Sequence[tuple[float, float]], capacity: float) -> Growth 
         (last[len(last) // 2] - middle[len(middle) // 2]) / capacity,
         span,
     )
-
-
-def needed_share(
-    total_mib: float, peak_mib: float, kv_pool_mib: float, kv_peak_usage: float
-) -> float:
-    """What one GPU needed at the busiest moment, as a share of it: what it held less the KV
-    pool the engine never used."""
-    return (peak_mib - kv_pool_mib * (1 - min(max(kv_peak_usage, 0.0), 1.0))) / total_mib
 
 
 def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:
@@ -168,7 +162,7 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
         ]
     measurements["kv_peak_usage"] = round(kv_peak, 4)
     low: list[str] = []
-    loaded: list[str] = []  # GPUs the loaded model leaves too little of, before any request
+    loaded: list[str] = []  # GPUs the loaded model leaves too little of, KV cache aside
     headrooms: list[float] = []
     budget = launch_utilization(facts)
     for index, total in gpus:

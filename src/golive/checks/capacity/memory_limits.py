@@ -53,6 +53,14 @@ def load_needed_mib(
     return max(known) if known else None
 
 
+def needed_share(
+    total_mib: float, peak_mib: float, kv_pool_mib: float, kv_peak_usage: float
+) -> float:
+    """What one GPU needed at the busiest moment, as a share of it: what it held less the KV
+    pool the engine never used."""
+    return (peak_mib - kv_pool_mib * (1 - min(max(kv_peak_usage, 0.0), 1.0))) / total_mib
+
+
 def first_reading(curve: SavedCurve, column: str) -> float | None:
     """A column's earliest sample (the engine idle, right after start-up)."""
     samples = curve.columns.get(column)
@@ -109,7 +117,7 @@ def _window_spare(
     spares = [
         None
         if (used := _peak(window, f"gpu{index}_used_mib")) is None or kv is None
-        else 1 - (used - kv_pool_mib * (1 - min(max(kv, 0.0), 1.0))) / total
+        else 1 - needed_share(total, used, kv_pool_mib, kv)
         for index, total in gpus
     ]
     if not spares or None in spares:
