@@ -195,7 +195,11 @@ class CacheConfig(StrictModel):
     """The prefix-cache proof's protocol."""
 
     prefix_tokens: int | None = Field(
-        None, ge=16, description="shared prefix size in tokens; default: from the block size"
+        None,
+        ge=16,
+        description="shared prefix size in tokens; default: the profile's "
+        "cache.min_shared_prefix_tokens (at least 8 cache blocks); a smaller one is a programme "
+        "gap unless programme.relaxed names an owner",
     )
     warm_repeats: int = Field(5, ge=1, le=100, description="warm requests")
     cold_samples: int = Field(3, ge=1, le=100, description="cold requests for the TTFT test")
@@ -284,6 +288,7 @@ RelaxableSetting = Literal[
     "capacity.stall_s",
     "capacity.answer_probes",
     "agent.non_critical",
+    "cache.prefix_tokens",
 ]
 
 
@@ -295,8 +300,8 @@ class RelaxedSetting(StrictModel):
         "agent.max_bounded_failure_share, capacity.min_memory_headroom, "
         "capacity.max_memory_growth, capacity.max_kv_growth, capacity.max_latency_growth, "
         "capacity.max_retry_share, capacity.max_queue_s, capacity.max_queue_share, "
-        "capacity.stall_s, capacity.answer_probes or agent.non_critical (shipped critical "
-        "cases lowered)"
+        "capacity.stall_s, capacity.answer_probes, agent.non_critical (shipped critical "
+        "cases lowered) or cache.prefix_tokens (below the profile's shared prefix)"
     )
     owner: str = Field(min_length=1, description="who answers for the weaker rule")
     reason: str = Field(min_length=1, description="why this deployment may be judged so")

@@ -32,6 +32,7 @@ from golive.bundle.signoff import (
     UNASSIGNED,
 )
 from golive.bundle.store import Bundle, BundleReader, size_bytes
+from golive.checks.cache.prefix_size import prefix_refusals
 from golive.checks.context import CheckContext, NoTarget, PhaseProgress, Quiet, Target
 from golive.checks.coverage import profile_refusals
 from golive.checks.deployment import ask_identity, deployment_of
@@ -332,7 +333,7 @@ def run_inputs(
     the profile, the decision policy (one that lowers a protected check is refused), the API
     key from its variable, the signing key."""
     profile = load_profile(config.profile)
-    refused = profile_refusals(profile, config)
+    refused = profile_refusals(profile, config) + prefix_refusals(profile, config)
     if refused:
         raise ConfigError("; ".join(refused))
     policy = load_policy(None if config.policy is None else Path(config.policy))

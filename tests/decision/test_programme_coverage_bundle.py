@@ -44,7 +44,7 @@ def _rules(root: Path) -> dict[str, list[str]]:
 
 def test_the_recorded_programme_is_complete(judged: Path) -> None:
     """Every part ran as a decision needs: each Agent case 3 times a mode, the 600 s sustained
-    window with 1,241 answers, the classes and three warm requests; no programme-incomplete
+    window with 1,421 answers, the classes and three warm requests; no programme-incomplete
     rule, and golive decide agrees."""
     verdict = json.loads((judged / VERDICT).read_text())
     assert verdict["outcome"] == Outcome.OBSERVE_WITH_LIMITS.value
@@ -54,7 +54,7 @@ def test_the_recorded_programme_is_complete(judged: Path) -> None:
     assert "each at least 3 time(s) per mode" in checks["agent.coverage"]["summary"]
     sustained = checks["capacity.coverage"]
     assert sustained["status"] == "pass"
-    assert "held 600 s and answered 1241" in sustained["summary"]
+    assert "held 600 s and answered 1421" in sustained["summary"]
     assert checks["smoke.coverage"]["status"] == "pass"
     assert checks["cache.coverage"]["status"] == "pass"
     assert rederive(judged).agrees, rederive(judged).problems

@@ -27,16 +27,25 @@ DATA = Path(__file__).parents[1] / "data"
 XML = (DATA / "gpu-h200-x1/nvidia-smi-q.xml").read_text()
 
 
+CURVE = DATA / "gpu-h200-x1/gpu-curve.csv"  # a real H200's memory while vLLM loaded
+QUERY = "--query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits"
+
+
 def _fake_smi(directory: Path, xml: str, delay_s: float = 0.0) -> Path:
-    """A directory holding an `nvidia-smi` that prints `xml` (after `delay_s`)."""
+    """A directory holding an `nvidia-smi` that prints `xml` (after `delay_s`), and answers
+    the memory query with the real H200 curve's rows in turn, one per call."""
     directory.mkdir(parents=True)
     (directory / "smi.xml").write_text(xml)
+    used = [line.split(",")[1] for line in CURVE.read_text().splitlines()[1:]]
+    (directory / "used.txt").write_text("\n".join(used) + "\n")
     script = directory / "nvidia-smi"
     script.write_text(
         "#!/bin/sh\n"
         f"touch {directory}/started\n"
         f"sleep {delay_s}\n"
         f'case "$*" in "-q -x") cat {directory}/smi.xml ;; "topo -m") echo "GPU0 X" ;; '
+        f'"{QUERY}") n=$(cat {directory}/n 2>/dev/null || echo 0); n=$((n % {len(used)} + 1)); '
+        f'echo $n > {directory}/n; echo "0, $(sed -n "${{n}}p" {directory}/used.txt), 143771" ;; '
         "*) exit 1 ;; esac\n"
     )
     script.chmod(0o755)

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from golive.checks.cache.judge import cache_labels
 from golive.cli.main import main
 from golive.operate.rollback import register
 from tests.helpers.fakes.vllm import FakeState
@@ -67,9 +68,18 @@ ACCEPTED_ROOT = "/root/.cache/golive/target/models/qwen-1d9614638d18"
 QUICK = ("--interval", "0.5", "--tool-every", "1000", "--cache-every", "1000")
 
 
+GOLDEN_START = Path(__file__).parents[1] / "data/golden-demo/metrics/cache-00-start.prom"
+
+
+def accepted_cache_labels() -> dict[str, str]:
+    """The demo's engine cache settings, as its first cache scrape states them."""
+    return cache_labels(GOLDEN_START.read_text())
+
+
 def as_accepted() -> FakeState:
-    """A fake engine serving as the demo's accepted deployment (name, model, vLLM version)."""
-    return FakeState(model=ACCEPTED_MODEL, root=ACCEPTED_ROOT)
+    """A fake engine serving as the demo's accepted deployment (name, model, vLLM version and
+    the cache settings its /metrics states)."""
+    return FakeState(model=ACCEPTED_MODEL, root=ACCEPTED_ROOT, cache_config=accepted_cache_labels())
 
 
 def quick_watch(

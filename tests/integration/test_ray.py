@@ -12,18 +12,19 @@ from typing import Any
 
 import pytest
 
-from golive.bundle.layout import CHAIN_INPUTS
+from golive.bundle.layout import CHAIN_INPUTS, RAY_GPU_CURVE
 from golive.bundle.store import Bundle
 from golive.checks.context import CheckContext
 from golive.checks.env.collect import EnvEvidence, run_env
 from golive.cli.main import main
-from golive.config_sources import load_config
+from golive.config_sources import load_config, variable_of
 from golive.evidence.ray_env import RaySource
 from golive.pipeline import Verdict, judge
 from golive.results import CheckResult, Status
 from golive.verdict.rederive import rederive
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
-from tests.helpers.ray_cluster import LoopbackCluster, split, three_node_cluster
+from tests.helpers.ray_cluster import CURVE, LoopbackCluster, split, three_node_cluster
+from tests.helpers.scenario import FAKE_CAPACITY
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +113,36 @@ async def test_run_collects_the_chain_from_every_node(
     assert checks["environment.node_count"]["measurements"]["reported_nodes"] == 3
     assert f"{cluster.node_name('worker-2')}: R575" in checks["environment.host_driver"]["summary"]
     assert state.chats == 0
+
+
+async def test_capacity_samples_every_nodes_gpu_memory(
+    cluster: LoopbackCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`golive capacity --chain-ray`: a sampler on each of the three nodes (no sampler
+    started by hand, no CSV copied back) reads its GPU memory over the phases — each node's
+    nvidia-smi replays a real H200's curve — and capacity.gpu_memory gives every node's peak
+    by phase from the rows it sampled, the samplers' lines kept in the bundle."""
+    out = tmp_path / "b"
+    for key, value in FAKE_CAPACITY.items():  # the small windows, as GOLIVE_* variables
+        monkeypatch.setenv(variable_of(key), str(value).lower())
+    async with fake_vllm(FakeState()) as url:
+        argv = ["capacity", "--target", url, "--chain-ray", cluster.address, "--out", str(out)]
+        code = await asyncio.to_thread(main, argv)
+    assert code in (0, 10, 11), code
+    checks = {c["id"]: c for c in json.loads((out / "verdict.json").read_text())["checks"]}
+    memory = checks["capacity.gpu_memory"]
+    assert memory["status"] == "pass", memory["summary"]
+    replayed = {float(line.split(",")[1]) for line in CURVE.read_text().splitlines()[1:]}
+    lines = [json.loads(line) for line in (out / RAY_GPU_CURVE).read_text().splitlines()]
+    for node in ("head", "worker-1", "worker-2"):
+        name = cluster.node_name(node)
+        peak = memory["measurements"][f"ray-{name}:concurrency:gpu0_used_mib"]
+        assert round(peak, 1) in {round(v, 1) for v in replayed}
+        node_id = cluster.nodes[node].node_id
+        rows = [r for line in lines if line.get("node_id") == node_id for r in line["rows"]]
+        assert len(rows) >= 2  # every half second while the phases ran
+        assert {r["gpu0_total_mib"] for r in rows} == {143771.0}
+        assert (out / f"memory/gpu-ray-{name}.csv").is_file()
 
 
 @pytest.mark.tampers_bundle

@@ -12,10 +12,14 @@ import pytest
 
 from golive.cli.main import main
 from golive.evidence.startup_log import parse_startup_log
-from golive.operate.watch_identity import identity_differences, launch_differences
+from golive.operate.watch_identity import (
+    cache_config_differences,
+    identity_differences,
+    launch_differences,
+)
 from golive.results import EXIT_USAGE
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
-from tests.helpers.watching import accepted_bundle
+from tests.helpers.watching import accepted_bundle, accepted_cache_labels, as_accepted
 
 DATA = Path(__file__).parents[1] / "data"
 ACCEPTED = {
@@ -95,3 +99,50 @@ def test_a_secret_in_the_launch_is_neither_compared_nor_shown() -> None:
     )
     assert accepted.non_default_args["api_key"] != live.non_default_args["api_key"]
     assert launch_differences(accepted, live) == []
+
+
+@pytest.mark.parametrize(
+    ("changed", "named"),
+    [
+        # what the engine measures at start: the same launch may profile other numbers
+        ({"num_gpu_blocks": "690", "kv_cache_size_tokens": "88320"}, None),
+        ({"kv_cache_max_concurrency": "21.5"}, None),
+        # what the launch sets
+        ({"gpu_memory_utilization": "0.5"}, "gpu_memory_utilization (vllm:cache_config_info)"),
+        ({"block_size": "16"}, "block_size (vllm:cache_config_info): '16' here, '128' accepted"),
+        ({"enable_prefix_caching": "False"}, "enable_prefix_caching"),
+        ({"cache_dtype": "fp8"}, "cache_dtype"),
+    ],
+)
+def test_the_cache_settings_metrics_state_are_compared(
+    changed: dict[str, str], named: str | None
+) -> None:
+    """The demo's own cache settings (its first cache scrape) against a server stating them
+    with one change: a launch-set label is a difference, a number the engine measured at
+    start is not; a label only one build states is not compared."""
+    accepted = accepted_cache_labels()
+    found = cache_config_differences(accepted, {**accepted, **changed, "only_here": "x"})
+    assert [str(named) in f for f in found] == ([] if named is None else [True]), found
+
+
+async def test_a_relaunch_with_other_cache_settings_is_refused_without_a_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The accepted model and version, relaunched with --gpu-memory-utilization 0.5 and no
+    --log given: /metrics states it, so the watch is refused before its first interval (exit
+    2), naming the setting; the scrape it judged is kept in its bundle."""
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    state = as_accepted()
+    state.cache_config["gpu_memory_utilization"] = "0.5"
+    out = tmp_path / "watch"
+    async with fake_vllm(state) as url:
+        argv = ["watch", "--target", url, "--accepted", str(accepted), "--out", str(out)]
+        code = await asyncio.to_thread(main, [*argv, "--duration", "5", "--interval", "1"])
+    assert code == EXIT_USAGE
+    refused = capsys.readouterr().err
+    assert "note: no --log: the server is compared" in refused
+    assert "engine cache setting gpu_memory_utilization (vllm:cache_config_info): '0.5' here" in (
+        refused
+    )
+    assert not (out / "watch/observations.jsonl").exists()
+    assert (out / "metrics/identity.prom").is_file()

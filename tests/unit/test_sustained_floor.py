@@ -1,7 +1,7 @@
 """Issue 29 §3: the sustained window has a floor for a decision — `capacity.min_sustained_s`
 (10 minutes) and `capacity.min_sustained_completions` (30) by default. Shorter, or fewer
 answers, is `no_data` saying how long to run. On the recorded CPU demo: a window of 600 s by
-its records, 1,241 answers, sealed `pass`."""
+its records, 1,421 answers, sealed `pass`."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _bundle(tmp_path: Path, **floor: float) -> BundleReader:
 
 
 def test_a_higher_floor_makes_the_600_s_window_no_data(tmp_path: Path) -> None:
-    """A floor of 900 s and 2,000 answers: 600 s and 1,241 answers are both short, each
+    """A floor of 900 s and 2,000 answers: 600 s and 1,421 answers are both short, each
     named, with what to run; what the window saw is kept."""
     floor = {"min_sustained_s": 900.0, "min_sustained_completions": 2000}
     result = judge_sustained(_bundle(tmp_path, **floor), CapacityConfig(**floor))
@@ -43,9 +43,9 @@ def test_a_higher_floor_makes_the_600_s_window_no_data(tmp_path: Path) -> None:
     assert result.critical
     assert "ran 600 s, shorter than the 900 s" in result.summary
     assert "--duration 900" in result.summary
-    assert "had 1241 answers, fewer than the 2000" in result.summary
+    assert "had 1421 answers, fewer than the 2000" in result.summary
     assert "over this window: steady at concurrency 4" in result.summary  # what it saw is kept
-    assert result.measurements["completed"] == 1241
+    assert result.measurements["completed"] == 1421
 
 
 @pytest.mark.parametrize(
@@ -53,9 +53,9 @@ def test_a_higher_floor_makes_the_600_s_window_no_data(tmp_path: Path) -> None:
     [
         ({"min_sustained_s": 600.0, "min_sustained_completions": 30}, Status.PASS, None),
         (
-            {"min_sustained_s": 600.0, "min_sustained_completions": 1400},
+            {"min_sustained_s": 600.0, "min_sustained_completions": 1500},
             Status.NO_DATA,
-            "1241 answers",
+            "1421 answers",
         ),
         ({"min_sustained_s": 700.0, "min_sustained_completions": 30}, Status.NO_DATA, "ran 600 s"),
     ],

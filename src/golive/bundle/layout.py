@@ -77,6 +77,7 @@ LOAD_CURVE = "memory/load.csv"
 AFTER_LOAD_PROBE = "cache-after-load"  # the label of cache.after_load's one request
 DCGM_USED = "memory/dcgm-fb-used.json"  # the DCGM exporter's answers (capacity.prometheus_url)
 DCGM_FREE = "memory/dcgm-fb-free.json"
+RAY_GPU_CURVE = "memory/ray-gpu-curve.jsonl"  # the Ray nodes' samplers' lines (--chain-ray)
 TERMINATION = "memory/termination.json"
 RESTART = "memory/restart.json"  # the deployment served again after a death (restart.py)
 TERMINATION_AFTER_RESTART = "memory/termination-after-restart.json"  # it died again

@@ -413,5 +413,12 @@ def cache_coverage(warm: int, evidence: str, relaxed: Relaxations = AS_WRITTEN) 
         )
     covered = f"{warm} warm requests in the prefix-cache proof"
     return coverage_result(
-        CACHE, CheckClass.CACHE, gaps, covered, (), (evidence,), relaxed=relaxed.owned
+        CACHE,
+        CheckClass.CACHE,
+        gaps,
+        covered,
+        (),
+        (evidence,),
+        "close each gap as it says",
+        relaxed.owned,
     )

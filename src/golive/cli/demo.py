@@ -52,12 +52,21 @@ DEMO_SETTINGS = {
     # a demo's window: shorter than the 10 minutes a decision needs (its verdict holds anyway)
     "capacity.min_sustained_s": 50,
     "capacity.min_sustained_completions": 10,
+    # a 640-token prefix, under the 1,024 the generic profile names: said with an owner
     "cache.prefix_tokens": 640,
     "cache.warm_repeats": 3,
     "cache.cold_samples": 2,
     "agent.repeat": 1,
     "agent.temperature": 0.0,
     "agent.concurrency": 8,
+    "programme.relaxed": [
+        {
+            "setting": "cache.prefix_tokens",
+            "owner": "demo operator",
+            "reason": "a 2-core CPU engine prefills 640 tokens in about 1.3 s; the demo's proof "
+            "is kept short",
+        }
+    ],
     # Who answers for what the demo leaves open: a CPU box has no GPU host evidence and the
     # bundled model writes auto tool calls into content. A real deployment's config names
     # its own people; an open item with no owner blocks signing.

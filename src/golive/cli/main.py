@@ -39,6 +39,8 @@ from golive.config import GoliveConfig
 from golive.errors import ConfigError, GoliveError, TargetNotMeasurable
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.gpu_curve import record_gpu_curve
+from golive.evidence.ray_env import RaySource, require_ray
+from golive.evidence.ray_gpu_curve import RayGpuCurves
 from golive.evidence.startup_log import StartupFacts, parse_startup_log
 from golive.operate.watch import WatchSettings
 from golive.pipeline import judge, watch_bundle
@@ -207,7 +209,9 @@ async def _run_capacity(
     async with load_clients(args.ray, args.workers, config, progress_line) as clients:
         with RichProgress(err) as progress:
             startup = None if log_text is None else parse_startup_log(log_text)
-            inputs = _capacity_inputs(args, config, startup, progress, launched, load_span)
+            inputs = _capacity_inputs(
+                args, config, startup, progress, launched, load_span, _gpu_cluster(args)
+            )
             inputs = dataclasses.replace(inputs, clients=clients, relaunch=relaunch)
 
             async def programme(ctx: CheckContext) -> list[CheckResult]:
@@ -269,6 +273,14 @@ async def _agent(args: argparse.Namespace) -> int:
     return finish(verdict, args)
 
 
+def _gpu_cluster(args: argparse.Namespace) -> RaySource | None:
+    """`golive capacity --chain-ray`: the vLLM Ray cluster whose GPUs are sampled."""
+    if args.chain_ray is None:
+        return None
+    require_ray()
+    return RaySource(args.chain_ray)
+
+
 def _capacity_inputs(
     args: argparse.Namespace,
     config: GoliveConfig,
@@ -276,6 +288,7 @@ def _capacity_inputs(
     progress: RichProgress,
     launched: RunningTarget | None = None,
     load_span: tuple[float, float] | None = None,
+    chain_ray: RaySource | None = None,
 ) -> CapacityInputs:
     sample = (
         () if args.sample is None else tuple(read_sample(args.sample, config.target.model or ""))
@@ -288,6 +301,8 @@ def _capacity_inputs(
         progress=progress,
         gpu_curves=tuple(args.gpu_curve),
         load_span=load_span,
+        # the vLLM Ray cluster the chain is read from: its nodes' GPU memory is sampled too
+        ray_gpu=None if chain_ray is None else RayGpuCurves(chain_ray),
     )
 
 
@@ -316,7 +331,9 @@ async def _run_plan(
     clients: RayLoad | ProcessLoad | None,
 ) -> int:
     with RichProgress(err) as progress:
-        capacity = _capacity_inputs(args, config, startup, progress)  # the log parsed once
+        capacity = _capacity_inputs(  # the log parsed once
+            args, config, startup, progress, chain_ray=evidence.ray
+        )
         plan = RunPlan(
             evidence=evidence,
             capacity=dataclasses.replace(capacity, clients=clients),
@@ -348,6 +365,14 @@ async def _watch(args: argparse.Namespace) -> int:
     deadline = {"read_timeout_s": config.watch.probe_deadline_s}
     config = config.model_copy(update={"target": config.target.model_copy(update=deadline)})
     out = args.out or default_out("golive-watch")
+    if args.log is None:
+        err.print(
+            "note: no --log: the server is compared with the accepted deployment by its vLLM "
+            "version, model, context length and the cache settings its /metrics states, if it "
+            "states them; a relaunch with another tool parser or parallel layout is not told "
+            "apart",
+            highlight=False,
+        )
     with RichProgress(err) as progress:
         settings = WatchSettings.from_config(
             config, args.accepted, args.registry, args.log, progress, k8s

@@ -195,6 +195,12 @@ def _add_capacity(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     capacity.add_argument("--log", type=Path, help="server log: model load; errors under load")
     _ray_option(capacity)
     capacity.add_argument(
+        "--chain-ray",
+        metavar="ADDRESS",
+        help="the vLLM Ray cluster's Jobs API (http://HEAD:8265): sample every node's GPU "
+        "memory over the phases",
+    )
+    capacity.add_argument(
         "--launch",
         metavar="CMD",
         help='start this server command first (e.g. "vllm serve ..."), record its load, '

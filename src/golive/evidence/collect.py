@@ -30,7 +30,7 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def _run(argv: list[str], stdin: str | None = None) -> tuple[str | None, str | None]:
+def run_tool(argv: list[str], stdin: str | None = None) -> tuple[str | None, str | None]:
     """(stdout, None) or (None, why not)."""
     if shutil.which(argv[0]) is None:
         return None, f"{argv[0]} not found on PATH"
@@ -57,19 +57,19 @@ def collect_host(node: str | None = None) -> HostInfo:
         extra["proc_driver_version"] = parse_proc_version(PROC_VERSION.read_text())
     except OSError as exc:
         errors.append(f"{PROC_VERSION}: {exc.strerror}")
-    topology, problem = _run(["nvidia-smi", "topo", "-m"])
+    topology, problem = run_tool(["nvidia-smi", "topo", "-m"])
     extra["topology"] = None if topology is None else re.sub(r"\x1b\[[0-9;]*m", "", topology)
     if problem and info.gpus:
         errors.append(problem)
     if info.gpus and shutil.which("systemctl"):
-        state, _ = _run(["systemctl", "is-active", "nvidia-fabricmanager"])
+        state, _ = run_tool(["systemctl", "is-active", "nvidia-fabricmanager"])
         extra["fabric_manager"] = (state or "inactive").strip()
-        state, _ = _run(["systemctl", "is-active", "nvidia-imex"])
+        state, _ = run_tool(["systemctl", "is-active", "nvidia-imex"])
         extra["imex"] = (state or "inactive").strip()
     if info.gpus:
         extra["container_toolkit"] = _container_toolkit(errors)
     if info.gpus and shutil.which("nvidia-imex-ctl"):
-        domain, problem = _run(["nvidia-imex-ctl", "-N"])
+        domain, problem = run_tool(["nvidia-imex-ctl", "-N"])
         extra["imex_domain"] = domain
         if problem:
             errors.append(problem)
@@ -91,7 +91,7 @@ def _container_toolkit(errors: list[str]) -> str | None:
     for argv in (["nvidia-ctk", "--version"], ["nvidia-container-cli", "--version"]):
         if shutil.which(argv[0]) is None:
             continue
-        out, problem = _run(argv)
+        out, problem = run_tool(argv)
         version = parse_toolkit_version(out or "")
         if version is not None:
             return version
@@ -207,7 +207,7 @@ def _str(value: Any) -> str:
 
 
 def _from_nvidia_smi(node: str, errors: list[str]) -> HostInfo | None:
-    xml, problem = _run(["nvidia-smi", "-q", "-x"])
+    xml, problem = run_tool(["nvidia-smi", "-q", "-x"])
     if xml is None:
         errors.append(problem or "nvidia-smi failed")
         return None
@@ -234,7 +234,7 @@ def collect_container(
         raise ConfigError(f"--python {python!r}: {exc}; quote it as a shell would") from exc
     if not command:
         raise ConfigError("--python is empty: give vLLM's interpreter, e.g. python3")
-    out, problem = _run(
+    out, problem = run_tool(
         [*command, "-", *([str(pid)] if pid is not None else [])], stdin=script.read_text()
     )
     if out is None:
@@ -256,7 +256,7 @@ def collect_container(
     data["collected_at"] = _now()
     if image:
         data["image"] = image
-        inspected, problem = _run(
+        inspected, problem = run_tool(
             ["docker", "image", "inspect", "--format", "{{json .RepoDigests}}", image]
         )
         if inspected:

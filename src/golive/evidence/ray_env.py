@@ -75,31 +75,46 @@ def require_ray() -> None:
         ) from exc
 
 
-def collect_cluster(source: RaySource) -> ClusterReport:
-    """Submit the collector job and wait for its result (blocking; run in a thread)."""
-    from ray.job_submission import JobStatus, JobSubmissionClient
-
-    try:
-        client = JobSubmissionClient(source.address)
-    except Exception as exc:
-        raise EvidenceError(
-            f"--ray {source.address}: the Jobs API does not answer ({exc}); give the "
-            "dashboard address, as `ray job submit --address` takes it (http://HEAD:8265)"
-        ) from exc
+def submit_script(client: Any, entrypoint: str, by: str) -> str:
+    """Submit `entrypoint` (a script of golive.evidence.scripts) as a Ray job, with golive
+    shipped as a runtime-env module: the cluster's own Ray and Python run it."""
     scripts = resources.files("golive.evidence") / "scripts"
     package = Path(golive.__file__).parent
+    return str(
+        client.submit_job(
+            entrypoint=entrypoint,
+            runtime_env={
+                "working_dir": str(scripts),
+                "py_modules": [str(package)],
+                "excludes": ["__pycache__", "*.pyc"],
+            },
+            metadata={"submitted_by": by},
+        )
+    )
+
+
+def job_client(address: str, flag: str) -> Any:
+    """Ray's Jobs API client for `address`; EvidenceError naming the address form."""
+    from ray.job_submission import JobSubmissionClient
+
+    try:
+        return JobSubmissionClient(address)
+    except Exception as exc:
+        raise EvidenceError(
+            f"{flag} {address}: the Jobs API does not answer ({exc}); give the "
+            "dashboard address, as `ray job submit --address` takes it (http://HEAD:8265)"
+        ) from exc
+
+
+def collect_cluster(source: RaySource) -> ClusterReport:
+    """Submit the collector job and wait for its result (blocking; run in a thread)."""
+    from ray.job_submission import JobStatus
+
+    client = job_client(source.address, "--ray")
     entrypoint = f"python ray_nodes.py --timeout {source.timeout_s:g}"
     if source.container:
         entrypoint += " --container"
-    job_id = client.submit_job(
-        entrypoint=entrypoint,
-        runtime_env={
-            "working_dir": str(scripts),
-            "py_modules": [str(package)],
-            "excludes": ["__pycache__", "*.pyc"],
-        },
-        metadata={"submitted_by": "golive env --ray"},
-    )
+    job_id = submit_script(client, entrypoint, "golive env --ray")
     deadline = time.monotonic() + source.timeout_s + SETUP_S
     status = client.get_job_status(job_id)
     while not status.is_terminal():
@@ -117,13 +132,24 @@ def collect_cluster(source: RaySource) -> ClusterReport:
     return ClusterReport(source.address, job_id, int(raw["alive_nodes"]), _nodes(raw), raw)
 
 
+def node_names(entries: list[dict[str, Any]]) -> dict[str, str]:
+    """Each entry's node (by Ray node id) named as golive names it: its hostname, with the
+    node id's first 8 characters where hostnames repeat (Ray's id only tells twins apart)."""
+    counts = Counter(_base(entry) for entry in {e["node_id"]: e for e in entries}.values())
+    return {
+        entry["node_id"]: _base(entry)
+        if counts[_base(entry)] == 1
+        else f"{_base(entry)}-{entry['node_id'][:8]}"
+        for entry in entries
+    }
+
+
 def _nodes(raw: dict[str, Any]) -> tuple[NodeReport, ...]:
     reports = raw.get("nodes") or []
-    counts = Counter(_base(entry) for entry in reports)
+    names = node_names(reports)
     nodes = []
     for entry in sorted(reports, key=lambda e: (_base(e), e["node_id"])):
-        base = _base(entry)  # hostnames name the nodes; Ray's node id only tells twins apart
-        name = base if counts[base] == 1 else f"{base}-{entry['node_id'][:8]}"
+        name = names[entry["node_id"]]
         host = container = None
         error = entry.get("error")
         try:

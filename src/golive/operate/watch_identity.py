@@ -4,6 +4,8 @@ Before the first interval, `golive watch` asks the server what it is (`/version`
 `/v1/models`, saved in the watch bundle's `requests/identity.jsonl`) and compares it with the
 accepted bundle's identity: the vLLM version, the served model (its name and the model
 behind it) and the context length it serves (`max_model_len`, which `/v1/models` states
+without a log), the engine's cache settings as `/metrics` states them (`vllm:cache_config_info`:
+block size, KV dtype, prefix caching, memory utilisation and the rest of what the launch set,
 without a log), and, where `--log` holds a launch, every other launch argument. A server
 that differs is refused: its envelope, cache baseline and rollback target are another
 deployment's, so nothing the watch would say of it means anything.
@@ -16,18 +18,34 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from golive.bundle.store import BundleReader
-from golive.checks.context import CheckContext
-from golive.checks.deployment import ask_identity, deployment_of
+from golive.bundle.store import BundleReader, locate, locate_all
+from golive.checks.cache.judge import cache_labels, labels_of
+from golive.checks.cache.rules import START_SCRAPE
+from golive.checks.context import CheckContext, scrape
+from golive.checks.deployment import IDENTITY_FILE, ask_identity, deployment_of
 from golive.checks.env.judge import serving_launch
 from golive.errors import ConfigError
 from golive.evidence.startup_log import StartupFacts, parse_startup_log
 from golive.verdict.document import VerdictDocument
 
+IDENTITY_SCRAPE = "watch-identity"  # metrics/watch-identity.prom: its cache settings, asked again
 # the launch's other arguments are compared where --log holds the launch
 COMPARED = ("vllm_version", "model", "model_root", "max_model_len")
 # where the same launch may differ between two starts: the address it listens on
 _PLACE = ("host", "port")
+# cache_config_info labels the engine measures or numbers at start (the same launch may
+# profile a few blocks more or less), not set by the launch
+MEASURED = frozenset(
+    {
+        "engine",
+        "_block_size_resolved",
+        "num_gpu_blocks",
+        "num_cpu_blocks",
+        "kv_cache_size_tokens",
+        "kv_cache_max_concurrency",
+        "mamba_page_size_padded",
+    }
+)
 _SECRET = re.compile(r"(^|_)(key|token|secret|password|passwd|credentials?|auth)(_|$)", re.I)
 
 
@@ -64,6 +82,32 @@ def launch_differences(accepted: StartupFacts | None, live: StartupFacts | None)
     ]
 
 
+def cache_config_differences(accepted: Mapping[str, str], live: Mapping[str, str]) -> list[str]:
+    """The launch-set labels of `vllm:cache_config_info` that differ between the accepted
+    bundle's scrape and this server's (labels either side lacks are not compared: another
+    vLLM build names other labels, and the version is compared on its own)."""
+    shared = (set(accepted) & set(live)) - MEASURED
+    return [
+        f"engine cache setting {key} (vllm:cache_config_info): {live[key]!r} here, "
+        f"{accepted[key]!r} accepted"
+        for key in sorted(shared)
+        if accepted[key] != live[key]
+    ]
+
+
+def accepted_cache_config(root: Path) -> dict[str, str]:
+    """The accepted bundle's `vllm:cache_config_info` labels: from the cache proof's first
+    scrape, else the first kept scrape (a combined bundle's parts too) that states them ({}
+    where none does)."""
+    start = locate(root, f"metrics/{START_SCRAPE}.prom")
+    for path in (start, *locate_all(root, "metrics/*.prom")):
+        if path.is_file():
+            labels = cache_labels(path.read_text(encoding="utf-8", errors="replace"))
+            if labels:
+                return labels
+    return {}
+
+
 def _launch(args: Mapping[str, Any]) -> dict[str, Any]:
     # a secret (an API key vLLM printed) is neither compared nor shown
     out = {k: v for k, v in args.items() if k not in _PLACE and not _SECRET.search(k)}
@@ -90,11 +134,24 @@ async def require_accepted_deployment(
 ) -> str | None:
     """Refuse a server that is not the deployment `accepted` judged (ConfigError, naming
     every difference). Returns why its launch (parsers, parallel layout, flags) was not
-    compared — no `--log` to read it from — or None where it was."""
+    wholly compared — no `--log` to read it from — or None where it was."""
     await ask_identity(ctx)
     live = deployment_of(BundleReader(ctx.bundle.root), ctx.config.target.model).to_json()
     found: Sequence[str] = identity_differences(
         accepted_identity(accepted, ctx.config.target.model), live
+    )
+    # the scrape ask_identity kept (metrics/identity.prom), else one more: a failed scrape is
+    # not a server that states nothing
+    live_cache = cache_labels(BundleReader(ctx.bundle.root).text(f"metrics/{IDENTITY_FILE}.prom"))
+    if not live_cache:
+        again = await scrape(ctx, IDENTITY_SCRAPE)
+        live_cache = {} if again.snapshot is None else labels_of(again.snapshot)
+    then_cache = accepted_cache_config(accepted)
+    found = [*found, *cache_config_differences(then_cache, live_cache)]
+    compared = (
+        "compared with the accepted one only by what /metrics states of its cache settings"
+        if live_cache and then_cache
+        else "not compared with the accepted one"
     )
     then = serving_launch(BundleReader(accepted))
     now = None
@@ -115,9 +172,9 @@ async def require_accepted_deployment(
     unread = (
         None
         if why is None
-        else f"the server's launch was not compared with the accepted one ({why}): a "
-        "relaunch with another tool parser or parallel layout of the same model and version "
-        "is not told apart; give --log with the serving process's log"
+        else f"the server's launch was {compared} ({why}): a relaunch with another tool parser "
+        "or parallel layout of the same model and version is not told apart; give --log with "
+        "the serving process's log"
     )
     if found:
         raise ConfigError(

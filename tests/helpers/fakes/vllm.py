@@ -50,6 +50,7 @@ class FakeState:
     seen: set[str] = field(default_factory=set)  # fault "overloaded": bodies served before
     tokenize: bool = False  # serve vLLM's /tokenize (chat form: the stand-in's prompt ids)
     tokenized: list[dict[str, Any]] = field(default_factory=list)  # the /tokenize bodies asked
+    cache_config: dict[str, str] = field(default_factory=dict)  # vllm:cache_config_info labels
 
 
 _ENGINE_DIED = {"error": {"message": "EngineCore died", "type": "InternalServerError", "code": 500}}
@@ -144,7 +145,15 @@ def _metrics(state: FakeState) -> str:
         "# TYPE process_start_time_seconds gauge\n"
         f"process_start_time_seconds {state.started}\n"
         + ("# TYPE http_requests_total counter\n" + http if http else "")
+        + _cache_config(state.cache_config)
     )
+
+
+def _cache_config(labels: dict[str, str]) -> str:
+    if not labels:
+        return ""
+    said = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    return f"# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{{{said}}} 1.0\n"
 
 
 def _prompt_tokens(body: dict[str, Any]) -> int:

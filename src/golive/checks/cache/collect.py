@@ -64,8 +64,9 @@ class CacheProtocol:
     def __init__(self, model: str, target_tokens: int, ratio: float, salt: str) -> None:
         self.model = model
         self.with_tools = target_tokens >= self.TOOLS_FROM
-        overhead = 350 if self.with_tools else 40
-        self.words = max(1, int((target_tokens - overhead) / ratio))
+        # the prompt's tokens besides the filler: chat template, tools, the question
+        self.overhead_tokens = 350 if self.with_tools else 40
+        self.words = max(1, int((target_tokens - self.overhead_tokens) / ratio))
         self.salt = salt
         self.tools = (
             tool_schemas(WorkloadShape(tools=2, tool_properties=3)) if self.with_tools else []
@@ -96,6 +97,12 @@ class CacheProtocol:
             params = tools[0]["function"]["parameters"]
             params["properties"] = dict(reversed(list(params["properties"].items())))
         return tools
+
+    def with_words(self, words: int) -> CacheProtocol:
+        """The same protocol (model, salt, tools) with `words` words of filler."""
+        again = copy.copy(self)
+        again.words = max(1, words)
+        return again
 
     def body(self, user: str, salt: str | None = None, variant: str = "") -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -163,9 +170,22 @@ async def collect_cache(ctx: CheckContext, settings: CacheSettings) -> dict[str,
         target_tokens = min(target_tokens, max_model_len - 128)
     ratio, how = await tokens_per_word(ctx, model)
     protocol = CacheProtocol(model, target_tokens, ratio, _salt())
-    last = start.snapshot
-    for index, (name, body) in enumerate(cache_plan(protocol, settings), start=1):
-        last = await _step(ctx, index, name, body, last)
+    plan = cache_plan(protocol, settings)
+    last, first = await _step(ctx, 1, *plan[0], start.snapshot)
+    index = 1
+    # the warm-ups' own counts size the proof where the first missed (no /tokenize, as behind
+    # a gateway: the assumed ratio is 20% off on the CPU target's Qwen)
+    if first is not None and missed(first, target_tokens):
+        trial = protocol.with_words(round(protocol.words * target_tokens / first))
+        index += 1
+        last, second = await _step(ctx, index, "warmup-2", trial.body(WARMUP_ASK, _salt()), last)
+        words = fitted_words((protocol.words, first), (trial.words, second), target_tokens)
+        protocol = protocol.with_words(words)
+        how += f"; sized from the warm-ups' counts ({first}, {second} tokens): {words} words"
+        plan = [plan[0], *cache_plan(protocol, settings)[1:]]
+    for name, body in plan[1:]:
+        index += 1
+        last, _ = await _step(ctx, index, name, body, last)
     return {
         "model": model,
         "max_model_len": max_model_len,
@@ -174,6 +194,26 @@ async def collect_cache(ctx: CheckContext, settings: CacheSettings) -> dict[str,
         "controls": list(protocol.controls),
         "startup": None if logged is None else logged.to_json(),
     }
+
+
+MISSED = 0.02  # a warm-up prompt further than this from its target resizes the proof
+WARMUP_ASK = "Question 0: what changed today?"
+
+
+def missed(prompt_tokens: int, target_tokens: int) -> bool:
+    """Whether the warm-up's prompt count missed its target by more than `MISSED`."""
+    return abs(prompt_tokens - target_tokens) > MISSED * target_tokens
+
+
+def fitted_words(a: tuple[int, int | None], b: tuple[int, int | None], target_tokens: int) -> int:
+    """The filler words that make a `target_tokens` prompt, from two (words, prompt tokens)
+    counts of the same shape: the line through them (a tokenizer's count is linear in the
+    filler), else the second trial's words where the counts cannot say."""
+    (wa, ta), (wb, tb) = a, b
+    if ta is None or tb is None or wa == wb or (tb - ta) / (wb - wa) <= 0:
+        return wb
+    slope = (tb - ta) / (wb - wa)
+    return max(1, round(wb + (target_tokens - tb) / slope))
 
 
 def logged_cache(startup: StartupFacts | None) -> LoggedCache | None:
@@ -195,7 +235,7 @@ def cache_plan(
     """The requests in order. First a warm-up of the same shape behind an unrelated prefix
     (its own salt): kernels compiled or autotuned on first use (Triton JIT, KDA autotune) run
     on it, so the cold request measures the cache and not the compiler."""
-    plan = [("warmup", protocol.body("Question 0: what changed today?", salt=_salt()))]
+    plan = [("warmup", protocol.body(WARMUP_ASK, salt=_salt()))]
     plan.append(("cold-0", protocol.body("Question 0: what changed today?")))
     plan += [
         (f"warm-{i}", protocol.body(f"Question {i + 1}: list the open incidents."))
@@ -218,7 +258,9 @@ def _salt() -> str:
 
 async def _step(
     ctx: CheckContext, index: int, name: str, body: dict[str, Any], before: Snapshot
-) -> Snapshot:
+) -> tuple[Snapshot, int | None]:
+    """One request between two scrapes, its row in `metrics/cache-steps.jsonl`: (the scrape
+    after it, or the one before where it failed; the prompt tokens the server counted)."""
     parsed = ctx.save(await ctx.target.chat(body, f"cache-{name}"), FILE)
     after = await scrape(ctx, f"cache-{index:02d}-after-{name.replace(':', '-')}")
     delta = MetricsDelta(before, after.snapshot) if after.snapshot is not None else None
@@ -233,4 +275,4 @@ async def _step(
         ok=parsed.record.ok and not parsed.problems,
     )
     ctx.bundle.append_jsonl(CACHE_STEPS, step.to_json())
-    return after.snapshot or before
+    return after.snapshot or before, step.prompt_tokens

@@ -16,6 +16,7 @@ from typing import Any
 from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS
 from golive.bundle.store import BundleReader
 from golive.checks.cache.after_load import CacheSetting, judge_after_load
+from golive.checks.cache.prefix_size import prefix_size_gaps
 from golive.checks.cache.recorded import steps_differences
 from golive.checks.cache.retention import retention_result, retention_setting
 from golive.checks.cache.rules import (
@@ -28,7 +29,7 @@ from golive.checks.cache.rules import (
     judge_reuse,
     rank_test,
 )
-from golive.checks.coverage import cache_coverage, relaxed_gaps
+from golive.checks.coverage import Relaxations, cache_coverage, relaxed_gaps
 from golive.config import CacheConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import Snapshot, parse_metrics
@@ -96,7 +97,17 @@ def judge_cache(
     if programme is not None:
         warm = sum(1 for row in rows if str(row.get("step", "")).startswith("warm-"))
         weaker = relaxed_gaps(programme, "cache", cache or CacheConfig())
-        results.append(cache_coverage(warm, CACHE_STEPS, weaker))
+        # the cold request's prompt as the records hold it, else the size the protocol aimed at
+        cold = next((row for row in rows if row.get("step") == "cold-0"), {})
+        prompt = cold.get("prompt_tokens") or protocol.get("target_tokens")
+        smaller = prefix_size_gaps(
+            programme,
+            profile,
+            prompt if isinstance(prompt, int) else None,
+            protocol.get("max_model_len"),
+        )
+        both = Relaxations(weaker.gaps + smaller.gaps, weaker.owned + smaller.owned)
+        results.append(cache_coverage(warm, CACHE_STEPS, both))
     return results
 
 

@@ -34,13 +34,18 @@ def steps_differences(
     records: Sequence[Mapping[str, Any]],
     source: str,
 ) -> list[str]:
-    """Each step's counter deltas against its two scrapes, and its `ok` against its record."""
+    """Each step's counter deltas against its two scrapes, its `ok` and prompt count against
+    its record; a step named twice (one request, one row)."""
     out: list[str] = []
     before = vllm_snapshot(scrape_text(START_SCRAPE))
     by_label = {str(r.get("label")): r for r in records}
+    seen: set[str] = set()
     for index, row in enumerate(rows, start=1):
         step = str(row.get("step"))
         where = f"{source} line {index} ({step})"
+        if step in seen:
+            out.append(f"{where}: a second row for the step")
+        seen.add(step)
         after = vllm_snapshot(scrape_text(scrape_name(index, step)))
         delta = None if before is None or after is None else MetricsDelta(before, after)
         for key, read in _COUNTERS:
@@ -51,5 +56,18 @@ def steps_differences(
         answered = record is not None and saved_answered(record)
         if bool(row.get("ok")) != answered:
             out.append(f"{where}: ok {row.get('ok')!r}, but its request record says {answered}")
+        counted = _prompt_tokens(record)
+        if row.get("prompt_tokens") != counted:
+            out.append(
+                f"{where}: prompt_tokens {row.get('prompt_tokens')!r}, but its request record "
+                f"says {counted!r}"
+            )
         before = after or before
     return out
+
+
+def _prompt_tokens(record: Mapping[str, Any] | None) -> object:
+    """The prompt tokens the server counted for a request, as its record keeps the answer."""
+    response = None if record is None else record.get("response")
+    usage = response.get("usage") if isinstance(response, Mapping) else None
+    return usage.get("prompt_tokens") if isinstance(usage, Mapping) else None

@@ -29,6 +29,7 @@ from golive.checks.capacity.rules import (
     Classification,
 )
 from golive.checks.context import CheckContext, PhaseProgress, Quiet
+from golive.evidence.ray_gpu_curve import RayGpuCurves
 from golive.evidence.sampling import Curve, Probe, host_probe
 from golive.evidence.startup_log import StartupFacts
 from golive.results import CheckClass, CheckResult, Status
@@ -72,6 +73,7 @@ class CapacityInputs:
     load_curve: tuple[tuple[float, float], ...] = ()
     sample: tuple[Mapping[str, Any], ...] = ()
     gpu_curves: tuple[Path, ...] = ()  # CSVs written by `env collect --gpu-curve` on nodes
+    ray_gpu: RayGpuCurves | None = None  # sample every vLLM Ray node's GPUs (--chain-ray)
     load_span: tuple[float, float] | None = None  # wall clock of a launch golive made
     progress: PhaseProgress = field(default_factory=Quiet)
     clients: LoadClients | None = None  # spread the load windows over these (--ray)

@@ -5,10 +5,10 @@ phase."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from golive.bundle.layout import DCGM_FREE, DCGM_USED, LOAD_CURVE, STARTUP_LOG
+from golive.bundle.layout import DCGM_FREE, DCGM_USED, LOAD_CURVE, RAY_GPU_CURVE, STARTUP_LOG
 from golive.checks.capacity.collect import CapacityInputs, Run, cap_result
 from golive.checks.context import CheckContext, scrape
 from golive.evidence import dcgm
@@ -108,11 +108,19 @@ async def _dcgm_curves(ctx: CheckContext, timeline: list[PhaseSpan]) -> list[tup
 
 
 def merge_curves(
-    ctx: CheckContext, curves: list[tuple[str, str]], problem: str | None, timeline: list[PhaseSpan]
+    ctx: CheckContext,
+    curves: list[tuple[str, str]],
+    problem: str | None,
+    timeline: list[PhaseSpan],
+    unsampled: Sequence[str] = (),
 ) -> CheckResult:
-    """Node-side GPU curves merged by wall clock: peak memory per phase and GPU."""
-    # the exporter's own answers, as Prometheus gave them (capacity.prometheus_url)
-    evidence = [p for p in (DCGM_USED, DCGM_FREE) if ctx.bundle.path(p).exists()]
+    """Node-side GPU curves merged by wall clock: peak memory per phase and GPU; `unsampled`
+    names the Ray nodes (or the sampler job) that gave none, which leaves the check
+    `no_data` beside the curves that came."""
+    # the exporter's own answers as Prometheus gave them (capacity.prometheus_url), and the
+    # Ray nodes' samplers' lines (--chain-ray)
+    saved = (DCGM_USED, DCGM_FREE, RAY_GPU_CURVE)
+    evidence = [p for p in saved if ctx.bundle.path(p).exists()]
     if problem is not None:
         return cap_result(
             "capacity.gpu_memory", Status.NO_DATA, problem, {}, evidence, critical=False
@@ -128,9 +136,11 @@ def merge_curves(
     summary = f"GPU memory curves from {len(curves)} node(s) merged by phase"
     if top is not None:
         summary += f"; peak {top:.0f} MiB"
+    if unsampled:
+        summary += f"; not sampled: {'; '.join(unsampled)}"
     return cap_result(
         "capacity.gpu_memory",
-        Status.PASS if measurements else Status.NO_DATA,
+        Status.PASS if measurements and not unsampled else Status.NO_DATA,
         summary,
         measurements,
         evidence,

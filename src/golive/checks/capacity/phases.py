@@ -65,6 +65,7 @@ from golive.checks.context import (
 )
 from golive.checks.coverage import with_sustained_coverage
 from golive.evidence.gpu_curve import PhaseSpan
+from golive.evidence.ray_gpu_curve import ray_gpu_sampling
 from golive.evidence.sampling import Probe, host_probe, nvml_inventory, nvml_probe, sampling
 from golive.results import CheckResult, Status
 from golive.traffic.headroom import thaw
@@ -113,7 +114,10 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     )
     if ctx.config.capacity.answer_probes:  # with load clients, the probes go from here
         run.probes_at_idle = await send_idle(ctx, served.model)  # the reference, before any load
-    async with sampling(ctx.bundle, MEMORY_CURVE, probes, 0.2, lambda: run.phase) as curve:
+    async with (
+        ray_gpu_sampling(inputs.ray_gpu, ctx.bundle, inputs.progress.phase) as nodes,
+        sampling(ctx.bundle, MEMORY_CURVE, probes, 0.2, lambda: run.phase) as curve,
+    ):
         run.memory = curve
         for name, phase in phases:
             if run.dead.is_set() and name == "sustained":  # sustained measures the ceiling
@@ -144,9 +148,11 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
         CAPACITY_PHASES,
         [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],
     )
-    if inputs.gpu_curves or ctx.config.capacity.prometheus_url:
+    if inputs.gpu_curves or ctx.config.capacity.prometheus_url or inputs.ray_gpu:
         curves, problem = await node_curves_of(ctx, inputs, run.timeline)
-        results.append(merge_curves(ctx, curves, problem, run.timeline))
+        results.append(
+            merge_curves(ctx, curves + nodes.curves, problem, run.timeline, nodes.problems)
+        )
     return results
 
 
