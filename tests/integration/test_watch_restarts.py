@@ -14,7 +14,14 @@ import pytest
 from golive.cli.main import main
 from golive.results import EXIT_USAGE
 from tests.helpers.fakes.vllm import fake_vllm, restart
-from tests.helpers.watching import accepted_bundle, as_accepted, quick_watch, rules, watching
+from tests.helpers.watching import (
+    accepted_bundle,
+    as_accepted,
+    golive_watch,
+    quick_watch,
+    rules,
+    watching,
+)
 
 
 async def test_an_engine_restart_is_seen_in_its_metrics(tmp_path: Path) -> None:
@@ -95,3 +102,21 @@ async def test_a_watch_under_another_profile_than_the_accepted_is_refused(
     assert code == EXIT_USAGE
     assert "was judged under the generic profile" in capsys.readouterr().err
     assert not (tmp_path / "w/watch/observations.jsonl").exists()
+
+
+async def test_a_cache_that_stops_hitting_fires_cache_regression(tmp_path: Path) -> None:
+    """The accepted deployment, same launch (its cache settings as /metrics states them),
+    whose prefix cache now hits nothing (evicted under other load, which the real engine
+    cannot be made to do on demand): every cache probe reuses 0 of its prompt, against the
+    accepted 80%: the cache-regression trigger fires."""
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    state = as_accepted()
+    async with fake_vllm(state) as url:
+        argv = ["--duration", "6", "--interval", "1", "--tool-every", "1000"]
+        code, summary = await golive_watch(
+            url, accepted, tmp_path / "w", *argv, "--cache-every", "1"
+        )
+    assert code == 1
+    assert "cache-regression" in rules(summary)
+    record = next(t for t in summary["triggers"] if t["rule"] == "cache-regression")
+    assert record["evidence"]["ratios"][:2] == [0.0, 0.0]

@@ -17,13 +17,12 @@ import pytest_asyncio
 from golive.bundle.layout import CACHE_STEPS
 from golive.bundle.store import Bundle
 from golive.cli.main import main
-from golive.results import Outcome
+from golive.results import EXIT_USAGE, Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
 from golive.verdict.rederive import rederive
 from tests.helpers.scenario import SHORT_LOAD, golive_run, rules
-from tests.helpers.watching import accepted_bundle, golive_watch
-from tests.helpers.watching import rules as watch_rules
+from tests.helpers.watching import accepted_bundle
 
 
 async def _cache(target: RunningTarget, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
@@ -210,26 +209,22 @@ async def test_golive_run_with_prefix_caching_off_is_hold(
     assert any(c.startswith("capacity.") for c in checks)
 
 
-async def test_watch_on_a_server_without_prefix_caching_fires_cache_regression(
-    nocache_target: RunningTarget, tmp_path: Path
+async def test_a_server_relaunched_without_prefix_caching_is_not_watched(
+    nocache_target: RunningTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The accepted bundle reused 80% of its probe prefix; this server (as if restarted
-    without prefix caching) reuses nothing: the cache-regression trigger fires."""
+    """The accepted deployment relaunched without prefix caching (same model, same vLLM, no
+    --log given): its own /metrics says so (vllm:cache_config_info), so the watch is refused
+    before its first interval, naming the setting — not watched as the accepted one. (A
+    cache that stops hitting under the same launch fires cache-regression:
+    tests/integration/test_watch_restarts.py.)"""
     accepted = await accepted_bundle(tmp_path / "accepted")
-    code, summary = await golive_watch(
-        nocache_target.url,
-        accepted,
-        tmp_path / "w",
-        "--duration",
-        "50",
-        "--interval",
-        "1",
-        "--tool-every",
-        "1000",
-        "--cache-every",
-        "1",
+    argv = ["watch", "--target", nocache_target.url, "--accepted", str(accepted)]
+    argv += ["--out", str(tmp_path / "w"), "--duration", "5", "--interval", "1"]
+    code = await asyncio.to_thread(main, argv)
+    assert code == EXIT_USAGE
+    refused = capsys.readouterr().err
+    assert (
+        "engine cache setting enable_prefix_caching (vllm:cache_config_info): 'False' here, "
+        in (refused)
     )
-    assert code == 1
-    assert "cache-regression" in watch_rules(summary)
-    record = next(t for t in summary["triggers"] if t["rule"] == "cache-regression")
-    assert record["evidence"]["ratios"] == [0.0, 0.0]
+    assert "'True' accepted" in refused

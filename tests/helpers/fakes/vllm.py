@@ -51,6 +51,8 @@ class FakeState:
     tokenize: bool = False  # serve vLLM's /tokenize (chat form: the stand-in's prompt ids)
     tokenized: list[dict[str, Any]] = field(default_factory=list)  # the /tokenize bodies asked
     cache_config: dict[str, str] = field(default_factory=dict)  # vllm:cache_config_info labels
+    prefix_queries: int = 0  # vllm:prefix_cache_queries: every prompt token asked
+    prefix_hits: int = 0  # vllm:prefix_cache_hits: none (a cache that evicted everything)
 
 
 _ENGINE_DIED = {"error": {"message": "EngineCore died", "type": "InternalServerError", "code": 500}}
@@ -146,6 +148,20 @@ def _metrics(state: FakeState) -> str:
         f"process_start_time_seconds {state.started}\n"
         + ("# TYPE http_requests_total counter\n" + http if http else "")
         + _cache_config(state.cache_config)
+        + _prefix_counters(state)
+    )
+
+
+def _prefix_counters(state: FakeState) -> str:
+    """The prefix-cache counters, where the stand-in states its cache settings."""
+    if not state.cache_config:
+        return ""
+    labels = f'engine="0",model_name="{state.model}"'
+    return (
+        "# TYPE vllm:prefix_cache_queries counter\n"
+        f"vllm:prefix_cache_queries_total{{{labels}}} {state.prefix_queries}\n"
+        "# TYPE vllm:prefix_cache_hits counter\n"
+        f"vllm:prefix_cache_hits_total{{{labels}}} {state.prefix_hits}\n"
     )
 
 
@@ -286,6 +302,7 @@ def build_app(state: FakeState) -> web.Application:
             await _knee(state)
         prompt = _prompt_tokens(body)
         state.prompt_tokens += prompt
+        state.prefix_queries += prompt
         # a shared endpoint or a gateway routing elsewhere: another model answers every request
         answered = "other-model" if state.fault == "other_model" else state.model
         if not body.get("stream"):
