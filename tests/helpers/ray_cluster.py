@@ -68,6 +68,7 @@ class LoopbackCluster:
                 initialize_head=True,
                 head_node_args={
                     "num_cpus": 1,
+                    "num_gpus": 1,  # Ray's GPU resource: the node is sampled (nvidia-smi below)
                     "include_dashboard": True,
                     "dashboard_host": "127.0.0.1",
                     "dashboard_port": port,
@@ -92,7 +93,10 @@ class LoopbackCluster:
             xml,
             delay_s,
             lambda: self.cluster.add_node(
-                num_cpus=1, object_store_memory=80 << 20, node_ip_address="127.0.0.1"
+                num_cpus=1,
+                num_gpus=1,
+                object_store_memory=80 << 20,
+                node_ip_address="127.0.0.1",
             ),
         )
         self.nodes[name] = node

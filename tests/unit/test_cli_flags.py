@@ -47,6 +47,7 @@ INPUTS = {
     "--k8s-container": "the pods to read",
     "--kubeconfig": "the cluster's credentials",
     "--chain-ray": "the vLLM Ray cluster the chain is read from",
+    "--sample-gpus": "--chain-ray: also its GPU nodes' memory",
     "--help": "argparse",
 }
 # env collect --gpu-curve's own sampling length (the env command has no watch/capacity keys)

@@ -90,3 +90,68 @@ def test_a_cluster_that_does_not_answer_is_a_problem_not_a_crash() -> None:
     assert "the GPU memory sampler job could not start" in sampler.problem
     assert "http://127.0.0.1:9" in sampler.problem
     assert sampler.stop() == []
+
+
+def _lines(*rows: dict[str, object]) -> list[dict[str, object]]:
+    return [dict(r) for r in rows]
+
+
+ROW = {"wall_time": 1.0, "gpu0_used_mib": 615.0, "gpu0_total_mib": 143771.0}
+
+
+@pytest.mark.parametrize(
+    ("lines", "curves", "problem"),
+    [
+        # a node whose last read failed after earlier rows: its curve stops early, said
+        (
+            _lines(
+                {"node_id": "a" * 56, "hostname": "g", "rows": [ROW], "error": None},
+                {"node_id": "a" * 56, "hostname": "g", "rows": [], "error": "NVMLError: lost"},
+            ),
+            1,
+            "node g: its last GPU memory read failed (NVMLError: lost)",
+        ),
+        # the cluster has GPU nodes that never printed a line
+        (
+            _lines(
+                {"alive_nodes": 3, "gpu_nodes": 2, "without_gpu": ["head"], "not_ready": []},
+                {"node_id": "a" * 56, "hostname": "g", "rows": [ROW], "error": None},
+            ),
+            1,
+            "1 of the cluster's 2 GPU node(s) never reported",
+        ),
+        # no node offers a GPU to Ray
+        (_lines({"alive_nodes": 1, "gpu_nodes": 0}), 0, "no node of the Ray cluster offers"),
+        # rows of another shape, and a hostname that is not text: left out, named, no crash
+        (
+            _lines(
+                {
+                    "node_id": "a" * 56,
+                    "hostname": 7,
+                    "rows": [ROW, {"wall_time": "n/a"}, {"wall_time": [1]}, "x"],
+                    "error": None,
+                }
+            ),
+            1,
+            "3 sampled row(s) without a time were left out",
+        ),
+    ],
+)
+def test_what_the_curves_do_not_show_is_said(
+    lines: list[dict[str, object]], curves: int, problem: str
+) -> None:
+    """A curve that ends early, GPU nodes that never reported, a cluster without GPUs and
+    rows that cannot be placed in time are each a problem (capacity.gpu_memory no_data),
+    never a pass over a partial curve."""
+    found = node_curves(lines)
+    assert len(found.curves) == curves
+    assert any(problem in p for p in found.problems), found.problems
+
+
+def test_sample_gpus_needs_the_chain_cluster(capsys: pytest.CaptureFixture[str]) -> None:
+    """`golive run --sample-gpus` without --chain-ray: refused before anything is sent."""
+    from golive.cli.main import main
+
+    code = main(["run", "--target", "http://127.0.0.1:9", "--sample-gpus", "--log", "/dev/null"])
+    assert code == 2
+    assert "--sample-gpus samples the nodes of the --chain-ray cluster" in capsys.readouterr().err

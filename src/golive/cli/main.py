@@ -180,6 +180,7 @@ async def _section(
 async def _capacity(args: argparse.Namespace) -> int:
     config = command_config(args)
     out = args.out or default_out("golive-capacity")
+    _gpu_cluster(args)  # Ray's job client present, before a server is launched
     if args.launch is None:
         log_text = None if args.log is None else read_input(args.log, "--log")
         return await _run_capacity(args, config, out, log_text, None, server_log=args.log)
@@ -312,6 +313,8 @@ async def _run(args: argparse.Namespace) -> int:
         args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
     )
     evidence = cluster_evidence(args, evidence, "--chain-ray")
+    if args.sample_gpus and evidence.ray is None:
+        raise ConfigError("--sample-gpus samples the nodes of the --chain-ray cluster: give it")
     cases = cases_for(
         config.agent, load_profile(config.profile), config.programme
     )  # bad --schemas or case names fail before any traffic
@@ -331,8 +334,9 @@ async def _run_plan(
     clients: RayLoad | ProcessLoad | None,
 ) -> int:
     with RichProgress(err) as progress:
+        sampled = evidence.ray if args.sample_gpus else None
         capacity = _capacity_inputs(  # the log parsed once
-            args, config, startup, progress, chain_ray=evidence.ray
+            args, config, startup, progress, chain_ray=sampled
         )
         plan = RunPlan(
             evidence=evidence,

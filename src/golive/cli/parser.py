@@ -232,6 +232,12 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
     add_config_flags(run, (*CACHE_FLAGS, *AGENT_FLAGS))
     _ray_option(run)  # --ray: where the load comes from; --chain-ray: the vLLM cluster
     chain_ray_options(run, "--chain-ray")
+    run.add_argument(
+        "--sample-gpus",
+        action="store_true",
+        help="--chain-ray: also sample every GPU node's memory over the pressure phases "
+        "(capacity.gpu_memory; accepted on signing with --override-reason, as DCGM's curves)",
+    )
     k8s_options(run)  # the chain from the engine pods themselves, as `golive env` reads it
 
 

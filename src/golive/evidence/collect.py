@@ -41,7 +41,8 @@ def run_tool(argv: list[str], stdin: str | None = None) -> tuple[str | None, str
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"{' '.join(argv)}: {exc}"
     if done.returncode != 0:
-        return None, f"{' '.join(argv)} exited {done.returncode}: {done.stderr.strip()[:300]}"
+        said = (done.stderr.strip() or done.stdout.strip())[:300]  # nvidia-smi: on stdout
+        return None, f"{' '.join(argv)} exited {done.returncode}: {said}"
     return done.stdout, None
 
 

@@ -61,7 +61,8 @@ def _from_nvml() -> dict[str, float | None] | None:
         if not _handles:
             pynvml.nvmlInit()
             count = pynvml.nvmlDeviceGetCount()
-            _handles.extend(pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count))
+            # every handle or none: a lookup that fails is tried again at the next read
+            _handles.extend([pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)])
     except Exception:
         return None
     values: dict[str, float | None] = {}

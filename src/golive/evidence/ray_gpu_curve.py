@@ -19,6 +19,7 @@ import csv
 import io
 import json
 import re
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ class RayGpuCurves:
         self.job_id: str | None = None
         self.problem: str | None = None
         self._client: Any = None
+        self._cancel = threading.Event()  # golive stops before the samplers are up
+        self._started = threading.Event()  # start() has returned
 
     def start(self) -> None:
         """Submit the job and wait until its samplers run; a failure is kept as `problem`."""
@@ -63,12 +66,12 @@ class RayGpuCurves:
             entrypoint = (
                 f"python ray_gpu_curve.py --interval {self.interval_s:g} --flush {FLUSH_S:g}"
             )
-            self.job_id = submit_script(
-                self._client, entrypoint, "golive run --chain-ray (GPU memory)"
-            )
+            self.job_id = submit_script(self._client, entrypoint, "golive --chain-ray (GPU memory)")
             deadline = time.monotonic() + READY_S
             while MARKER not in self._client.get_job_logs(self.job_id):
                 status = self._client.get_job_status(self.job_id)
+                if self._cancel.is_set():
+                    return
                 if status.is_terminal() or time.monotonic() > deadline:
                     ended = "" if status != JobStatus.RUNNING else " (still setting up)"
                     self.problem = (
@@ -79,23 +82,34 @@ class RayGpuCurves:
                 time.sleep(0.5)
         except Exception as exc:
             self.problem = f"the GPU memory sampler job could not start: {exc}"
+        finally:
+            self._started.set()
 
     def stop(self) -> list[dict[str, Any]]:
-        """Stop the job and return every line its samplers printed (empty where it never
-        ran, `problem` saying why)."""
+        """Stop the job (once start() has returned: a job submitted as golive stops is not
+        left running) and return every line its samplers printed; a job that ended other
+        than stopped by golive is a `problem`."""
+        self._cancel.set()
+        self._started.wait(STOP_S)
         if self.job_id is None or self._client is None:
             return []
         try:
             self._client.stop_job(self.job_id)
             deadline = time.monotonic() + STOP_S
-            while not self._client.get_job_status(self.job_id).is_terminal():
-                if time.monotonic() > deadline:
-                    break
+            status = self._client.get_job_status(self.job_id)
+            while not status.is_terminal() and time.monotonic() < deadline:
                 time.sleep(0.5)
+                status = self._client.get_job_status(self.job_id)
             logs = self._client.get_job_logs(self.job_id)
         except Exception as exc:
             self.problem = f"the GPU memory sampler job {self.job_id} could not be read: {exc}"
             return []
+        if status.value not in ("STOPPED", "SUCCEEDED"):
+            tail = " | ".join(logs.strip().splitlines()[-3:])[-300:]
+            self.problem = (
+                f"the GPU memory sampler job {self.job_id} ended {status.value} before golive "
+                f"stopped it: its curves may end early ({tail})"
+            )
         return sampler_lines(logs)
 
 
@@ -112,31 +126,51 @@ def sampler_lines(logs: str) -> list[dict[str, Any]]:
 
 
 def node_curves(lines: Sequence[Mapping[str, Any]]) -> NodeCurves:
-    """Each node's rows as one CSV in `env collect --gpu-curve` columns (wall_time, then
-    gpu<i>_used_mib and gpu<i>_total_mib by GPU index), named `ray-<node>`; a node that
-    gave no row is a problem naming its sampler's last error."""
-    nodes = [dict(line) for line in lines if isinstance(line.get("node_id"), str)]
+    """Each GPU node's rows as one CSV in `env collect --gpu-curve` columns (wall_time, then
+    gpu<i>_used_mib and gpu<i>_total_mib by GPU index), named `ray-<node>`. A problem for
+    each GPU node that gave no row, whose last read failed, or that never reported, and
+    for a cluster with no GPU node; a row without a numeric time is left out, named."""
+    start = next((line for line in lines if "alive_nodes" in line), {})
+    nodes = [
+        {**line, "hostname": str(line.get("hostname") or "")}
+        for line in lines
+        if isinstance(line.get("node_id"), str)
+    ]
     names = node_names(nodes)
     rows: dict[str, list[Mapping[str, Any]]] = {node_id: [] for node_id in names}
-    errors: dict[str, str] = {}
+    last_error: dict[str, str | None] = {}
+    odd = 0
     for line in nodes:
         got = line.get("rows")
-        rows[line["node_id"]] += (
-            [r for r in got if isinstance(r, Mapping)] if isinstance(got, list) else []
-        )
-        if line.get("error"):
-            errors[line["node_id"]] = str(line["error"])
+        for row in got if isinstance(got, list) else []:
+            if isinstance(row, Mapping) and _number(row.get("wall_time")):
+                rows[line["node_id"]].append(row)
+            else:
+                odd += 1
+        last_error[line["node_id"]] = None if not line.get("error") else str(line["error"])
     out = NodeCurves()
-    alive = next((line.get("alive_nodes") for line in lines if "alive_nodes" in line), None)
-    if alive == 0:
-        out.problems.append("the Ray cluster had no alive node to sample")
+    if start.get("gpu_nodes") == 0:
+        out.problems.append("no node of the Ray cluster offers a GPU (Ray's GPU resource)")
+    elif isinstance(start.get("gpu_nodes"), int) and len(names) < start["gpu_nodes"]:
+        out.problems.append(
+            f"{start['gpu_nodes'] - len(names)} of the cluster's {start['gpu_nodes']} GPU "
+            "node(s) never reported"
+        )
+    if odd:
+        out.problems.append(f"{odd} sampled row(s) without a time were left out")
     for node_id, name in sorted(names.items(), key=lambda item: item[1]):
+        error = last_error.get(node_id)
         if not rows[node_id]:
-            why = errors.get(node_id, "no sample")
-            out.problems.append(f"node {name}: no GPU memory sampled ({why})")
+            out.problems.append(f"node {name}: no GPU memory sampled ({error or 'no sample'})")
             continue
+        if error is not None:
+            out.problems.append(f"node {name}: its last GPU memory read failed ({error})")
         out.curves.append((f"ray-{name}", _csv(rows[node_id])))
     return out
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -158,17 +192,21 @@ async def ray_gpu_sampling(
 ) -> AsyncIterator[NodeCurves]:
     """The Ray nodes' GPU memory sampled while the block runs; the yielded NodeCurves is
     filled when it ends (empty where no sampler was asked for). The job is stopped however
-    the block ends."""
+    the block ends, a Ctrl-C while the samplers start included."""
     found = NodeCurves()
     if sampler is None:
         yield found
         return
-    say(f"GPU memory: starting a sampler on every node of the Ray cluster {sampler.source.address}")
-    await asyncio.to_thread(sampler.start)
     try:
+        say(f"GPU memory: a sampler on every GPU node of the Ray cluster {sampler.source.address}")
+        await asyncio.to_thread(sampler.start)
         yield found
     finally:
-        lines = await asyncio.to_thread(sampler.stop)
+        try:
+            lines = await asyncio.wait_for(asyncio.to_thread(sampler.stop), STOP_S * 3)
+        except TimeoutError:
+            lines = []
+            sampler.problem = f"the Ray Jobs API did not answer within {STOP_S * 3:g} s"
         for line in lines:
             bundle.append_jsonl(RAY_GPU_CURVE, line)
         got = node_curves(lines)

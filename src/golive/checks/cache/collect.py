@@ -175,11 +175,12 @@ async def collect_cache(ctx: CheckContext, settings: CacheSettings) -> dict[str,
     index = 1
     # the warm-ups' own counts size the proof where the first missed (no /tokenize, as behind
     # a gateway: the assumed ratio is 20% off on the CPU target's Qwen)
-    if first is not None and missed(first, target_tokens):
-        trial = protocol.with_words(round(protocol.words * target_tokens / first))
+    if first is not None and first > 0 and missed(first, target_tokens):
+        trial = protocol.with_words(round(protocol.words * min(4.0, target_tokens / first)))
         index += 1
         last, second = await _step(ctx, index, "warmup-2", trial.body(WARMUP_ASK, _salt()), last)
-        words = fitted_words((protocol.words, first), (trial.words, second), target_tokens)
+        fitted = fitted_words((protocol.words, first), (trial.words, second), target_tokens)
+        words = min(fitted, 4 * trial.words)  # a count that lies cannot grow it past bounds
         protocol = protocol.with_words(words)
         how += f"; sized from the warm-ups' counts ({first}, {second} tokens): {words} words"
         plan = [plan[0], *cache_plan(protocol, settings)[1:]]

@@ -2,7 +2,8 @@
 phases run.
 
 Submitted by `golive run --chain-ray ADDRESS` through the Jobs API, with golive shipped as a
-runtime-env module (as `ray_nodes.py`). One sampler actor per node, pinned with
+runtime-env module (as `ray_nodes.py`). One sampler actor per node Ray schedules GPUs on (a
+CPU-only node, such as a head without GPUs, is named, not sampled), pinned with
 NodeAffinitySchedulingStrategy (soft=False), reads the node's GPU memory every `--interval`
 seconds on its own thread (`golive.evidence.node_gpu`); every `--flush` seconds the driver
 drains each and prints one line per node, `GOLIVE-GPU-CURVE <json>`, which golive reads back
@@ -37,11 +38,11 @@ class _Sampler:
         threading.Thread(target=self._loop, args=(interval_s,), daemon=True).start()
 
     def _loop(self, interval_s: float) -> None:
-        from golive.evidence.node_gpu import read_gpu_memory
-
         while True:
             started = time.monotonic()
             try:
+                from golive.evidence.node_gpu import read_gpu_memory
+
                 row = {"wall_time": round(time.time(), 3), **read_gpu_memory()}
             except Exception as exc:
                 with self._lock:
@@ -71,7 +72,10 @@ def main() -> None:
     ray.init()
     stop = threading.Event()  # after ray.init, which sets its own SIGTERM handler
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    # the nodes Ray schedules GPUs on; a CPU-only node (a head without GPUs) is named, not
+    # sampled
+    nodes = [n for n in alive if (n.get("Resources") or {}).get("GPU", 0) > 0]
     samplers = [
         (
             node,
@@ -88,20 +92,38 @@ def main() -> None:
         done, _ = ray.wait(list(waiting), timeout=max(0.0, deadline - time.monotonic()))
         for ref in done:
             waiting.pop(ref)
-    late = [node.get("NodeManagerHostname", node["NodeID"]) for node in waiting.values()]
-    print(MARKER, json.dumps({"alive_nodes": len(nodes), "not_ready": late}), flush=True)
+    start = {
+        "alive_nodes": len(alive),
+        "gpu_nodes": len(nodes),
+        "without_gpu": [_name(n) for n in alive if n not in nodes],
+        "not_ready": [_name(n) for n in waiting.values()],
+    }
+    print(MARKER, json.dumps(start), flush=True)
     deadline = time.monotonic() + args.max_s
     while True:
         stopped = stop.wait(args.flush) or time.monotonic() > deadline
-        for node, sampler in samplers:
-            try:
-                got = ray.get(sampler.drain.remote(), timeout=30)
-            except Exception as exc:
-                got = {"rows": [], "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-            line = {"node_id": node["NodeID"], "hostname": node.get("NodeManagerHostname", "")}
-            print(MARKER, json.dumps({**line, **got}), flush=True)
+        _drain(samplers)
         if stopped:
             break
+
+
+def _name(node: dict[str, Any]) -> str:
+    return str(node.get("NodeManagerHostname") or node["NodeID"])
+
+
+def _drain(samplers: list[tuple[dict[str, Any], Any]]) -> None:
+    """Every sampler's new rows at once (Ray kills the driver 3 s after SIGTERM: one slow
+    node must not cost the others their last rows); a sampler that does not answer in 2 s
+    is a line with the reason."""
+    asked = {sampler.drain.remote(): node for node, sampler in samplers}
+    done, _ = ray.wait(list(asked), num_returns=len(asked), timeout=2.0)
+    for ref, node in asked.items():
+        try:
+            got = ray.get(ref) if ref in done else {"rows": [], "error": "no answer in 2 s"}
+        except Exception as exc:
+            got = {"rows": [], "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        line = {"node_id": node["NodeID"], "hostname": node.get("NodeManagerHostname", "")}
+        print(MARKER, json.dumps({**line, **got}), flush=True)
 
 
 if __name__ == "__main__":
