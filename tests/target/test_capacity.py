@@ -210,8 +210,8 @@ async def test_golive_run_on_a_one_sequence_512_token_server(
     assert code == Outcome.HOLD.exit_code, verdict["rules_fired"]
     held = [r["rule"] for r in verdict["rules_fired"] if r["outcome"] == "hold"]
     assert held == ["programme-incomplete"], verdict["rules_fired"]
-    # ... its 50 s sustained window (a programme decision needs 10 minutes), and a cache
-    # proof the 512-token context caps under the generic profile's 1,024-token prefix
+    # ... its 50 s sustained window (a programme decision needs 10 minutes), and the run's
+    # 320-token cache proof, under the generic profile's 1,024-token prefix
     assert set(rules(verdict)["programme-incomplete"]) == {
         "smoke.coverage",
         "capacity.coverage",
@@ -219,8 +219,9 @@ async def test_golive_run_on_a_one_sequence_512_token_server(
         "cache.coverage",
     }
     checks = {c["id"]: c for c in verdict["checks"]}
-    assert "(the server max_model_len 512 caps it)" in checks["cache.coverage"]["summary"]
-    assert "serve a longer --max-model-len" in checks["cache.coverage"]["summary"]
+    # the size the run asked for (--prefix-tokens 320), not the server's context, set it
+    assert "caps it" not in checks["cache.coverage"]["summary"]
+    assert "leave cache.prefix_tokens unset" in checks["cache.coverage"]["summary"]
     long_input = checks["capacity.long_input"]["measurements"]
     assert long_input["classification"] == "adjust-configuration"
     # production's 1,024 tokens are above the server's max_model_len: configuration, never

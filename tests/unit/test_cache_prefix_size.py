@@ -59,12 +59,18 @@ def test_the_proofs_prefix_against_the_profiles(
 
 
 def test_a_short_context_is_named_as_the_cap() -> None:
-    """A server whose max_model_len cannot hold the profile's prefix: the gap names the cap
-    and asks for a longer context, not for a setting the user never made."""
-    weaker = prefix_size_gaps(ProgrammeConfig(), load_profile("generic"), 870, 1000)
+    """A server whose max_model_len cannot hold the profile's prefix, and a proof aimed at
+    its edge: the gap names the cap and asks for a longer context, not for a setting the
+    user never made; a smaller size the config asked for on the same server is the
+    config's (the CPU target at 1,024 with --prefix-tokens 320 was said to be capped)."""
+    weaker = prefix_size_gaps(ProgrammeConfig(), load_profile("generic"), 870, 1000, 872)
     (gap,) = weaker.gaps
     assert "max_model_len 1000 caps it" in gap
     assert "serve a longer --max-model-len" in gap
+    asked = prefix_size_gaps(ProgrammeConfig(), load_profile("generic"), 321, 1024, 320)
+    (gap,) = asked.gaps
+    assert "caps it" not in gap
+    assert "leave cache.prefix_tokens unset" in gap
 
 
 @pytest.mark.parametrize(

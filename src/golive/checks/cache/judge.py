@@ -105,6 +105,7 @@ def judge_cache(
             profile,
             prompt if isinstance(prompt, int) else None,
             protocol.get("max_model_len"),
+            protocol.get("target_tokens"),
         )
         both = Relaxations(weaker.gaps + smaller.gaps, weaker.owned + smaller.owned)
         results.append(cache_coverage(warm, CACHE_STEPS, both))

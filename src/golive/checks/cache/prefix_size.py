@@ -45,6 +45,7 @@ def prefix_size_gaps(
     profile: Profile,
     prompt_tokens: int | None,
     max_model_len: object = None,
+    target_tokens: object = None,
 ) -> Relaxations:
     """The cache proof's size against the profile: a gap where the cold request's prompt held
     fewer than the profile's shared-prefix tokens (less the calibration's slack) and no owner
@@ -52,7 +53,10 @@ def prefix_size_gaps(
     needed = _needed(profile)
     if prompt_tokens is None or prompt_tokens >= needed * CALIBRATION_SLACK:
         return Relaxations()
-    capped = isinstance(max_model_len, int) and max_model_len - 128 < needed
+    # the server's context set the size only where the protocol aimed at its edge (a size
+    # the config asked for is the config's)
+    edge = max_model_len - 128 if isinstance(max_model_len, int) else None
+    capped = edge is not None and edge < needed and target_tokens == edge
     what = (
         f"the prefix-cache proof's prompt held {prompt_tokens} tokens"
         f"{f' (the server max_model_len {max_model_len} caps it)' if capped else ''}, under the "
