@@ -134,8 +134,8 @@ class CapacityConfig(StrictModel):
         None,
         description="a Prometheus scraping the DCGM exporter on the engine's nodes: each GPU's "
         "memory over the pressure phases is read from it into capacity.gpu_memory (no sampler "
-        "on the nodes, no CSV to copy; the headroom check capacity.memory still needs NVML on "
-        "golive's own host); needs dcgm_selector",
+        "on the nodes, no CSV to copy; with golive off the GPU hosts, the headroom check "
+        "capacity.memory judges the engine's GPUs on these curves); needs dcgm_selector",
     )
     dcgm_selector: str | None = Field(
         None,

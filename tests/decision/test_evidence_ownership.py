@@ -107,11 +107,10 @@ def _not_better(again: Rederived) -> None:
     assert again.as_sealed == ()
 
 
-# the recorded demo read no Kubernetes pods nor Ray nodes: test_k8s.py and test_ray.py delete
-# those families' evidence
-RECORDED_FAMILIES = [
-    j for j in EVIDENCE_JUDGES if j.name not in ("environment.k8s", "environment.ray")
-]
+# the recorded demo read no Kubernetes pods, Ray nodes nor node GPU curves: test_k8s.py,
+# test_ray.py and test_dcgm_memory.py delete those families' evidence
+NOT_RECORDED = ("environment.k8s", "environment.ray", "capacity.gpu_memory")
+RECORDED_FAMILIES = [j for j in EVIDENCE_JUDGES if j.name not in NOT_RECORDED]
 
 
 @pytest.mark.parametrize("owner", RECORDED_FAMILIES, ids=[j.name for j in RECORDED_FAMILIES])
@@ -220,9 +219,11 @@ async def test_signoff_and_the_registry_refuse_a_forged_bundle(
 async def test_a_check_no_judge_owns_needs_an_override_to_be_accepted(
     recorded: Path, tmp_path: Path, capsys: Any
 ) -> None:
-    """A check golive cannot re-judge from evidence (here a GPU memory curve merged from node
-    files) is taken on the bundle's word: decide says so, and signing the bundle accepted
-    needs a reviewer's override reason, recorded with the signature."""
+    """A check golive cannot re-judge from evidence (here one of a later golive's families)
+    is taken on the bundle's word: decide says so, and signing the bundle accepted needs a
+    reviewer's override reason, recorded with the signature. A GPU memory curve merged from
+    node files is no longer such a check: claimed without the record of what the run read,
+    it is missing evidence."""
     root = _copy(recorded, tmp_path)
     data = json.loads((root / VERDICT).read_text())
     extra = {
@@ -236,18 +237,24 @@ async def test_a_check_no_judge_owns_needs_an_override_to_be_accepted(
     }
     _edit_verdict(root, checks=[*data["checks"], extra])
     Bundle(root).seal()
+    claimed = rederive(root)
+    assert not claimed.agrees
+    assert any("memory/node-curves.json is missing" in p for p in claimed.problems)
+    unowned = {**extra, "id": "capacity.kv_offload", "summary": "offload tier checked"}
+    _edit_verdict(root, checks=[*data["checks"], unowned])
+    Bundle(root).seal()
     again = rederive(root)
     assert again.agrees, again.problems
-    assert again.as_sealed == ("capacity.gpu_memory",)
-    with pytest.raises(ConfigError, match=r"bundle's own word.*capacity.gpu_memory"):
+    assert again.as_sealed == ("capacity.kv_offload",)
+    with pytest.raises(ConfigError, match=r"bundle's own word.*capacity.kv_offload"):
         require_rederived(root, "watch --accepted")
     argv = ["signoff", str(root), "--reviewer", "Ana", "--outcome", "observe-with-limits"]
     assert await asyncio.to_thread(main, argv) == EXIT_USAGE
     assert "--override-reason" in capsys.readouterr().err
-    reason = ["--override-reason", "the node curves were read by the capacity owner"]
+    reason = ["--override-reason", "the offload tier was read by the capacity owner"]
     assert await asyncio.to_thread(main, [*argv, *reason]) == 0
     signature = json.loads((root / SIGNOFF_JSON).read_text())["signature"]
-    assert signature["taken_as_sealed"] == ["capacity.gpu_memory"]
+    assert signature["taken_as_sealed"] == ["capacity.kv_offload"]
 
 
 def test_signoff_without_its_record_is_a_named_error(

@@ -15,6 +15,7 @@ import pytest_asyncio
 
 from golive.bundle.store import Bundle
 from golive.cli.main import main
+from golive.config_sources import variable_of
 from golive.results import Status
 from golive.verdict.rederive import rederive
 
@@ -23,6 +24,8 @@ pytest.importorskip("kubernetes", reason="needs golive[k8s]")
 
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 from tests.helpers.k8s_cluster import DATA, DIGEST, OTHER, Cluster, emulated_cluster
+from tests.helpers.scenario import FAKE_CAPACITY
+from tests.integration.test_dcgm_memory import SELECTOR, fake_prometheus
 
 
 @pytest_asyncio.fixture
@@ -161,3 +164,36 @@ async def test_deleting_the_pod_record_holds(cluster: Cluster, tmp_path: Path) -
     images = next(c for c in again.checks if c.id == "environment.k8s_images")
     assert images.status is Status.NO_DATA
     assert any("k8s-pods.json" in p for p in again.problems), again.problems
+
+
+async def test_run_reads_the_pods_and_the_gpus_memory_with_nothing_copied(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30's first real run: `golive run --k8s-namespace ... --prometheus-url ...` reads
+    the chain from the engine pods and each GPU's memory over the pressure phases from the
+    DCGM exporter (a fake Prometheus here) — no `golive env` beforehand, no sampler started on
+    a node, no file copied by hand — and golive decide judges both again from the bundle."""
+    for i in range(2):
+        cluster.add_node(f"gpu-{i}")
+        cluster.add_pod(f"vllm-{i}", f"gpu-{i}")
+    out = tmp_path / "run"
+    queries: list[dict[str, str]] = []
+    for key, value in FAKE_CAPACITY.items():  # the small windows, as GOLIVE_* variables
+        monkeypatch.setenv(variable_of(key), str(value).lower())
+    async with fake_vllm(FakeState()) as url, fake_prometheus(queries) as prometheus:
+        argv = [
+            "run", "--target", url, "--k8s-namespace", "llm", "--selector", "app=vllm,role=engine",
+            "--kubeconfig", str(cluster.kubeconfig), "--out", str(out),
+            "--prometheus-url", prometheus, "--dcgm-selector", SELECTOR,
+        ]  # fmt: skip
+        code = await asyncio.to_thread(main, argv)
+    checks = {c["id"]: c for c in json.loads((out / "verdict.json").read_text())["checks"]}
+    assert checks["environment.k8s_images"]["status"] == "pass"
+    memory = checks["capacity.gpu_memory"]
+    assert memory["status"] == "pass", memory["summary"]
+    assert any(k.startswith("dcgm-gpu-0:concurrency:") for k in memory["measurements"])
+    assert len(queries) == 2
+    again = rederive(out)
+    assert again.agrees, again.problems
+    assert {"environment.k8s_images", "capacity.gpu_memory"} <= set(again.rejudged_ids)
+    assert code in (0, 10, 11, 12), code

@@ -78,6 +78,9 @@ AFTER_LOAD_PROBE = "cache-after-load"  # the label of cache.after_load's one req
 DCGM_USED = "memory/dcgm-fb-used.json"  # the DCGM exporter's answers (capacity.prometheus_url)
 DCGM_FREE = "memory/dcgm-fb-free.json"
 RAY_GPU_CURVE = "memory/ray-gpu-curve.jsonl"  # the Ray nodes' samplers' lines (--chain-ray)
+# which node-side curves a capacity run asked for, the --gpu-curve files' copies and what
+# the run met that the raw lines and answers cannot show (capacity.gpu_memory)
+NODE_CURVES = "memory/node-curves.json"
 TERMINATION = "memory/termination.json"
 RESTART = "memory/restart.json"  # the deployment served again after a death (restart.py)
 TERMINATION_AFTER_RESTART = "memory/termination-after-restart.json"  # it died again

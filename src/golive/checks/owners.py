@@ -19,9 +19,12 @@ from golive.bundle.layout import (
     CAPACITY_SUSTAINED,
     CAPACITY_WATCHDOG,
     CHAIN_INPUTS,
+    DCGM_USED,
     K8S_PODS,
     LEDGER_SENT,
     MEMORY_CURVE,
+    NODE_CURVES,
+    RAY_GPU_CURVE,
     RAY_NODES,
     SMOKE_PLAN,
     STARTUP_LOG,
@@ -41,6 +44,8 @@ from golive.checks.capacity.long_input import judge_long_input
 from golive.checks.capacity.memory import CHECK as MEMORY_CHECK
 from golive.checks.capacity.memory import judge_memory
 from golive.checks.capacity.model_load import judge_model_load
+from golive.checks.capacity.node_curves import CHECK as GPU_MEMORY_CHECK
+from golive.checks.capacity.node_curves import asked_node_curves, judge_gpu_memory
 from golive.checks.coverage import CAPACITY as CAPACITY_COVERAGE
 from golive.checks.coverage import SMOKE as SMOKE_COVERAGE
 from golive.checks.coverage import with_sustained_coverage
@@ -90,6 +95,8 @@ class EvidenceJudge:
     # also expected (its evidence lost if absent) where one of these is in the bundle: a
     # folder ("requests/") counts when it holds a record file
     expected_with: tuple[str, ...] = ()
+    # also expected where this says the run asked for it (the bundle's root)
+    expected_if: Callable[[Path], bool] | None = None
 
     def owns(self, check_id: str) -> bool:
         if check_id.endswith(".programme"):  # a section's own result: why it did not run
@@ -103,7 +110,9 @@ class EvidenceJudge:
         return locate(root, self.marker).is_file() or locate(root, self.marker + ZSTD).is_file()
 
     def expected_by(self, root: Path) -> bool:
-        """Another file in the bundle says this judge's collector ran."""
+        """Another file in the bundle (or what it asked for) says this judge's collector ran."""
+        if self.expected_if is not None and self.expected_if(root):
+            return True
         for rel in self.expected_with:
             if rel.endswith("/"):
                 if any((root / rel).glob("*.jsonl*")):
@@ -205,6 +214,17 @@ EVIDENCE_JUDGES = (
         lambda r, s: judge_memory(r, s.config),
         "capacity",
         expected_with=(CAPACITY_STEPS,),  # the sampler runs before the first load window
+    ),
+    EvidenceJudge(
+        GPU_MEMORY_CHECK,
+        (GPU_MEMORY_CHECK,),
+        NODE_CURVES,
+        lambda r, s: judge_gpu_memory(r, s.config),
+        "capacity",
+        # the nodes' own lines or the exporter's answers say the run read node curves, as a
+        # config naming the exporter's Prometheus with capacity windows run does
+        expected_with=(RAY_GPU_CURVE, DCGM_USED),
+        expected_if=asked_node_curves,
     ),
     EvidenceJudge(
         "capacity.answers_under_load",

@@ -236,7 +236,7 @@ def _add_cache_and_agent(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "--sample-gpus",
         action="store_true",
         help="--chain-ray: also sample every GPU node's memory over the pressure phases "
-        "(capacity.gpu_memory; accepted on signing with --override-reason, as DCGM's curves)",
+        "(capacity.gpu_memory; with golive off the GPU hosts, capacity.memory judges them)",
     )
     k8s_options(run)  # the chain from the engine pods themselves, as `golive env` reads it
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,6 +71,8 @@ def merge_gpu_curve(
             try:
                 value = float(row[gpu])
             except (TypeError, ValueError):
+                continue
+            if not math.isfinite(value) or value < 0:  # not a reading
                 continue
             key = f"{phase}:{gpu}"
             peaks[key] = max(value, peaks.get(key, value))

@@ -190,8 +190,9 @@ def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
 async def ray_gpu_sampling(
     sampler: RayGpuCurves | None, bundle: Bundle, say: Callable[[str], None]
 ) -> AsyncIterator[NodeCurves]:
-    """The Ray nodes' GPU memory sampled while the block runs; the yielded NodeCurves is
-    filled when it ends (empty where no sampler was asked for). The job is stopped however
+    """The Ray nodes' GPU memory sampled while the block runs, its lines appended to the
+    bundle; the yielded NodeCurves holds, when it ends, the job's own problem (none where no
+    sampler was asked for). The job is stopped however
     the block ends, a Ctrl-C while the samplers start included."""
     found = NodeCurves()
     if sampler is None:
@@ -209,6 +210,6 @@ async def ray_gpu_sampling(
             sampler.problem = f"the Ray Jobs API did not answer within {STOP_S * 3:g} s"
         for line in lines:
             bundle.append_jsonl(RAY_GPU_CURVE, line)
-        got = node_curves(lines)
-        found.curves += got.curves
-        found.problems += ([sampler.problem] if sampler.problem else []) + got.problems
+        # the nodes' curves are read back from the lines (`checks/capacity/node_curves.py`);
+        # what the lines cannot show is the job's own problem
+        found.problems += [sampler.problem] if sampler.problem else []

@@ -53,6 +53,7 @@ class FakeState:
     cache_config: dict[str, str] = field(default_factory=dict)  # vllm:cache_config_info labels
     prefix_queries: int = 0  # vllm:prefix_cache_queries: every prompt token asked
     prefix_hits: int = 0  # vllm:prefix_cache_hits: none (a cache that evicted everything)
+    kv_usage: float | None = None  # vllm:kv_cache_usage_perc, where the stand-in states it
 
 
 _ENGINE_DIED = {"error": {"message": "EngineCore died", "type": "InternalServerError", "code": 500}}
@@ -149,6 +150,12 @@ def _metrics(state: FakeState) -> str:
         + ("# TYPE http_requests_total counter\n" + http if http else "")
         + _cache_config(state.cache_config)
         + _prefix_counters(state)
+        + (
+            ""
+            if state.kv_usage is None
+            else "# TYPE vllm:kv_cache_usage_perc gauge\n"
+            f'vllm:kv_cache_usage_perc{{engine="0",model_name="{model}"}} {state.kv_usage}\n'
+        )
     )
 
 

@@ -4,17 +4,24 @@ phase."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from golive.bundle.layout import DCGM_FREE, DCGM_USED, LOAD_CURVE, RAY_GPU_CURVE, STARTUP_LOG
-from golive.checks.capacity.collect import CapacityInputs, Run, cap_result
+from golive.bundle.layout import DCGM_FREE, DCGM_USED, LOAD_CURVE, NODE_CURVES, STARTUP_LOG
+from golive.bundle.store import BundleReader
+from golive.checks.capacity.collect import CapacityInputs, Run
+from golive.checks.capacity.node_curves import (
+    curve_copy,
+    judge_gpu_memory,
+    merged_name,
+    read_node_curves,
+)
 from golive.checks.context import CheckContext, scrape
 from golive.evidence import dcgm
 from golive.evidence.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.evidence.sampling import Probe
-from golive.results import CheckResult, Status
+from golive.results import CheckResult
 from golive.traffic.client import ClientSettings, TargetClient
 
 _GAUGES = ("kv_cache_usage_perc", "num_requests_running", "num_requests_waiting", "num_preemptions")
@@ -55,33 +62,65 @@ def save_load_evidence(run: Run) -> None:
         )
 
 
-async def node_curves_of(
-    ctx: CheckContext, inputs: CapacityInputs, timeline: list[PhaseSpan]
-) -> tuple[list[tuple[str, str]], str | None]:
-    """Every node-side GPU curve: the `--gpu-curve` files (read now: the node samplers wrote
-    during the run) and, with `capacity.prometheus_url`, the DCGM exporter's series over the
-    run. ([(name, csv text)], the first problem met or None)."""
-    curves: list[tuple[str, str]] = []
+async def save_node_curves(
+    ctx: CheckContext,
+    inputs: CapacityInputs,
+    timeline: list[PhaseSpan],
+    sampler_problems: Sequence[str],
+) -> list[CheckResult]:
+    """Every node-side GPU curve the run asked for, kept as read — the `--gpu-curve` files
+    (read now: the node samplers wrote during the run), the DCGM exporter's answers over the
+    run (`capacity.prometheus_url`), beside the Ray samplers' lines already appended — with
+    what only the run could see (`memory/node-curves.json`); then `capacity.gpu_memory`
+    judged from them as `golive decide` judges it, and each curve merged by phase for the
+    report."""
+    if not (inputs.gpu_curves or ctx.config.capacity.prometheus_url or inputs.ray_gpu):
+        return []
+    problems = list(sampler_problems)
+    copies: list[dict[str, str]] = []
     for path in inputs.gpu_curves:
         try:
-            curves.append((path.stem, path.read_text()))
+            text = path.read_text()
         except OSError as exc:
-            return curves, f"--gpu-curve {path}: cannot be read ({exc.strerror})"
-    if ctx.config.capacity.prometheus_url is None or not timeline:
-        return curves, None
-    try:
-        return curves + await _dcgm_curves(ctx, timeline), None
-    except Exception as exc:
-        return curves, f"the DCGM curves could not be read: {type(exc).__name__}: {exc}"
+            problems.append(f"--gpu-curve {path}: cannot be read ({exc.strerror})")
+            continue
+        # two nodes' node1-gpu.csv (or names alike once made safe) are kept apart
+        taken = {c["file"] for c in copies}
+        name = next(
+            n for k in range(len(copies) + 1) if curve_copy(n := _nth(path.stem, k)) not in taken
+        )
+        copies.append({"name": name, "file": curve_copy(name)})
+        ctx.bundle.write_text(copies[-1]["file"], text)
+    dcgm_asked = ctx.config.capacity.prometheus_url is not None and bool(timeline)
+    if dcgm_asked:
+        try:
+            await _dcgm_answers(ctx, timeline)
+        except Exception as exc:
+            problems.append(f"the DCGM curves could not be read: {type(exc).__name__}: {exc}")
+    record = {
+        "gpu_curves": copies,
+        "ray": inputs.ray_gpu is not None,
+        "dcgm": dcgm_asked,
+        "problems": problems,
+    }
+    ctx.bundle.write_json(NODE_CURVES, record)
+    found = read_node_curves(BundleReader(ctx.bundle.root), ctx.config)
+    for name, text in found.curves if found else ():
+        with contextlib.suppress(Exception):  # judged (and named) by judge_gpu_memory
+            ctx.bundle.write_text(merged_name(name), merge_gpu_curve(text, name, timeline)[0])
+    return judge_gpu_memory(BundleReader(ctx.bundle.root), ctx.config)
 
 
-async def _dcgm_curves(ctx: CheckContext, timeline: list[PhaseSpan]) -> list[tuple[str, str]]:
-    """One curve per node from the DCGM exporter's series over the run; ValueError naming
-    what is wrong with the answer."""
+def _nth(stem: str, k: int) -> str:
+    return stem if k == 0 else f"{stem}-{k}"
+
+
+async def _dcgm_answers(ctx: CheckContext, timeline: list[PhaseSpan]) -> None:
+    """The DCGM exporter's used and free series over the run, kept as Prometheus answered;
+    ValueError where it did not answer (nothing is kept then)."""
     config = ctx.config.capacity
     assert config.prometheus_url is not None
     assert config.dcgm_selector is not None
-    answers: dict[str, list[dict[str, Any]]] = {}
     settings = ClientSettings(config.prometheus_url, read_timeout_s=30, request_deadline_s=60)
     async with TargetClient(settings) as client:
         for metric, saved in ((dcgm.USED, DCGM_USED), (dcgm.FREE, DCGM_FREE)):
@@ -93,56 +132,7 @@ async def _dcgm_curves(ctx: CheckContext, timeline: list[PhaseSpan]) -> list[tup
                 timeline[-1].end,
             )
             record = await client.get(url, "dcgm")
-            ctx.bundle.write_text(saved, record.raw_text)
             if record.status is None:
                 why = record.failure.message if record.failure else "no answer"
                 raise ValueError(f"{config.prometheus_url} did not answer ({why})")
-            answers[metric] = dcgm.series_of(record.raw_text, saved)  # names an error body
-    if not answers[dcgm.USED]:
-        raise ValueError(
-            f"{config.prometheus_url} holds no {dcgm.USED} series matching "
-            f"{{{config.dcgm_selector}}} over the run: check capacity.dcgm_selector"
-        )
-    by_node = dcgm.node_curves(answers[dcgm.USED], answers[dcgm.FREE])
-    return [(f"dcgm-{node}", text) for node, text in by_node.items()]
-
-
-def merge_curves(
-    ctx: CheckContext,
-    curves: list[tuple[str, str]],
-    problem: str | None,
-    timeline: list[PhaseSpan],
-    unsampled: Sequence[str] = (),
-) -> CheckResult:
-    """Node-side GPU curves merged by wall clock: peak memory per phase and GPU; `unsampled`
-    names the Ray nodes (or the sampler job) that gave none, which leaves the check
-    `no_data` beside the curves that came."""
-    # the exporter's own answers as Prometheus gave them (capacity.prometheus_url), and the
-    # Ray nodes' samplers' lines (--chain-ray)
-    saved = (DCGM_USED, DCGM_FREE, RAY_GPU_CURVE)
-    evidence = [p for p in saved if ctx.bundle.path(p).exists()]
-    if problem is not None:
-        return cap_result(
-            "capacity.gpu_memory", Status.NO_DATA, problem, {}, evidence, critical=False
-        )
-    measurements: dict[str, Any] = {}
-    for name, text in curves:
-        merged, peaks = merge_gpu_curve(text, name, timeline)
-        rel = f"memory/gpu-{name}.csv"
-        ctx.bundle.write_text(rel, merged)
-        evidence.append(rel)
-        measurements.update({f"{name}:{k}": round(v, 1) for k, v in peaks.items()})
-    top = max(measurements.values(), default=None)
-    summary = f"GPU memory curves from {len(curves)} node(s) merged by phase"
-    if top is not None:
-        summary += f"; peak {top:.0f} MiB"
-    if unsampled:
-        summary += f"; not sampled: {'; '.join(unsampled)}"
-    return cap_result(
-        "capacity.gpu_memory",
-        Status.PASS if measurements and not unsampled else Status.NO_DATA,
-        summary,
-        measurements,
-        evidence,
-        critical=False,
-    )
+            ctx.bundle.write_text(saved, record.raw_text)

@@ -41,8 +41,11 @@ from golive.bundle.layout import (
     CAPACITY_KNEE_REPEATS,
     CAPACITY_STEPS,
     CAPACITY_SUSTAINED,
+    DCGM_USED,
     GPU_DEVICES,
     MEMORY_CURVE,
+    NODE_CURVES,
+    RAY_GPU_CURVE,
     STARTUP_LOG,
 )
 from golive.bundle.store import BundleReader
@@ -57,10 +60,12 @@ from golive.checks.capacity.memory_limits import (
     needed_share,
     step_spares,
 )
+from golive.checks.capacity.memory_nodes import JudgedGpu, node_gpus
 from golive.checks.capacity.recorded import curve_differences
 from golive.checks.capacity.windows import Trend, trend_of_gauge
 from golive.checks.env.judge import serving_launch
 from golive.config import GoliveConfig
+from golive.evidence.startup_log import StartupFacts
 from golive.results import CheckResult, Status
 
 CHECK = "capacity.memory"
@@ -68,6 +73,8 @@ _NO_GPU = (
     f"GPU memory unmeasured: capacity's NVML sampler saw no GPU where golive ran ({GPU_DEVICES}); "
     "run golive on the GPU host"
 )
+# the record of the node curves a run read, the nodes' own samplers, the DCGM exporter
+NODE_EVIDENCE = (NODE_CURVES, RAY_GPU_CURVE, DCGM_USED)
 MIN_GROWTH_POINTS = 9  # a fit over the last two thirds, and thirds of at least three samples
 _GIB = 1024.0
 
@@ -124,7 +131,8 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
         for f, read in ((MEMORY_CURVE, curve_text), (GPU_DEVICES, own), (STARTUP_LOG, facts))
         if read is not None
     ]
-    if own in (None, []):  # the CPU target, or golive off the GPU host
+    # the CPU target, or golive off the GPU host with no node sampled
+    if own in (None, []) and not any((evidence.root / p).exists() for p in NODE_EVIDENCE):
         return [_unmeasured(_NO_GPU, measurements, files)]
     if facts is None or facts.available_kv_gib is None:
         return [
@@ -144,7 +152,7 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
         "allocated_per_gpu_mib": round(allocated),
         "gpu_memory_utilization": None if utilization is None else str(utilization),
     }
-    gpus, why = engine_gpus(evidence, own, curve, allocated, config.target.url)
+    gpus, why, curve = _judged_gpus(evidence, own, curve, allocated, facts, config, files)
     if why:
         return [_unmeasured(why, measurements, files)]
     # the KV cache the accepted load used: the sustained window's (a ramp step past the knee
@@ -165,12 +173,13 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
     loaded: list[str] = []  # GPUs the loaded model leaves too little of, KV cache aside
     headrooms: list[float] = []
     budget = launch_utilization(facts)
-    for index, total in gpus:
-        peak = curve.peak(f"gpu{index}_used_mib") or 0.0
+    for gpu in gpus:
+        total, name, key = gpu.total_mib, gpu.label, gpu.key
+        peak = curve.peak(gpu.column) or 0.0
         if not allocated <= peak <= total:
             return [
                 _unmeasured(
-                    f"GPU{index} held {peak:.0f} MiB at most, but the engine printed it "
+                    f"{name} held {peak:.0f} MiB at most, but the engine printed it "
                     f"allocated {allocated:.0f} MiB of its {total:.0f}: the curve, the "
                     "inventory and the startup log are not one GPU's",
                     measurements,
@@ -179,14 +188,14 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
             ]
         spare = 1 - needed_share(total, peak, kv_pool, kv_peak)
         headrooms.append(spare)
-        first = first_reading(curve, f"gpu{index}_used_mib")
+        first = first_reading(curve, gpu.column)
         at_load = load_needed_mib(total, kv_pool, budget, first)
         load_spare = None if at_load is None else 1 - at_load / total
         measurements |= {
-            f"gpu{index}_total_mib": round(total),
-            f"gpu{index}_peak_mib": round(peak, 1),
-            f"gpu{index}_headroom": round(spare, 4),
-            f"gpu{index}_load_headroom": None if load_spare is None else round(load_spare, 4),
+            f"{key}_total_mib": round(total),
+            f"{key}_peak_mib": round(peak, 1),
+            f"{key}_headroom": round(spare, 4),
+            f"{key}_load_headroom": None if load_spare is None else round(load_spare, 4),
         }
         if (
             at_load is not None
@@ -195,7 +204,7 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
         ):
             tokens = f" ({facts.kv_cache_tokens:,} tokens)" if facts.kv_cache_tokens else ""
             loaded.append(
-                f"GPU{index} holds {at_load / _GIB:.1f} of its {total / _GIB:.1f} GiB for the "
+                f"{name} holds {at_load / _GIB:.1f} of its {total / _GIB:.1f} GiB for the "
                 f"loaded model outside its KV cache (weights, the start-up activation peak, "
                 f"CUDA graphs, what the process held beside them at golive's first reading: "
                 f"{load_spare:.1%} spare, under the {limits.min_memory_headroom:.0%} "
@@ -205,7 +214,7 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
             )
         if spare < limits.min_memory_headroom:
             low.append(
-                f"GPU{index} at its busiest needed {total * (1 - spare) / _GIB:.1f} of its "
+                f"{name} at its busiest needed {total * (1 - spare) / _GIB:.1f} of its "
                 f"{total / _GIB:.1f} GiB ({spare:.1%} spare, under the "
                 f"{limits.min_memory_headroom:.0%} capacity.min_memory_headroom) with the KV "
                 f"cache {kv_peak:.1%} used under sustained load"
@@ -249,13 +258,13 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
 
 def _growth(
     curve: SavedCurve,
-    gpus: Sequence[tuple[int, float]],
+    gpus: Sequence[JudgedGpu],
     max_share: float,
     max_kv_share: float,
     out: dict[str, Any],
 ) -> tuple[list[str], list[str]]:
     """Limits for what grew under sustained load after its warm-up, and what went unjudged."""
-    series = [(f"GPU{i} memory", f"gpu{i}_used_mib", total, max_share) for i, total in gpus]
+    series = [(f"{g.label} memory", g.column, g.total_mib, max_share) for g in gpus]
     series.append(("KV cache usage", "kv_cache_usage_perc", 1.0, max_kv_share))
     grown: list[str] = []
     unmeasured: list[str] = []
@@ -292,7 +301,7 @@ def _growth(
 def _step_cap(
     evidence: BundleReader,
     curve_text: str,
-    gpus: Sequence[tuple[int, float]],
+    gpus: Sequence[JudgedGpu],
     kv_pool: float,
     min_headroom: float,
     out: dict[str, Any],
@@ -302,6 +311,12 @@ def _step_cap(
     or why there is none. A candidate, not the verdict's limit: a ramp window is seconds
     long, and the same level held longer fills more of the cache (on the real memory-tight
     H200 run: c16's step 73.7% of the cache, its sustained window 97%)."""
+    own = [(g.index, g.total_mib) for g in gpus if g.index is not None]
+    if len(own) < len(gpus):
+        return (
+            "the ramp's windows are matched to golive's own NVML curve only: with the nodes' "
+            "curves no lower level is shown"
+        )
     sustained = evidence.json(CAPACITY_SUSTAINED)
     level = sustained.get("concurrency") if isinstance(sustained, Mapping) else None
     if type(level) is not int:
@@ -312,7 +327,7 @@ def _step_cap(
             f"the ramp's windows ({CAPACITY_STEPS}) do not match their curve rows: no lower "
             "level is shown"
         )
-    spares = step_spares(rows, curve_text, gpus, kv_pool)
+    spares = step_spares(rows, curve_text, own, kv_pool)
     for step in spares:
         if step.concurrency < level:
             out[f"c{step.concurrency}_gpu_headroom"] = (
@@ -331,6 +346,39 @@ def _step_cap(
         f"seconds: a candidate ceiling of {cap}, not shown under sustained load (run again "
         f"with --concurrency {cap} to hold it for the sustained window)"
     )
+
+
+def _judged_gpus(
+    evidence: BundleReader,
+    own: Any,
+    curve: SavedCurve,
+    allocated: float,
+    facts: StartupFacts,
+    config: GoliveConfig,
+    files: list[str],
+) -> tuple[list[JudgedGpu], str, SavedCurve]:
+    """The engine's GPUs (those of golive's own host where it has any, else — golive off
+    the GPU hosts, its curve without a GPU column — the nodes' curves), why none can be
+    judged, and the curve they are judged on. The node files read are added to `files`."""
+    if own not in (None, []):  # golive's own GPUs are judged on their own, never swapped
+        local, why = engine_gpus(evidence, own, curve, allocated, config.target.url)
+        if why:
+            return [], why, curve
+        return [JudgedGpu(f"GPU{i}", f"gpu{i}_used_mib", t, i) for i, t in local], "", curve
+    if any(c.startswith("gpu") and c.endswith("_used_mib") for c in curve.columns):
+        return [], _NO_GPU, curve  # golive's curve read GPUs its inventory does not list
+    nodes = node_gpus(evidence, config, facts, allocated)
+    if nodes is None:
+        return [], _NO_GPU, curve
+    files += [f for f in nodes.files if f not in files]
+    if nodes.problem:
+        return [], nodes.problem, curve
+    # the engine's gauges from golive's curve beside the node GPUs' columns; each column
+    # keeps its own clock (golive's from its start, the nodes' wall clock)
+    joined = SavedCurve(
+        {**curve.columns, **nodes.curve.columns}, {**curve.by_phase, **nodes.curve.by_phase}
+    )
+    return nodes.gpus, "", joined
 
 
 def _unmeasured(reason: str, measurements: Mapping[str, Any], files: Sequence[str]) -> CheckResult:

@@ -30,9 +30,8 @@ from golive.checks.capacity.collect import (
 from golive.checks.capacity.context_rules import LongOutcome, LongStep, top_step
 from golive.checks.capacity.curves import (
     engine_probe,
-    merge_curves,
-    node_curves_of,
     save_load_evidence,
+    save_node_curves,
 )
 from golive.checks.capacity.judge import (
     after_death,
@@ -139,21 +138,18 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     if ctx.config.capacity.answer_probes:  # judged whenever probes were sent, as decide does
         critical = ctx.profile.capacity.answers_under_load_critical
         results += judge_answers(BundleReader(ctx.bundle.root), critical)
+    ctx.bundle.write_json(
+        CAPACITY_PHASES,
+        [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],
+    )
+    merged = await save_node_curves(ctx, inputs, run.timeline, nodes.problems)
+    # judged once the nodes' curves and the phases' timeline are in the bundle
     results += judge_memory(BundleReader(ctx.bundle.root), ctx.config)
     compressed(ctx, CAPACITY_SETUP_REQUESTS)
     thaw()
     if run.windows:
         results.append(judge_headroom(BundleReader(ctx.bundle.root)))
-    ctx.bundle.write_json(
-        CAPACITY_PHASES,
-        [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],
-    )
-    if inputs.gpu_curves or ctx.config.capacity.prometheus_url or inputs.ray_gpu:
-        curves, problem = await node_curves_of(ctx, inputs, run.timeline)
-        results.append(
-            merge_curves(ctx, curves + nodes.curves, problem, run.timeline, nodes.problems)
-        )
-    return results
+    return results + merged
 
 
 def not_run(run: Run, check_id: str) -> CheckResult:

@@ -1,0 +1,186 @@
+"""The engine's GPUs as the deployment's own nodes sampled them, for `capacity.memory` where
+golive ran off the GPU hosts (issue 30 §4): the Ray nodes' samplers (`--chain-ray
+--sample-gpus`, `memory/ray-gpu-curve.jsonl`) and the DCGM exporter's answers
+(`capacity.prometheus_url`, `memory/dcgm-fb-*.json`), each read back from the raw lines and
+answers the bundle keeps, labelled by phase from the run's timeline
+(`metrics/capacity-phases.json`) — never from the merged `memory/gpu-*.csv`, which golive
+derives from them.
+
+A node GPU is the engine's where it held at least what the engine printed it allocated
+(weights, CUDA graphs, KV cache), as for golive beside a loopback target. Fewer such GPUs
+than the launch's tensor x pipeline x data parallel size, a GPU node that never reported, a
+sampled total that changes: unmeasured, never a pass on the GPUs that came.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from golive.bundle.store import BundleReader
+from golive.checks.capacity.memory_curve import SavedCurve, curve_number
+from golive.checks.capacity.memory_gpus import MAX_GPU_MIB
+from golive.checks.capacity.node_curves import read_node_curves
+from golive.config import GoliveConfig
+from golive.evidence.gpu_curve import PhaseSpan
+from golive.evidence.startup_log import StartupFacts
+
+_GIB = 1024.0
+COVER_SLACK_S = 10.0  # a node's rows may start or stop this long (or 5%) off the window's ends
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedGpu:
+    """One GPU `capacity.memory` judges: how it is named, its curve column (`..._used_mib`),
+    its memory, and its NVML index on golive's own host (None: a node's)."""
+
+    label: str
+    column: str
+    total_mib: float
+    index: int | None = None
+
+    @property
+    def key(self) -> str:
+        return self.column.removesuffix("_used_mib")
+
+
+@dataclass
+class NodeGpus:
+    """The node curves as one SavedCurve (wall-clock time, phase from the timeline), the
+    engine's GPUs among them, the files read and why they cannot be judged (or "")."""
+
+    curve: SavedCurve = field(default_factory=SavedCurve)
+    gpus: list[JudgedGpu] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    problem: str = ""
+
+
+def node_gpus(
+    evidence: BundleReader, config: GoliveConfig, facts: StartupFacts, allocated_mib: float
+) -> NodeGpus | None:
+    """The engine's GPUs from the node curves the bundle keeps (their rows within the run's
+    phases); None where it keeps none."""
+    got = read_node_curves(evidence, config)
+    if got is None:
+        return None
+    found = NodeGpus(files=got.files)
+    totals: dict[str, set[float]] = {}
+    for name, text in got.curves:
+        try:
+            _add(found.curve, totals, name, text, got.timeline)
+        except Exception as exc:  # a copy in any shape: named, never a traceback
+            got.problems.append(f"{name}: not a GPU curve ({type(exc).__name__}: {exc})"[:300])
+    bound = _largest_host_gpu(evidence)
+    for column, sampled in totals.items():
+        if any(not 0 < t <= bound for t in sampled):
+            got.problems.append(
+                f"{column.removesuffix('_used_mib')}: a memory total of "
+                f"{max(sampled):.0f} MiB is not a GPU's (at most {bound:.0f})"
+            )
+    if got.problems:
+        found.problem = "node GPU memory incomplete: " + "; ".join(got.problems)
+        return found
+    found.gpus, found.problem = _engine_gpus(found.curve, totals, facts, allocated_mib)
+    sustained = [s for s in got.timeline if s.phase == "sustained"]
+    for gpu in found.gpus if sustained and not found.problem else ():
+        found.problem = _short(found.curve.series(gpu.column, "sustained"), sustained[-1], gpu)
+        if found.problem:
+            break
+    return found
+
+
+def _short(points: Sequence[tuple[float, float]], span: PhaseSpan, gpu: JudgedGpu) -> str:
+    """Why `gpu`'s rows do not cover the sustained window (a sampler that stopped early, an
+    exporter that missed its end), or ""."""
+    slack = max(COVER_SLACK_S, 0.05 * (span.end - span.start))
+    first = min((t for t, _ in points), default=None)
+    last = max((t for t, _ in points), default=None)
+    if first is None or last is None:
+        return f"{gpu.label}: no sample in the sustained window"
+    if first > span.start + slack or last < span.end - slack:
+        return (
+            f"{gpu.label}: its samples cover {last - first:.0f} s of the "
+            f"{span.end - span.start:.0f} s sustained window (from {first - span.start:+.0f} s "
+            f"to {last - span.end:+.0f} s of its ends): the curve stopped early or started late"
+        )
+    return ""
+
+
+def _add(
+    curve: SavedCurve,
+    totals: dict[str, set[float]],
+    node: str,
+    text: str,
+    timeline: Sequence[PhaseSpan],
+) -> None:
+    """One node's rows into `curve` as `<node>:gpu<i>_used_mib`, its totals into `totals`."""
+    for row in csv.DictReader(io.StringIO(text)):
+        at = curve_number(row.get("wall_time"))
+        if at is None:
+            continue
+        phase = next((s.phase for s in timeline if s.start <= at <= s.end), None)
+        if phase is None:
+            continue  # before or after the run: not the engine's load, nor its first reading
+        for column, value in row.items():
+            number = curve_number(value)
+            if column is None or number is None or not column.startswith("gpu"):
+                continue
+            name = f"{node}:{column}"
+            if column.endswith("_total_mib"):
+                totals.setdefault(name.removesuffix("_total_mib") + "_used_mib", set()).add(number)
+            elif column.endswith("_used_mib"):
+                curve.columns.setdefault(name, []).append((at, number))
+                curve.by_phase.setdefault((phase, name), []).append((at, number))
+
+
+def _host(column: str) -> str:
+    node = column.rsplit(":", 1)[0]
+    for source in ("ray-", "dcgm-"):
+        node = node.removeprefix(source)
+    return node
+
+
+def _largest_host_gpu(evidence: BundleReader) -> float:
+    """The largest GPU memory the env section's host records list (a 1% margin: DCGM's used
+    and free leave out what the driver reserves), else the most a GPU has."""
+    totals = []
+    for path in sorted((evidence.root / "environment").glob("host-*.json")):
+        record = evidence.json(f"environment/{path.name}")
+        for gpu in (record.get("gpus") if isinstance(record, Mapping) else None) or ():
+            total = curve_number(gpu.get("memory_total_mib") if isinstance(gpu, Mapping) else None)
+            if total is not None and 0 < total <= MAX_GPU_MIB:
+                totals.append(total * 1.01)
+    return max(totals, default=float(MAX_GPU_MIB))
+
+
+def _engine_gpus(
+    curve: SavedCurve, totals: Mapping[str, set[float]], facts: StartupFacts, allocated_mib: float
+) -> tuple[list[JudgedGpu], str]:
+    out: list[JudgedGpu] = []
+    for column in sorted(curve.columns):
+        peak = curve.peak(column) or 0.0
+        if peak < allocated_mib:
+            continue  # not the engine's: it never held what the engine allocated
+        total = totals.get(column, set())
+        label = column.removesuffix("_used_mib").replace(":gpu", " GPU")
+        if len(total) != 1:
+            return [], (
+                f"{label}: its memory total was "
+                + ("never sampled" if not total else f"sampled as {sorted(total)} MiB")
+                + ": the curve is not one GPU's"
+            )
+        out.append(JudgedGpu(label, column, next(iter(total))))
+    sizes = facts.parallel()
+    wanted = max(1, sizes["tp"] * sizes["pp"] * sizes["dp"])
+    # a GPU seen by two sources (DCGM and a node's own sampler) counts once: by host and index
+    seen = len({(_host(g.column), g.column.rsplit(":", 1)[1]) for g in out})
+    if seen < wanted:
+        return [], (
+            f"{seen} GPU(s) of the sampled nodes held what the engine printed it allocated "
+            f"({allocated_mib / _GIB:.1f} GiB: weights, CUDA graphs, KV cache); its launch runs "
+            f"on {wanted} (tensor x pipeline x data parallel): the engine's GPUs were not all "
+            "sampled"
+        )
+    return out, ""
