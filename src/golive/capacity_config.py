@@ -137,6 +137,17 @@ class CapacityConfig(StrictModel):
         "on the nodes, no CSV to copy; with golive off the GPU hosts, the headroom check "
         "capacity.memory judges the engine's GPUs on these curves); needs dcgm_selector",
     )
+    gpu_curves: tuple[str, ...] = Field(
+        (),
+        description="node GPU memory curves (`golive env collect --gpu-curve` files, read after "
+        "the phases) merged by phase into capacity.gpu_memory; with golive off the GPU hosts, "
+        "capacity.memory judges the engine's GPUs on them; --gpu-curve FILE (repeat) adds one",
+    )
+    sample_gpus: bool = Field(
+        False,
+        description="sample every GPU node of the --chain-ray cluster over the pressure phases "
+        "(golive capacity --chain-ray always does); --sample-gpus",
+    )
     dcgm_selector: str | None = Field(
         None,
         description="PromQL label matchers picking the deployment's own GPUs among the DCGM "

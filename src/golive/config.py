@@ -9,7 +9,8 @@ the fix.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -17,6 +18,7 @@ from pydantic import Field, field_validator
 
 from golive.capacity_config import CapacityConfig
 from golive.env_names import is_env_name
+from golive.errors import ConfigError
 from golive.strict_model import StrictModel
 from golive.yaml_input import parse_yaml, validated
 
@@ -347,6 +349,20 @@ class GoliveConfig(StrictModel):
     sign_key: str | None = Field(
         None, description="Ed25519 private key (PEM): sign the bundle's manifest with it"
     )
+
+
+def with_node_curves(
+    config: GoliveConfig, files: Sequence[Path], cluster: str | None, sampled: bool
+) -> GoliveConfig:
+    """The config with what the command line asks of the nodes' GPU memory (`--gpu-curve`
+    files, sampling the `--chain-ray` cluster), so that the bundle's config says what the run
+    read; sampling asked for with no cluster to sample is refused."""
+    capacity = config.capacity
+    asked = capacity.sample_gpus or sampled
+    if asked and cluster is None:
+        raise ConfigError("--sample-gpus samples the nodes of the --chain-ray cluster: give it")
+    update = {"gpu_curves": (*capacity.gpu_curves, *map(str, files)), "sample_gpus": asked}
+    return config.model_copy(update={"capacity": capacity.model_copy(update=update)})
 
 
 def config_digest(config: GoliveConfig | Mapping[str, Any]) -> str:

@@ -249,8 +249,8 @@ async def test_gpu_curve_files_of_one_name_are_kept_apart(
     name the docs give): both are kept, each under its own name, and judged again by decide
     (one used to overwrite the other's copy)."""
     files = []
-    nodes = (("a", "node-gpu", 1000.0), ("b", "node-gpu", 2000.0))
-    nodes += (("c", "node gpu", 3000.0), ("d", "node_gpu", 4000.0))  # alike once made safe
+    nodes = [("a", "node-gpu", 1000.0), ("b", "node-gpu", 2000.0)]
+    nodes += [("c", "node gpu", 3000.0), ("d", "node_gpu", 4000.0)]  # alike once made safe
     for node, stem, used in nodes:
         (tmp_path / node).mkdir()
         now = time.time()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,11 +17,13 @@ from typing import Any
 import pytest
 
 from golive.bundle.layout import (
+    CAPACITY_CONCURRENCY_REQUESTS,
     CAPACITY_PHASES,
     CAPACITY_SUSTAINED,
     CAPACITY_SUSTAINED_REQUESTS,
     DCGM_FREE,
     DCGM_USED,
+    EFFECTIVE_CONFIG,
     GPU_DEVICES,
     MEMORY_CURVE,
     NODE_CURVES,
@@ -29,7 +32,7 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.memory import CHECK, judge_memory
-from golive.checks.capacity.node_curves import judge_gpu_memory
+from golive.checks.capacity.node_curves import asked_node_curves, judge_gpu_memory
 from golive.config import GoliveConfig
 from golive.results import Status
 
@@ -95,6 +98,7 @@ def bundle(tmp_path: Path, ray: str | None = None, phases: Any = None, dcgm: boo
     for folder in ("memory", "environment", "metrics"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     (root / MEMORY_CURVE).write_text(gauges_only())
+    (root / GPU_DEVICES).write_text("[]")  # golive's host: no GPU
     shutil.copy(CAPTURE / "startup.log", root / STARTUP_LOG)
     (root / CAPACITY_PHASES).write_text(json.dumps(timeline() if phases is None else phases))
     if ray is not None:
@@ -104,11 +108,19 @@ def bundle(tmp_path: Path, ray: str | None = None, phases: Any = None, dcgm: boo
     return root
 
 
-CONFIG = GoliveConfig.model_validate({"target": {"url": REMOTE}})
+def config_for(root: Path, **capacity: Any) -> GoliveConfig:
+    """The config an honest run wrote beside the bundle's record: as many --gpu-curve files as
+    the record accounts for (copies listed, files it could not read)."""
+    path = root / NODE_CURVES
+    record = json.loads(path.read_text()) if path.is_file() else {}
+    unread = [p for p in record.get("problems", []) if p.startswith("--gpu-curve ")]
+    given = len(record.get("gpu_curves", [])) + len(unread)
+    capacity.setdefault("gpu_curves", [f"/nodes/{i}.csv" for i in range(given)])
+    return GoliveConfig.model_validate({"target": {"url": REMOTE}, "capacity": capacity})
 
 
 def judged(root: Path, **capacity: float) -> tuple[Status, str, Mapping[str, Any], list[str]]:
-    config = GoliveConfig.model_validate({"target": {"url": REMOTE}, "capacity": capacity})
+    config = config_for(root, **capacity)
     [result] = judge_memory(BundleReader(root), config)
     assert result.id == CHECK
     return result.status, result.summary, result.measurements, list(result.evidence)
@@ -162,7 +174,11 @@ def test_a_node_gpu_that_fills_under_load_is_a_limit_named_by_its_node(tmp_path:
         # one GPU of the TP=2 engine sampled
         (lambda: ray_lines({"a": node_rows(gpus=(0,))}), None, "its launch runs on 2"),
         # the GPUs hold less than the engine printed it allocated: not the engine's
-        (lambda: ray_lines({"a": node_rows(scale=0.5)}), None, "0 GPU(s) of the sampled nodes"),
+        (
+            lambda: ray_lines({"a": node_rows(scale=0.5)}),
+            None,
+            "0 GPU(s) of one source's sampled nodes",
+        ),
         # no timeline: the rows' phases are unknown
         (lambda: ray_lines({"a": node_rows()}), [], "no phase timeline"),
         (lambda: ray_lines({"a": node_rows()}), [{"phase": "sustained"}], "no phase timeline"),
@@ -266,7 +282,7 @@ def test_gpu_curve_files_judge_the_engine_gpus_from_their_copies(tmp_path: Path)
     status, summary, m, _ = judged(root)
     assert status is Status.PASS, summary
     assert {"node1:gpu0_headroom", "node2:gpu1_headroom"} <= set(m)
-    [gpu_memory] = judge_gpu_memory(BundleReader(root), CONFIG)
+    [gpu_memory] = judge_gpu_memory(BundleReader(root), config_for(root))
     assert gpu_memory.status is Status.PASS
     assert gpu_memory.measurements["node2:sustained:gpu1_used_mib"] == pytest.approx(
         74461.9, abs=0.1
@@ -276,7 +292,7 @@ def test_gpu_curve_files_judge_the_engine_gpus_from_their_copies(tmp_path: Path)
         root, {"node1": _csv(node_rows(gpus=(0,))), "node2": _csv(node_rows(gpus=(1,)))}, [unread]
     )
     assert judged(root)[0] is Status.NO_DATA
-    [gpu_memory] = judge_gpu_memory(BundleReader(root), CONFIG)
+    [gpu_memory] = judge_gpu_memory(BundleReader(root), config_for(root))
     assert gpu_memory.status is Status.NO_DATA
     assert unread in gpu_memory.summary
 
@@ -287,8 +303,8 @@ def test_a_curve_copy_deleted_or_named_twice_is_never_judged(tmp_path: Path) -> 
     _copies(root, {"node1": _csv(node_rows())})
     (root / "memory/node-curve-node1.csv").unlink()
     for [result] in (
-        judge_gpu_memory(BundleReader(root), CONFIG),
-        judge_memory(BundleReader(root), CONFIG),
+        judge_gpu_memory(BundleReader(root), config_for(root)),
+        judge_memory(BundleReader(root), config_for(root)),
     ):
         assert result.status is Status.NO_DATA
         assert "a --gpu-curve copy is missing" in result.summary
@@ -297,7 +313,7 @@ def test_a_curve_copy_deleted_or_named_twice_is_never_judged(tmp_path: Path) -> 
     record = json.loads((root / NODE_CURVES).read_text())
     record["gpu_curves"] = [{"name": "ray-a", "file": "memory/node-curve-ray-a.csv"}]
     (root / NODE_CURVES).write_text(json.dumps(record))
-    [result] = judge_gpu_memory(BundleReader(root), CONFIG)
+    [result] = judge_gpu_memory(BundleReader(root), config_for(root))
     assert result.status is Status.NO_DATA
     assert "curves named twice: ray-a" in result.summary
 
@@ -351,7 +367,7 @@ def test_a_timeline_that_disagrees_with_the_sustained_window_is_unmeasured(tmp_p
     assert status is Status.NO_DATA
     assert "does not hold its requests' send times" in summary
     assert "shorter than the window" in summary
-    [gpu_memory] = judge_gpu_memory(BundleReader(root), CONFIG)
+    [gpu_memory] = judge_gpu_memory(BundleReader(root), config_for(root))
     assert gpu_memory.status is Status.NO_DATA
 
 
@@ -393,13 +409,13 @@ def test_node_gpus_are_held_to_what_a_gpu_is(tmp_path: Path) -> None:
     (root / NODE_CURVES).write_text(json.dumps(record))
     status, summary, _, _ = judged(root)
     assert status is Status.NO_DATA
-    assert "1 GPU(s) of the sampled nodes" in summary
+    assert "1 GPU(s) of one source's sampled nodes" in summary
     rows = node_rows()
     idle = [{**r, "gpu1_used_mib": 2048.0} for r in rows]
     before = {**rows[0], "wall_time": T0 - 3600}  # the hour before the run: 74 GiB held
     status, summary, _, _ = judged(bundle(tmp_path / "idle", ray_lines({"a": [before, *idle]})))
     assert status is Status.NO_DATA
-    assert "1 GPU(s) of the sampled nodes" in summary
+    assert "1 GPU(s) of one source's sampled nodes" in summary
 
 
 def test_odd_curve_copies_are_named_never_a_crash_nor_a_peak(tmp_path: Path) -> None:
@@ -416,6 +432,79 @@ def test_odd_curve_copies_are_named_never_a_crash_nor_a_peak(tmp_path: Path) -> 
         _copies(root, {"n1": text})
         status, summary, _, _ = judged(root)
         assert status is Status.NO_DATA, (name, summary)
-        [gpu_memory] = judge_gpu_memory(BundleReader(root), CONFIG)
+        [gpu_memory] = judge_gpu_memory(BundleReader(root), config_for(root))
         assert gpu_memory.status is Status.NO_DATA, (name, gpu_memory.summary)
-        assert all(v == v and abs(v) != float("inf") for v in gpu_memory.measurements.values())
+        values = [float(v) for v in gpu_memory.measurements.values()]  # type: ignore[arg-type]
+        assert all(math.isfinite(v) for v in values)
+
+
+def test_every_phase_span_is_held_to_its_requests(tmp_path: Path) -> None:
+    """Spans that overlap (a fake span stealing the sustained rows), or a ramp span dropped while its requests are kept (its peak made 'outside'): unmeasured. Rows between two phases still count for the peak."""
+    root = bundle(tmp_path, ray_lines({"a": node_rows()}))
+    spans = {s["phase"]: s for s in timeline()}
+    ramp = spans["concurrency"]
+    (root / "requests").mkdir(exist_ok=True)
+    sent = [{"started_at": ramp["start"] + 1.0}, {"started_at": ramp["end"] - 1.0}]
+    (root / CAPACITY_CONCURRENCY_REQUESTS).write_text("".join(json.dumps(r) + "\n" for r in sent))
+    assert judged(root)[0] is Status.PASS
+    sustained = spans["sustained"]
+    stolen = {
+        "phase": "concurrency",
+        "start": sustained["start"] + 0.5,
+        "end": sustained["end"] - 3,
+    }
+    (root / CAPACITY_PHASES).write_text(json.dumps([stolen, *timeline()]))
+    status, summary, _, _ = judged(root)
+    assert status is Status.NO_DATA
+    assert "spans overlap" in summary
+    (root / CAPACITY_PHASES).write_text(
+        json.dumps([s for s in timeline() if s["phase"] != "concurrency"])
+    )
+    status, summary, _, _ = judged(root)
+    assert status is Status.NO_DATA
+    assert "has no concurrency span" in summary
+
+
+def test_a_gpu_two_sources_sampled_under_other_names_counts_once(tmp_path: Path) -> None:
+    """TP=2 with only GPU0 sampled, by the Ray sampler (node gpu-node-b) and by a --gpu-curve file named otherwise: one GPU, unmeasured."""
+    root = bundle(tmp_path, ray_lines({"gpu-node-b": node_rows(gpus=(0,))}))
+    (root / "memory/node-curve-b-nvml.csv").write_text(_csv(node_rows(gpus=(0,))))
+    record = json.loads((root / NODE_CURVES).read_text())
+    record["gpu_curves"] = [{"name": "b-nvml", "file": "memory/node-curve-b-nvml.csv"}]
+    (root / NODE_CURVES).write_text(json.dumps(record))
+    status, summary, _, _ = judged(root)
+    assert status is Status.NO_DATA
+    assert "1 GPU(s) of one source's sampled nodes" in summary
+
+
+def test_a_total_the_launch_could_not_have_budgeted_is_not_a_gpus(tmp_path: Path) -> None:
+    """The H200s' totals raised to 200,000 MiB (which would turn a low headroom into a pass): vLLM budgeted 0.5 of the real total and printed what it allocated; 0.5 of 200,000 is far more, so the total is not that GPU's."""
+    rows = [{**r, "gpu0_total_mib": 200_000, "gpu1_total_mib": 200_000} for r in node_rows()]
+    status, summary, _, _ = judged(bundle(tmp_path, ray_lines({"a": rows})))
+    assert status is Status.NO_DATA
+    assert "does not fit the launch" in summary
+
+
+def test_the_record_is_held_to_what_the_config_asked_of_the_nodes(tmp_path: Path) -> None:
+    """The config says what the run asked (capacity.gpu_curves, capacity.sample_gpus): a copy dropped with its record entry, the record's 'could not read' emptied, or Ray sampling asked and the record saying it was not read — each unmeasured, never judged on what is left; and the gpu_memory judge is expected wherever the config asked."""
+    root = bundle(tmp_path)
+    _copies(root, {"n1": _csv(node_rows(gpus=(0,))), "n2": _csv(node_rows(gpus=(1,)))})
+    two = config_for(root)
+    assert judge_memory(BundleReader(root), two)[0].status is Status.PASS
+    _copies(root, {"n1": _csv(node_rows(gpus=(0,)))})  # n2's copy and entry gone
+    (root / "memory/node-curve-n2.csv").unlink()
+    [result] = judge_memory(BundleReader(root), two)
+    assert result.status is Status.NO_DATA
+    assert "names 2 --gpu-curve file(s)" in result.summary
+    root = bundle(tmp_path / "ray", ray_lines({"a": node_rows()}))
+    record = json.loads((root / NODE_CURVES).read_text())
+    (root / NODE_CURVES).write_text(json.dumps({**record, "ray": False}))
+    (root / RAY_GPU_CURVE).unlink()
+    [result] = judge_memory(BundleReader(root), config_for(root, sample_gpus=True))
+    assert result.status is Status.NO_DATA
+    assert "capacity.sample_gpus" in result.summary
+    (root / EFFECTIVE_CONFIG).parent.mkdir(parents=True, exist_ok=True)
+    (root / EFFECTIVE_CONFIG).write_text("capacity:\n  gpu_curves: [/nodes/n1.csv]\n")
+    assert asked_node_curves(root)
+    (root / EFFECTIVE_CONFIG).write_text("capacity:\n  concurrency: 4\n")
+    assert not asked_node_curves(root)

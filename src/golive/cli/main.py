@@ -35,7 +35,7 @@ from golive.cli.console import default_out, err, finish, progress_line, read_inp
 from golive.cli.load_clients import judge_options, load_clients
 from golive.cli.parser import build_parser
 from golive.cli.progress import RichProgress
-from golive.config import GoliveConfig
+from golive.config import GoliveConfig, with_node_curves
 from golive.errors import ConfigError, GoliveError, TargetNotMeasurable
 from golive.evidence.collect import collect_container, collect_host
 from golive.evidence.gpu_curve import record_gpu_curve
@@ -178,7 +178,10 @@ async def _section(
 
 
 async def _capacity(args: argparse.Namespace) -> int:
-    config = command_config(args)
+    # `golive capacity --chain-ray` samples the cluster's GPU nodes whatever the config says
+    config = with_node_curves(
+        command_config(args), args.gpu_curve, args.chain_ray, args.chain_ray is not None
+    )
     out = args.out or default_out("golive-capacity")
     _gpu_cluster(args)  # Ray's job client present, before a server is launched
     if args.launch is None:
@@ -300,7 +303,7 @@ def _capacity_inputs(
         load_curve=launched.load_curve if launched else (),
         sample=sample,
         progress=progress,
-        gpu_curves=tuple(args.gpu_curve),
+        gpu_curves=tuple(Path(p) for p in config.capacity.gpu_curves),
         load_span=load_span,
         # the vLLM Ray cluster the chain is read from: its nodes' GPU memory is sampled too
         ray_gpu=None if chain_ray is None else RayGpuCurves(chain_ray),
@@ -313,8 +316,8 @@ async def _run(args: argparse.Namespace) -> int:
         args.log, args.nvidia_smi_xml, args.host_info, args.container_info, args.image
     )
     evidence = cluster_evidence(args, evidence, "--chain-ray")
-    if args.sample_gpus and evidence.ray is None:
-        raise ConfigError("--sample-gpus samples the nodes of the --chain-ray cluster: give it")
+    cluster = None if evidence.ray is None else evidence.ray.address
+    config = with_node_curves(config, args.gpu_curve, cluster, args.sample_gpus)
     cases = cases_for(
         config.agent, load_profile(config.profile), config.programme
     )  # bad --schemas or case names fail before any traffic
@@ -334,7 +337,7 @@ async def _run_plan(
     clients: RayLoad | ProcessLoad | None,
 ) -> int:
     with RichProgress(err) as progress:
-        sampled = evidence.ray if args.sample_gpus else None
+        sampled = evidence.ray if config.capacity.sample_gpus else None
         capacity = _capacity_inputs(  # the log parsed once
             args, config, startup, progress, chain_ray=sampled
         )

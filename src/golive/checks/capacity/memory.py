@@ -365,11 +365,13 @@ def _judged_gpus(
         if why:
             return [], why, curve
         return [JudgedGpu(f"GPU{i}", f"gpu{i}_used_mib", t, i) for i, t in local], "", curve
-    if any(c.startswith("gpu") and c.endswith("_used_mib") for c in curve.columns):
-        return [], _NO_GPU, curve  # golive's curve read GPUs its inventory does not list
     nodes = node_gpus(evidence, config, facts, allocated)
     if nodes is None:
         return [], _NO_GPU, curve
+    if own is None or any(c.startswith("gpu") and c.endswith("_used_mib") for c in curve.columns):
+        # golive's own inventory gone, or its curve read GPUs the inventory does not list:
+        # never judged on the nodes' curves instead
+        return [], f"{_NO_GPU}; {GPU_DEVICES} does not say golive's host had none", curve
     files += [f for f in nodes.files if f not in files]
     if nodes.problem:
         return [], nodes.problem, curve

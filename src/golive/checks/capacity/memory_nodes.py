@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.memory_curve import SavedCurve, curve_number
 from golive.checks.capacity.memory_gpus import MAX_GPU_MIB
+from golive.checks.capacity.memory_limits import launch_utilization
 from golive.checks.capacity.node_curves import read_node_curves
 from golive.config import GoliveConfig
 from golive.evidence.gpu_curve import PhaseSpan
@@ -120,9 +121,10 @@ def _add(
         at = curve_number(row.get("wall_time"))
         if at is None:
             continue
-        phase = next((s.phase for s in timeline if s.start <= at <= s.end), None)
-        if phase is None:
+        if not timeline or not min(s.start for s in timeline) <= at <= max(s.end for s in timeline):
             continue  # before or after the run: not the engine's load, nor its first reading
+        # between two phases (results packed, a restart awaited) it still counts for peaks
+        phase = next((s.phase for s in timeline if s.start <= at <= s.end), "between")
         for column, value in row.items():
             number = curve_number(value)
             if column is None or number is None or not column.startswith("gpu"):
@@ -133,13 +135,6 @@ def _add(
             elif column.endswith("_used_mib"):
                 curve.columns.setdefault(name, []).append((at, number))
                 curve.by_phase.setdefault((phase, name), []).append((at, number))
-
-
-def _host(column: str) -> str:
-    node = column.rsplit(":", 1)[0]
-    for source in ("ray-", "dcgm-"):
-        node = node.removeprefix(source)
-    return node
 
 
 def _largest_host_gpu(evidence: BundleReader) -> float:
@@ -165,22 +160,36 @@ def _engine_gpus(
             continue  # not the engine's: it never held what the engine allocated
         total = totals.get(column, set())
         label = column.removesuffix("_used_mib").replace(":gpu", " GPU")
-        if len(total) != 1:
+        # DCGM's used + free may move by a MiB; more is not one GPU's memory
+        if not total or max(total) - min(total) > 0.01 * max(total):
             return [], (
                 f"{label}: its memory total was "
-                + ("never sampled" if not total else f"sampled as {sorted(total)} MiB")
+                + ("never sampled" if not total else f"sampled as {sorted(total)[:4]} MiB")
                 + ": the curve is not one GPU's"
             )
-        out.append(JudgedGpu(label, column, next(iter(total))))
+        budget = launch_utilization(facts)
+        if budget is not None and budget * max(total) - allocated_mib > 0.1 * max(total):
+            return [], (
+                f"{label}: a total of {max(total):.0f} MiB does not fit the launch: vLLM budgets "
+                f"{budget:g} of it and printed {allocated_mib:.0f} MiB allocated, more than "
+                "10% short of the budget"
+            )
+        out.append(JudgedGpu(label, column, max(total)))
     sizes = facts.parallel()
     wanted = max(1, sizes["tp"] * sizes["pp"] * sizes["dp"])
-    # a GPU seen by two sources (DCGM and a node's own sampler) counts once: by host and index
-    seen = len({(_host(g.column), g.column.rsplit(":", 1)[1]) for g in out})
+    # counted within one source (the Ray samplers, the DCGM exporter, the --gpu-curve files):
+    # a GPU two sources sampled is one GPU, and their names need not agree
+    by_source: dict[str, set[tuple[str, str]]] = {}
+    for gpu in out:
+        node, index = gpu.column.rsplit(":", 1)
+        source = next((p for p in ("ray-", "dcgm-") if node.startswith(p)), "file")
+        by_source.setdefault(source, set()).add((node, index))
+    seen = max((len(v) for v in by_source.values()), default=0)
     if seen < wanted:
         return [], (
-            f"{seen} GPU(s) of the sampled nodes held what the engine printed it allocated "
-            f"({allocated_mib / _GIB:.1f} GiB: weights, CUDA graphs, KV cache); its launch runs "
-            f"on {wanted} (tensor x pipeline x data parallel): the engine's GPUs were not all "
-            "sampled"
+            f"{seen} GPU(s) of one source's sampled nodes held what the engine printed it "
+            f"allocated ({allocated_mib / _GIB:.1f} GiB: weights, CUDA graphs, KV cache); its "
+            f"launch runs on {wanted} (tensor x pipeline x data parallel): the engine's GPUs "
+            "were not all sampled by one source"
         )
     return out, ""

@@ -13,6 +13,7 @@ the check again the same way, so a sealed bundle needs no reviewer's word for it
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from pathlib import Path
 import yaml
 
 from golive.bundle.layout import (
+    CAPACITY_CONCURRENCY_REQUESTS,
+    CAPACITY_LONG_INPUT_REQUESTS,
     CAPACITY_PHASES,
     CAPACITY_SUSTAINED,
     CAPACITY_SUSTAINED_REQUESTS,
@@ -43,7 +46,13 @@ from golive.results import CheckResult, Status
 CHECK = "capacity.gpu_memory"
 COPY_PREFIX = "memory/node-curve-"
 SUSTAINED = "sustained"
-SPAN_SLACK_S = 2.0  # a phase's span against its requests' send times and its window's length
+SPAN_SLACK_S = 5.0  # a phase's span against its requests' send times and its window's length
+# each load phase's requests, whose send times its span must hold
+PHASE_REQUESTS = (
+    ("long_input", CAPACITY_LONG_INPUT_REQUESTS),
+    ("concurrency", CAPACITY_CONCURRENCY_REQUESTS),
+    (SUSTAINED, CAPACITY_SUSTAINED_REQUESTS),
+)
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -73,7 +82,9 @@ def asked_node_curves(root: Path) -> bool:
     except (OSError, ValueError, yaml.YAMLError):
         return False  # an unreadable config is named by the judging of the config itself
     capacity = saved.get("capacity") if isinstance(saved, Mapping) else None
-    return isinstance(capacity, Mapping) and bool(capacity.get("prometheus_url"))
+    return isinstance(capacity, Mapping) and any(
+        bool(capacity.get(key)) for key in ("prometheus_url", "gpu_curves", "sample_gpus")
+    )
 
 
 def read_node_curves(evidence: BundleReader, config: GoliveConfig) -> NodeCurveSet | None:
@@ -84,7 +95,7 @@ def read_node_curves(evidence: BundleReader, config: GoliveConfig) -> NodeCurveS
     raw = [p for p in (RAY_GPU_CURVE, DCGM_USED) if (evidence.root / p).exists()]
     copies = sorted(f"memory/{p.name}" for p in (evidence.root / "memory").glob("node-curve-*.csv"))
     asked = config.capacity.prometheus_url is not None
-    if record is None and not raw and not copies and not asked:
+    if record is None and not raw and not copies and not _asked_of_nodes(config):
         return None
     if not isinstance(record, Mapping):
         why = "is missing" if record is None else "is not a record"
@@ -124,6 +135,19 @@ def read_node_curves(evidence: BundleReader, config: GoliveConfig) -> NodeCurveS
             f"the config names capacity.prometheus_url, but {NODE_CURVES} says the DCGM "
             "exporter was not read"
         )
+    if config.capacity.sample_gpus and record.get("ray") is not True:
+        out.problems.append(
+            f"the config asks for the Ray nodes' samplers (capacity.sample_gpus), but "
+            f"{NODE_CURVES} says they were not read"
+        )
+    # every --gpu-curve file the config names is a copy listed or a file the run could not read
+    unreadable = sum(1 for p in out.problems if p.startswith("--gpu-curve "))
+    entries = len(listed) if isinstance(listed, list) else 0
+    if len(config.capacity.gpu_curves) != entries + unreadable:
+        out.problems.append(
+            f"the config names {len(config.capacity.gpu_curves)} --gpu-curve file(s) "
+            f"(capacity.gpu_curves), {NODE_CURVES} accounts for {entries + unreadable}"
+        )
     names = [name for name, _ in out.curves]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:  # one name, two nodes' rows: neither could be told apart
@@ -135,29 +159,37 @@ def read_node_curves(evidence: BundleReader, config: GoliveConfig) -> NodeCurveS
     return out
 
 
+def _asked_of_nodes(config: GoliveConfig) -> bool:
+    capacity = config.capacity
+    return bool(capacity.prometheus_url or capacity.gpu_curves or capacity.sample_gpus)
+
+
 def _timeline_problems(evidence: BundleReader, timeline: Sequence[PhaseSpan]) -> list[str]:
-    """The sustained window's span held to what else the bundle says of it: its requests'
-    send times (`requests/capacity-sustained.jsonl`) and its length (`wall_s`)."""
-    spans = [s for s in timeline if s.phase == SUSTAINED]
-    if not spans:
-        return []
-    span = spans[-1]
-    sent = [
-        t
-        for row in evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS)
-        if (t := curve_number(row.get("started_at"))) is not None
-    ]
+    """The phases' spans held to what else the bundle says of them: they do not overlap,
+    each load phase's span holds its requests' send times (a phase whose requests are kept
+    has a span), and the sustained span is as long as its window (`wall_s`)."""
+    ordered = sorted(timeline, key=lambda s: s.start)
+    if any(a.end > b.start for a, b in itertools.pairwise(ordered)):
+        return [f"{CAPACITY_PHASES}: the phases' spans overlap"]
+    out = []
+    for phase, rel in PHASE_REQUESTS:
+        sent = [t for row in evidence.jsonl(rel) if (t := curve_number(row.get("started_at")))]
+        spans = [s for s in timeline if s.phase == phase]
+        if sent and not spans:
+            out.append(f"{CAPACITY_PHASES} has no {phase} span, though {rel} holds its requests")
+        elif sent and not (
+            spans[-1].start - SPAN_SLACK_S <= min(sent) <= max(sent) <= spans[-1].end + SPAN_SLACK_S
+        ):
+            out.append(
+                f"{CAPACITY_PHASES}: the {phase} span does not hold its requests' send times "
+                f"({rel})"
+            )
     stats = evidence.json(CAPACITY_SUSTAINED)
     wall = curve_number(stats.get("wall_s")) if isinstance(stats, Mapping) else None
-    out = []
-    if sent and (min(sent) < span.start - SPAN_SLACK_S or max(sent) > span.end + SPAN_SLACK_S):
+    spans = [s for s in timeline if s.phase == SUSTAINED]
+    if spans and wall is not None and spans[-1].end - spans[-1].start < wall - SPAN_SLACK_S:
         out.append(
-            f"{CAPACITY_PHASES}: the sustained window's span ({span.end - span.start:.0f} s) does "
-            f"not hold its requests' send times ({CAPACITY_SUSTAINED_REQUESTS})"
-        )
-    if wall is not None and span.end - span.start < wall - SPAN_SLACK_S:
-        out.append(
-            f"{CAPACITY_PHASES}: the sustained window's span ({span.end - span.start:.0f} s) is "
+            f"{CAPACITY_PHASES}: the sustained span ({spans[-1].end - spans[-1].start:.0f} s) is "
             f"shorter than the window ({wall:.0f} s, {CAPACITY_SUSTAINED})"
         )
     return out

@@ -100,7 +100,9 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     gpu = nvml_probe()
     if gpu is not None:
         probes.append(gpu)
-        ctx.bundle.write_json(GPU_DEVICES, nvml_inventory())
+    # what golive's own host has, an empty list where NVML saw none: the GPUs are the
+    # nodes' to show only where golive said so (a deleted inventory is not a GPU-less host)
+    ctx.bundle.write_json(GPU_DEVICES, nvml_inventory() if gpu is not None else [])
     probes.append(engine_probe(ctx))
     save_load_evidence(run)
     results = [judge_model_load(BundleReader(run.ctx.bundle.root))]
