@@ -508,3 +508,23 @@ def test_the_record_is_held_to_what_the_config_asked_of_the_nodes(tmp_path: Path
     assert asked_node_curves(root)
     (root / EFFECTIVE_CONFIG).write_text("capacity:\n  concurrency: 4\n")
     assert not asked_node_curves(root)
+
+
+def test_samples_deleted_from_a_nodes_rows_leave_it_unmeasured(tmp_path: Path) -> None:
+    """Forty rows (8 s) taken out of the middle of a node's curve, where a peak could have been: the gap is named, unmeasured."""
+    rows = node_rows()
+    status, summary, _, _ = judged(bundle(tmp_path, ray_lines({"a": rows[:200] + rows[240:]})))
+    assert status is Status.NO_DATA
+    assert "its samples stop for" in summary
+
+
+def test_a_copy_named_like_another_source_is_still_a_file(tmp_path: Path) -> None:
+    """TP=2, GPU0 only, sampled by the Ray sampler and by a --gpu-curve copy named 'ray-b-nvml': the copy's source is where the record lists it, so one GPU, unmeasured."""
+    root = bundle(tmp_path, ray_lines({"gpu-node-b": node_rows(gpus=(0,))}))
+    (root / "memory/node-curve-ray-b-nvml.csv").write_text(_csv(node_rows(gpus=(0,))))
+    record = json.loads((root / NODE_CURVES).read_text())
+    record["gpu_curves"] = [{"name": "ray-b-nvml", "file": "memory/node-curve-ray-b-nvml.csv"}]
+    (root / NODE_CURVES).write_text(json.dumps(record))
+    status, summary, _, _ = judged(root)
+    assert status is Status.NO_DATA
+    assert "1 GPU(s) of one source's sampled nodes" in summary

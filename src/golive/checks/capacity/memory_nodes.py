@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ from golive.evidence.gpu_curve import PhaseSpan
 from golive.evidence.startup_log import StartupFacts
 
 _GIB = 1024.0
+MIN_GAP_S = 3.0  # a hole in a node's samples shorter than this is never judged one
 COVER_SLACK_S = 10.0  # a node's rows may start or stop this long (or 5%) off the window's ends
 
 
@@ -83,7 +85,11 @@ def node_gpus(
     if got.problems:
         found.problem = "node GPU memory incomplete: " + "; ".join(got.problems)
         return found
-    found.gpus, found.problem = _engine_gpus(found.curve, totals, facts, allocated_mib)
+    found.gpus, found.problem = _engine_gpus(found.curve, totals, facts, allocated_mib, got.sources)
+    for gpu in found.gpus if not found.problem else ():
+        found.problem = _gap(found.curve.columns[gpu.column], gpu)
+        if found.problem:
+            break
     sustained = [s for s in got.timeline if s.phase == "sustained"]
     for gpu in found.gpus if sustained and not found.problem else ():
         found.problem = _short(found.curve.series(gpu.column, "sustained"), sustained[-1], gpu)
@@ -150,8 +156,28 @@ def _largest_host_gpu(evidence: BundleReader) -> float:
     return max(totals, default=float(MAX_GPU_MIB))
 
 
+def _gap(points: Sequence[tuple[float, float]], gpu: JudgedGpu) -> str:
+    """Why `gpu`'s rows within the run have a hole a peak could hide in (a sampler that
+    stalled, samples deleted), or "": no gap over three times the usual spacing (3 s at least)."""
+    times = sorted(t for t, _ in points)
+    gaps = sorted(b - a for a, b in itertools.pairwise(times))
+    if not gaps:
+        return ""
+    usual = gaps[len(gaps) // 2]
+    if gaps[-1] > max(3 * usual, MIN_GAP_S):
+        return (
+            f"{gpu.label}: its samples stop for {gaps[-1]:.1f} s within the run (usually every "
+            f"{usual:.1f} s): a peak could lie in the gap"
+        )
+    return ""
+
+
 def _engine_gpus(
-    curve: SavedCurve, totals: Mapping[str, set[float]], facts: StartupFacts, allocated_mib: float
+    curve: SavedCurve,
+    totals: Mapping[str, set[float]],
+    facts: StartupFacts,
+    allocated_mib: float,
+    sources: Mapping[str, str],
 ) -> tuple[list[JudgedGpu], str]:
     out: list[JudgedGpu] = []
     for column in sorted(curve.columns):
@@ -182,8 +208,7 @@ def _engine_gpus(
     by_source: dict[str, set[tuple[str, str]]] = {}
     for gpu in out:
         node, index = gpu.column.rsplit(":", 1)
-        source = next((p for p in ("ray-", "dcgm-") if node.startswith(p)), "file")
-        by_source.setdefault(source, set()).add((node, index))
+        by_source.setdefault(sources.get(node, node), set()).add((node, index))
     seen = max((len(v) for v in by_source.values()), default=0)
     if seen < wanted:
         return [], (

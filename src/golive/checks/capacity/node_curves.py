@@ -67,6 +67,7 @@ class NodeCurveSet:
     what keeps them from showing every node, the files read and the run's phases."""
 
     curves: list[tuple[str, str]] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)  # curve name: "file", "ray", "dcgm"
     problems: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     timeline: list[PhaseSpan] = field(default_factory=list)
@@ -115,6 +116,7 @@ def read_node_curves(evidence: BundleReader, config: GoliveConfig) -> NodeCurveS
             out.problems.append(f"{NODE_CURVES}: a --gpu-curve copy is missing ({entry!r:.120})")
             continue
         out.curves.append((name, text))
+        out.sources[name] = "file"
         out.files.append(str(rel))
     unlisted = [c for c in copies if c not in out.files]
     unread = [
@@ -210,6 +212,7 @@ def _ray(evidence: BundleReader, out: NodeCurveSet) -> None:
         )
     got = node_curves(lines)
     out.curves += got.curves
+    out.sources |= {name: "ray" for name, _ in got.curves}
     out.problems += got.problems
 
 
@@ -229,7 +232,9 @@ def _dcgm(evidence: BundleReader, out: NodeCurveSet) -> None:
         out.problems.append(
             f"{DCGM_USED} holds no {dcgm.USED} series over the run: check capacity.dcgm_selector"
         )
-    out.curves += [(f"dcgm-{node}", text) for node, text in dcgm.node_curves(used, free).items()]
+    got = [(f"dcgm-{node}", text) for node, text in dcgm.node_curves(used, free).items()]
+    out.curves += got
+    out.sources |= {name: "dcgm" for name, _ in got}
 
 
 def _timeline(saved: object) -> list[PhaseSpan]:
