@@ -234,3 +234,30 @@ def test_a_window_whose_preemption_counter_is_gone_is_not_read_as_none() -> None
     found = scraped_differences({**row, "preemptions": None}, without + "\n", _SCRAPE, "c4")
     assert found
     assert "its before scrape carries no vllm:num_preemptions_total" in found[0]
+
+
+@pytest.mark.parametrize(
+    ("row", "named"),
+    [
+        # scrapes deleted after the run under a window whose gauges stay: lost evidence
+        ({"label": "c2", "max_running": 2.0, "engine_died": False}, "max_running"),
+        # the engine died as the window began: a gauge sample landed before the scrape that
+        # found it gone (the real CPU vLLM killed at c2 in CI); its gauges stand on their
+        # curve rows, but a scraped figure still needs its scrapes
+        ({"label": "c2", "max_running": 2.0, "engine_died": True}, None),
+        (
+            {"label": "c2", "max_running": 2.0, "preemptions": 0.0, "engine_died": True},
+            "preemptions",
+        ),
+    ],
+)
+def test_a_window_without_scrapes_states_no_scraped_figure(
+    row: dict[str, Any], named: str | None
+) -> None:
+    """A window whose two scrapes are missing states no figure read from them; gauges are read from the curve rows, so a window where the engine died (its before-scrape found it gone after a gauge sample) may keep them."""
+    found = scraped_differences(row, None, None, "c2")
+    if named is None:
+        assert found == []
+    else:
+        assert len(found) == 1
+        assert f"the row states {named}" in found[0]

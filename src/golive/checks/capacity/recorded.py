@@ -195,10 +195,12 @@ def scraped_differences(
     before, after = vllm_snapshot(before_text), vllm_snapshot(after_text)
     if before is None or after is None:  # the collector had none either: the row says None
         # (nor did its gauge samples, read from the same /metrics: a row stating either
-        # beside missing scrapes lost them after the run)
-        stated = [
-            k for k in ("preemptions", "queue_mean_s", *GAUGE_FIELDS) if row.get(k) is not None
-        ]
+        # beside missing scrapes lost them after the run) — unless the engine died in the
+        # window, where a gauge sample can land just before the scrape that found it gone;
+        # the gauges are held to their curve rows either way (`curve_differences`)
+        died = row.get("engine_died") is True
+        fields = ("preemptions", "queue_mean_s", *(() if died else GAUGE_FIELDS))
+        stated = [k for k in fields if row.get(k) is not None]
         return (
             [
                 f"{where}: the row states {', '.join(stated)}, but its two scrapes "
