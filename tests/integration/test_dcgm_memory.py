@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -36,23 +36,26 @@ def _series(metric: str, host: str, gpu: str, values: list[tuple[float, float]])
 
 
 @asynccontextmanager
-async def fake_prometheus(queries: list[dict[str, str]]) -> AsyncIterator[str]:
-    """DCGM series for two GPUs of node gpu-0, every 2 s over whatever span is asked."""
+async def fake_prometheus(
+    queries: list[dict[str, str]],
+    used: Callable[[int], float] = lambda n: 60_000 + 1000 * n,
+    total_mib: float = 140_000.0,
+    step_s: float = 2.0,
+) -> AsyncIterator[str]:
+    """DCGM series for two GPUs of node gpu-0, every `step_s` over whatever span is asked:
+    the n-th point holds `used(n)` MiB (by default rising 1,000 MiB a point) of `total_mib`."""
 
     async def query_range(request: web.Request) -> web.Response:
         queries.append(dict(request.query))
         start, end = float(request.query["start"]), float(request.query["end"])
-        times = [start + 2 * i for i in range(int((end - start) // 2) + 1)]
-        used = "FB_USED" in request.query["query"]
+        times = [start + step_s * i for i in range(int((end - start) // step_s) + 1)]
+        is_used = "FB_USED" in request.query["query"]
         result = [
             _series(
                 request.query["query"].split("{")[0],
                 "gpu-0",
                 gpu,
-                [
-                    (t, (60_000 + 1000 * n if used else 80_000 - 1000 * n))
-                    for n, t in enumerate(times)
-                ],
+                [(t, used(n) if is_used else total_mib - used(n)) for n, t in enumerate(times)],
             )
             for gpu in ("0", "1")
         ]
@@ -178,37 +181,6 @@ async def test_decide_holds_the_node_curves_to_the_kept_answers(
     assert any(NODE_CURVES in p for p in gone.problems), gone.problems
 
 
-@asynccontextmanager
-async def steady_prometheus(used_mib: float, total_mib: float) -> AsyncIterator[str]:
-    """DCGM series for the two H200s of node gpu-0 holding `used_mib` each (a few MiB of
-    noise), four points a second over whatever span is asked."""
-
-    async def query_range(request: web.Request) -> web.Response:
-        start, end = float(request.query["start"]), float(request.query["end"])
-        times = [start + 0.25 * i for i in range(int((end - start) / 0.25) + 1)]
-        used = "FB_USED" in request.query["query"]
-        metric = request.query["query"].split("{")[0]
-        result = [
-            _series(
-                metric,
-                "gpu-0",
-                gpu,
-                [
-                    (t, used_mib + n % 3 if used else total_mib - used_mib - n % 3)
-                    for n, t in enumerate(times)
-                ],
-            )
-            for gpu in ("0", "1")
-        ]
-        body = {"status": "success", "data": {"resultType": "matrix", "result": result}}
-        return web.json_response(body)
-
-    app = web.Application()
-    app.router.add_get("/api/v1/query_range", query_range)
-    async with serve_app(app) as url:
-        yield url
-
-
 async def test_golive_off_the_gpu_hosts_judges_the_engine_gpus_on_dcgms_curves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -220,7 +192,10 @@ async def test_golive_off_the_gpu_hosts_judges_the_engine_gpus_on_dcgms_curves(
     # 50 ms an answer (no death): golive's one core is not the bottleneck of the windows
     state = FakeState(model="qwen-gpu", kv_usage=0.3, fault="dies_above", die_above=1 << 30)
     log = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x2/startup.log"
-    async with fake_vllm(state) as url, steady_prometheus(74_460.0, 143_771.0) as prometheus:
+    async with (
+        fake_vllm(state) as url,
+        fake_prometheus([], lambda n: 74_460.0 + n % 3, 143_771.0, 0.25) as prometheus,
+    ):
         argv = ["capacity", "--target", url, "--out", str(out), "--log", str(log)]
         argv += ["--prometheus-url", prometheus, "--dcgm-selector", SELECTOR]
         for key, value in {**FAKE_CAPACITY, "capacity.duration_s": 6.0}.items():

@@ -267,6 +267,14 @@ def _copies(root: Path, files: dict[str, str], problems: list[str] | None = None
     (root / NODE_CURVES).write_text(json.dumps(record))
 
 
+def _with_copy(root: Path, name: str, text: str) -> None:
+    """A `--gpu-curve` copy beside the Ray lines, listed in the record as the run lists one."""
+    (root / f"memory/node-curve-{name}.csv").write_text(text)
+    record = json.loads((root / NODE_CURVES).read_text())
+    record["gpu_curves"] = [{"name": name, "file": f"memory/node-curve-{name}.csv"}]
+    (root / NODE_CURVES).write_text(json.dumps(record))
+
+
 def _csv(rows: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(rows[0]))
@@ -309,10 +317,7 @@ def test_a_curve_copy_deleted_or_named_twice_is_never_judged(tmp_path: Path) -> 
         assert result.status is Status.NO_DATA
         assert "a --gpu-curve copy is missing" in result.summary
     root = bundle(tmp_path / "twice", ray_lines({"a": node_rows()}))
-    (root / "memory/node-curve-ray-a.csv").write_text(_csv(node_rows()))
-    record = json.loads((root / NODE_CURVES).read_text())
-    record["gpu_curves"] = [{"name": "ray-a", "file": "memory/node-curve-ray-a.csv"}]
-    (root / NODE_CURVES).write_text(json.dumps(record))
+    _with_copy(root, "ray-a", _csv(node_rows()))
     [result] = judge_gpu_memory(BundleReader(root), config_for(root))
     assert result.status is Status.NO_DATA
     assert "curves named twice: ray-a" in result.summary
@@ -403,10 +408,7 @@ def test_node_gpus_are_held_to_what_a_gpu_is(tmp_path: Path) -> None:
     assert status is Status.NO_DATA
     assert "is not a GPU's" in summary
     root = bundle(tmp_path / "twice", ray_lines({"gpu-node-b": node_rows(gpus=(0,))}))
-    (root / "memory/node-curve-gpu-node-b.csv").write_text(_csv(node_rows(gpus=(0,))))
-    record = json.loads((root / NODE_CURVES).read_text())
-    record["gpu_curves"] = [{"name": "gpu-node-b", "file": "memory/node-curve-gpu-node-b.csv"}]
-    (root / NODE_CURVES).write_text(json.dumps(record))
+    _with_copy(root, "gpu-node-b", _csv(node_rows(gpus=(0,))))
     status, summary, _, _ = judged(root)
     assert status is Status.NO_DATA
     assert "1 GPU(s) of one source's sampled nodes" in summary
@@ -468,10 +470,7 @@ def test_every_phase_span_is_held_to_its_requests(tmp_path: Path) -> None:
 def test_a_gpu_two_sources_sampled_under_other_names_counts_once(tmp_path: Path) -> None:
     """TP=2 with only GPU0 sampled, by the Ray sampler (node gpu-node-b) and by a --gpu-curve file named otherwise: one GPU, unmeasured."""
     root = bundle(tmp_path, ray_lines({"gpu-node-b": node_rows(gpus=(0,))}))
-    (root / "memory/node-curve-b-nvml.csv").write_text(_csv(node_rows(gpus=(0,))))
-    record = json.loads((root / NODE_CURVES).read_text())
-    record["gpu_curves"] = [{"name": "b-nvml", "file": "memory/node-curve-b-nvml.csv"}]
-    (root / NODE_CURVES).write_text(json.dumps(record))
+    _with_copy(root, "b-nvml", _csv(node_rows(gpus=(0,))))
     status, summary, _, _ = judged(root)
     assert status is Status.NO_DATA
     assert "1 GPU(s) of one source's sampled nodes" in summary
@@ -521,10 +520,7 @@ def test_samples_deleted_from_a_nodes_rows_leave_it_unmeasured(tmp_path: Path) -
 def test_a_copy_named_like_another_source_is_still_a_file(tmp_path: Path) -> None:
     """TP=2, GPU0 only, sampled by the Ray sampler and by a --gpu-curve copy named 'ray-b-nvml': the copy's source is where the record lists it, so one GPU, unmeasured."""
     root = bundle(tmp_path, ray_lines({"gpu-node-b": node_rows(gpus=(0,))}))
-    (root / "memory/node-curve-ray-b-nvml.csv").write_text(_csv(node_rows(gpus=(0,))))
-    record = json.loads((root / NODE_CURVES).read_text())
-    record["gpu_curves"] = [{"name": "ray-b-nvml", "file": "memory/node-curve-ray-b-nvml.csv"}]
-    (root / NODE_CURVES).write_text(json.dumps(record))
+    _with_copy(root, "ray-b-nvml", _csv(node_rows(gpus=(0,))))
     status, summary, _, _ = judged(root)
     assert status is Status.NO_DATA
     assert "1 GPU(s) of one source's sampled nodes" in summary

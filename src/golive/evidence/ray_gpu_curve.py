@@ -189,19 +189,20 @@ def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
 @contextlib.asynccontextmanager
 async def ray_gpu_sampling(
     sampler: RayGpuCurves | None, bundle: Bundle, say: Callable[[str], None]
-) -> AsyncIterator[NodeCurves]:
+) -> AsyncIterator[list[str]]:
     """The Ray nodes' GPU memory sampled while the block runs, its lines appended to the
-    bundle; the yielded NodeCurves holds, when it ends, the job's own problem (none where no
-    sampler was asked for). The job is stopped however
-    the block ends, a Ctrl-C while the samplers start included."""
-    found = NodeCurves()
+    bundle; the yielded list holds, when it ends, the job's own problem (none where no
+    sampler was asked for: the nodes' curves are read back from the lines,
+    `checks/capacity/node_curves.py`). The job is stopped however the block ends, a Ctrl-C
+    while the samplers start included."""
+    problems: list[str] = []
     if sampler is None:
-        yield found
+        yield problems
         return
     try:
         say(f"GPU memory: a sampler on every GPU node of the Ray cluster {sampler.source.address}")
         await asyncio.to_thread(sampler.start)
-        yield found
+        yield problems
     finally:
         try:
             lines = await asyncio.wait_for(asyncio.to_thread(sampler.stop), STOP_S * 3)
@@ -210,6 +211,4 @@ async def ray_gpu_sampling(
             sampler.problem = f"the Ray Jobs API did not answer within {STOP_S * 3:g} s"
         for line in lines:
             bundle.append_jsonl(RAY_GPU_CURVE, line)
-        # the nodes' curves are read back from the lines (`checks/capacity/node_curves.py`);
-        # what the lines cannot show is the job's own problem
-        found.problems += [sampler.problem] if sampler.problem else []
+        problems += [sampler.problem] if sampler.problem else []  # what the lines cannot show

@@ -13,7 +13,7 @@ from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import CapacityInputs, Run
 from golive.checks.capacity.node_curves import (
     curve_copy,
-    judge_gpu_memory,
+    gpu_memory_of,
     merged_name,
     read_node_curves,
 )
@@ -106,9 +106,9 @@ async def save_node_curves(
     ctx.bundle.write_json(NODE_CURVES, record)
     found = read_node_curves(BundleReader(ctx.bundle.root), ctx.config)
     for name, text in found.curves if found else ():
-        with contextlib.suppress(Exception):  # judged (and named) by judge_gpu_memory
+        with contextlib.suppress(Exception):  # judged (and named) by gpu_memory_of
             ctx.bundle.write_text(merged_name(name), merge_gpu_curve(text, name, timeline)[0])
-    return judge_gpu_memory(BundleReader(ctx.bundle.root), ctx.config)
+    return gpu_memory_of(found)  # as judge_gpu_memory judges it again, from the same reading
 
 
 def _nth(stem: str, k: int) -> str:

@@ -75,12 +75,11 @@ def engine_gpus(
 def _inventory(evidence: BundleReader, own: Any) -> tuple[list[tuple[int, float, str | None]], str]:
     """The sampler's GPUs (index, memory total, UUID); each must be a plausible total and,
     where the env section recorded hosts, a GPU of one of them with the same index and total."""
-    hosts: dict[str, tuple[Any, Any]] = {}  # UUID: (NVML index, total) on its host
-    for path in sorted((evidence.root / "environment").glob("host-*.json")):
-        record = evidence.json(f"environment/{path.name}")
-        for gpu in (record.get("gpus") if isinstance(record, Mapping) else None) or ():
-            if isinstance(gpu, Mapping) and isinstance(gpu.get("uuid"), str):
-                hosts[gpu["uuid"]] = (gpu.get("index"), gpu.get("memory_total_mib"))
+    hosts: dict[str, tuple[Any, Any]] = {  # UUID: (NVML index, total) on its host
+        gpu["uuid"]: (gpu.get("index"), gpu.get("memory_total_mib"))
+        for gpu in host_gpus(evidence)
+        if isinstance(gpu.get("uuid"), str)
+    }
     out: list[tuple[int, float, str | None]] = []
     for gpu in own if isinstance(own, list) else [own]:
         index = gpu.get("index") if isinstance(gpu, Mapping) else None
@@ -106,6 +105,16 @@ def _inventory(evidence: BundleReader, own: Any) -> tuple[list[tuple[int, float,
             )
         out.append((index, float(total), uuid))
     return out, ""
+
+
+def host_gpus(evidence: BundleReader) -> list[Mapping[str, Any]]:
+    """Every GPU the env section's host records (`environment/host-*.json`) list."""
+    out = []
+    for path in sorted((evidence.root / "environment").glob("host-*.json")):
+        record = evidence.json(f"environment/{path.name}")
+        gpus = (record.get("gpus") if isinstance(record, Mapping) else None) or ()
+        out += [gpu for gpu in gpus if isinstance(gpu, Mapping)]
+    return out
 
 
 def _index(column: str) -> int | None:

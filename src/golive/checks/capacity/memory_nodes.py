@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.memory_curve import SavedCurve, curve_number
-from golive.checks.capacity.memory_gpus import MAX_GPU_MIB
+from golive.checks.capacity.memory_gpus import MAX_GPU_MIB, host_gpus
 from golive.checks.capacity.memory_limits import launch_utilization
 from golive.checks.capacity.node_curves import read_node_curves
 from golive.config import GoliveConfig
@@ -86,15 +86,19 @@ def node_gpus(
         found.problem = "node GPU memory incomplete: " + "; ".join(got.problems)
         return found
     found.gpus, found.problem = _engine_gpus(found.curve, totals, facts, allocated_mib, got.sources)
-    for gpu in found.gpus if not found.problem else ():
-        found.problem = _gap(found.curve.columns[gpu.column], gpu)
-        if found.problem:
-            break
-    sustained = [s for s in got.timeline if s.phase == "sustained"]
-    for gpu in found.gpus if sustained and not found.problem else ():
-        found.problem = _short(found.curve.series(gpu.column, "sustained"), sustained[-1], gpu)
-        if found.problem:
-            break
+    if found.problem:
+        return found
+    # each GPU's holes first, then its cover of the sustained window: the first named
+    sustained = [s for s in got.timeline if s.phase == "sustained"][-1:]
+    problems = [
+        *(_gap(found.curve.columns[gpu.column], gpu) for gpu in found.gpus),
+        *(
+            _short(found.curve.series(g.column, s.phase), s, g)
+            for s in sustained
+            for g in found.gpus
+        ),
+    ]
+    found.problem = next((p for p in problems if p), "")
     return found
 
 
@@ -123,11 +127,12 @@ def _add(
     timeline: Sequence[PhaseSpan],
 ) -> None:
     """One node's rows into `curve` as `<node>:gpu<i>_used_mib`, its totals into `totals`."""
+    if not timeline:
+        return
+    begun, ended = min(s.start for s in timeline), max(s.end for s in timeline)
     for row in csv.DictReader(io.StringIO(text)):
         at = curve_number(row.get("wall_time"))
-        if at is None:
-            continue
-        if not timeline or not min(s.start for s in timeline) <= at <= max(s.end for s in timeline):
+        if at is None or not begun <= at <= ended:
             continue  # before or after the run: not the engine's load, nor its first reading
         # between two phases (results packed, a restart awaited) it still counts for peaks
         phase = next((s.phase for s in timeline if s.start <= at <= s.end), "between")
@@ -146,14 +151,9 @@ def _add(
 def _largest_host_gpu(evidence: BundleReader) -> float:
     """The largest GPU memory the env section's host records list (a 1% margin: DCGM's used
     and free leave out what the driver reserves), else the most a GPU has."""
-    totals = []
-    for path in sorted((evidence.root / "environment").glob("host-*.json")):
-        record = evidence.json(f"environment/{path.name}")
-        for gpu in (record.get("gpus") if isinstance(record, Mapping) else None) or ():
-            total = curve_number(gpu.get("memory_total_mib") if isinstance(gpu, Mapping) else None)
-            if total is not None and 0 < total <= MAX_GPU_MIB:
-                totals.append(total * 1.01)
-    return max(totals, default=float(MAX_GPU_MIB))
+    totals = [curve_number(gpu.get("memory_total_mib")) for gpu in host_gpus(evidence)]
+    plausible = [t * 1.01 for t in totals if t is not None and 0 < t <= MAX_GPU_MIB]
+    return max(plausible, default=float(MAX_GPU_MIB))
 
 
 def _gap(points: Sequence[tuple[float, float]], gpu: JudgedGpu) -> str:

@@ -45,6 +45,8 @@ from golive.results import CheckResult, Status
 
 CHECK = "capacity.gpu_memory"
 COPY_PREFIX = "memory/node-curve-"
+# the capacity keys by which a run asks the nodes for their GPU memory
+ASKING_KEYS = ("prometheus_url", "gpu_curves", "sample_gpus")
 SUSTAINED = "sustained"
 SPAN_SLACK_S = 5.0  # a phase's span against its requests' send times and its window's length
 # each load phase's requests, whose send times its span must hold
@@ -83,9 +85,7 @@ def asked_node_curves(root: Path) -> bool:
     except (OSError, ValueError, yaml.YAMLError):
         return False  # an unreadable config is named by the judging of the config itself
     capacity = saved.get("capacity") if isinstance(saved, Mapping) else None
-    return isinstance(capacity, Mapping) and any(
-        bool(capacity.get(key)) for key in ("prometheus_url", "gpu_curves", "sample_gpus")
-    )
+    return isinstance(capacity, Mapping) and any(bool(capacity.get(k)) for k in ASKING_KEYS)
 
 
 def read_node_curves(evidence: BundleReader, config: GoliveConfig) -> NodeCurveSet | None:
@@ -162,8 +162,7 @@ def read_node_curves(evidence: BundleReader, config: GoliveConfig) -> NodeCurveS
 
 
 def _asked_of_nodes(config: GoliveConfig) -> bool:
-    capacity = config.capacity
-    return bool(capacity.prometheus_url or capacity.gpu_curves or capacity.sample_gpus)
+    return any(bool(getattr(config.capacity, key)) for key in ASKING_KEYS)
 
 
 def _timeline_problems(evidence: BundleReader, timeline: Sequence[PhaseSpan]) -> list[str]:
@@ -259,7 +258,11 @@ def judge_gpu_memory(evidence: BundleReader, config: GoliveConfig) -> list[Check
     """`capacity.gpu_memory`: every node curve's peak MiB per phase and GPU (rows outside the
     run's phases and values that are not finite are not peaks); `no_data` naming what keeps
     a node unmeasured, beside the curves that came."""
-    found = read_node_curves(evidence, config)
+    return gpu_memory_of(read_node_curves(evidence, config))
+
+
+def gpu_memory_of(found: NodeCurveSet | None) -> list[CheckResult]:
+    """`capacity.gpu_memory` from the node curves as read back (none: no check)."""
     if found is None:
         return []
     measurements: dict[str, float] = {}

@@ -116,7 +116,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     if ctx.config.capacity.answer_probes:  # with load clients, the probes go from here
         run.probes_at_idle = await send_idle(ctx, served.model)  # the reference, before any load
     async with (
-        ray_gpu_sampling(inputs.ray_gpu, ctx.bundle, inputs.progress.phase) as nodes,
+        ray_gpu_sampling(inputs.ray_gpu, ctx.bundle, inputs.progress.phase) as sampler_problems,
         sampling(ctx.bundle, MEMORY_CURVE, probes, 0.2, lambda: run.phase) as curve,
     ):
         run.memory = curve
@@ -144,7 +144,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
         CAPACITY_PHASES,
         [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],
     )
-    merged = await save_node_curves(ctx, inputs, run.timeline, nodes.problems)
+    merged = await save_node_curves(ctx, inputs, run.timeline, sampler_problems)
     # judged once the nodes' curves and the phases' timeline are in the bundle
     results += judge_memory(BundleReader(ctx.bundle.root), ctx.config)
     compressed(ctx, CAPACITY_SETUP_REQUESTS)
