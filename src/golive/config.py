@@ -19,6 +19,7 @@ from pydantic import Field, field_validator
 from golive.capacity_config import CapacityConfig
 from golive.env_names import is_env_name
 from golive.errors import ConfigError
+from golive.slo_config import SloConfig
 from golive.strict_model import StrictModel
 from golive.yaml_input import parse_yaml, validated
 
@@ -342,6 +343,7 @@ class GoliveConfig(StrictModel):
     watch: WatchConfig = WatchConfig()
     signoff: SignoffConfig = SignoffConfig()
     records: RecordsConfig = RecordsConfig()
+    slo: SloConfig = SloConfig()
     # None only where a saved config names no `programme` key: a new run always has one
     # (load_config), and `golive decide` judges such a bundle with the default
     programme: ProgrammeConfig | None = None
@@ -391,6 +393,7 @@ __all__ = [  # CapacityConfig and StrictModel live in their own modules, read fr
     "ProgrammeConfig",
     "RecordsConfig",
     "SignoffConfig",
+    "SloConfig",
     "SmokeConfig",
     "StrictModel",
     "TargetConfig",

@@ -31,6 +31,7 @@ SECTION_HELP = {
     "watch": "the post-approval watch window",
     "signoff": "owners of failed items, trusted signing keys",
     "records": "what the bundle keeps of the load phases' request bodies",
+    "slo": "latency and error targets: the SLO ceiling and goodput of every ramp step",
     "programme": "parts of the programme the application does not use",
 }
 

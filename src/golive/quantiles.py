@@ -86,3 +86,30 @@ def _bound_rank(n: int, p: float, confidence: float) -> int | None:
         if cdf >= confidence:
             return j + 1
     return n
+
+
+def lower_bound(values: Sequence[float], q: float, confidence: float = CONFIDENCE) -> float | None:
+    """A lower confidence bound of the q-th percentile (q in 0..100): the k-th smallest value
+    for the largest k with P(Binomial(n, q) >= k) >= confidence — the data shows the
+    percentile is at least this. None for no values."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return None
+    p = q / 100
+    if p >= 1:
+        return ordered[-1]
+    log_p, log_q = math.log(p), math.log1p(-p)
+    cdf, k = 0.0, 0
+    for j in range(n):  # cdf = P(Binomial <= j): the (j + 1)-th smallest bounds while <= 1 - c
+        cdf += math.exp(
+            math.lgamma(n + 1)
+            - math.lgamma(j + 1)
+            - math.lgamma(n - j + 1)
+            + j * log_p
+            + (n - j) * log_q
+        )
+        if cdf > 1 - confidence + 1e-12:
+            break
+        k = j + 1
+    return ordered[k - 1] if k else None

@@ -56,6 +56,10 @@ CAPACITY_WATCHDOG = "metrics/capacity-watchdog.jsonl"  # each load window's caps
 CAPACITY_CLIENTS = "metrics/capacity-clients.jsonl"  # --ray: each client's share of a window
 CAPACITY_SUSTAINED = "metrics/capacity-sustained.json"  # the sustained window's StepStats
 CAPACITY_KNEE_REPEATS = "metrics/capacity-knee-repeats.jsonl"  # windows again at a knee
+# every load window's TTFT/ITL/TPOT/end-to-end percentiles, throughput and goodput
+CAPACITY_LATENCY = "metrics/latency.json"
+CAPACITY_LATENCY_CSV = "metrics/latency.csv"
+CAPACITY_SLO = "metrics/slo.json"  # each window's objectives as the run judged them
 CAPACITY_LADDER = "metrics/capacity-long_input.json"  # the long-input ladder's outcomes
 CAPACITY_CALIBRATION = "metrics/capacity-calibration.json"
 CAPACITY_WORKLOAD = "metrics/capacity-workload.json"  # the seed of this run's prompts

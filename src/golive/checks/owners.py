@@ -15,6 +15,7 @@ from golive.bundle.layout import (
     AGENT_PLAN,
     CACHE_PROTOCOL,
     CAPACITY_LADDER,
+    CAPACITY_SLO,
     CAPACITY_STEPS,
     CAPACITY_SUSTAINED,
     CAPACITY_WATCHDOG,
@@ -46,6 +47,8 @@ from golive.checks.capacity.memory import judge_memory
 from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.capacity.node_curves import CHECK as GPU_MEMORY_CHECK
 from golive.checks.capacity.node_curves import asked_node_curves, judge_gpu_memory
+from golive.checks.capacity.slo import CHECK as SLO_CHECK
+from golive.checks.capacity.slo import asked_slo, judge_slo
 from golive.checks.coverage import CAPACITY as CAPACITY_COVERAGE
 from golive.checks.coverage import SMOKE as SMOKE_COVERAGE
 from golive.checks.coverage import with_sustained_coverage
@@ -197,6 +200,25 @@ EVIDENCE_JUDGES = (
         lambda r, s: [judge_ramp(r, s.config.capacity)],
         "capacity",
         always=True,
+    ),
+    EvidenceJudge(
+        SLO_CHECK,
+        (SLO_CHECK,),
+        CAPACITY_SLO,
+        lambda r, s: (
+            [
+                judge_slo(
+                    r,
+                    s.config,
+                    judge_ramp(r, s.config.capacity),
+                    judge_sustained(r, s.config.capacity),
+                )
+            ]
+            if s.config.slo.stated
+            else []
+        ),
+        "capacity",
+        expected_if=asked_slo,
     ),
     EvidenceJudge(
         "capacity.sustained",

@@ -40,6 +40,7 @@ from golive.checks.capacity.judge import (
     judge_sustained,
     stability_policy,
 )
+from golive.checks.capacity.latency_files import save_latency_set
 from golive.checks.capacity.load_window import (
     CALIBRATION_CAP,
     calibrate,
@@ -53,6 +54,7 @@ from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.capacity.restart import served_again
 from golive.checks.capacity.rules import StepStats, ramp_next
 from golive.checks.capacity.sample_tokens import count_sample_tokens
+from golive.checks.capacity.slo import slo_of
 from golive.checks.capacity.windows import MIN_DRIFT_COMPLETIONS
 from golive.checks.context import (
     CheckContext,
@@ -130,13 +132,11 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
             started = time.time()
             result = await phase(run)
             run.timeline.append(PhaseSpan(name, started, time.time()))
-            result = packed(ctx, result, f"requests/capacity-{name}.jsonl")
-            if name == "sustained":  # and whether it is long enough for a programme decision
-                results += with_sustained_coverage(
-                    result, ctx.config.programme, ctx.config.capacity, ctx.profile
-                )
-            else:
-                results.append(result)
+            results += _phase_results(
+                ctx, name, packed(ctx, result, f"requests/capacity-{name}.jsonl")
+            )
+    if ctx.config.slo.stated:  # the load windows held to the SLOs, as decide does
+        results.append(slo_of(ctx, results))
     if ctx.config.capacity.answer_probes:  # judged whenever probes were sent, as decide does
         critical = ctx.profile.capacity.answers_under_load_critical
         results += judge_answers(BundleReader(ctx.bundle.root), critical)
@@ -144,6 +144,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
         CAPACITY_PHASES,
         [{"phase": s.phase, "start": s.start, "end": s.end} for s in run.timeline],
     )
+    save_latency_set(ctx.bundle, ctx.config.slo)
     merged = await save_node_curves(ctx, inputs, run.timeline, sampler_problems)
     # judged once the nodes' curves and the phases' timeline are in the bundle
     results += judge_memory(BundleReader(ctx.bundle.root), ctx.config)
@@ -152,6 +153,16 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     if run.windows:
         results.append(judge_headroom(BundleReader(ctx.bundle.root)))
     return results + merged
+
+
+def _phase_results(ctx: CheckContext, name: str, result: CheckResult) -> list[CheckResult]:
+    """A phase's check, with the sustained window's coverage (whether it is long enough for
+    a programme decision)."""
+    if name == "sustained":
+        return with_sustained_coverage(
+            result, ctx.config.programme, ctx.config.capacity, ctx.profile
+        )
+    return [result]
 
 
 def not_run(run: Run, check_id: str) -> CheckResult:

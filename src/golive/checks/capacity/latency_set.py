@@ -1,0 +1,198 @@
+"""The standard latency set of a load window, read from its saved request records (issue 31
+§2): TTFT, ITL, TPOT and end-to-end at p50/p90/p95/p99 with their sample counts, output
+tokens/s, requests/s and goodput against the stated SLOs. Names follow `vllm bench serve
+--save-result` (`p95_ttft_ms`, `request_throughput`, `request_goodput`, ...), which GuideLLM
+and AIPerf users read as well (docs/judgement.md maps them). The collector writes them to
+`metrics/latency.json` and `.csv`; the SLO check judges from the same figures, recomputed by
+`golive decide` from the records. Pure: record lines in, figures out.
+
+- TTFT and end-to-end are measured from the request's intended send time (a request the
+  client sent late waited too), as the ramp's own figures are.
+- ITL: the gaps between the streamed chunks from the first token on, pooled over the window
+  (as `vllm bench serve`), at most output tokens - 1 of them an answer (its usage chunk and
+  `[DONE]` are not tokens).
+- TPOT: each answer's (end - first token) / (output tokens - 1); its inverse is the answer's
+  decode speed, the "output tokens per second per user".
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from golive.checks.capacity.recorded import answers_of
+from golive.quantiles import Quantile, percentile, quantile
+from golive.slo_config import SloConfig
+from golive.traffic.records import saved_answered, saved_attempt_s, saved_e2e_s
+
+PERCENTILES = (50, 90, 95, 99)
+METRICS = ("ttft", "itl", "tpot", "e2el")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One answered request's figures (None where its record cannot say)."""
+
+    ttft_ms: float | None
+    e2e_ms: float | None
+    tpot_ms: float | None
+    gaps_ms: tuple[float, ...]
+    input_tokens: int | None
+    output_tokens: int | None
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """The answer's decode speed after its first token (1 / TPOT)."""
+        return None if not self.tpot_ms else 1000 / self.tpot_ms
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _tokens(record: Mapping[str, Any], key: str) -> int | None:
+    response = record.get("response")
+    usage = response.get("usage") if isinstance(response, Mapping) else None
+    value = usage.get(key) if isinstance(usage, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def answer_of(record: Mapping[str, Any]) -> Answer:
+    """An answered record's figures, from its saved timings and usage."""
+    timings = record.get("timings_ms")
+    timings = timings if isinstance(timings, Mapping) else {}
+    first, end = _number(timings.get("first_token")), _number(timings.get("end"))
+    output = _tokens(record, "completion_tokens")
+    tpot = None
+    if first is not None and end is not None and output is not None and output > 1:
+        tpot = (end - first) / (output - 1)
+    chunks = timings.get("chunks")
+    stamps = sorted(
+        t for c in (chunks if isinstance(chunks, list) else ()) if (t := _number(c)) is not None
+    )
+    gaps: tuple[float, ...] = ()
+    if first is not None and output is not None and output > 1:
+        after = [t for t in stamps if t >= first]
+        gaps = tuple(b - a for a, b in itertools.pairwise(after))[: output - 1]
+    e2e = saved_e2e_s(record)
+    return Answer(
+        ttft_ms=_number(timings.get("first_token_from_intended", timings.get("first_token"))),
+        e2e_ms=None if e2e is None else e2e * 1000,
+        tpot_ms=tpot,
+        gaps_ms=gaps,
+        input_tokens=_tokens(record, "prompt_tokens"),
+        output_tokens=output,
+    )
+
+
+def good(answer: Answer, slo: SloConfig) -> bool:
+    """Whether one answer met every per-request objective (goodput, as `vllm bench serve
+    --goodput` counts it: TTFT, TPOT against the ITL target, end-to-end, decode speed)."""
+    limits = (
+        (answer.ttft_ms, slo.ttft_p95_ms),
+        (answer.tpot_ms, slo.itl_p95_ms),
+        (answer.e2e_ms, slo.e2e_p95_ms),
+    )
+    if any(limit is not None and (value is None or value > limit) for value, limit in limits):
+        return False
+    floor = slo.min_output_tokens_per_s_per_user
+    speed = answer.tokens_per_s
+    return floor is None or (speed is not None and speed >= floor)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowLatency:
+    """A window's standard latency set."""
+
+    label: str
+    concurrency: int | None
+    requests: int  # the answers its figures count (`recorded.answers_of`), failures included
+    completed: int
+    duration_s: float  # first send to last end, from the records
+    answers: tuple[Answer, ...]
+    goodput: int | None  # answers meeting every SLO (None: none stated)
+
+    def values(self, metric: str) -> list[float]:
+        if metric == "itl":
+            return [g for a in self.answers for g in a.gaps_ms]
+        field = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2el": "e2e_ms"}[metric]
+        return [v for a in self.answers if (v := getattr(a, field)) is not None]
+
+    def quantile(self, metric: str, q: float) -> Quantile:
+        return quantile(self.values(metric), q)
+
+    @property
+    def error_rate(self) -> float | None:
+        return None if not self.requests else (self.requests - self.completed) / self.requests
+
+    def per_s(self, count: float) -> float | None:
+        return round(count / self.duration_s, 4) if self.duration_s > 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        """One row of `metrics/latency.json` / `.csv`, named as `vllm bench serve` names them."""
+        row: dict[str, Any] = {
+            "label": self.label,
+            "concurrency": self.concurrency,
+            "duration": round(self.duration_s, 3),
+            "requests": self.requests,
+            "completed": self.completed,
+            "failed": self.requests - self.completed,
+        }
+        output = sum(a.output_tokens or 0 for a in self.answers)
+        row["total_input_tokens"] = sum(a.input_tokens or 0 for a in self.answers)
+        row["total_output_tokens"] = output
+        row["request_throughput"] = self.per_s(self.completed)
+        row["output_throughput"] = self.per_s(output)
+        row["request_goodput"] = None if self.goodput is None else self.per_s(self.goodput)
+        for metric in METRICS:
+            values = self.values(metric)
+            row[f"{metric}_samples"] = len(values)
+            row[f"mean_{metric}_ms"] = round(sum(values) / len(values), 3) if values else None
+            for q in PERCENTILES:
+                name = "median" if q == 50 else f"p{q}"
+                value = percentile(values, q)
+                row[f"{name}_{metric}_ms"] = None if value is None else round(value, 3)
+        for key, field in (("input_len", "input_tokens"), ("output_len", "output_tokens")):
+            lengths = [float(v) for a in self.answers if (v := getattr(a, field)) is not None]
+            for q in (50, 90, 99):
+                value = percentile(lengths, q)
+                row[f"p{q}_{key}"] = None if value is None else round(value, 1)
+        return row
+
+
+def window_latency(
+    label: str,
+    concurrency: int | None,
+    attempts: Sequence[Mapping[str, Any]],
+    slo: SloConfig | None = None,
+) -> WindowLatency:
+    """The latency set of one window's attempts (its records, `recorded.window_records`)."""
+    counted = answers_of(attempts)
+    answered = [r for r in counted if saved_answered(r)]
+    answers = tuple(answer_of(r) for r in answered)
+    return WindowLatency(
+        label=label,
+        concurrency=concurrency,
+        requests=len(counted),
+        completed=len(answered),
+        duration_s=_span(counted),
+        answers=answers,
+        goodput=None if slo is None or not slo.stated else sum(1 for a in answers if good(a, slo)),
+    )
+
+
+def _span(records: Iterable[Mapping[str, Any]]) -> float:
+    """Seconds from the window's first send to its last answer's end, from the records."""
+    starts, ends = [], []
+    for record in records:
+        started = _number(record.get("started_at"))
+        e2e = saved_e2e_s(record)
+        if started is None:
+            continue
+        starts.append(started)
+        ends.append(started + (saved_attempt_s(record, e2e) if e2e is not None else 0.0))
+    return max(ends) - min(starts) if starts else 0.0
