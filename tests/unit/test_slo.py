@@ -21,7 +21,9 @@ from golive.checks.capacity.slo import SloStep, classify_slo, judge_slo
 from golive.checks.capacity.slo_objectives import State, objectives
 from golive.config import GoliveConfig
 from golive.quantiles import lower_bound, quantile
+from golive.report.markdown import bundle_markdown
 from golive.slo_config import SloConfig
+from golive.verdict.document import VerdictDocument
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden-demo"
 
@@ -260,3 +262,15 @@ def test_the_bounds_agree_with_a_simulation() -> None:
         under += lower is not None and lower > true_p95
     assert over / 2000 <= 0.06
     assert under / 2000 <= 0.06
+
+
+def test_the_report_states_the_ceilings_beside_the_workload_and_every_window() -> None:
+    """report.md of the recorded demo: the ramp's ceiling with the workload's token shape and
+    turns beside it, and one row per load window with its TTFT/ITL/TPOT/e2e percentiles."""
+    text = bundle_markdown(GOLDEN, VerdictDocument.read(GOLDEN))
+    section = text.split("## Latency, throughput and goodput", 1)[1].split("\n## ", 1)[0]
+    assert "throughput ceiling (the ramp's): **concurrency 4**" in section
+    assert "input tokens p50 / p90 / p99" in section
+    assert "user turn(s) a conversation" in section
+    assert "| sustained | c4 | 1421 / 1421 |" in section
+    assert section.count("| concurrency | c") == 3

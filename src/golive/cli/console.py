@@ -57,7 +57,7 @@ def finish(verdict: Verdict, args: argparse.Namespace) -> int:
     if junit is not None:
         try:
             junit.parent.mkdir(parents=True, exist_ok=True)
-            write_junit(verdict.document, junit)
+            write_junit(verdict.document, junit, verdict.bundle)
             err.print(f"junit: {junit}")
         except OSError as exc:
             err.print(

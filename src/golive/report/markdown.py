@@ -16,6 +16,7 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader, locate
 from golive.quantiles import samples_needed
+from golive.report.latency_section import latency_section
 from golive.report.workload import workload_section
 from golive.verdict.document import Limits, VerdictDocument, tested_sentence
 
@@ -36,6 +37,7 @@ def bundle_markdown(root: Path, verdict: VerdictDocument) -> str:
     text = render_markdown(
         verdict, chain, _rows(root, CAPACITY_WATCHDOG), _rows(root, CAPACITY_STEPS)
     )
+    text += latency_section(BundleReader(root), verdict)
     text += workload_section(BundleReader(root))
     text += _reference_section(locate(root, METRIC_REFERENCE))
     request = locate(root, CAPACITY_REQUEST_MD)
