@@ -63,12 +63,16 @@ def _every_bundle_rederives(request: pytest.FixtureRequest, tmp_path: Path) -> I
 
 
 TARGET_TESTS = Path(__file__).parent / "target"
+PACKAGE_TESTS = Path(__file__).parent / "package"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test under tests/target (the real local vLLM) is a `target` test, so `make unit`
-    (-m "not target") never starts vLLM; no test elsewhere may be marked `target`."""
+    (-m "not target") never starts vLLM; no test elsewhere may be marked `target`. Every test
+    under tests/package (the built wheel in a fresh venv) is a `package` test."""
     for item in items:
+        if item.path.is_relative_to(PACKAGE_TESTS):
+            item.add_marker(pytest.mark.package)
         inside = item.path.is_relative_to(TARGET_TESTS)
         if inside:
             item.add_marker(pytest.mark.target)
