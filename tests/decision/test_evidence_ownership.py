@@ -107,9 +107,10 @@ def _not_better(again: Rederived) -> None:
     assert again.as_sealed == ()
 
 
-# the recorded demo read no Kubernetes pods, Ray nodes nor node GPU curves: test_k8s.py,
-# test_ray.py and test_dcgm_memory.py delete those families' evidence
-NOT_RECORDED = ("environment.k8s", "environment.ray", "capacity.gpu_memory")
+# the recorded demo read no Kubernetes pods, Ray nodes nor node GPU curves and stated no SLO:
+# test_k8s.py, test_ray.py, test_dcgm_memory.py and the target tier's SLO test
+# (tests/target/test_capacity.py) delete those families' evidence
+NOT_RECORDED = ("environment.k8s", "environment.ray", "capacity.gpu_memory", "capacity.slo")
 RECORDED_FAMILIES = [j for j in EVIDENCE_JUDGES if j.name not in NOT_RECORDED]
 
 

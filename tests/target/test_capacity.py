@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -19,6 +20,7 @@ import pytest
 import pytest_asyncio
 
 from golive.bundle.layout import CAPACITY_WATCHDOG
+from golive.bundle.store import Bundle
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
@@ -150,6 +152,15 @@ async def test_slos_on_the_real_engine_give_a_goodput_ceiling(
     again = rederive(out)
     assert again.agrees, again.problems
     assert "capacity.slo" in again.rejudged_ids
+    # the SLO judgement's own file deleted and the bundle resealed: decide holds the windows
+    # to the config's SLOs from their records all the same (the file only says it ran)
+    copy = tmp_path / "deleted"
+    shutil.copytree(out, copy)
+    (copy / "metrics/slo.json").unlink()
+    Bundle(copy).seal()
+    gone = rederive(copy)
+    assert gone.agrees, gone.problems
+    assert "capacity.slo" in gone.rejudged_ids
 
 
 def _hog(stop: threading.Event) -> None:
