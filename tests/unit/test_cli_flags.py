@@ -49,6 +49,9 @@ INPUTS = {
     "--chain-ray": "the vLLM Ray cluster the chain is read from",
     "--sample-gpus": "--chain-ray: also its GPU nodes' memory",
     "--help": "argparse",
+    # guardrails: what it writes from an accepted bundle (--selector above: its labels)
+    "--format": "guardrails: the form of the file written",
+    "--runbook-url": "guardrails: where the runbook the alerts link is served",
 }
 # env collect --gpu-curve's own sampling length (the env command has no watch/capacity keys)
 ENV_COLLECT = {"--gpu-curve", "--duration"}

@@ -20,7 +20,8 @@ from golive.bundle.store import verify
 from golive.config import GoliveConfig
 from golive.config_sources import config_path, load_config
 from golive.errors import ConfigError
-from golive.operate.guardrails import write_guardrails
+from golive.operate.alert_scope import RUNBOOK
+from golive.operate.guardrail_files import write_guardrails
 from golive.operate.rollback import (
     accepted,
     artifact_gaps,
@@ -67,10 +68,29 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
         return _rollback_show(args)
     if args.command == "report":
         return _report(args)
-    left_out = write_guardrails(args.bundle, args.output, args.ttft_slo)
+    left_out = write_guardrails(
+        args.bundle,
+        args.output,
+        args.ttft_slo,
+        selectors=args.selector,
+        form=args.format,
+        runbook=args.runbook_url,
+    )
     for rule in left_out:
         err.print(f"left out: {escape(rule)}", highlight=False, soft_wrap=True)
-    print(f"wrote {args.output} (check it with: promtool check rules {args.output})")
+    if args.runbook_url == RUNBOOK:
+        err.print(
+            "runbook links point at the placeholder YOUR-ORG: give --runbook-url where your "
+            "copy of docs/runbook.md is served",
+            highlight=False,
+            soft_wrap=True,
+        )
+    check = {
+        "rules": f"promtool check rules {args.output}",
+        "prometheusrule": f"kubectl apply --dry-run=server -f {args.output}",
+        "analysistemplate": f"kubectl apply --dry-run=server -f {args.output}",
+    }[args.format]
+    print(f"wrote {args.output} (check it with: {check})")
     return 0
 
 

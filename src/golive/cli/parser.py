@@ -17,6 +17,7 @@ from golive.cli.config_flags import (
     ConfigFlag,
     add_config_flags,
 )
+from golive.operate.alert_scope import FORMATS, RUNBOOK
 from golive.target.models import VLLM_CPU_RELEASES, VLLM_CPU_VERSION
 
 
@@ -290,9 +291,29 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "guardrails", help="Prometheus alerting rules for an accepted bundle's envelope"
     )
     rails.add_argument("bundle", type=Path)
-    rails.add_argument("-o", "--output", type=Path, required=True, help="rules file to write")
+    rails.add_argument("-o", "--output", type=Path, required=True, help="file to write")
     rails.add_argument(
         "--ttft-slo", type=float, help="TTFT SLO in seconds (default 1.5x the accepted p95)"
+    )
+    rails.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="rules",
+        help="a Prometheus rules file (default), a Prometheus Operator PrometheusRule, or an "
+        "Argo Rollouts AnalysisTemplate of the watch's rollback triggers",
+    )
+    rails.add_argument(
+        "--selector",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a label every expression matches, added to or overriding the bundle's "
+        "(model_name, namespace); repeat it; KEY= drops one the bundle gave",
+    )
+    rails.add_argument(
+        "--runbook-url",
+        default=RUNBOOK,
+        help="where docs/runbook.md is served; each alert links its section",
     )
     decide = sub.add_parser(
         "decide", help="re-derive the verdict offline from a sealed bundle; must agree"

@@ -1,4 +1,6 @@
-"""`golive guardrails BUNDLE -o FILE`: Prometheus alerting rules for the accepted envelope.
+"""`golive guardrails BUNDLE -o FILE`: Prometheus alerting rules for the accepted envelope,
+scoped to the accepted deployment's series (`alert_scope`); `guardrail_files` writes them as a
+rules file or as custom resources (`guardrail_resources`).
 
 Every rule uses a metric name the accepted engine actually exposed (read from the bundle's
 own /metrics snapshots): vLLM renames metrics between versions, and an alert on a vanished
@@ -8,7 +10,7 @@ name never fires. A rule whose metric is absent is left out and listed as such.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,9 +18,10 @@ from typing import Any
 import yaml
 
 from golive.bundle.layout import CAPACITY_STEPS, SIGNOFF_JSON
-from golive.bundle.store import locate, locate_all
-from golive.errors import BadResponse, ConfigError
-from golive.metrics import Snapshot, parse_metrics
+from golive.bundle.store import locate
+from golive.errors import ConfigError
+from golive.metrics import Snapshot
+from golive.operate.alert_scope import DEPLOYMENT, REPLICA, Scope, by
 from golive.operate.rollback import ACCEPTED, programme_scope
 from golive.quantiles import samples_needed
 from golive.verdict.document import VerdictDocument
@@ -96,62 +99,84 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where the alerts came from, stated on every alert and on the custom resources."""
+
+    bundle: str  # the accepted bundle as given
+    digest: str  # sha256 of its manifest as sealed (`sha256sum BUNDLE/manifest-sha256.txt`)
+    outcome: str
+    runbook: str  # the runbook's URL; each alert's section is an anchor on it
+    signed_digest: str | None = None  # the digest the signature (and the registry) names
+
+
 def guardrail_rules(
-    verdict: VerdictDocument, snapshot: Snapshot, env: Envelope
+    verdict: VerdictDocument, snapshot: Snapshot, env: Envelope, scope: Scope, origin: Provenance
 ) -> tuple[dict[str, Any], list[str]]:
     """(the rules file as data, names of rules left out because their metric is absent)."""
     names = set(snapshot.samples) | set(snapshot.types)
     rules: list[dict[str, Any]] = []
     left_out: list[str] = []
-
-    def have(*metrics: str) -> bool:
-        return all(m in names for m in metrics)
+    sel = scope.vector
+    replica, deployment = by(REPLICA), by(DEPLOYMENT)
+    where = "{{ $labels.namespace }}/{{ $labels.pod }} {{ $labels.instance }} ({{ $labels.job }})"
 
     def add(
-        name: str, needs: Sequence[str], expr: str, for_: str, severity: str, what: str
+        name: str, needs: Sequence[str], expr: str, for_: str, severity: str, what: str, why: str
     ) -> None:
-        if not have(*needs):
+        if not all(m in names for m in needs):
             left_out.append(f"{name} (needs {', '.join(needs)})")
             return
+        annotations = {
+            "summary": what,
+            "description": f"{why} Scope: {scope.describe()}. Value: {{{{ $value }}}}.",
+            "runbook_url": f"{origin.runbook}#{name.lower()}",
+            "bundle_digest": origin.digest,
+            "accepted_outcome": verdict.outcome.value,
+        }
+        if origin.signed_digest:
+            annotations["signed_bundle_digest"] = origin.signed_digest
+        labels = {"severity": severity, "source": "golive"}
         rules.append(
-            {
-                "alert": name,
-                "expr": expr,
-                "for": for_,
-                "labels": {"severity": severity, "source": "golive"},
-                "annotations": {"summary": what, "accepted_outcome": verdict.outcome.value},
-            }
+            {"alert": name, "expr": expr, "for": for_, "labels": labels, "annotations": annotations}
         )
 
-    waiting_cap = env.waiting_cap
+    waiting = f"sum {replica} ({sel('vllm:num_requests_waiting')})"
+    running = f"sum {replica} ({sel('vllm:num_requests_running')})"
+    cap = env.waiting_cap
     add(
         "GoliveQueueBeyondEnvelope",
         ["vllm:num_requests_waiting"],
-        f"max(vllm:num_requests_waiting) > {waiting_cap:g}",
+        f"{waiting} > {cap:g}",
         "5m",
         "page",
-        f"waiting requests above the accepted envelope ({waiting_cap:g}) for 5 minutes",
+        f"waiting requests above the accepted envelope ({cap:g}) for 5 minutes",
+        f"The engine on {where} queues more requests than twice the accepted peak.",
     )
     if env.max_concurrency is not None:
         add(
             "GoliveConcurrencyAboveAcceptedCap",
             ["vllm:num_requests_running", "vllm:num_requests_waiting"],
-            "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting) > "
-            f"{env.max_concurrency}",
+            f"{running} + {waiting} > {env.max_concurrency}",
             "5m",
             "ticket",
             f"traffic above the accepted concurrency cap {env.max_concurrency}",
+            f"Running plus waiting requests on {where} exceed the concurrency the bundle "
+            "accepted for one engine.",
         )
     if env.max_context is not None:
         bound = _bucket_at_least(snapshot, "vllm:request_prompt_tokens_bucket", env.max_context)
+        count = sel("vllm:request_prompt_tokens_count")
+        within = sel("vllm:request_prompt_tokens_bucket", f'le="{bound}"')
         add(
             "GoliveContextAboveAcceptedCap",
             ["vllm:request_prompt_tokens_bucket"] if bound else ["prompt-token bucket >= cap"],
-            "sum(rate(vllm:request_prompt_tokens_count[10m])) - "
-            f'sum(rate(vllm:request_prompt_tokens_bucket{{le="{bound}"}}[10m])) > 0',
+            f"sum {deployment} (rate({count}[10m])) - sum {deployment} (rate({within}[10m])) > 0",
             "10m",
             "ticket",
             f"requests with more than {env.max_context} prompt tokens (the accepted cap) arrive",
+            "Requests longer than the accepted context cap reach the deployment: enforce the "
+            "cap at the gateway.",
         )
     kv = next(
         (m for m in ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc") if m in names),
@@ -160,75 +185,102 @@ def guardrail_rules(
     add(
         "GoliveKvCacheNearlyFull",
         [kv],
-        f"max({kv}) > 0.95",
+        f"max {replica} ({sel(kv)}) > 0.95",
         "10m",
         "ticket",
         "KV cache above 95% for 10 minutes: preemptions and queueing follow",
+        f"The KV cache of the engine on {where} stays nearly full.",
     )
+    finished = "vllm:request_success_total"
+    failed = sel(finished, 'finished_reason=~"error|abort"')
     add(
         "GoliveErrorRate",
-        ["vllm:request_success_total"],
-        'sum(rate(vllm:request_success_total{finished_reason=~"error|abort"}[5m])) / '
-        "clamp_min(sum(rate(vllm:request_success_total[5m])), 1e-9) > 0.05",
+        [finished],
+        f"sum {replica} (rate({failed}[5m])) / (sum {replica} (rate({sel(finished)}[5m])) > 0) "
+        "> 0.05",
         "5m",
         "page",
         "more than 5% of requests end in error or abort",
+        f"The engine on {where} ends more than 5% of its requests in error or abort.",
     )
-    # the generic instrumentator's name: only the series of targets that are vLLM engines
-    engines = "and on(instance, job) vllm:num_requests_running"
+    # the generic instrumentator's name (no model_name): only the series of targets that are
+    # this deployment's engines
+    engines = f"and on(instance, job) {sel('vllm:num_requests_running')}"
+    http = "http_requests_total"
+    answers = f"sum {replica} (rate({sel(http, engine=False)}[5m]) {engines})"
+    errors = sel(http, 'status="5xx"', engine=False)
     add(
         "GoliveHttp5xxRate",
-        ["http_requests_total", "vllm:num_requests_running"],
-        f'sum(rate(http_requests_total{{status="5xx"}}[5m]) {engines}) / '
-        f"clamp_min(sum(rate(http_requests_total[5m]) {engines}), 1e-9) > 0.05",
+        [http, "vllm:num_requests_running"],
+        f"sum {replica} (rate({errors}[5m]) {engines}) / ({answers} > 0) > 0.05",
         "5m",
         "page",
         "more than 5% of the server's HTTP answers are 5xx (its own request error codes)",
+        f"The server on {where} answers more than 5% of its HTTP requests with 5xx.",
     )
+    parser = "vllm:tool_call_parser_invocations_total"
+    parse_failed = sel(parser, 'outcome!~"tool_call|no_tool_call"')
     add(
         "GoliveToolCallParseFailures",
-        ["vllm:tool_call_parser_invocations_total"],
-        'sum(rate(vllm:tool_call_parser_invocations_total{outcome!~"tool_call|no_tool_call"}'
-        "[10m])) > 0",
+        [parser],
+        f"sum {deployment} (rate({parse_failed}[10m])) > 0",
         "10m",
         "page",
         "the tool-call parser reports failures: schema-invalid calls reach clients",
+        "The engine's tool-call parser fails on model output: clients receive calls that "
+        "do not match their schema.",
     )
     if env.cache_hit_ratio:
         floor = round(env.cache_hit_ratio * 0.5, 3)
+        hits, queries = sel("vllm:prefix_cache_hits_total"), sel("vllm:prefix_cache_queries_total")
         add(
             "GolivePrefixCacheRegression",
             ["vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"],
-            "sum(rate(vllm:prefix_cache_hits_total[15m])) / "
-            f"clamp_min(sum(rate(vllm:prefix_cache_queries_total[15m])), 1e-9) < {floor}",
+            f"sum {replica} (rate({hits}[15m])) / (sum {replica} (rate({queries}[15m])) > 0) "
+            f"< {floor}",
             "30m",
             "ticket",
             f"prefix-cache hit ratio below half the accepted {env.cache_hit_ratio:.2f}",
+            f"The prefix cache of the engine on {where} reuses less than half of what the "
+            "accepted bundle proved (an idle engine is not judged).",
         )
-    bucket = "vllm:time_to_first_token_seconds_bucket"
+    left_out += _burn_rate_rules(snapshot, env, scope, add)
+    return {"groups": [{"name": "golive-accepted-envelope", "rules": rules}]}, left_out
+
+
+def _burn_rate_rules(
+    snapshot: Snapshot, env: Envelope, scope: Scope, add: Callable[..., None]
+) -> list[str]:
+    """The TTFT SLO's multi-window burn-rate rules over the deployment (an SLO is the
+    service's, not one replica's); the names left out, and why."""
     if env.ttft_slo_note:
-        left_out += [f"GoliveTtftBurnRate{w[0]} ({env.ttft_slo_note})" for w in BURN_WINDOWS]
-    if env.ttft_slo_s is not None:
-        le = _bucket_at_least(snapshot, bucket, env.ttft_slo_s)
-        for long, short, burn, severity in BURN_WINDOWS:
-            limit = burn * TTFT_BUDGET
-            exprs = [
-                f'(1 - sum(rate({bucket}{{le="{le}"}}[{w}])) / '
-                f"clamp_min(sum(rate(vllm:time_to_first_token_seconds_count[{w}])), 1e-9)) "
-                f"> {limit:g}"
-                for w in (long, short)
-            ]
-            add(
-                f"GoliveTtftBurnRate{long}",
-                [bucket] if le else [f"{bucket} with a bound >= {env.ttft_slo_s:g} s"],
-                " and ".join(exprs),
-                "2m",
-                severity,
-                f"TTFT SLO ({env.ttft_slo_s:.2f} s, bucket le={le}) burning {burn}x over "
-                f"{long} and {short}",
-            )
-    groups = [{"name": "golive-accepted-envelope", "rules": rules}]
-    return {"groups": groups}, left_out
+        return [f"GoliveTtftBurnRate{w[0]} ({env.ttft_slo_note})" for w in BURN_WINDOWS]
+    if env.ttft_slo_s is None:
+        return []
+    bucket = "vllm:time_to_first_token_seconds_bucket"
+    deployment = by(DEPLOYMENT)
+    le = _bucket_at_least(snapshot, bucket, env.ttft_slo_s)
+    fast = scope.vector(bucket, f'le="{le}"')
+    count = scope.vector("vllm:time_to_first_token_seconds_count")
+    for long, short, burn, severity in BURN_WINDOWS:
+        limit = burn * TTFT_BUDGET
+        exprs = [
+            f"(1 - sum {deployment} (rate({fast}[{w}])) / "
+            f"(sum {deployment} (rate({count}[{w}])) > 0)) > {limit:g}"
+            for w in (long, short)
+        ]
+        add(
+            f"GoliveTtftBurnRate{long}",
+            [bucket] if le else [f"{bucket} with a bound >= {env.ttft_slo_s:g} s"],
+            " and ".join(exprs),
+            "2m",
+            severity,
+            f"TTFT SLO ({env.ttft_slo_s:.2f} s, bucket le={le}) burning {burn}x over "
+            f"{long} and {short}",
+            f"More than {limit:.1%} of first tokens miss the SLO over {long} and over {short}: "
+            "the month's error budget goes in days at this rate.",
+        )
+    return []
 
 
 def _bucket_at_least(snapshot: Snapshot, bucket: str, seconds: float) -> str | None:
@@ -245,16 +297,24 @@ def _bucket_at_least(snapshot: Snapshot, bucket: str, seconds: float) -> str | N
 
 
 def render(
-    rules: Mapping[str, Any], left_out: Sequence[str], source: str, features: Sequence[str] = ()
+    document: Mapping[str, Any],
+    left_out: Sequence[str],
+    source: str,
+    features: Sequence[str] = (),
+    what: str = "Prometheus alerting rules",
+    notes: Sequence[str] = (),
 ) -> str:
-    head = f"# Prometheus alerting rules generated by golive from {source}\n"
+    head = f"# {what} generated by golive from {source}\n"
+    head += "".join(f"# {note}\n" for note in notes)
     for feature in features:
         head += f"# accepted with this feature disabled (enforce it at the gateway): {feature}\n"
     if left_out:
         head += (
-            "# left out (metric not exposed by the accepted engine): " + "; ".join(left_out) + "\n"
+            "# left out (the accepted engine exposed no metric for it, or as said): "
+            + "; ".join(left_out)
+            + "\n"
         )
-    return head + yaml.safe_dump(dict(rules), sort_keys=False, width=120)
+    return head + yaml.safe_dump(dict(document), sort_keys=False, width=120)
 
 
 def signed_override(bundle: Path) -> str | None:
@@ -280,31 +340,6 @@ def read_accepted(bundle: Path) -> tuple[VerdictDocument, list[dict[str, Any]]]:
     programme_scope(verdict, bundle, "an accepted envelope")
     steps = [json.loads(line) for line in _lines(locate(bundle, CAPACITY_STEPS)) if line.strip()]
     return verdict, steps
-
-
-def write_guardrails(bundle: Path, out: Path, ttft_slo_s: float | None = None) -> list[str]:
-    """Read an accepted bundle, write the rules file; returns the rules left out."""
-    verdict, steps = read_accepted(bundle)
-    scrapes = sorted(locate_all(bundle, "metrics/*.prom"), key=lambda p: p.stat().st_mtime)
-    snapshot = None
-    for path in reversed(scrapes):
-        try:
-            snapshot = parse_metrics(path.read_text(encoding="utf-8"))
-        except BadResponse:
-            continue
-        if snapshot.has_vllm_metrics():
-            break
-    if snapshot is None or not snapshot.has_vllm_metrics():
-        raise ConfigError(
-            f"{bundle}/metrics has no readable vLLM scrape: the rules must use the metric "
-            "names the accepted engine exposed"
-        )
-    env = envelope(verdict, steps, ttft_slo_s)
-    rules, left_out = guardrail_rules(verdict, snapshot, env)
-    text = render(rules, left_out, str(bundle), env.disable_features)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    return left_out
 
 
 def _lines(path: Path) -> list[str]:
