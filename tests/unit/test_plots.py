@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import xml.etree.ElementTree as ET
 
 from golive.report.plots import Mark, Ref, category_chart, line_chart, nice_ticks
@@ -90,7 +91,7 @@ def test_category_chart_ticks_and_marks_every_tested_step() -> None:
     root = _axes_labelled(svg)
     assert _texts(root, "x-tick") == ["1", "2", "4", "8"]
     ticks = [float(t.get("x", "0")) for t in root.iter(f"{SVG}text") if t.get("class") == "x-tick"]
-    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert max(gaps) - min(gaps) < 0.5  # categorical: equal steps (to the drawn 0.1 px)
     markers = [c for c in root.iter(f"{SVG}circle") if c.get("class") == "marker"]
     assert [float(c.get("cx", "0")) for c in markers] == ticks[:3]  # none for the missing one
@@ -141,15 +142,17 @@ def test_drift_chart_draws_the_fit_through_the_points_and_its_band() -> None:
     corners = [tuple(map(float, c.split(","))) for c in band.get("points", "").split()]
     left = abs(corners[0][1] - corners[3][1])
     right = abs(corners[1][1] - corners[2][1])
-    assert left > 0 and right > 0
-    assert len([c for c in root.iter(f"{SVG}circle")]) >= len(points)
+    assert left > 0
+    assert right > 0
+    assert len(list(root.iter(f"{SVG}circle"))) >= len(points)
 
 
 def test_nice_ticks_cover_the_range_with_round_steps() -> None:
     """Axis ticks are round numbers that cover the data (no 0.733 steps)."""
     ticks = nice_ticks(0.0, 3.82)
-    assert ticks[0] <= 0.0 and ticks[-1] >= 3.82
-    steps = {round(b - a, 9) for a, b in zip(ticks, ticks[1:], strict=False)}
+    assert ticks[0] <= 0.0
+    assert ticks[-1] >= 3.82
+    steps = {round(b - a, 9) for a, b in itertools.pairwise(ticks)}
     assert len(steps) == 1
     (step,) = steps
     assert step in (0.5, 1.0)

@@ -241,7 +241,7 @@ def mark_lines(xs: Sequence[tuple[float, Mark]]) -> tuple[list[str], list[Legend
     for n, (x, mark) in enumerate(xs):
         shift = 4 * seen.get(round(x), 0)
         seen[round(x)] = seen.get(round(x), 0) + 1
-        colour = ("#444444", "#6e40c9", "#bc4c00")[n % 3]
+        colour = ("#444444", "#e377c2", "#8c564b")[n % 3]
         body.append(
             f'<line class="mark" x1="{x + shift:.1f}" x2="{x + shift:.1f}" y1="{TOP}" '
             f'y2="{BOTTOM_Y}" stroke="{colour}" stroke-width="2" stroke-dasharray="2 3">'
@@ -300,7 +300,8 @@ def category_chart(
 
 def _phase_spans(x_axis: XAxis, x: Sequence[float], phases: Sequence[str]) -> list[str]:
     """Each phase's span shaded; its name over it in the first of three rows with room."""
-    spans, names = [], []
+    spans: list[str] = []
+    names: list[str] = []
     ends = [float(LEFT) - 1e9] * 3
     start = 0
     for i in range(1, len(phases) + 1):
