@@ -85,7 +85,7 @@ def _shots(page: Path, out: Path, sections: tuple[str, ...]) -> list[Path]:
         hide = f"body > *:not(#{section}) {{ display: none; }}</style>"
         alone.write_text(page.read_text().replace("</style>", hide, 1))
         png = out / f"{page.stem}-{section}.png"
-        screenshot(alone, png, width=1200, height=2200 if section == "memory" else 1500)
+        screenshot(alone, png, width=1200, height=1400)
         if keep:
             Path(keep).mkdir(parents=True, exist_ok=True)
             shutil.copy(png, Path(keep) / png.name)

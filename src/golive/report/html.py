@@ -48,11 +48,13 @@ def render_html(root: Path, verdict: VerdictDocument) -> str:
     signoff = _json(root / SIGNOFF_JSON)
     reader = BundleReader(root)
     windows = LoadWindows.read(reader, verdict)
+    memory = memory_figures(reader, verdict)
     return _ENV.get_template("report.html.j2").render(
         v=verdict,
         colour=_OUTCOME_COLOUR.get(verdict.outcome, "#555"),
         chain_rows=chain_rows(chain) if isinstance(chain, dict) else [],
-        memory_figures=memory_figures(reader, verdict),
+        memory_figures=memory,
+        gpu_memory_shown=any(f.key.startswith("gpu") for f in memory),
         latency_figures=concurrency_figures(windows),
         distribution_figures=distribution_figures(windows),
         sustained_figures=sustained_figures(reader, windows),

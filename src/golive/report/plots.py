@@ -13,6 +13,7 @@ and the interval chart; the latency distributions and the drift fit are in `plot
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -131,14 +132,52 @@ def category_x(index: float, count: int) -> float:
 def category_labels(
     names: Sequence[str], notes: Sequence[str] = ()
 ) -> list[tuple[float, str, str]]:
-    """Tick labels at each category, cut to fit its slot (a second line: `notes`)."""
-    fits = max(3, int(PLOT_W / max(len(names), 1) / (FONT * CHAR)) - 1)
+    """Tick labels at each category (a second line: `notes`); `frame` stands them upright
+    where they do not fit their slots side by side."""
     out = []
     for i, name in enumerate(names):
         note = notes[i] if i < len(notes) else ""
-        short = name if len(name) <= fits else name[: fits - 1] + "…"
-        out.append((category_x(i, len(names)), short, note[:fits]))
+        short = name if len(name) <= 30 else name[:29] + "…"
+        out.append((category_x(i, len(names)), short, note))
     return out
+
+
+def _upright(x_ticks: Sequence[tuple[float, str, str]]) -> bool:
+    """Whether the tick labels are too wide to stand side by side."""
+    xs = [x for x, _, _ in x_ticks]
+    slot = min((b - a for a, b in itertools.pairwise(xs)), default=float(PLOT_W))
+    return any(text_width(max(t, n, key=len)) > slot - 6 for _, t, n in x_ticks)
+
+
+def _tick_labels(x_ticks: Sequence[tuple[float, str, str]]) -> tuple[list[str], float]:
+    """The x tick labels and how far under the axis they reach."""
+    out = []
+    upright = _upright(x_ticks)
+    for x, text, note in x_ticks:
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{BOTTOM_Y}" y2="{BOTTOM_Y + 4}" stroke="#888"/>'
+        )
+        if upright:
+            label = f"{text} {note}".strip()
+            y = BOTTOM_Y + 8
+            out.append(
+                f'<text class="x-tick" x="{x + 4:.1f}" y="{y}" text-anchor="end" '
+                f'transform="rotate(-90 {x + 4:.1f} {y})">{escape(label)}</text>'
+            )
+            continue
+        out.append(
+            f'<text class="x-tick" x="{x:.1f}" y="{BOTTOM_Y + 16}" text-anchor="middle">'
+            f"{escape(text)}</text>"
+        )
+        if note:
+            out.append(
+                f'<text class="x-tick" x="{x:.1f}" y="{BOTTOM_Y + 29}" text-anchor="middle" '
+                f'fill="#666">{escape(note)}</text>'
+            )
+    if upright:
+        longest = max(text_width(f"{t} {n}".strip()) for _, t, n in x_ticks)
+        return out, 8 + longest + 4
+    return out, 29 if any(note for _, _, note in x_ticks) else 16
 
 
 def _legend(items: Sequence[LegendItem], top: float) -> tuple[str, int]:
@@ -177,8 +216,8 @@ def frame(
 ) -> str:
     """The chart around `body`: title, y grid and ticks, x ticks, both axis labels, legend."""
     x_label, y_label = axes
-    two_lines = any(note for _, _, note in x_ticks)
-    label_y = BOTTOM_Y + (42 if two_lines else 30)
+    ticks, depth = _tick_labels(x_ticks)
+    label_y = BOTTOM_Y + depth + 14
     legend_svg, rows = _legend(legend, label_y + 18)
     height = label_y + 18 + 15 * rows
     grid = []
@@ -189,18 +228,6 @@ def frame(
             f'<text class="y-tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
             f"{tick_text(value, y_axis.ticks)}</text>"
         )
-    ticks = []
-    for x, text, note in x_ticks:
-        ticks.append(
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{BOTTOM_Y}" y2="{BOTTOM_Y + 4}" stroke="#888"/>'
-            f'<text class="x-tick" x="{x:.1f}" y="{BOTTOM_Y + 16}" text-anchor="middle">'
-            f"{escape(text)}</text>"
-        )
-        if note:
-            ticks.append(
-                f'<text class="x-tick" x="{x:.1f}" y="{BOTTOM_Y + 29}" text-anchor="middle" '
-                f'fill="#666">{escape(note)}</text>'
-            )
     middle = TOP + PLOT_H / 2
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" '
