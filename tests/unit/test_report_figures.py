@@ -11,23 +11,25 @@ from pathlib import Path
 
 from golive.bundle.layout import CAPACITY_STEPS, GPU_DEVICES, MEMORY_CURVE
 from golive.bundle.store import BundleReader
+from golive.checks.capacity.judge import judge_sustained
 from golive.checks.capacity.windows import trend
 from golive.report.figures import LoadWindows
 from golive.report.figures_time import memory_figures, sustained_points
 from golive.report.markdown import latency_by_step
 from golive.report.step_table import step_rows
 from golive.verdict.document import VerdictDocument
-from tests.helpers.sections import GOLDEN
+from tests.helpers.sections import GOLDEN, golden_config
 
 SVG = "{http://www.w3.org/2000/svg}"
 
 
 def test_the_drawn_drift_is_the_one_capacity_sustained_judged() -> None:
     """The demo's sustained window: one point per answer (1,421), and the fit over them has
-    the slope and interval verdict.json states for capacity.sustained."""
+    the slope and interval capacity.sustained's judge finds (judged here, not read from the
+    sealed verdict, so a change to the fit's interval moves both alike)."""
     reader = BundleReader(GOLDEN)
     points = sustained_points(reader)
-    judged = VerdictDocument.read(GOLDEN).measurements("capacity.sustained")
+    judged = judge_sustained(reader, golden_config().capacity).measurements
     assert len(points) == judged["completed"] == 1421
     fit = trend(points)
     assert fit is not None
