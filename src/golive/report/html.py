@@ -1,10 +1,12 @@
 """report.html: one self-contained page (inline SVG, inline CSS, no scripts, no network) from
-what the bundle holds: the verdict, the chain, memory and queue curves per phase, latency by
-concurrency, the cache steps and the Agent pass rates with their intervals."""
+what the bundle holds: the verdict, the chain, memory and queue curves per phase, latency,
+throughput and queueing by concurrency with the knee and SLO lines, TTFT and ITL per load
+window, latency over the sustained window with its drift fit, the per-step table, the cache
+steps and the Agent pass rates with their intervals. Every chart has a caption saying what to
+read from it."""
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -14,14 +16,15 @@ import jinja2
 from golive.bundle.layout import (
     CACHE_STEPS,
     CAPACITY_REQUEST_JSON,
-    CAPACITY_STEPS,
     CHAIN,
-    MEMORY_CURVE,
     SIGNOFF_JSON,
 )
-from golive.bundle.store import locate
+from golive.bundle.store import BundleReader, locate
+from golive.report.figures import Figure, LoadWindows, concurrency_figures, distribution_figures
+from golive.report.figures_time import memory_figures, sustained_figures
 from golive.report.markdown import chain_rows, scope_line
-from golive.report.plots import bar_chart, interval_chart, line_chart
+from golive.report.plots_bars import bar_chart, interval_chart
+from golive.report.step_table import HEADERS, step_rows
 from golive.results import CheckClass
 from golive.verdict.document import VerdictDocument, tested_sentence
 
@@ -43,14 +46,23 @@ _ENV = jinja2.Environment(
 def render_html(root: Path, verdict: VerdictDocument) -> str:
     chain = _json(locate(root, CHAIN))
     signoff = _json(root / SIGNOFF_JSON)
+    reader = BundleReader(root)
+    windows = LoadWindows.read(reader, verdict)
+    memory = memory_figures(reader, verdict)
     return _ENV.get_template("report.html.j2").render(
         v=verdict,
         colour=_OUTCOME_COLOUR.get(verdict.outcome, "#555"),
         chain_rows=chain_rows(chain) if isinstance(chain, dict) else [],
-        memory_svgs=memory_charts(locate(root, MEMORY_CURVE)),
-        latency_svgs=latency_charts(locate(root, CAPACITY_STEPS)),
-        cache_svgs=cache_charts(locate(root, CACHE_STEPS)),
-        agent_svg=agent_chart(verdict),
+        memory_figures=memory,
+        gpu_memory_shown=any(f.key.startswith("gpu") for f in memory),
+        latency_figures=concurrency_figures(windows),
+        distribution_figures=distribution_figures(windows),
+        sustained_figures=sustained_figures(reader, windows),
+        step_headers=HEADERS,
+        step_rows=step_rows(reader, windows),
+        slo_stated=windows.slo.stated,
+        cache_figures=cache_charts(locate(root, CACHE_STEPS)),
+        agent_figures=agent_chart(verdict),
         signoff=signoff if isinstance(signoff, dict) else None,
         scope=scope_line(verdict),
         tested=tested_sentence(verdict.tested),
@@ -81,68 +93,7 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _number(text: str | None) -> float | None:
-    try:
-        return float(text) if text not in (None, "") else None
-    except ValueError:
-        return None
-
-
-def memory_charts(path: Path) -> list[str]:
-    """Memory (MB), KV-cache usage and running/waiting requests against time, phases shaded."""
-    try:
-        with path.open(encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError:
-        return []
-    if not rows:
-        return []
-    x = [_number(r.get("t_s")) or 0.0 for r in rows]
-    phases = [r.get("phase") or "" for r in rows]
-    columns = [c for c in rows[0] if c not in ("t_s", "phase")]
-
-    def series(names: list[str]) -> dict[str, list[float | None]]:
-        return {n: [_number(r.get(n)) for r in rows] for n in names}
-
-    memory = [c for c in columns if any(k in c for k in ("mb", "mib", "memory", "rss"))]
-    kv = [c for c in columns if "kv_cache" in c]
-    queue = [c for c in columns if c in ("num_requests_running", "num_requests_waiting")]
-    charts = [
-        line_chart("Memory by phase", "time (s)", "MB", x, series(memory), phases),
-        line_chart("KV cache usage", "time (s)", "fraction", x, series(kv), phases),
-        line_chart(
-            "Running and waiting requests", "time (s)", "requests", x, series(queue), phases
-        ),
-    ]
-    return [c for c in charts if c]
-
-
-def latency_charts(path: Path) -> list[str]:
-    steps = _jsonl(path)
-    if not steps:
-        return []
-    x = [float(s.get("concurrency") or 0) for s in steps]
-    latency = {
-        name: [s.get(key) for s in steps]
-        for name, key in (
-            ("e2e p50", "e2e_p50_s"),
-            ("e2e p95", "e2e_p95_s"),
-            ("TTFT p95", "ttft_p95_s"),
-            ("queue mean", "queue_mean_s"),
-        )
-    }
-    throughput = {
-        "requests/s": [s.get("throughput_rps") for s in steps],
-        "max waiting": [s.get("max_waiting") for s in steps],
-    }
-    charts = [
-        line_chart("Latency percentiles by concurrency", "concurrency", "seconds", x, latency),
-        line_chart("Throughput and queue by concurrency", "concurrency", "value", x, throughput),
-    ]
-    return [c for c in charts if c]
-
-
-def cache_charts(path: Path) -> list[str]:
+def cache_charts(path: Path) -> list[Figure]:
     steps = _jsonl(path)
     if not steps:
         return []
@@ -153,14 +104,26 @@ def cache_charts(path: Path) -> list[str]:
         "hits (engine counter)": [s.get("d_hits") for s in steps],
     }
     ttft = {"TTFT (s)": [s.get("ttft_s") for s in steps]}
+    axis = "cache protocol step (cold, warm, controls)"
     charts = [
-        bar_chart("Prompt tokens and reuse per step", "tokens", names, tokens),
-        bar_chart("Time to first token per step", "seconds", names, ttft),
+        Figure(
+            "cache-tokens",
+            bar_chart("Prompt tokens and reuse per step", (axis, "tokens"), names, tokens),
+            "What to look for: warm steps should show most of the prompt cached, by the API "
+            "and by the engine's own hit counter alike; cold and control steps (a changed "
+            "prefix) should show none.",
+        ),
+        Figure(
+            "cache-ttft",
+            bar_chart("Time to first token per step", (axis, "seconds"), names, ttft),
+            "What to look for: warm steps answer sooner than cold ones: the reuse is real "
+            "only if it saves prefill time.",
+        ),
     ]
-    return [c for c in charts if c]
+    return [c for c in charts if c.svg]
 
 
-def agent_chart(verdict: VerdictDocument) -> str:
+def agent_chart(verdict: VerdictDocument) -> list[Figure]:
     rows = []
     for check in verdict.checks:
         m = check.measurements
@@ -174,4 +137,9 @@ def agent_chart(verdict: VerdictDocument) -> str:
                     float(m.get("wilson_high") or 1.0),
                 )
             )
-    return interval_chart("Pass rate per case (Wilson 95% interval)", rows)
+    svg = interval_chart("Pass rate per case (Wilson 95% interval)", rows)
+    caption = (
+        "What to look for: a case whose interval reaches below the policy's pass rate is "
+        "not proven, even when its dot is high; a red dot is a case that mostly failed."
+    )
+    return [Figure("agent-pass-rates", svg, caption)] if svg else []
