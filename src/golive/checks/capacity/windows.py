@@ -1,6 +1,7 @@
 """Pure judgement of the sustained phase: whether latency drifts under fixed load (a
-least-squares trend with its 95% interval), and how its failures are attributed. The
-long-input ladder is judged in `context_rules`. Table-tested, no I/O."""
+least-squares trend with a 95% interval that allows for correlated latencies), and how its
+failures are attributed. The long-input ladder is judged in `context_rules`. Table-tested,
+no I/O."""
 
 from __future__ import annotations
 
@@ -94,34 +95,76 @@ def _least_squares(points: Sequence[tuple[float, float]]) -> _Fit | None:
 
 
 def trend(points: Sequence[tuple[float, float]]) -> Trend | None:
-    """OLS of y on t; None with fewer than 3 points or no spread in time."""
-    fit = _least_squares(points)
-    if fit is None:
-        return None
-    n = len(points)
-    residual = sum(r * r for r in fit.residuals)
-    half = _t_quantile(n) * math.sqrt(residual / (n - 2) / fit.sxx)
-    growth = fit.relative_growth(min(t for t, _ in points), max(t for t, _ in points))
-    return Trend(fit.slope, fit.slope - half, fit.slope + half, growth, n)
-
-
-def trend_of_gauge(points: Sequence[tuple[float, float]]) -> Trend | None:
-    """`trend` for a gauge sampled faster than it changes (a sampler at 5 Hz): its residuals
-    are correlated, so the interval widens by the lag-1 autocorrelation (AR(1): n_eff =
-    n(1-rho)/(1+rho)). Without it a stationary KV usage read as growth in 15-31% of
-    simulated 60 s windows; with it, 3-10%."""
+    """OLS of y on t, the points put in time order; None with fewer than 3 points or no spread
+    in time. Consecutive latencies are correlated (requests in flight together share batches),
+    so the 95% interval is the wider of two that allow for it: Newey-West's (HAC: Bartlett
+    weights up to the lag of their 1994 plug-in rule, t with n-2 df) and the AR(1)-widened one
+    (`_ar1_half`); on independent points both are the plain OLS interval. On simulated
+    stationary AR(1) series (seed 1, 1,000 each) the interval excluded a zero slope in, plain
+    OLS / Newey-West alone / AR(1) alone / the wider: rho 0.8, 300 points 52% / 17% / 8.3% /
+    8.3%; rho 0.9, 300 points 65% / 27% / 9.2% / 9.2%; rho 0.8, 40 points 53% / 38% / 13% /
+    13%; independent, 300 points 6.1% / 8.4% / 5.2% / 4.8%, 40 points 5.1% / 16% / 4.3% /
+    3.9%. Newey-West alone is too narrow at these lengths; it widens where the correlation is
+    not AR(1)'s (slow level switches: 40% by AR(1) alone, 35% by the wider)."""
     ordered = sorted(points)
     fit = _least_squares(ordered)
     if fit is None:
         return None
+    half = max(_newey_west_half(ordered, fit), _ar1_half(fit))
+    growth = fit.relative_growth(ordered[0][0], ordered[-1][0])
+    return Trend(fit.slope, fit.slope - half, fit.slope + half, growth, len(ordered))
+
+
+def trend_of_gauge(points: Sequence[tuple[float, float]]) -> Trend | None:
+    """`trend` for a gauge sampled faster than it changes (a sampler at 5 Hz). Measured on
+    simulated stationary gauges (AR(1), seed 1, 1,000 each), growth was read (the interval
+    excluding zero) in, plain OLS / Newey-West alone / AR(1) alone / the wider: 200 samples
+    at rho 0.9, 0.95, 0.98: 68-85% / 31-60% / 11-20% / 11-20%; 65 samples at rho 0.8:
+    51% / 32% / 14% / 14%. Newey-West alone is far too narrow for a gauge, so the AR(1)
+    widening stays; the wider of the two is never narrower than it."""
+    return trend(points)
+
+
+def _autocovariance(values: Sequence[float], lag: int) -> float:
+    return sum(a * b for a, b in zip(values, values[lag:], strict=False))
+
+
+def _newey_west_half(ordered: Sequence[tuple[float, float]], fit: _Fit) -> float:
+    """Half the slope's 95% interval from Newey-West's HAC variance of the OLS slope: the
+    scores (t - mean t) x residual, in time order, their autocovariances weighted 1 - j/(L+1)
+    up to the lag L of Newey and West's (1994) plug-in rule for the Bartlett kernel."""
     n = len(ordered)
+    mean_t = sum(t for t, _ in ordered) / n
+    scores = [(t - mean_t) * r for (t, _), r in zip(ordered, fit.residuals, strict=True)]
+    lag = _plug_in_lag(scores)
+    weighted = sum((1 - j / (lag + 1)) * _autocovariance(scores, j) for j in range(1, lag + 1))
+    long_run = max(_autocovariance(scores, 0) + 2 * weighted, 0.0)
+    return _t_quantile(n) * math.sqrt(long_run * n / (n - 2)) / fit.sxx
+
+
+def _plug_in_lag(scores: Sequence[float]) -> int:
+    """Newey and West (1994), Bartlett kernel: L = 1.1447 (s1/s0)^(2/3) n^(1/3), s0 and s1
+    from the scores' autocovariances up to 4 (n/100)^(2/9)."""
+    n = len(scores)
+    first = int(4 * (n / 100) ** (2 / 9))
+    covariances = [_autocovariance(scores, j) for j in range(first + 1)]
+    s0 = covariances[0] + 2 * sum(covariances[1:])
+    s1 = 2 * sum(j * c for j, c in enumerate(covariances))
+    if s0 <= 0:
+        return min(first, n - 2)
+    return min(int(1.1447 * abs(s1 / s0) ** (2 / 3) * n ** (1 / 3)), n - 2)
+
+
+def _ar1_half(fit: _Fit) -> float:
+    """Half the slope's 95% interval with the OLS variance widened by the residuals' lag-1
+    autocorrelation rho (AR(1): x (1+rho)/(1-rho), t with n(1-rho)/(1+rho) points); with
+    rho <= 0 the plain OLS interval."""
+    n = len(fit.residuals)
     square = sum(r * r for r in fit.residuals)
     rho = sum(a * b for a, b in itertools.pairwise(fit.residuals)) / square if square else 0
     rho = min(max(rho, 0.0), 0.99)
     effective = max(3, int(n * (1 - rho) / (1 + rho)))
-    half = _t_quantile(effective) * math.sqrt(square / (n - 2) / fit.sxx * (1 + rho) / (1 - rho))
-    growth = fit.relative_growth(ordered[0][0], ordered[-1][0])
-    return Trend(fit.slope, fit.slope - half, fit.slope + half, growth, n)
+    return _t_quantile(effective) * math.sqrt(square / (n - 2) / fit.sxx * (1 + rho) / (1 - rho))
 
 
 def classify_sustained(
