@@ -4,6 +4,8 @@ verdict (checks/capacity/latency_set.py, checks/capacity/slo.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import random
 import shutil
@@ -17,10 +19,10 @@ from golive.checks.capacity.judge import judge_ramp, judge_sustained
 from golive.checks.capacity.latency_files import latency_csv, latency_rows
 from golive.checks.capacity.latency_set import answer_of, window_latency
 from golive.checks.capacity.rules import Action
-from golive.checks.capacity.slo import SloStep, classify_slo, judge_slo
+from golive.checks.capacity.slo import SloStep, classify_slo, judge_slo, levels
 from golive.checks.capacity.slo_objectives import State, objectives
 from golive.config import GoliveConfig
-from golive.quantiles import lower_bound, quantile
+from golive.quantiles import lower_bound, quantile, rate_bounds
 from golive.report.markdown import bundle_markdown
 from golive.slo_config import SloConfig
 from golive.verdict.document import VerdictDocument
@@ -128,24 +130,86 @@ def test_an_slo_is_met_or_missed_only_with_95_percent_confidence(
     assert found.samples == len(values)
 
 
-def test_the_error_rate_objective_counts_failed_requests() -> None:
-    """One failed request in 20 is a 5% error rate: beyond a 1% objective."""
-    window = _window("c1", _even(19, 100, 200), status_500=1)
+@pytest.mark.parametrize(
+    ("answered", "failed", "state"),
+    [
+        (15, 5, State.MISSED),  # 5 of 20: at least 10% with 95% confidence, beyond 1%
+        (19, 1, State.UNPROVEN),  # 1 of 20 could be 0.3% or 22%: neither shown
+        (299, 0, State.MET),  # none of 299: at most 1.0% with 95% confidence
+        (50, 0, State.UNPROVEN),  # none of 50 bounds the rate only to 5.8%
+    ],
+)
+def test_the_error_rate_is_met_or_missed_only_with_95_percent_confidence(
+    answered: int, failed: int, state: State
+) -> None:
+    """Failed requests against a 1% objective, with the rate's one-sided Clopper-Pearson
+    bounds: a point estimate alone neither meets nor misses it."""
+    window = _window("c1", _even(answered, 100, 200), status_500=failed)
     (found,) = objectives(window, SloConfig(error_rate=0.01))
-    assert found.state is State.MISSED
-    assert found.measured == pytest.approx(0.05)
+    assert found.state is state, found.why
 
 
-def _step(level: int, state: State, saturated: str | None = None, phase: str = "") -> SloStep:
-    spread = {State.MET: (500, 900, 80), State.MISSED: (1100, 1500, 80)}
-    low, high, n = spread.get(state, (500, 900, 10))
+def test_the_rate_bounds_are_clopper_pearsons() -> None:
+    """None of 5 bounds the rate at 1 - 0.05^(1/5) = 45%; 20 of 20 from below at 0.05^(1/20);
+    1 of 20 from below at 1 - 0.95^(1/20)."""
+    assert rate_bounds(0, 5) == (0.0, pytest.approx(1 - 0.05 ** (1 / 5), abs=1e-6))
+    assert rate_bounds(20, 20)[0] == pytest.approx(0.05 ** (1 / 20), abs=1e-6)
+    assert rate_bounds(1, 20)[0] == pytest.approx(1 - 0.95 ** (1 / 20), abs=1e-6)
+
+
+def test_records_that_do_not_say_a_figure_leave_it_unproven() -> None:
+    """A slow answer whose TTFT is missing, not a number or negative is not left out of the
+    sample (that would make the rest look fast): the objective is not shown."""
+    fast = [_record("c1", 100, 400) for _ in range(80)]
+    for broken in (None, "fast", float("nan"), -5.0):
+        slow = _record("c1", 3000, 3400)
+        slow["timings_ms"]["first_token_from_intended"] = broken
+        window = window_latency("c1", 1, [*fast, slow])
+        (found,) = objectives(window, SloConfig(ttft_p95_ms=1000))
+        assert found.state is State.UNPROVEN, (broken, found.why)
+        assert "do not say their TTFT" in found.why
+    no_usage = _record("c1", 100, 400)
+    del no_usage["response"]
+    window = window_latency("c1", 1, [*fast, no_usage])
+    (found,) = objectives(window, SloConfig(min_output_tokens_per_s_per_user=5))
+    assert found.state is State.UNPROVEN
+
+
+def test_a_chunk_stamp_repeated_adds_no_token_gap() -> None:
+    """Eight copies of the first token's stamp are one read: no zero gaps dilute the ITL."""
+    record = _record("c1", ttft_ms=200, e2e_ms=1200, tokens=11)
+    record["timings_ms"]["chunks"] = [195, *[200] * 8, *record["timings_ms"]["chunks"][2:]]
+    assert min(answer_of(record).gaps_ms) == pytest.approx(100)
+
+
+def test_token_gaps_count_as_many_samples_as_their_answers() -> None:
+    """Ten answers of 11 tokens give 100 gaps, but their p95 is bounded as ten samples are:
+    not shown, where 100 independent gaps would have shown it."""
+    window = window_latency("c1", 1, [_record("c1", 100, 1100) for _ in range(10)])
+    (found,) = objectives(window, SloConfig(itl_p95_ms=500))
+    assert found.samples == 100
+    assert found.state is State.UNPROVEN, found.why
+
+
+UNPROVEN_BEYOND = "unproven, its p95 beyond the target"
+
+
+def _step(level: int, state: Any, saturated: str | None = None, phase: str = "") -> SloStep:
+    spread = {
+        State.MET: (500, 900, 80),
+        State.MISSED: (1100, 1500, 80),
+        State.UNPROVEN: (500, 900, 10),
+        UNPROVEN_BEYOND: (500, 1040, 10),
+    }
+    low, high, n = spread[state]
     label = f"c{level}"
     window = _window(label, _even(n, low, high))
-    found = tuple(objectives(window, SloConfig(e2e_p95_ms=1000)))
-    assert found[0].state is state
+    found = tuple(objectives(window, SLO))
+    assert found[0].state is (State.UNPROVEN if state == UNPROVEN_BEYOND else state)
     return SloStep(level, window, found, saturated, phase or "concurrency")
 
 
+SLO = SloConfig(e2e_p95_ms=1000)
 MET, MISSED, UNPROVEN = State.MET, State.MISSED, State.UNPROVEN
 BUSY = "the engine ran at most 4 of 8 requests while 3.0 waited on average"
 
@@ -164,8 +228,11 @@ BUSY = "the engine ran at most 4 of 8 requests while 3.0 waited on average"
         ([(1, MET), (2, MET), (4, MISSED, BUSY)], 2, Action.LIMIT_TRAFFIC, 2),
         # the lowest load missing it: no limit meets it
         ([(1, MISSED), (2, MISSED)], None, Action.FIRST_STEP_FAILED, None),
-        # too few answers at the lowest step, a higher one shown: latency does not fall with load
+        # too few answers at the lowest step, but within the target there, a higher one shown
         ([(1, UNPROVEN), (2, MET)], None, Action.STABLE, 2),
+        # ... beyond the target there: nothing above it is read
+        ([(1, UNPROVEN_BEYOND), (2, MET)], None, Action.NO_DATA, None),
+        ([(1, MET), (2, UNPROVEN_BEYOND), (4, MET)], None, Action.LIMIT_TRAFFIC, 1),
         ([(1, UNPROVEN), (2, UNPROVEN)], None, Action.NO_DATA, None),
         ([(1, UNPROVEN), (2, MISSED)], None, Action.NO_DATA, None),
         # shown at 1 only: a limit there, unless production needs no more
@@ -180,7 +247,7 @@ def test_the_slo_ceiling_and_what_it_means(
     """The checklist's actions from the SLO ceiling: a traffic limit, capacity to buy only
     with saturation where production's need is above it, hold where the lowest load misses
     it or nothing is shown."""
-    found = classify_slo([_step(*s) for s in steps], required)
+    found = classify_slo(levels([_step(*s) for s in steps], SLO), required)
     assert (found.action, found.ceiling) == (action, ceiling), found.reason
 
 
@@ -188,14 +255,13 @@ def test_the_slo_ceiling_and_what_it_means(
     ("ramp", "sustained", "state"),
     [(UNPROVEN, MET, MET), (MET, MISSED, MISSED), (MISSED, MET, MISSED)],
 )
-def test_the_sustained_window_speaks_for_its_level_beside_the_ramp_step(
-    ramp: State, sustained: State, state: State
-) -> None:
-    """The long window at the ramp's level shows what a short step could not; a miss in
-    either window is a miss at that level."""
-    steps = [_step(4, ramp), _step(4, sustained, phase="sustained")]
-    found = classify_slo(steps, None)
-    assert found.action is (Action.STABLE if state is MET else Action.FIRST_STEP_FAILED)
+def test_a_levels_windows_are_one_sample(ramp: State, sustained: State, state: State) -> None:
+    """The long window at the ramp's level shows what a short step could not (10 answers
+    within the target beside 80 shown within it); windows that disagree are judged together,
+    not by whichever is luckier (80 answers over the target beside 80 within: half of them
+    over, the p95 is missed)."""
+    (level,) = levels([_step(4, ramp), _step(4, sustained, phase="sustained")], SLO)
+    assert level.state is state, level.said()
 
 
 def _judged(root: Path, slo: SloConfig) -> Any:
@@ -212,7 +278,8 @@ def test_the_demo_bundle_held_to_slos_from_its_records() -> None:
     met = _judged(GOLDEN, SloConfig(min_output_tokens_per_s_per_user=2))
     assert met.status.value == "pass"
     assert met.measurements["slo_ceiling"] == 4
-    assert met.measurements["sustained_min_output_tokens_per_s_per_user_samples"] == 1421
+    assert met.measurements["c4_min_output_tokens_per_s_per_user_samples"] == 16 + 1421
+    assert met.measurements["c4_windows"] == "c4, sustained"
     missed = _judged(GOLDEN, SloConfig(e2e_p95_ms=1000))
     assert missed.measurements["classification"] == "first-step-failure"
     assert "concurrency 1 misses the SLO" in missed.summary
@@ -274,3 +341,77 @@ def test_the_report_states_the_ceilings_beside_the_workload_and_every_window() -
     assert "user turn(s) a conversation" in section
     assert "| sustained | c4 | 1421 / 1421 |" in section
     assert section.count("| concurrency | c") == 3
+
+
+def _plain_records(root: Path, name: str) -> list[dict[str, Any]]:
+    """A copy's record stream, decompressed to plain JSON lines (which golive reads first)."""
+    rel = f"requests/{name}.jsonl"
+    lines = BundleReader(root).jsonl(rel)
+    (root / f"{rel}.zst").unlink()
+    return lines
+
+
+def _write(root: Path, name: str, lines: list[dict[str, Any]]) -> None:
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    (root / f"requests/{name}.jsonl").write_text(text)
+
+
+@pytest.mark.tampers_bundle
+def test_a_first_token_edited_against_its_own_send_is_caught(tmp_path: Path) -> None:
+    """Sustained answers whose TTFT from the intended send was cut to 40% no longer agree
+    with their TTFT from the send and its lag: the window is unreadable, the SLOs with it."""
+    root = tmp_path / "b"
+    shutil.copytree(GOLDEN, root)
+    lines = _plain_records(root, "capacity-sustained")
+    for line in lines:
+        timings = line["timings_ms"]
+        if timings.get("first_token_from_intended"):
+            timings["first_token_from_intended"] *= 0.4
+    _write(root, "capacity-sustained", lines)
+    found = _judged(root, SloConfig(ttft_p95_ms=1190))
+    assert found.status.value == "no_data"
+    assert "cannot be judged" in found.summary
+
+
+@pytest.mark.tampers_bundle
+def test_records_of_a_window_whose_row_was_deleted_are_caught(tmp_path: Path) -> None:
+    """Records of a knee repeat (c4r1) beside no repeat row: its row was deleted with what it
+    showed; the ramp, and the SLOs, are not judged from what is left."""
+    root = tmp_path / "b"
+    shutil.copytree(GOLDEN, root)
+    lines = _plain_records(root, "capacity-concurrency")
+    repeat = [{**line, "label": "c4r1"} for line in lines if line["label"] == "c4"]
+    _write(root, "capacity-concurrency", [*lines, *repeat])
+    found = _judged(root, SloConfig(min_output_tokens_per_s_per_user=2))
+    assert found.status.value == "no_data"
+    ramp = judge_ramp(BundleReader(root), GoliveConfig().capacity)
+    assert "c4r1 that no row states" in ramp.summary
+
+
+def test_engine_figures_that_are_not_the_engines_give_no_saturation() -> None:
+    """A ramp whose scrapes were another engine's (metrics frozen or elsewhere): its rows'
+    saturation is not read, so no SLO miss is put on capacity from it."""
+    config = GoliveConfig(slo=SloConfig(e2e_p95_ms=1000), capacity={"required_concurrency": 8})
+    reader = BundleReader(GOLDEN)
+    ramp = judge_ramp(reader, config.capacity)
+    silent = dataclasses.replace(ramp, measurements={**ramp.measurements, "silent_windows": 1})
+    found = judge_slo(reader, config, silent, judge_sustained(reader, config.capacity))
+    assert found.status.value == "no_data"
+
+
+@pytest.mark.tampers_bundle
+def test_answers_longer_than_the_engine_generated_are_caught(tmp_path: Path) -> None:
+    """Completion tokens multiplied tenfold in the sustained records (a faster decode speed on
+    paper) exceed what the engine's generation-token counter grew by in that window."""
+    root = tmp_path / "b"
+    shutil.copytree(GOLDEN, root)
+    lines = _plain_records(root, "capacity-sustained")
+    for line in lines:
+        usage = (line.get("response") or {}).get("usage")
+        if usage:
+            usage["completion_tokens"] *= 10
+    _write(root, "capacity-sustained", lines)
+    sustained = judge_sustained(BundleReader(root), GoliveConfig().capacity)
+    assert "generation-token counter grew by" in sustained.summary
+    found = _judged(root, SloConfig(min_output_tokens_per_s_per_user=4))
+    assert found.status.value == "no_data"

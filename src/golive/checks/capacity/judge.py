@@ -28,6 +28,7 @@ from golive.checks.capacity.failures import failure_detail
 from golive.checks.capacity.recorded import (
     answers_of,
     curve_differences,
+    orphan_windows,
     repeats_differences,
     steps_differences,
     window_differences,
@@ -71,6 +72,8 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     records = evidence.jsonl(CAPACITY_CONCURRENCY_REQUESTS)
     mismatch = steps_differences(rows, records, CAPACITY_STEPS)
     mismatch += repeats_differences(again, rows, records, CAPACITY_KNEE_REPEATS)
+    labels = [f"c{r.get('concurrency')}" for r in rows] + [str(r.get("label")) for r in again]
+    mismatch += orphan_windows(records, labels, CAPACITY_CONCURRENCY_REQUESTS)
     mismatch += unshown_deaths(evidence)
     mismatch += curve_differences([*rows, *again], evidence.text(MEMORY_CURVE), CAPACITY_STEPS)
     mismatch += window_stalls(evidence, [*rows, *again], records, config, CAPACITY_STEPS)

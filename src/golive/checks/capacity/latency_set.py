@@ -8,9 +8,9 @@ and AIPerf users read as well (docs/judgement.md maps them). The collector write
 
 - TTFT and end-to-end are measured from the request's intended send time (a request the
   client sent late waited too), as the ramp's own figures are.
-- ITL: the gaps between the streamed chunks from the first token on, pooled over the window
-  (as `vllm bench serve`), at most output tokens - 1 of them an answer (its usage chunk and
-  `[DONE]` are not tokens).
+- ITL: the gaps between the streamed chunks (each network read) from the first token on,
+  pooled over the window (as `vllm bench serve`), at most output tokens - 1 of them an answer
+  (its usage chunk and `[DONE]` are not tokens); a stamp saved twice is one read.
 - TPOT: each answer's (end - first token) / (output tokens - 1); its inverse is the answer's
   decode speed, the "output tokens per second per user".
 """
@@ -18,6 +18,7 @@ and AIPerf users read as well (docs/judgement.md maps them). The collector write
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,11 +48,27 @@ class Answer:
         """The answer's decode speed after its first token (1 / TPOT)."""
         return None if not self.tpot_ms else 1000 / self.tpot_ms
 
+    def lacks(self, metric: str) -> bool:
+        """Whether the answer should have this figure and its record does not say it: a
+        streamed answer of more than one token has a TPOT and gaps between its tokens."""
+        if metric == "ttft":
+            return self.ttft_ms is None
+        if metric == "e2el":
+            return self.e2e_ms is None
+        if self.output_tokens is None:
+            return True
+        if metric == "tpot":
+            return self.output_tokens > 1 and self.tpot_ms is None
+        return self.output_tokens > 1 and not self.gaps_ms  # itl
+
 
 def _number(value: object) -> float | None:
+    """A saved time as a number: absent, not a number, not finite or negative is None (no
+    figure, never a fast one)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    found = float(value)
+    return found if math.isfinite(found) and found >= 0 else None
 
 
 def _tokens(record: Mapping[str, Any], key: str) -> int | None:
@@ -76,7 +93,7 @@ def answer_of(record: Mapping[str, Any]) -> Answer:
     )
     gaps: tuple[float, ...] = ()
     if first is not None and output is not None and output > 1:
-        after = [t for t in stamps if t >= first]
+        after = sorted({t for t in stamps if t >= first})  # a stamp twice is one read
         gaps = tuple(b - a for a, b in itertools.pairwise(after))[: output - 1]
     e2e = saved_e2e_s(record)
     return Answer(
@@ -115,6 +132,10 @@ class WindowLatency:
     duration_s: float  # first send to last end, from the records
     answers: tuple[Answer, ...]
     goodput: int | None  # answers meeting every SLO (None: none stated)
+
+    def lacking(self, metric: str) -> int:
+        """Answers whose records do not say this figure (their sample cannot speak for them)."""
+        return sum(1 for a in self.answers if a.lacks(metric))
 
     def values(self, metric: str) -> list[float]:
         if metric == "itl":
@@ -196,3 +217,18 @@ def _span(records: Iterable[Mapping[str, Any]]) -> float:
         starts.append(started)
         ends.append(started + (saved_attempt_s(record, e2e) if e2e is not None else 0.0))
     return max(ends) - min(starts) if starts else 0.0
+
+
+def pooled(windows: Sequence[WindowLatency], label: str) -> WindowLatency:
+    """Windows at one load (a ramp step, its knee repeats, the sustained window there) as one
+    sample: their answers together, their lengths summed."""
+    goodput = [w.goodput for w in windows]
+    return WindowLatency(
+        label=label,
+        concurrency=windows[0].concurrency if windows else None,
+        requests=sum(w.requests for w in windows),
+        completed=sum(w.completed for w in windows),
+        duration_s=sum(w.duration_s for w in windows),
+        answers=tuple(a for w in windows for a in w.answers),
+        goodput=None if any(g is None for g in goodput) else sum(g or 0 for g in goodput),
+    )

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -78,14 +79,22 @@ class NodeCurveSet:
 def asked_node_curves(root: Path) -> bool:
     """The bundle's saved config names the DCGM exporter's Prometheus and its capacity
     windows ran: the run read node curves, whatever files are left."""
+    capacity = capacity_run_config(root, "capacity")
+    return capacity is not None and any(bool(capacity.get(k)) for k in ASKING_KEYS)
+
+
+def capacity_run_config(root: Path, section: str) -> Mapping[str, Any] | None:
+    """A section of the bundle's saved config where its capacity windows ran (None where they
+    did not, or it has no such section). An unreadable config is None too: it is named by
+    the judging of the config itself."""
     if not (root / MEMORY_CURVE).is_file():
-        return False
+        return None
     try:
         saved = yaml.safe_load((root / EFFECTIVE_CONFIG).read_text())
     except (OSError, ValueError, yaml.YAMLError):
-        return False  # an unreadable config is named by the judging of the config itself
-    capacity = saved.get("capacity") if isinstance(saved, Mapping) else None
-    return isinstance(capacity, Mapping) and any(bool(capacity.get(k)) for k in ASKING_KEYS)
+        return None
+    found = saved.get(section) if isinstance(saved, Mapping) else None
+    return found if isinstance(found, Mapping) else None
 
 
 def read_node_curves(evidence: BundleReader, config: GoliveConfig) -> NodeCurveSet | None:

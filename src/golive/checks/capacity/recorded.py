@@ -119,6 +119,18 @@ def repeats_differences(
     return out
 
 
+def orphan_windows(
+    records: Sequence[Mapping[str, Any]], labels: Iterable[str], source: str
+) -> list[str]:
+    """Records of ramp windows no row states (their rows deleted, with whatever they showed):
+    every window the ramp ran writes its row, the calibration window its own record."""
+    known = {*labels, "calibrate"}
+    orphans = sorted({window_of(r.get("label")) for r in records} - known)
+    if not orphans:
+        return []
+    return [f"{source}: records of window(s) {', '.join(orphans[:5])} that no row states"]
+
+
 def ladder_differences(
     steps: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], source: str
 ) -> list[str]:
@@ -180,7 +192,40 @@ def engine_silent(
             f"{where}: {completed} requests completed, but the engine's finished-request "
             f"counter grew by {grew:g}"
         )
+    return _tokens_beyond_engine(records, before, after, match, where)
+
+
+def _tokens_beyond_engine(
+    records: Sequence[Mapping[str, Any]],
+    before: Snapshot,
+    after: Snapshot,
+    match: Mapping[str, str],
+    where: str,
+) -> str | None:
+    """The answers' own token counts (`usage.completion_tokens`, what TPOT and the decode
+    speed are read from) may not exceed what the engine counted it generated in the window
+    (1% and 8 tokens of slack for counting at the window's edges)."""
+    claimed = 0
+    for record in records:
+        response = record.get("response")
+        usage = response.get("usage") if isinstance(response, Mapping) else None
+        tokens = usage.get("completion_tokens") if isinstance(usage, Mapping) else None
+        if saved_answered(record) and isinstance(tokens, int) and not isinstance(tokens, bool):
+            claimed += tokens
+    start = before.value(GENERATED, "sum", **match)
+    end = after.value(GENERATED, "sum", **match)
+    if not claimed or end is None:
+        return None
+    generated = end - (start or 0.0)
+    if claimed > generated * 1.01 + 8:
+        return (
+            f"{where}: the answers say they were {claimed} tokens long, but the engine's "
+            f"generation-token counter grew by {generated:g}"
+        )
     return None
+
+
+GENERATED = "generation_tokens"
 
 
 PREEMPTIONS = "num_preemptions"

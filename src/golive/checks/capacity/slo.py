@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from golive.bundle.layout import (
     CAPACITY_CONCURRENCY_REQUESTS,
     CAPACITY_KNEE_REPEATS,
@@ -25,13 +23,12 @@ from golive.bundle.layout import (
     CAPACITY_STEPS,
     CAPACITY_SUSTAINED,
     CAPACITY_SUSTAINED_REQUESTS,
-    EFFECTIVE_CONFIG,
-    MEMORY_CURVE,
 )
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import cap_result, classified
 from golive.checks.capacity.judge import stability_policy
-from golive.checks.capacity.latency_set import WindowLatency, window_latency
+from golive.checks.capacity.latency_set import WindowLatency, pooled, window_latency
+from golive.checks.capacity.node_curves import capacity_run_config
 from golive.checks.capacity.recorded import window_label, window_records
 from golive.checks.capacity.rules import (
     Action,
@@ -41,7 +38,7 @@ from golive.checks.capacity.rules import (
     beyond_need,
     step_saturation,
 )
-from golive.checks.capacity.slo_objectives import Objective, State, objectives, rank, step_state
+from golive.checks.capacity.slo_objectives import Objective, State, objectives, step_state
 from golive.checks.context import CheckContext
 from golive.config import GoliveConfig
 from golive.results import CheckResult, Status
@@ -78,62 +75,63 @@ class SloStep:
 
 @dataclass(frozen=True, slots=True)
 class Level:
-    """A concurrency's windows judged together: an objective missed in any window is missed
-    at that level; else met where any window shows it; else unproven."""
+    """A concurrency's windows (its ramp step, knee repeats, the sustained window there) as
+    one sample, held to the SLOs: no window's luck speaks for the level alone."""
 
     concurrency: int
     windows: tuple[SloStep, ...]
-
-    def verdicts(self) -> list[tuple[str, State, str]]:
-        """(objective, state, why) for each stated objective, across the level's windows."""
-        out = []
-        for name in dict.fromkeys(o.name for w in self.windows for o in w.objectives):
-            found = [(w, o) for w in self.windows for o in w.objectives if o.name == name]
-            state = max((o.state for _, o in found), key=rank)
-            if state is State.UNPROVEN and any(o.state is State.MET for _, o in found):
-                state = State.MET
-            whys = [f"{w.name}: {o.why}" for w, o in found if o.state is state]
-            out.append((name, state, "; ".join(whys)))
-        return out
+    objectives: tuple[Objective, ...]
 
     @property
     def state(self) -> State:
-        states = [state for _, state, _ in self.verdicts()]
-        if State.MISSED in states:
-            return State.MISSED
-        return State.UNPROVEN if State.UNPROVEN in states else State.MET
+        return step_state(self.objectives)
+
+    @property
+    def blocks(self) -> bool:
+        """Missed, or not shown with a figure beyond the target (or none): no ceiling above
+        it. A level not shown but measured within the target lets a higher, shown one stand
+        (latency does not fall as load rises, and its own figures agree)."""
+        return self.state is State.MISSED or any(
+            o.state is State.UNPROVEN and not o.within for o in self.objectives
+        )
 
     def said(self) -> str:
-        return "; ".join(why for _, state, why in self.verdicts() if state is self.state)
+        shown = [o.why for o in self.objectives if o.state is self.state]
+        windows = ", ".join(w.name for w in self.windows)
+        return f"{windows}: {'; '.join(shown)}"
 
     @property
     def saturated_by(self) -> str | None:
         return next((w.saturated_by for w in self.windows if w.saturated_by), None)
 
+    def pooled(self) -> WindowLatency:
+        return pooled([w.window for w in self.windows], f"c{self.concurrency}")
 
-def levels(steps: Sequence[SloStep]) -> list[Level]:
+
+def levels(steps: Sequence[SloStep], slo: SloConfig) -> list[Level]:
     by_level: dict[int, list[SloStep]] = {}
     for step in steps:
         by_level.setdefault(step.concurrency, []).append(step)
-    return [Level(c, tuple(found)) for c, found in sorted(by_level.items())]
+    out = []
+    for concurrency, found in sorted(by_level.items()):
+        window = pooled([w.window for w in found], f"c{concurrency}")
+        out.append(Level(concurrency, tuple(found), tuple(objectives(window, slo))))
+    return out
 
 
-def classify_slo(steps: Sequence[SloStep], required: int | None) -> Classification:
-    """The SLO ceiling and what it means for the verdict. The ceiling is the highest level
-    shown to meet every SLO with none missed at or below it; a level not shown to meet it or to
-    miss it (too few answers) does not lower it where a higher one was shown (latency does not
-    fall as load rises), and levels above the first that missed are not read."""
-    found = levels(steps)
+def classify_slo(found: Sequence[Level], required: int | None) -> Classification:
+    """The SLO ceiling and what it means for the verdict: the highest level shown to meet
+    every SLO below the first level that blocks (`Level.blocks`); levels above that one are
+    not read."""
     if not found:
         return Classification(Action.NO_DATA, "no ramp step to hold to the SLOs")
-    missed = next((level for level in found if level.state is State.MISSED), None)
-    below = [lv for lv in found if missed is None or lv.concurrency < missed.concurrency]
-    met = [lv.concurrency for lv in below if lv.state is State.MET]
-    ceiling = max(met, default=None)
+    stop = next((level for level in found if level.blocks), None)
+    below = [lv for lv in found if stop is None or lv.concurrency < stop.concurrency]
+    ceiling = max((lv.concurrency for lv in below if lv.state is State.MET), default=None)
     unshown = [lv for lv in below if lv.state is State.UNPROVEN and lv.concurrency > (ceiling or 0)]
-    if missed is not None:
-        reason = f"concurrency {missed.concurrency} misses the SLO ({missed.said()})"
-        if missed is found[0]:
+    if stop is not None and stop.state is State.MISSED:
+        reason = f"concurrency {stop.concurrency} misses the SLO ({stop.said()})"
+        if stop is found[0]:
             return Classification(
                 Action.FIRST_STEP_FAILED,
                 f"{reason}, the lowest load of the ramp: no traffic limit or number of "
@@ -142,13 +140,15 @@ def classify_slo(steps: Sequence[SloStep], required: int | None) -> Classificati
                 "deployment's",
             )
         if ceiling is None:
-            return _unshown(unshown[0], f"; {reason}")
+            return _unshown((below or [stop])[0], f"; {reason}")
         limit = Classification(
             Action.LIMIT_TRAFFIC,
             f"SLO ceiling {ceiling}: every SLO met at concurrency {ceiling}; {reason}",
             ceiling=ceiling,
         )
-        return beyond_need(limit, missed.saturated_by, required)
+        return beyond_need(limit, stop.saturated_by, required)
+    if stop is not None:  # not shown, and its own figures do not say it is within
+        unshown = [stop]
     if ceiling is None:
         return _unshown(unshown[0], "")
     if unshown and (required is None or ceiling < required):
@@ -188,7 +188,13 @@ def slo_steps(
         level = row.get("concurrency")
         if not isinstance(level, int) or isinstance(level, bool):
             continue
-        label = window_label(row)
+        # a ramp step is its level's window, whatever label its row states (`steps_differences`
+        # holds `c<N>` to its records); a knee repeat's label is held to its level there too
+        label = (
+            f"c{level}"
+            if phase == "concurrency" and "r" not in str(row.get("label"))
+            else (window_label(row))
+        )
         window = window_latency(label, level, window_records(records, label), slo)
         saturated_by = step_saturation(StepStats.from_json(row), policy)
         out.append(SloStep(level, window, tuple(objectives(window, slo)), saturated_by, phase))
@@ -218,7 +224,7 @@ def slo_windows(
 ) -> list[SloStep] | CheckResult:
     """Every window held to the SLOs, or the check saying why none can be."""
     rows = evidence.jsonl(CAPACITY_STEPS)
-    if "record_mismatches" in ramp.measurements or not rows:
+    if _unjudged(ramp) or not rows:
         why = ramp.summary[:300] if rows else f"no ramp steps ({CAPACITY_STEPS})"
         return cap_result(CHECK, Status.NO_DATA, f"the SLOs cannot be judged: {why}", {}, PATHS)
     policy = stability_policy(config.capacity)
@@ -227,7 +233,7 @@ def slo_windows(
     steps = slo_steps(windows, records, config.slo, policy)
     row = evidence.json(CAPACITY_SUSTAINED)
     if isinstance(row, Mapping) and sustained is not None:
-        if "record_mismatches" in sustained.measurements:
+        if _unjudged(sustained):
             why = f"the sustained window: {sustained.summary[:300]}"
             return cap_result(CHECK, Status.NO_DATA, f"the SLOs cannot be judged: {why}", {}, PATHS)
         held = evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS)
@@ -235,26 +241,32 @@ def slo_windows(
     return steps
 
 
+def _unjudged(phase: CheckResult) -> bool:
+    """A phase whose summary its records contradict, or whose engine figures are not the
+    engine's: nothing of its rows (its saturation) is read here."""
+    return any(k in phase.measurements for k in ("record_mismatches", "silent_windows"))
+
+
 def slo_result(
     steps: Sequence[SloStep], slo: SloConfig, required: int | None, paths: Sequence[str] = PATHS
 ) -> CheckResult:
-    """The check with each window's objectives and goodput as its measurements
-    (`<window>_<slo>`, `<window>_<slo>_state`, `<window>_goodput_rps`: the JUnit cases read
-    them; a window is `c<N>`, `c<N>r<k>` or `sustained`)."""
-    result = classify_slo(steps, required)
+    """The check with each level's objectives (its windows pooled) and goodput as its
+    measurements (`c<N>_<slo>`, `c<N>_<slo>_state`, `c<N>_goodput_rps`, `c<N>_windows`:
+    the JUnit cases read them)."""
+    found_levels = levels(steps, slo)
+    result = classify_slo(found_levels, required)
     stated = {k: v for k, v in slo.model_dump().items() if v is not None}
     measurements: dict[str, Any] = {
         "slo_ceiling": result.ceiling if result.action is not Action.NO_DATA else None,
         "slo_targets": ", ".join(f"{k}={v:g}" for k, v in stated.items()),
     }
-    for step in steps:
-        name = step.name
-        measurements[f"{name}_duration_s"] = round(step.window.duration_s, 3)
-        goodput = step.window.goodput
-        measurements[f"{name}_goodput_rps"] = (
-            None if goodput is None else step.window.per_s(goodput)
-        )
-        for found in step.objectives:
+    for level in found_levels:
+        name, window = f"c{level.concurrency}", level.pooled()
+        measurements[f"{name}_windows"] = ", ".join(w.name for w in level.windows)
+        measurements[f"{name}_duration_s"] = round(window.duration_s, 3)
+        goodput = window.goodput
+        measurements[f"{name}_goodput_rps"] = None if goodput is None else window.per_s(goodput)
+        for found in level.objectives:
             measured = found.measured
             measurements[f"{name}_{found.name}"] = None if measured is None else round(measured, 4)
             measurements[f"{name}_{found.name}_state"] = found.state.value
@@ -265,14 +277,8 @@ def slo_result(
 def asked_slo(root: Path) -> bool:
     """The bundle's saved config states an SLO and its capacity windows ran: the ramp was
     held to it, whatever files are left."""
-    if not (root / MEMORY_CURVE).is_file():
-        return False
-    try:
-        saved = yaml.safe_load((root / EFFECTIVE_CONFIG).read_text())
-    except (OSError, ValueError, yaml.YAMLError):
-        return False  # an unreadable config is named by the judging of the config itself
-    slo = saved.get("slo") if isinstance(saved, Mapping) else None
-    return isinstance(slo, Mapping) and any(v is not None for v in slo.values())
+    slo = capacity_run_config(root, "slo")
+    return slo is not None and any(v is not None for v in slo.values())
 
 
 def slo_of(ctx: CheckContext, results: Sequence[CheckResult]) -> CheckResult:
@@ -285,5 +291,15 @@ def slo_of(ctx: CheckContext, results: Sequence[CheckResult]) -> CheckResult:
     reader = BundleReader(ctx.bundle.root)
     steps = slo_windows(reader, ctx.config, ramp, sustained)
     if not isinstance(steps, CheckResult):  # what each window was held to, for a reader
-        ctx.bundle.write_json(CAPACITY_SLO, [s.to_json() for s in steps])
+        ctx.bundle.write_json(
+            CAPACITY_SLO,
+            {
+                "windows": [s.to_json() for s in steps],
+                "levels": [
+                    {"concurrency": lv.concurrency, "state": lv.state.value}
+                    | {"objectives": [o.to_json() for o in lv.objectives]}
+                    for lv in levels(steps, ctx.config.slo)
+                ],
+            },
+        )
     return judge_slo(reader, ctx.config, ramp, sustained)

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from golive.checks.capacity.latency_set import WindowLatency
-from golive.quantiles import lower_bound, percentile, quantile, samples_needed
+from golive.quantiles import (
+    bound_levels,
+    lower_bound,
+    percentile,
+    quantile,
+    rate_bounds,
+    samples_needed,
+)
 from golive.slo_config import SloConfig
 
 LATENCY_TARGETS = (
@@ -25,12 +32,12 @@ LATENCY_TARGETS = (
 class State(enum.StrEnum):
     MET = "met"
     MISSED = "missed"
-    UNPROVEN = "unproven"  # within the target, but too few samples to bound it there
+    UNPROVEN = "unproven"  # not shown either way: too few samples, or figures missing
 
 
 @dataclass(frozen=True, slots=True)
 class Objective:
-    """One SLO at one step: the target, what was measured, and whether it holds."""
+    """One SLO at one load: the target, what was measured, and whether it holds."""
 
     name: str  # the config key
     target: float
@@ -38,6 +45,7 @@ class Objective:
     samples: int
     state: State
     why: str
+    within: bool = False  # the measured figure itself is within the target
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,12 +58,26 @@ class Objective:
         }
 
 
-def _judged(target: float, values: list[float], said: str, sign: int) -> tuple[State, str]:
-    """Whether the p95 of `values` (sign 1) is below `target`, or the p5 above it (sign -1,
+def _bounds(values: list[float], independent: int) -> tuple[float | None, float | None]:
+    """95% lower and upper bounds of the p95 of `values`, as if only `independent` of them
+    were independent samples (pooled token gaps: an answer's gaps move together), by the
+    order statistics of that many mapped onto the pooled values."""
+    if independent >= len(values):
+        return lower_bound(values, 95), quantile(values, 95).upper
+    low, high = bound_levels(independent, 95)
+    return (
+        None if low is None else percentile(values, low),
+        None if high is None else percentile(values, high),
+    )
+
+
+def _judged(
+    target: float, values: list[float], said: str, sign: int, independent: int
+) -> tuple[State, str]:
+    """Whether the p95 of `values` (sign 1) is within `target`, or the p5 above it (sign -1,
     the values negated), with 95% confidence either way: met when its upper bound is within
     the target, missed when its lower bound is beyond it, else unproven."""
-    upper = quantile(values, 95).upper
-    lower = lower_bound(values, 95)
+    lower, upper = _bounds(values, independent)
     limit = sign * target
     if lower is not None and lower > limit:
         return State.MISSED, f"{said} misses {target:g} (95% bound {sign * lower:.1f})"
@@ -65,47 +87,80 @@ def _judged(target: float, values: list[float], said: str, sign: int) -> tuple[S
     return State.UNPROVEN, f"{said}: not shown to meet {target:g} or to miss it{need}"
 
 
+def _lacking(
+    window: WindowLatency, key: str, metric: str, label: str, target: float
+) -> Objective | None:
+    """Unproven where answers' records do not say the figure: their sample would leave out
+    exactly the answers it cannot see (a record edited to drop a slow one)."""
+    lacking = window.lacking(metric)
+    if not lacking:
+        return None
+    why = f"{lacking} of {window.completed} answers' records do not say their {label}"
+    return Objective(key, target, None, window.completed, State.UNPROVEN, why)
+
+
 def _latency(window: WindowLatency, key: str, metric: str, label: str, target: float) -> Objective:
+    lacking = _lacking(window, key, metric, label, target)
+    if lacking is not None:
+        return lacking
     values = window.values(metric)
     p95 = percentile(values, 95)
     if p95 is None:
         return Objective(key, target, None, 0, State.UNPROVEN, f"no {label} was measured")
     said = f"{label} p95 {p95:.1f} ms of {len(values)} samples"
-    state, why = _judged(target, values, said, 1)
-    return Objective(key, target, p95, len(values), state, why)
+    # token gaps are as independent as the answers they come from, no more
+    independent = sum(1 for a in window.answers if a.gaps_ms) if metric == "itl" else len(values)
+    if independent < len(values):
+        said += f" ({independent} answers)"
+    state, why = _judged(target, values, said, 1, independent)
+    return Objective(key, target, p95, len(values), state, why, p95 <= target)
 
 
 def _speed(window: WindowLatency, floor: float) -> Objective:
     key = "min_output_tokens_per_s_per_user"
+    lacking = _lacking(window, key, "tpot", "decode speed", floor)
+    if lacking is not None:
+        return lacking
     speeds = [s for a in window.answers if (s := a.tokens_per_s) is not None]
     p5 = percentile(speeds, 5)
     if p5 is None:
         return Objective(key, floor, None, 0, State.UNPROVEN, "no answer's decode speed measured")
     said = f"p5 decode speed {p5:.1f} tokens/s of {len(speeds)} answers"
     # the 5th percentile's bounds are the 95th's of the negated speeds
-    state, why = _judged(floor, [-v for v in speeds], said, -1)
-    return Objective(key, floor, p5, len(speeds), state, why)
+    state, why = _judged(floor, [-v for v in speeds], said, -1, len(speeds))
+    return Objective(key, floor, p5, len(speeds), state, why, p5 >= floor)
+
+
+def _errors(window: WindowLatency, target: float) -> Objective:
+    """The error rate with its one-sided 95% Clopper-Pearson bounds either way."""
+    if not window.requests:
+        return Objective("error_rate", target, None, 0, State.UNPROVEN, "no requests")
+    failed, sent = window.requests - window.completed, window.requests
+    rate = failed / sent
+    lower, upper = rate_bounds(failed, sent)
+    said = f"{failed}/{sent} failed ({rate:.1%})"
+    if lower > target:
+        state, why = State.MISSED, f"{said} misses {target:.1%} (95% bound {lower:.2%})"
+    elif upper <= target:
+        state, why = State.MET, f"{said} meets {target:.1%} (95% bound {upper:.2%})"
+    else:
+        bounds = f"95% bounds {lower:.2%}..{upper:.2%}"
+        state, why = (
+            State.UNPROVEN,
+            f"{said}: not shown to meet {target:.1%} or to miss it ({bounds})",
+        )
+    return Objective("error_rate", target, rate, sent, state, why, rate <= target)
 
 
 def objectives(window: WindowLatency, slo: SloConfig) -> list[Objective]:
-    """Every stated objective at one window."""
+    """Every stated objective at one window (or one load's windows pooled)."""
     found = [
         _latency(window, key, metric, label, target)
         for key, metric, label in LATENCY_TARGETS
         if (target := getattr(slo, key)) is not None
     ]
     if slo.error_rate is not None:
-        rate = window.error_rate
-        if rate is None:
-            found.append(
-                Objective("error_rate", slo.error_rate, None, 0, State.UNPROVEN, "no requests")
-            )
-        else:
-            state = State.MISSED if rate > slo.error_rate else State.MET
-            failed = window.requests - window.completed
-            sign = ">" if state is State.MISSED else "<="
-            why = f"{failed}/{window.requests} failed ({rate:.1%} {sign} {slo.error_rate:.1%})"
-            found.append(Objective("error_rate", slo.error_rate, rate, window.requests, state, why))
+        found.append(_errors(window, slo.error_rate))
     if slo.min_output_tokens_per_s_per_user is not None:
         found.append(_speed(window, slo.min_output_tokens_per_s_per_user))
     return found

@@ -61,6 +61,17 @@ def _time_problem(line: Mapping[str, object]) -> str | None:
             f"its end ({end} ms) is not its end from the intended send less the lag and the "
             "earlier attempts"
         )
+    first, from_intended = number(token), number(timings.get("first_token_from_intended"))
+    if (
+        first is not None
+        and from_intended is not None
+        and lag is not None
+        and abs(from_intended - lag - waited - first) > END_TOLERANCE_MS
+    ):
+        return (
+            f"its first token ({first} ms) is not its first token from the intended send less "
+            "the lag and the earlier attempts"
+        )
     return _silent_timeout(line.get("failure"), chunks, end)
 
 
