@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping
-from typing import Any
 
 from golive.bundle.layout import (
     CAPACITY_SUSTAINED,
@@ -18,6 +17,7 @@ from golive.bundle.layout import (
     MEMORY_CURVE,
 )
 from golive.bundle.store import BundleReader
+from golive.checks.capacity.judge import drift_points
 from golive.checks.capacity.memory_curve import SavedCurve, curve_number, read_curve
 from golive.checks.capacity.recorded import answers_of, window_label, window_records
 from golive.checks.capacity.windows import trend
@@ -25,7 +25,6 @@ from golive.config import CapacityConfig
 from golive.report.figures import Figure, LoadWindows
 from golive.report.plots import Ref, line_chart
 from golive.report.plots_latency import Drift, drift_chart
-from golive.traffic.records import saved_answered, saved_attempt_s, saved_e2e_s
 from golive.verdict.document import VerdictDocument
 
 TIME_AXIS = "seconds since the pressure phases began"
@@ -155,13 +154,7 @@ def sustained_points(reader: BundleReader) -> list[tuple[float, float]]:
     if not isinstance(row, Mapping):
         return []
     records = window_records(reader.jsonl(CAPACITY_SUSTAINED_REQUESTS), window_label(row))
-    window: list[Mapping[str, Any]] = answers_of(records)
-    t0 = min((float(r["started_at"]) for r in window), default=0.0)
-    return [
-        (float(r["started_at"]) + saved_attempt_s(r, e2e) - t0, e2e)
-        for r in window
-        if saved_answered(r) and (e2e := saved_e2e_s(r)) is not None
-    ]
+    return drift_points(answers_of(records))
 
 
 def sustained_figures(reader: BundleReader, windows: LoadWindows) -> list[Figure]:

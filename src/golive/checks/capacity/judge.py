@@ -277,13 +277,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     if edited:
         return not_from_records("capacity.sustained", edited, CAPACITY_SUSTAINED)
     t0 = min((float(r["started_at"]) for r in window), default=0.0)
-    # each answer on the time axis where its attempt ended; its latency from the intended
-    # send (a retried one's spans its earlier attempts, which ended before it was sent)
-    done = [
-        (float(r["started_at"]) + saved_attempt_s(r, e2e) - t0, e2e)
-        for r in window
-        if saved_answered(r) and (e2e := saved_e2e_s(r)) is not None
-    ]
+    done = drift_points(window)
     latency = trend(done)
     thirds = thirds_growth(done)
     # the window's own length (sized from the ramp's rate; older rows: the configured one),
@@ -358,6 +352,18 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         measurements["after_restart"] = True
         evidence_paths.append(record)
     return classified("capacity.sustained", result, measurements, evidence_paths)
+
+
+def drift_points(window: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
+    """The sustained window's answers as the drift fit reads them: each on the time axis where
+    its attempt ended (from the window's first send), with its latency from the intended
+    send (a retried one's spans its earlier attempts, which ended before it was sent)."""
+    t0 = min((float(r["started_at"]) for r in window), default=0.0)
+    return [
+        (float(r["started_at"]) + saved_attempt_s(r, e2e) - t0, e2e)
+        for r in window
+        if saved_answered(r) and (e2e := saved_e2e_s(r)) is not None
+    ]
 
 
 def _restarted(evidence: BundleReader) -> bool:
