@@ -149,7 +149,7 @@ async def _gateway_run(
     # a section without its cases' checks lost them (no served model through the gateway, an
     # internal error): say which, with every check's summary, not a bare KeyError
     lost = [f"agent.{case}" for case in cases if f"agent.{case}" not in checks]
-    assert not lost, (lost, {i: c.summary for i, c in checks.items()})
+    assert not lost, (lost, {i: f"{c.status.value}: {c.summary}" for i, c in checks.items()})
     assert verdict.outcome is Outcome.HOLD
     return checks
 
@@ -164,7 +164,7 @@ async def test_gateway_rewriting_arguments_is_blamed_on_the_gateway(
             gateway, real_target.url, tmp_path / "b", ("one_arg.required",), 2
         )
     result = checks["agent.one_arg.required"]
-    assert result.status.value == "fail"
+    assert result.status.value == "fail", result.summary  # no_data says what was not sent
     assert result.measurements["layer"] == Layer.GATEWAY.value
     assert "arguments.schema x2" in str(result.measurements["signatures"])
     assert "stream.parity x2" in str(result.measurements["signatures"])  # the stream was untouched

@@ -180,6 +180,19 @@ def served_of(parsed: ParsedResponse, wanted: str | None, evidence: str) -> Serv
     return ServedModel(str(entry["id"]), length if isinstance(length, int) else None, evidence)
 
 
+def unserved(parsed: ParsedResponse, wanted: str | None, what: str) -> str:
+    """Why a saved /v1/models answer (`what`: how it was asked) names no served model, where
+    `served_of` found none: no answer (the timeout or error that ended it), an HTTP error,
+    no model listed, or not the one configured."""
+    problem = transport_problem(parsed, what)
+    if problem is not None:
+        return problem[1]
+    _, listed = served_entry(parsed.json_body, wanted)
+    if not listed:
+        return f"{what}: HTTP {parsed.record.status}, but no model listed"
+    return f"{what}: lists {', '.join(listed)}, not target.model {wanted!r}"
+
+
 async def served_model(ctx: CheckContext, stream_file: str) -> ServedModel | None:
     """The served model, asked of `/v1/models` once per run: the first family to need it
     saves the answer in `requests/<stream_file>.jsonl`, the others reuse what it said."""

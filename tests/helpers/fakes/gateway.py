@@ -7,7 +7,9 @@ the last, and `swapping_gateway` replaces a word keeping the length (request rew
 to the engine by the prompt it received); `aliasing_gateway`
 serves the engine's model under its own name (`kimi`), as gateways do (an honest gateway);
 `strict_gateway` refuses request fields outside the OpenAI chat schema (HTTP 400), as
-schema-validating proxies do (honest, but vLLM's own fields do not pass)."""
+schema-validating proxies do (honest, but vLLM's own fields do not pass); `stalling_gateway`
+answers the first `/v1/models` (golive's preflight) and then holds every later one without a
+byte, as a gateway whose upstream call hangs on a loaded engine does."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from aiohttp import web
 from tests.helpers.fakes import serve_app
 
 ALIAS = "kimi"  # the aliasing gateway's own name for the engine's model
+STALL_S = 60.0  # how long the stalling gateway holds a /v1/models ask (past any test's timeout)
 # the OpenAI chat request's fields the strict gateway knows (a part of the schema is enough)
 OPENAI_FIELDS = frozenset(
     {
@@ -129,6 +132,16 @@ async def _gateway(engine_url: str, handler_for: str) -> AsyncIterator[str]:
     async def relay(request: web.Request) -> web.StreamResponse:
         return await _relay(session, engine_url, request, await request.read())
 
+    models_asked = 0
+
+    async def stall(request: web.Request) -> web.StreamResponse:
+        nonlocal models_asked
+        if request.path == "/v1/models":
+            models_asked += 1
+            if models_asked > 1:  # the preflight's answered; every later ask hangs
+                await asyncio.sleep(STALL_S)
+        return await _relay(session, engine_url, request, await request.read())
+
     async def strict(request: web.Request) -> web.StreamResponse:
         body = await request.read()
         if request.path == "/v1/chat/completions":
@@ -182,6 +195,7 @@ async def _gateway(engine_url: str, handler_for: str) -> AsyncIterator[str]:
         "alias": alias,
         "swap": swap,
         "strict": strict,
+        "stall": stall,
     }
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handlers[handler_for])
@@ -232,3 +246,9 @@ def strict_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[st
     """Refuses a chat request with a field outside the OpenAI schema (400); passes the rest
     on unchanged."""
     return _gateway(engine_url, "strict")
+
+
+def stalling_gateway(engine_url: str) -> contextlib.AbstractAsyncContextManager[str]:
+    """Answers the first `/v1/models` ask, then holds every later one for `STALL_S` without a
+    byte; every other request passes on unchanged."""
+    return _gateway(engine_url, "stall")

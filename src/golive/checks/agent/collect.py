@@ -20,12 +20,13 @@ from golive.bundle.layout import AGENT_FAILURES, AGENT_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import AgentCase, Kind, shipped_cases
 from golive.checks.agent.judge import case_to_json, judge_agent, stream_file
-from golive.checks.agent.results import no_model_result
 from golive.checks.context import CheckContext, PhaseProgress, Quiet, Target, scrape, served_model
 from golive.checks.gateway import asking_prompt
 from golive.config import AgentConfig, GoliveConfig
 from golive.results import CheckResult
 from golive.traffic.records import ParsedResponse
+
+AGENT_SETUP = "agent-setup"  # requests/agent-setup.jsonl: /v1/models, where the run asked it
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +49,50 @@ class AgentSettings:
 
 async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckResult]:
     """Send every case (the evidence), then judge the cases from the bundle as
-    `golive decide` does."""
-    served = await served_model(ctx, "agent-setup")
-    if served is None:
-        return [no_model_result()]
-    runner = _Runner(ctx, settings, served.model)
+    `golive decide` does. Without a served model nothing is sent, and the plan says so: each
+    case is then judged unproven, naming the `/v1/models` answer that left it unsent."""
+    served = await served_model(ctx, AGENT_SETUP)
+    scrapes: dict[str, str | None] = {}
+    # no served model: nothing is sent; the answer that named none, and the model asked for
+    unsent: dict[str, str | None] | None = {
+        "models_answer": f"requests/{AGENT_SETUP}.jsonl",
+        "model": ctx.config.target.model,
+    }
+    if served is not None:
+        scrapes = await _send_cases(ctx, settings, served.model)
+        unsent = None
+    ctx.bundle.write_json(
+        AGENT_PLAN,
+        {
+            "cases": [case_to_json(c) for c in settings.cases],
+            "shipped": [c.name for c in shipped_cases()],  # what agent.coverage requires
+            "repeat": settings.config.repeat,
+            "temperature": settings.config.temperature,
+            "repeated_failures": settings.config.repeated_failures,
+            "retry_deadline_fraction": settings.config.retry_deadline_fraction,
+            "client_reasoning_field": settings.config.client_reasoning_field,
+            "gateway": ctx.engine is not None,
+            "retry_scrapes": scrapes,
+            "unsent": unsent,
+        },
+    )
+    judged = judge_agent(
+        BundleReader(ctx.bundle.root),
+        ctx.profile,
+        ctx.config.agent,
+        ctx.config.programme,
+        ctx.engine is not None,
+    )
+    for example in judged.examples:
+        ctx.bundle.append_jsonl(AGENT_FAILURES, example)
+    return judged.results
+
+
+async def _send_cases(
+    ctx: CheckContext, settings: AgentSettings, model: str
+) -> dict[str, str | None]:
+    """Every case's runs; the retry case's engine scrapes (empty where there is none)."""
+    runner = _Runner(ctx, settings, model)
     scrapes: dict[str, str | None] = {}
     copies = 2 if ctx.engine else 1  # behind a gateway each answer is also asked of the engine
     # The cases share the agent.concurrency slots (one case alone seldom fills them: on the
@@ -69,30 +109,7 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
         if case.kind is Kind.RETRY:
             settings.progress.phase(f"agent: {case.name}")  # attempts: as the server answers
             scrapes = await runner.retry_case(case)
-    ctx.bundle.write_json(
-        AGENT_PLAN,
-        {
-            "cases": [case_to_json(c) for c in settings.cases],
-            "shipped": [c.name for c in shipped_cases()],  # what agent.coverage requires
-            "repeat": settings.config.repeat,
-            "temperature": settings.config.temperature,
-            "repeated_failures": settings.config.repeated_failures,
-            "retry_deadline_fraction": settings.config.retry_deadline_fraction,
-            "client_reasoning_field": settings.config.client_reasoning_field,
-            "gateway": ctx.engine is not None,
-            "retry_scrapes": scrapes,
-        },
-    )
-    judged = judge_agent(
-        BundleReader(ctx.bundle.root),
-        ctx.profile,
-        ctx.config.agent,
-        ctx.config.programme,
-        ctx.engine is not None,
-    )
-    for example in judged.examples:
-        ctx.bundle.append_jsonl(AGENT_FAILURES, example)
-    return judged.results
+    return scrapes
 
 
 class _Runner:

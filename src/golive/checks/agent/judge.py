@@ -35,6 +35,7 @@ from golive.checks.agent.rules import (
     reasoning_fields_written,
 )
 from golive.checks.agent.select import due_criticality
+from golive.checks.context import unserved
 from golive.checks.coverage import (
     SHIPPED_CASES,
     Relaxations,
@@ -172,6 +173,7 @@ def judge_agent(
     examples: list[dict[str, Any]] = []
     every: list[ParsedResponse] = []  # every case's answers, for the reasoning-field contract
     repeats: dict[str, int] = {}  # each case's runs in its less-run mode
+    unsent = _unsent(evidence, plan, behind_gateway or bool(plan.get("gateway")))
     for case in cases:
         contract = contract_of(case, profile)
         answers = _by_label(evidence.jsonl(f"requests/{stream_file(case)}.jsonl"))
@@ -199,6 +201,7 @@ def judge_agent(
             facts,
             gateway=gateway,
             bounded_share=config.max_bounded_failure_share,
+            unsent=unsent,
         )
         results.append(held_to_engine(result, pairs, f"requests/{stream_file(case, True)}.jsonl"))
         examples += failure_examples(case, runs)
@@ -223,6 +226,22 @@ def judge_agent(
             )
         )
     return AgentJudgement(results, examples)
+
+
+def _unsent(evidence: BundleReader, plan: Mapping[str, Any], gateway: bool) -> str | None:
+    """Why the run sent no case (the plan says it had no served model), from the saved
+    `/v1/models` answer that named none; None: the cases were sent."""
+    unsent = plan.get("unsent")
+    if not isinstance(unsent, Mapping):
+        return None
+    rel = str(unsent.get("models_answer") or "")
+    lines = evidence.jsonl(rel) if rel else []
+    what = "GET /v1/models" + (" through the gateway" if gateway else "")
+    if not lines:
+        return f"no served model, and the {what} answer is not in the bundle ({rel or 'unnamed'})"
+    wanted = unsent.get("model")
+    why = unserved(reparsed(lines[-1]), wanted if isinstance(wanted, str) else None, what)
+    return f"no served model ({why}; {rel})"
 
 
 def _weakened(programme: ProgrammeConfig, config: AgentConfig) -> Relaxations:

@@ -36,18 +36,6 @@ class Run:
         return self.findings + ((self.sdk,) if self.sdk else ())
 
 
-def no_model_result() -> CheckResult:
-    return CheckResult(
-        "agent.contract",
-        CheckClass.AGENT,
-        True,
-        Status.NO_DATA,
-        "no served model: /v1/models did not answer, so no contract case ran",
-        {},
-        ("requests/agent-setup.jsonl",),
-    )
-
-
 def case_result(
     case: AgentCase,
     runs: Sequence[Run],
@@ -55,7 +43,10 @@ def case_result(
     facts: Mapping[str, Any] | None = None,
     gateway: bool = False,
     bounded_share: float = 0.2,
+    unsent: str | None = None,
 ) -> CheckResult:
+    """`unsent`: why the run sent no case at all (no served model), said by a case without
+    runs."""
     summary = summarise(case.name, [r.all_findings for r in runs])
     failed = [r for r in runs if r.all_findings]
     layers = Counter(r.layer for r in failed)
@@ -86,7 +77,8 @@ def case_result(
         f"{summary.low:.0%}–{summary.high:.0%})"
     )
     if not runs:
-        return agent_check(case, Status.NO_DATA, f"{case.name}: no run", measurements, evidence)
+        why = "no run" if unsent is None else f"not sent: {unsent}"
+        return agent_check(case, Status.NO_DATA, f"{case.name}: {why}", measurements, evidence)
     note = retry_note(facts or {})
     # an engine that took in more requests than the client sent fails whether or not the
     # client's deadline fired (a layer retries by itself); without that, no timeout, no proof
