@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
 
 from golive.bundle.layout import CAPACITY_STEPS, GPU_DEVICES, MEMORY_CURVE
 from golive.bundle.store import BundleReader
@@ -15,6 +18,7 @@ from golive.checks.capacity.judge import judge_sustained
 from golive.checks.capacity.windows import trend
 from golive.report.figures import LoadWindows
 from golive.report.figures_time import memory_figures, sustained_points
+from golive.report.html import render_html
 from golive.report.markdown import latency_by_step
 from golive.report.step_table import step_rows
 from golive.verdict.document import VerdictDocument
@@ -80,3 +84,21 @@ def test_gpu_memory_is_drawn_against_its_headroom_line(tmp_path: Path) -> None:
     (curve,) = root.iter(f"{SVG}polyline")
     highest = min(float(p.split(",")[1]) for p in curve.get("points", "").split())
     assert limit < highest  # 71,100 MiB at most: under the 72,000 MiB line
+
+
+@pytest.mark.tampers_bundle
+def test_figures_that_are_not_numbers_are_not_drawn_nor_shown(tmp_path: Path) -> None:
+    """A step row holding NaN and Infinity (as a hand-edited JSON line may): the HTML report
+    renders, with neither drawn nor printed, and large figures tick in k/M/G inside the
+    margin."""
+    root = tmp_path / "b"
+    shutil.copytree(GOLDEN, root)
+    steps = root / CAPACITY_STEPS
+    rows = [json.loads(line) for line in steps.read_text().splitlines()]
+    rows[1]["e2e_p95_s"] = float("nan")
+    rows[1]["throughput_rps"] = float("inf")
+    rows[2]["max_waiting"] = 3e9
+    steps.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    page = render_html(root, VerdictDocument.read(root))
+    assert not re.search(r"\b(nan|inf|NaN|Infinity)\b", page)
+    assert re.search(r">3G<", page)

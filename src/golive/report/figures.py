@@ -6,6 +6,7 @@ request records); and the per-step table (report.md's figures and the latency se
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,8 +52,8 @@ class LoadWindows:
         knee = verdict.measurements("capacity.concurrency").get("ceiling")
         held = verdict.measurements("capacity.slo").get("slo_ceiling")
         return cls(
-            reader.jsonl(CAPACITY_STEPS),
-            latency_rows(reader, slo),
+            finite_rows(reader.jsonl(CAPACITY_STEPS)),
+            finite_rows(latency_rows(reader, slo)),
             slo,
             knee if isinstance(knee, int) and not isinstance(knee, bool) else None,
             held if isinstance(held, int) and not isinstance(held, bool) else None,
@@ -69,6 +70,15 @@ class LoadWindows:
             if level is not None and level in concurrency:
                 out.append(Mark(concurrency.index(level), f"{name}: {level}"))
         return out
+
+
+def finite_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with every figure that is not a finite number (NaN, Infinity: JSON as Python
+    writes it) as None: not measured, never drawn, never a crash."""
+    return [
+        {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
+        for row in rows
+    ]
 
 
 def stated_slo(reader: BundleReader) -> SloConfig:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -202,18 +203,23 @@ def latency_by_step(steps: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _seconds(value: Any) -> str:
-    return "n/a" if not isinstance(value, (int, float)) else f"{value:.3f}"
+    return f"{value:.3f}" if _figure(value) else "n/a"
+
+
+def _figure(value: Any) -> bool:
+    """A number to show (NaN and Infinity, as a hand-edited JSON line may hold, are none)."""
+    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _bounded(step: Mapping[str, Any], key: str, upper: str, count: str, needed: int) -> str:
     value = step.get(key)
-    if not isinstance(value, (int, float)):
+    if not _figure(value):
         return "n/a"
     samples = step.get(count)
     if samples is None:  # a bundle from before the counts were kept
         return f"{value:.3f} (samples not recorded)"
     bound = step.get(upper)
-    if isinstance(bound, (int, float)):
+    if _figure(bound):
         return f"{value:.3f} (≤ {bound:.3f}, n={samples})"
     return f"{value:.3f} (n={samples} < {needed}: not a bound)"
 

@@ -77,12 +77,22 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def tick_text(value: float, ticks: Sequence[float]) -> str:
-    """A tick's label with as many decimals as the ticks' spacing needs."""
+    """A tick's label with as many decimals as the ticks' spacing needs; from 100,000 up, in
+    thousands, millions, ... (k, M, G, T) so it stays inside the margin."""
+    if max((abs(t) for t in ticks), default=abs(value)) >= 1e5:
+        return _compact(value)
     step = abs(ticks[1] - ticks[0]) if len(ticks) > 1 else abs(value) or 1.0
     decimals = 0
     while decimals < 6 and abs(round(step, decimals) - step) > step * 1e-6:
         decimals += 1
     return f"{value:,.{decimals}f}"
+
+
+def _compact(value: float) -> str:
+    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +103,7 @@ class YAxis:
 
     @classmethod
     def over(cls, values: Sequence[float], zero: bool = True) -> YAxis:
+        values = [v for v in values if math.isfinite(v)] or [0.0]
         lo, hi = min(values), max(values)
         if zero:
             lo = min(lo, 0.0)

@@ -12,7 +12,7 @@ from golive.bundle.layout import CAPACITY_KNEE_REPEATS, CAPACITY_STEPS, CAPACITY
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.recorded import window_label
 from golive.quantiles import samples_needed
-from golive.report.figures import LoadWindows, window_name
+from golive.report.figures import LoadWindows, finite_rows, window_name
 
 HEADERS = (
     "window",
@@ -33,11 +33,11 @@ def summaries(reader: BundleReader) -> dict[tuple[str, str], dict[str, Any]]:
     out = {
         ("concurrency", window_label(row)): row
         for source in (CAPACITY_STEPS, CAPACITY_KNEE_REPEATS)
-        for row in reader.jsonl(source)
+        for row in finite_rows(reader.jsonl(source))
     }
     sustained = reader.json(CAPACITY_SUSTAINED)
     if isinstance(sustained, dict):
-        out[("sustained", window_label(sustained))] = sustained
+        out[("sustained", window_label(sustained))] = finite_rows([sustained])[0]
     return out
 
 
