@@ -119,11 +119,12 @@ async def test_default_envelope_is_stable(real_target: RunningTarget, tmp_path: 
 async def test_slos_on_the_real_engine_give_a_goodput_ceiling(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
-    """SLOs stated (ITL p95 within 5 s, at most 5% errors) on the real CPU vLLM: the short
-    ramp steps hold too few token gaps to bound a p95, the 30 s sustained window at 2 holds
-    hundreds and shows it, so the SLO ceiling is 2 and capacity.slo passes; every window's
-    latency set is in metrics/latency.json and .csv, and golive decide, reading the records
-    again, agrees."""
+    """SLOs stated (ITL p95 within 5 s, at most 10% errors) on the real CPU vLLM: the short
+    ramp step at 1 holds too few answers to bound a p95 (59 are needed) or to show none of
+    them failing is under 10% (29 are), the 45 s sustained window at 2 holds enough with its
+    ramp step, so the SLO ceiling is 2 and capacity.slo passes; every window's latency set
+    is in metrics/latency.json and .csv, and golive decide, reading the records again,
+    agrees."""
     out = tmp_path / "b"
     verdict = await _capacity(
         real_target,
@@ -131,18 +132,20 @@ async def test_slos_on_the_real_engine_give_a_goodput_ceiling(
         **{
             "capacity.concurrency": 2,
             "capacity.max_context": 512,
+            "capacity.duration_s": 45,
             "slo.itl_p95_ms": 5000,
-            "slo.error_rate": 0.05,
+            "slo.error_rate": 0.1,
         },
     )
     slo = _checks(verdict)["capacity.slo"]
     assert slo["status"] == "pass", slo["summary"]
     m = slo["measurements"]
     assert m["slo_ceiling"] == 2
-    assert m["sustained_itl_p95_ms_state"] == "met"
-    assert m["sustained_itl_p95_ms_samples"] >= 59
-    assert m["sustained_goodput_rps"] > 0
-    assert m["c1_error_rate_state"] == "met"
+    assert m["c2_windows"] == "c2, sustained"
+    assert m["c2_itl_p95_ms_state"] == "met"
+    assert m["c2_error_rate_state"] == "met"
+    assert m["c2_goodput_rps"] > 0
+    assert m["c1_itl_p95_ms_state"] == "unproven"
     rows = json.loads((out / "metrics/latency.json").read_text())
     assert [r["label"] for r in rows if r["phase"] == "concurrency"][:2] == ["c1", "c2"]
     assert rows[-1]["phase"] == "sustained"

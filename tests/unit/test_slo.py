@@ -18,6 +18,7 @@ from golive.bundle.store import BundleReader
 from golive.checks.capacity.judge import judge_ramp, judge_sustained
 from golive.checks.capacity.latency_files import latency_csv, latency_rows
 from golive.checks.capacity.latency_set import answer_of, window_latency
+from golive.checks.capacity.recorded import steps_differences
 from golive.checks.capacity.rules import Action
 from golive.checks.capacity.slo import SloStep, classify_slo, judge_slo, levels
 from golive.checks.capacity.slo_objectives import State, objectives
@@ -416,3 +417,51 @@ def test_answers_longer_than_the_engine_generated_are_caught(tmp_path: Path) -> 
     assert "generation-token counter grew by" in sustained.summary
     found = _judged(root, SloConfig(min_output_tokens_per_s_per_user=4))
     assert found.status.value == "no_data"
+
+
+def test_reads_added_after_the_first_token_do_not_dilute_the_gaps() -> None:
+    """An answer of 11 tokens with ten extra stamps 1 µs after its first token: more reads
+    than its tokens can fill are not its own, so its ITL is not taken (the objective is not
+    shown), never its real gaps dropped for the added zero ones."""
+    record = _record("c1", ttft_ms=200, e2e_ms=1200, tokens=11)
+    chunks = record["timings_ms"]["chunks"]
+    record["timings_ms"]["chunks"] = sorted([*chunks, *(200 + i / 1000 for i in range(1, 11))])
+    answer = answer_of(record)
+    assert answer.gaps_ms == ()
+    assert answer.lacks("itl")
+    whole = answer_of(_record("c1", ttft_ms=200, e2e_ms=1200, tokens=11))
+    assert not whole.lacks("itl")
+
+
+def test_a_short_answer_in_one_read_has_no_gap_to_lack() -> None:
+    """All of an answer's tokens in the read that brought its first (its end there too): no
+    gap to time, and nothing missing; one whose end came a second later did lose its reads."""
+    record = _record("c1", ttft_ms=200, e2e_ms=201, tokens=3)
+    record["timings_ms"]["chunks"] = [195, 200]
+    assert not answer_of(record).lacks("itl")
+    late = _record("c1", ttft_ms=200, e2e_ms=1200, tokens=3)
+    late["timings_ms"]["chunks"] = [195, 200]
+    assert answer_of(late).lacks("itl")
+
+
+def test_a_window_that_misses_alone_misses_its_level() -> None:
+    """Five answers all over the target in a short ramp step beside 200 within it in the
+    long window at that level: pooled, the p95 would be within; the step shows on its own
+    that the level can miss, and it does."""
+    short = _window("c4", _even(5, 1100, 1500))
+    long = _window("c4", _even(200, 300, 600))
+    steps = [
+        SloStep(4, short, tuple(objectives(short, SLO)), None),
+        SloStep(4, long, tuple(objectives(long, SLO)), None, "sustained"),
+    ]
+    (level,) = levels(steps, SLO)
+    assert level.state is State.MISSED
+    assert "c4 alone" in level.said()
+
+
+def test_a_ramp_level_stated_twice_is_caught() -> None:
+    """A second row of one ramp level would count its records twice in the SLO's sample."""
+    row = {"concurrency": 2, "completed": 1, "errors": 0}
+    records = [{"label": "c2", "http_status": 200, "failure": None, "problems": []}]
+    found = steps_differences([row, row], records, "steps")
+    assert any("a second row of c2" in line for line in found)

@@ -6,7 +6,8 @@ length).
 Nothing short of a pass reads as one: `fail` and `warn` (a limit to observe) are failures,
 `no_data` is a failure whether critical or not (its message says what was not measured),
 `error` an error; `skipped` (the config rules the check out) is skipped, and so is an SLO at
-a load its samples could not show either way (the check's own case carries the judgement).
+a load its samples could not show either way, or above the load that blocked the ceiling
+(the check's own case carries the judgement).
 Every testcase has a time: the span of the request records its evidence lists (first send
 to last end), the windows' length for an SLO case, else 0 (judged from facts, no traffic);
 the outcome is a property of each suite."""
@@ -89,7 +90,7 @@ def _case(
     elif status == "error":
         ET.SubElement(case, "error", message=summary[:500], type=status).text = text
         counts["errors"] += 1
-    elif status in ("skipped", "unproven"):
+    elif status in ("skipped", "unproven", "not-read"):
         ET.SubElement(case, "skipped", message=summary[:500])
         counts["skipped"] += 1
     else:

@@ -101,7 +101,7 @@ def _objectives(measurements: Mapping[str, Any]) -> list[str]:
     cases = slo_cases(measurements)
     if not cases:
         return []
-    lines = ["| window.objective | state | measured, samples, target |", "|---|---|---|"]
+    lines = ["| level.objective | state | measured, samples, target |", "|---|---|---|"]
     lines += [
         f"| {name} | {state} | {text.split(': ', 1)[-1]} |" for name, state, text, *_ in cases
     ]

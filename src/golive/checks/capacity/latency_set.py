@@ -29,6 +29,7 @@ from golive.slo_config import SloConfig
 from golive.traffic.records import saved_answered, saved_attempt_s, saved_e2e_s
 
 PERCENTILES = (50, 90, 95, 99)
+ONE_READ_MS = 5.0  # an answer's end this close to its first token came in the same read
 METRICS = ("ttft", "itl", "tpot", "e2el")
 
 
@@ -42,6 +43,7 @@ class Answer:
     gaps_ms: tuple[float, ...]
     input_tokens: int | None
     output_tokens: int | None
+    one_read: bool = False  # every token after the first came with it, in one network read
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -59,7 +61,7 @@ class Answer:
             return True
         if metric == "tpot":
             return self.output_tokens > 1 and self.tpot_ms is None
-        return self.output_tokens > 1 and not self.gaps_ms  # itl
+        return self.output_tokens > 1 and not self.gaps_ms and not self.one_read  # itl
 
 
 def _number(value: object) -> float | None:
@@ -92,10 +94,21 @@ def answer_of(record: Mapping[str, Any]) -> Answer:
         t for c in (chunks if isinstance(chunks, list) else ()) if (t := _number(c)) is not None
     )
     gaps: tuple[float, ...] = ()
+    fits = True  # its reads after the first token can carry its tokens
     if first is not None and output is not None and output > 1:
         after = sorted({t for t in stamps if t >= first})  # a stamp twice is one read
-        gaps = tuple(b - a for a, b in itertools.pairwise(after))[: output - 1]
+        found = tuple(b - a for a, b in itertools.pairwise(after))
+        # a read a token, the usage chunk and [DONE] after them, and an event split over two
+        # reads now and then (a tenth, two at least): more reads than that are not this
+        # answer's (stamps added to dilute its gaps)
+        fits = len(found) <= output + 1 + max(2, output // 10)
+        gaps = found[: output - 1] if fits else ()
     e2e = saved_e2e_s(record)
+    # a short answer can arrive whole in the read that brought its first token: no gap to
+    # time, its end there too (a record whose reads were taken out still ends later)
+    one_read = (
+        fits and first is not None and end is not None and not gaps and end - first <= ONE_READ_MS
+    )
     return Answer(
         ttft_ms=_number(timings.get("first_token_from_intended", timings.get("first_token"))),
         e2e_ms=None if e2e is None else e2e * 1000,
@@ -103,6 +116,7 @@ def answer_of(record: Mapping[str, Any]) -> Answer:
         gaps_ms=gaps,
         input_tokens=_tokens(record, "prompt_tokens"),
         output_tokens=output,
+        one_read=one_read,
     )
 
 

@@ -81,11 +81,16 @@ def window_differences(
 def steps_differences(
     rows: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], source: str
 ) -> list[str]:
-    """Each ramp step (`c<N>`) against its records."""
+    """Each ramp step (`c<N>`) against its records; the ramp runs each level once (a second
+    row of one level would count its records twice)."""
     out: list[str] = []
+    seen: set[str] = set()
     for number, row in enumerate(rows, start=1):
         label = f"c{row.get('concurrency')}"
         where = f"{source} line {number} ({label})"
+        if label in seen:
+            out.append(f"{where}: a second row of {label}; the ramp runs each level once")
+        seen.add(label)
         out += window_differences(row, window_records(records, label), where)
     return out
 

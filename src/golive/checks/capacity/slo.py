@@ -11,6 +11,7 @@ missing one is no traffic limit at all (hold). Pure below `judge_slo`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +116,18 @@ def levels(steps: Sequence[SloStep], slo: SloConfig) -> list[Level]:
     out = []
     for concurrency, found in sorted(by_level.items()):
         window = pooled([w.window for w in found], f"c{concurrency}")
-        out.append(Level(concurrency, tuple(found), tuple(objectives(window, slo))))
+        # pooled to show a level met; a window that misses on its own still misses it (a
+        # short window of a different regime is not averaged away by a long one)
+        alone = {o.name: (w, o) for w in found for o in w.objectives if o.state is State.MISSED}
+        judged = tuple(
+            dataclasses.replace(
+                alone[o.name][1], why=f"{alone[o.name][0].name} alone: {alone[o.name][1].why}"
+            )
+            if o.name in alone
+            else o
+            for o in objectives(window, slo)
+        )
+        out.append(Level(concurrency, tuple(found), judged))
     return out
 
 
@@ -260,8 +272,10 @@ def slo_result(
         "slo_ceiling": result.ceiling if result.action is not Action.NO_DATA else None,
         "slo_targets": ", ".join(f"{k}={v:g}" for k, v in stated.items()),
     }
+    stop = next((level for level in found_levels if level.blocks), None)
     for level in found_levels:
         name, window = f"c{level.concurrency}", level.pooled()
+        unread = stop is not None and level.concurrency > stop.concurrency
         measurements[f"{name}_windows"] = ", ".join(w.name for w in level.windows)
         measurements[f"{name}_duration_s"] = round(window.duration_s, 3)
         goodput = window.goodput
@@ -269,7 +283,8 @@ def slo_result(
         for found in level.objectives:
             measured = found.measured
             measurements[f"{name}_{found.name}"] = None if measured is None else round(measured, 4)
-            measurements[f"{name}_{found.name}_state"] = found.state.value
+            # a level above the one that blocks is not read: its state says so
+            measurements[f"{name}_{found.name}_state"] = "not-read" if unread else found.state.value
             measurements[f"{name}_{found.name}_samples"] = found.samples
     return classified(CHECK, result, measurements, paths)
 
