@@ -56,7 +56,6 @@ from golive.verdict.document import (
     ActionEntry,
     CheckEntry,
     ExercisedEnvelope,
-    Limits,
     RollbackTarget,
     SkippedEntry,
     VerdictDocument,
@@ -314,7 +313,7 @@ def verdict_document(
         config_digest=config_digest(config),
         checks=tuple(CheckEntry.of(c) for c in checks),
         rules_fired=rules_of(decision),
-        limits=Limits(**limits(checks)),
+        limits=limits(checks),
         tested=ExercisedEnvelope.of(checks),
         skipped_by_config=tuple(
             SkippedEntry(check=c.id, reason=c.summary) for c in checks if skipped_by_config(c)

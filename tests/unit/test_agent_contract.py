@@ -382,7 +382,7 @@ def test_case_result_and_decision(
     decision = decide([result], ("agent",))
     assert decision.outcome is outcome
     if status is Status.WARN and not result.critical:
-        assert limits([result])["disable_features"] == [CASES[case].feature]
+        assert limits([result]).to_json()["disable_features"] == [CASES[case].feature]
         assert "tool_choice=auto" in result.summary
     if failures:
         examples = failure_examples(CASES[case], runs)
@@ -514,7 +514,7 @@ def test_the_legacy_guided_json_field_is_judged_against_its_schema(
     assert result.status is Status.WARN
     assert not result.critical
     assert "this server ignores guided_*" in result.summary
-    assert limits([result])["disable_features"] == [case.feature]
+    assert limits([result]).to_json()["disable_features"] == [case.feature]
 
 
 def test_one_failure_is_never_an_unbounded_defect() -> None:

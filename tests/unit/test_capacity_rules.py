@@ -413,7 +413,7 @@ def test_decision_maps_the_three_actions_and_collects_limits() -> None:
     ]
     decision = decide(limited, ("capacity",))
     assert decision.outcome is Outcome.OBSERVE_WITH_LIMITS
-    assert limits(limited) == {"max_concurrency": 1, "max_context": 256}
+    assert limits(limited).to_json() == {"max_concurrency": 1, "max_context": 256}
     exhausted = decide(
         [*chain, *limited, _cap("capacity.sustained", "expand-capacity")], ("env", "capacity")
     )

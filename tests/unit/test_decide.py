@@ -405,7 +405,7 @@ def test_limits_collect_ceilings_and_features() -> None:
         _c("d", Status.WARN, cls=CAPACITY, limit_max_concurrency=2),
         _c("a", Status.WARN, False, AGENT, limit_disable_feature="tool_choice=auto"),
     ]
-    assert limits(checks) == {
+    assert limits(checks).to_json() == {
         "disable_features": ["tool_choice=auto"],
         "max_concurrency": 2,
         "max_context": 8192,
@@ -422,5 +422,5 @@ def test_a_run_whose_client_was_the_bottleneck_sets_no_concurrency_limit(headroo
         _c("s", Status.WARN, cls=CAPACITY, limit_max_concurrency=1, limit_max_context=4096),
         _c(headroom_id, Status.FAIL, cls=CAPACITY),
     ]
-    assert limits(checks) == {"max_context": 4096}
-    assert limits(checks[:1]) == {"max_concurrency": 1, "max_context": 4096}
+    assert limits(checks).to_json() == {"max_context": 4096}
+    assert limits(checks[:1]).to_json() == {"max_concurrency": 1, "max_context": 4096}

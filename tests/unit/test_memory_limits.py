@@ -158,7 +158,7 @@ def test_a_model_filling_the_gpu_at_load_is_a_limit_no_concurrency_lifts(tmp_pat
     assert "9.3% spare, under the 10% capacity.min_memory_headroom" in result.summary
     assert "leaving the KV cache 6.0 GiB" in result.summary
     assert "limit_max_concurrency" not in result.measurements
-    assert limits([result]) == {}
+    assert limits([result]).to_json() == {}
     # a config that lowers the minimum to 5% (a relaxation with an owner) holds it within
     assert judged(default_util_run(tmp_path / "w", log), min_memory_headroom=0.05).status is (
         Status.PASS
@@ -190,7 +190,7 @@ def test_a_full_cache_under_sustained_load_names_the_level_that_kept_room(
         result.summary
     )
     assert "run again with --concurrency 4" in result.summary
-    assert limits([result]) == {}
+    assert limits([result]).to_json() == {}
 
 
 @pytest.mark.tampers_bundle

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from golive.results import CheckClass, CheckResult, Decision, Outcome, RuleFired, Status
+from golive.verdict.document import Limits
 from golive.verdict.scope import (
     PROGRAMME,
     Scope,
@@ -265,7 +266,7 @@ def agent_protocol_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
     )
 
 
-def limits(checks: Sequence[CheckResult]) -> dict[str, Any]:
+def limits(checks: Sequence[CheckResult]) -> Limits:
     """The envelope the measurements allow (verdict.json `limits`)."""
     found: dict[str, Any] = {}
     features = sorted(
@@ -292,7 +293,7 @@ def limits(checks: Sequence[CheckResult]) -> dict[str, Any]:
             value = check.measurements.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 found[name] = min(value, found.get(name, value))
-    return found
+    return Limits.model_validate(found)
 
 
 def critical_failed(checks: Sequence[CheckResult]) -> RuleFired | None:

@@ -37,7 +37,7 @@ from golive.errors import BundleError, ConfigError
 from golive.report.capacity_request import capacity_request
 from golive.results import CheckResult, Decision, Outcome, RuleFired, Status
 from golive.verdict.decide import decide, limits
-from golive.verdict.document import ExercisedEnvelope, Limits, PartEntry, VerdictDocument
+from golive.verdict.document import ExercisedEnvelope, PartEntry, VerdictDocument
 from golive.verdict.policy import (
     Policy,
     apply_policy,
@@ -188,7 +188,7 @@ def _envelope_differences(data: VerdictDocument, checks: Sequence[CheckResult]) 
     watch and the sign-off sheet read them, so an edited envelope is caught like an edited
     outcome."""
     found = []
-    derived = Limits(**limits(checks))
+    derived = limits(checks)
     if data.limits != derived:
         found.append(
             f"verdict.json's limits {data.limits.to_json()} differ from the evidence's "
