@@ -14,6 +14,7 @@ import yaml
 from golive.bundle.store import Bundle
 from golive.errors import ConfigError
 from golive.operate.guardrail_files import write_guardrails
+from tests.helpers.promtool import alerts_fire
 
 DATA = Path(__file__).parent.parent / "data" / "accepted"
 # the bundles here hold the accepted verdict and the scrapes the rules read, sealed (the alerts
@@ -99,7 +100,8 @@ def test_caps_of_observe_with_limits(tmp_path: Path) -> None:
     write_guardrails(_bundle(tmp_path, limits=limits), out)
     rules = _rules(out)
     assert rules["GoliveConcurrencyAboveAcceptedCap"].endswith("> 1")
-    assert 'le="500"' in rules["GoliveContextAboveAcceptedCap"]  # the first bucket >= 300
+    # the first bucket >= 300, its bound as the engine exposes it (Prometheus matches the text)
+    assert 'le="500.0"' in rules["GoliveContextAboveAcceptedCap"]
     check = subprocess.run(["promtool", "check", "rules", str(out)], check=False)
     assert check.returncode == 0
 
@@ -140,3 +142,29 @@ def test_the_h200_ramp_bounds_its_ttft_slo(tmp_path: Path) -> None:
     assert write_guardrails(root, out) == []
     slo = round(1.5 * max(s["ttft_p95_s"] for s in inside), 3)
     assert f"TTFT SLO ({slo:.2f} s" in out.read_text()
+
+
+def test_whole_number_bounds_match_the_series_the_engine_exposes(tmp_path: Path) -> None:
+    """vLLM exposes `le="1.0"` and `le="1000.0"`: with every first token slower than a 0.9 s
+    SLO and every prompt over a 1,000-token cap for hours, Prometheus fires the TTFT burn-rate
+    and the context-cap alerts (written `le="1"`, they never fired)."""
+    limits = {"max_concurrency": 4, "max_context": 1000, "disable_features": []}
+    out = tmp_path / "rules.yml"
+    write_guardrails(_bundle(tmp_path, limits=limits), out, ttft_slo_s=0.9)
+    engine = 'model_name="qwen2.5-coder-0.5b",job="vllm",namespace="llm",pod="p0",instance="i0"'
+    series = [
+        # 60 requests a minute, every first token in the 2.5 s bucket, none under 1 s
+        (f'vllm:time_to_first_token_seconds_bucket{{{engine},le="1.0"}}', "0+0x480"),
+        (f'vllm:time_to_first_token_seconds_bucket{{{engine},le="2.5"}}', "0+60x480"),
+        (f"vllm:time_to_first_token_seconds_count{{{engine}}}", "0+60x480"),
+        # every prompt above the 1,000-token cap
+        (f'vllm:request_prompt_tokens_bucket{{{engine},le="1000.0"}}', "0+0x480"),
+        (f"vllm:request_prompt_tokens_count{{{engine}}}", "0+60x480"),
+    ]
+    deployment = {"job": "vllm", "namespace": "llm", "model_name": "qwen2.5-coder-0.5b"}
+    firing = {
+        "GoliveTtftBurnRate1h": [{**deployment, "severity": "page", "source": "golive"}],
+        "GoliveContextAboveAcceptedCap": [{**deployment, "severity": "ticket", "source": "golive"}],
+    }
+    run = alerts_fire(out, series, firing, "7h")
+    assert run.returncode == 0, run.stdout + run.stderr

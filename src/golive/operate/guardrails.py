@@ -10,6 +10,7 @@ name never fires. A rule whose metric is absent is left out and listed as such.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from golive.bundle.layout import CAPACITY_STEPS, SIGNOFF_JSON
 from golive.bundle.store import locate
 from golive.errors import ConfigError
 from golive.metrics import Snapshot
-from golive.operate.alert_scope import DEPLOYMENT, REPLICA, Scope, by
+from golive.operate.alert_scope import DEPLOYMENT, REPLICA, Scope, by, quote
 from golive.operate.rollback import ACCEPTED, programme_scope
 from golive.quantiles import samples_needed
 from golive.verdict.document import VerdictDocument
@@ -167,7 +168,7 @@ def guardrail_rules(
     if env.max_context is not None:
         bound = _bucket_at_least(snapshot, "vllm:request_prompt_tokens_bucket", env.max_context)
         count = sel("vllm:request_prompt_tokens_count")
-        within = sel("vllm:request_prompt_tokens_bucket", f'le="{bound}"')
+        within = sel("vllm:request_prompt_tokens_bucket", f'le="{quote(bound or "")}"')
         add(
             "GoliveContextAboveAcceptedCap",
             ["vllm:request_prompt_tokens_bucket"] if bound else ["prompt-token bucket >= cap"],
@@ -260,7 +261,7 @@ def _burn_rate_rules(
     bucket = "vllm:time_to_first_token_seconds_bucket"
     deployment = by(DEPLOYMENT)
     le = _bucket_at_least(snapshot, bucket, env.ttft_slo_s)
-    fast = scope.vector(bucket, f'le="{le}"')
+    fast = scope.vector(bucket, f'le="{quote(le or "")}"')
     count = scope.vector("vllm:time_to_first_token_seconds_count")
     for long, short, burn, severity in BURN_WINDOWS:
         limit = burn * TTFT_BUDGET
@@ -283,17 +284,21 @@ def _burn_rate_rules(
     return []
 
 
-def _bucket_at_least(snapshot: Snapshot, bucket: str, seconds: float) -> str | None:
-    """The smallest histogram bound at or above the SLO that the engine exposes."""
-    bounds = sorted(
-        {
-            float(le)
-            for s in snapshot.samples.get(bucket, ())
-            if (le := s.label("le")) is not None and le not in ("+Inf", "inf")
-        }
-    )
-    chosen = next((b for b in bounds if b >= seconds), None)
-    return None if chosen is None else f"{chosen:g}"
+def _bucket_at_least(snapshot: Snapshot, bucket: str, bound: float) -> str | None:
+    """The `le` label of the smallest histogram bound at or above `bound` that the engine
+    exposes, written exactly as its scrape wrote it: Prometheus matches the label's text, and
+    vLLM (prometheus_client) writes `le="1.0"`, never `le="1"`."""
+    exposed: dict[float, str] = {}
+    for sample in snapshot.samples.get(bucket, ()):
+        le = sample.label("le")
+        try:
+            value = float(le) if le is not None else math.inf
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            exposed.setdefault(value, le or "")
+    chosen = min((b for b in exposed if b >= bound), default=None)
+    return None if chosen is None else exposed[chosen]
 
 
 def render(
