@@ -6,7 +6,6 @@ accepted envelope means: per replica, blind to another deployment's series."""
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import shutil
 import subprocess
@@ -17,9 +16,8 @@ import jsonschema
 import pytest
 import yaml
 
-from golive.bundle.store import Bundle
 from golive.cli.main import main
-from golive.operate.guardrail_files import write_guardrails
+from tests.helpers.guardrail_inputs import generate, synthetic_bundle
 
 DATA = Path(__file__).parent.parent / "data"
 SCHEMAS = DATA / "schemas"
@@ -27,19 +25,6 @@ MODEL = 'model_name="qwen2.5-coder-0.5b"'  # the demo engine's own label
 PROMETHEUS_RULE_CRD = "monitoring.coreos.com_prometheusrules.yaml"
 ANALYSIS_TEMPLATE_CRD = "analysis-template-crd.yaml"
 pytestmark = pytest.mark.synthetic_checks  # a verdict and its scrapes, sealed, nothing else
-
-
-def _bundle(tmp_path: Path, pods: dict[str, Any] | None = None) -> Path:
-    root = tmp_path / "bundle"
-    (root / "metrics").mkdir(parents=True)
-    shutil.copy(DATA / "accepted/verdict.json", root / "verdict.json")
-    shutil.copy(DATA / "accepted/capacity-steps.jsonl", root / "metrics/capacity-steps.jsonl")
-    shutil.copy(DATA / "accepted/after-agent.prom", root / "metrics/after.prom")
-    if pods is not None:
-        (root / "environment").mkdir()
-        (root / "environment/k8s-pods.json").write_text(json.dumps(pods))
-    Bundle(root).seal()
-    return root
 
 
 def _validate(resource: dict[str, Any], crd_file: str) -> None:
@@ -55,9 +40,8 @@ def _write(
     tmp_path: Path, form: str, *selectors: str, pods: dict[str, Any] | None = None
 ) -> tuple[Any, list[str], Path]:
     out = tmp_path / f"{form}.yml"
-    left = write_guardrails(
-        _bundle(tmp_path, pods), out, 10.0, selectors=selectors, form=form, runbook="https://r/x"
-    )
+    root = synthetic_bundle(tmp_path, pods=pods)
+    left = generate(root, out, 10.0, selectors, form, runbook="https://r/x")
     return yaml.safe_load(out.read_text()), left, out
 
 
@@ -154,10 +138,12 @@ def test_a_command_line_selector_scopes_every_expression(tmp_path: Path, form: s
     """`--selector` given on the command line appears in every vector selector of every
     expression (the served model's label too, on vLLM's own series): none is unscoped."""
     out = tmp_path / "out.yml"
+    golden = tmp_path / "accepted"  # a bundle that re-derives: the command refuses others
+    shutil.copytree(DATA / "golden-demo", golden)
     code = main(
         [
             "guardrails",
-            str(_bundle(tmp_path)),
+            str(golden),
             "-o",
             str(out),
             "--format",

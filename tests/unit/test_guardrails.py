@@ -11,27 +11,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from golive.bundle.store import Bundle
 from golive.errors import ConfigError
 from golive.operate.guardrail_files import write_guardrails
+from tests.helpers.guardrail_inputs import ACCEPTED, generate, synthetic_bundle
 from tests.helpers.promtool import alerts_fire
 
-DATA = Path(__file__).parent.parent / "data" / "accepted"
-# the bundles here hold the accepted verdict and the scrapes the rules read, sealed (the alerts
-# name the manifest's digest) without the rest of the evidence: they re-derive to hold
+DATA = ACCEPTED
+GOLDEN = Path(__file__).parents[1] / "data" / "golden-demo"
+# the bundles made here hold the accepted verdict and the scrapes the rules read, sealed (the
+# alerts name the manifest's digest) without the rest of the evidence: they re-derive to hold
 pytestmark = pytest.mark.synthetic_checks
-
-
-def _bundle(tmp_path: Path, prom: str | None = None, **verdict_changes: object) -> Path:
-    root = tmp_path / "bundle"
-    (root / "metrics").mkdir(parents=True)
-    verdict = json.loads((DATA / "verdict.json").read_text())
-    verdict.update(verdict_changes)
-    (root / "verdict.json").write_text(json.dumps(verdict))
-    shutil.copy(DATA / "capacity-steps.jsonl", root / "metrics/capacity-steps.jsonl")
-    (root / "metrics/after.prom").write_text(prom or (DATA / "after-agent.prom").read_text())
-    Bundle(root).seal()
-    return root
+_bundle = synthetic_bundle
 
 
 def _rules(path: Path) -> dict[str, str]:
@@ -43,7 +33,7 @@ def test_rules_for_the_accepted_envelope_pass_promtool(tmp_path: Path) -> None:
     """An accepted bundle gives every alerting rule, with the accepted ceiling, and promtool accepts
     the file."""
     out = tmp_path / "rules.yml"
-    assert write_guardrails(_bundle(tmp_path), out, ttft_slo_s=10.0) == []
+    assert generate(_bundle(tmp_path), out, ttft_slo_s=10.0) == []
     rules = _rules(out)
     assert set(rules) >= {
         "GoliveQueueBeyondEnvelope",
@@ -81,7 +71,7 @@ def test_renamed_and_missing_metrics(tmp_path: Path) -> None:
         + "\n"
     )
     out = tmp_path / "rules.yml"
-    left_out = write_guardrails(_bundle(tmp_path, prom), out, ttft_slo_s=10.0)
+    left_out = generate(_bundle(tmp_path, prom), out, ttft_slo_s=10.0)
     rules = _rules(out)
     assert "vllm:gpu_cache_usage_perc" in rules["GoliveKvCacheNearlyFull"]
     assert "GoliveToolCallParseFailures" not in rules
@@ -97,7 +87,7 @@ def test_caps_of_observe_with_limits(tmp_path: Path) -> None:
     first bucket above it."""
     limits = {"max_concurrency": 1, "max_context": 300, "disable_features": []}
     out = tmp_path / "rules.yml"
-    write_guardrails(_bundle(tmp_path, limits=limits), out)
+    generate(_bundle(tmp_path, limits=limits), out)
     rules = _rules(out)
     assert rules["GoliveConcurrencyAboveAcceptedCap"].endswith("> 1")
     # the first bucket >= 300, its bound as the engine exposes it (Prometheus matches the text)
@@ -116,7 +106,7 @@ def test_a_p95_of_four_requests_sets_no_ttft_slo(tmp_path: Path) -> None:
     """The demo's ramp steps served 2-4 requests each: their p95 TTFT is nearly a maximum and
     bounds nothing, so no burn-rate rule is derived from it; the rules file says why."""
     out = tmp_path / "rules.yml"
-    left_out = write_guardrails(_bundle(tmp_path), out)
+    left_out = generate(_bundle(tmp_path), out)
     why = (
         "the p95 TTFT inside the envelope came from at most 4 requests per step; a p95 needs "
         "59 to be bounded at 95% confidence: give --ttft-slo"
@@ -139,7 +129,7 @@ def test_the_h200_ramp_bounds_its_ttft_slo(tmp_path: Path) -> None:
     inside = [s for s in steps if s["concurrency"] <= ceiling["measurements"]["ceiling"]]
     assert min(s["completed"] for s in inside) >= 59
     out = tmp_path / "rules.yml"
-    assert write_guardrails(root, out) == []
+    assert generate(root, out) == []
     slo = round(1.5 * max(s["ttft_p95_s"] for s in inside), 3)
     assert f"TTFT SLO ({slo:.2f} s" in out.read_text()
 
@@ -150,7 +140,7 @@ def test_whole_number_bounds_match_the_series_the_engine_exposes(tmp_path: Path)
     and the context-cap alerts (written `le="1"`, they never fired)."""
     limits = {"max_concurrency": 4, "max_context": 1000, "disable_features": []}
     out = tmp_path / "rules.yml"
-    write_guardrails(_bundle(tmp_path, limits=limits), out, ttft_slo_s=0.9)
+    generate(_bundle(tmp_path, limits=limits), out, ttft_slo_s=0.9)
     engine = 'model_name="qwen2.5-coder-0.5b",job="vllm",namespace="llm",pod="p0",instance="i0"'
     series = [
         # 60 requests a minute, every first token in the 2.5 s bucket, none under 1 s

@@ -75,6 +75,7 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
         selectors=args.selector,
         form=args.format,
         runbook=args.runbook_url,
+        trusted=args.trust_key,
     )
     for rule in left_out:
         err.print(f"left out: {escape(rule)}", highlight=False, soft_wrap=True)
