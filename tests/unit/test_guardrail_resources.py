@@ -18,6 +18,7 @@ import yaml
 
 from golive.cli.main import main
 from tests.helpers.guardrail_inputs import generate, synthetic_bundle
+from tests.helpers.promtool import expr_values
 
 DATA = Path(__file__).parent.parent / "data"
 SCHEMAS = DATA / "schemas"
@@ -228,3 +229,84 @@ def test_the_concurrency_cap_holds_per_replica_and_ignores_other_deployments(
     expr = f"({rules['GoliveConcurrencyAboveAcceptedCap']}) > bool 0"
     want = '{instance="c:8000", job="vllm", namespace="llm", pod="c"}'
     _promql_test(tmp_path, expr, series, [want])
+
+
+def _outcome(metric: dict[str, Any], value: float) -> str:
+    """What Argo Rollouts makes of one measurement answering `value`: the conditions here
+    are `len(result) > 0 && result[0] OP N`, which read the same in Python."""
+    result = [value]
+    for name, key in (("Successful", "successCondition"), ("Failed", "failureCondition")):
+        condition = metric[key].replace("&&", "and")
+        if eval(condition, {"len": len}, {"result": result}):
+            return name
+    return "Inconclusive"
+
+
+def _template(tmp_path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    template, _, _ = _write(tmp_path, "analysistemplate", "job=vllm")
+    return {m["name"]: m for m in template["spec"]["metrics"]}, _queries(template)
+
+
+ENGINE = 'job="vllm",model_name="qwen2.5-coder-0.5b"'
+
+
+@pytest.mark.parametrize(
+    ("interval", "failures", "eval_time", "answer", "outcome"),
+    [
+        # a 1 m scrape (Prometheus' default), the parser failing every minute
+        ("1m", "0+1x30", "10m30s", 4, "Failed"),  # 5 scrapes in the window, 4 rises
+        # a 30 s scrape, one failure between two scrapes a minute apart: seen, as the watch
+        # sees one interval with failures (no trigger)
+        ("30s", "0x21 1x40", "11m15s", 1, "Successful"),
+        # ... and a second failure a minute later: failures in two intervals
+        ("30s", "0x21 1 1 2x40", "12m15s", 2, "Failed"),
+    ],
+)
+def test_tool_call_parser_failures_are_seen_in_every_window(
+    tmp_path: Path, interval: str, failures: str, eval_time: str, answer: int, outcome: str
+) -> None:
+    """The `tool-call-schema` measurement reads a window holding several scrapes: with a 1 m
+    scrape it counts the parser's failures (it once read one sample and answered 0 while the
+    parser failed every minute), and two intervals with failures fail the rollout."""
+    metrics, queries = _template(tmp_path)
+    parser = "vllm:tool_call_parser_invocations_total"
+    series = [
+        (f'{parser}{{{ENGINE},outcome="tool_call"}}', "0+10x60"),
+        (f'{parser}{{{ENGINE},outcome="invalid"}}', failures),
+    ]
+    run = expr_values(
+        tmp_path, queries["tool-call-schema"], series, [("{}", answer)], eval_time, interval
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert _outcome(metrics["tool-call-schema"], answer) == outcome
+
+
+@pytest.mark.parametrize(
+    ("waiting", "answer", "outcome"),
+    [
+        # a new canary pod: its first scrape shows 3 waiting (the cap is 1), then none
+        ("_x10 3 0 0 0", 0, "Successful"),
+        # its one and only scrape so far, outside: not yet the watch's repeated intervals
+        ("_x10 3", 0, "Successful"),
+        # outside for every scrape of the window
+        ("3x14", 1, "Failed"),
+    ],
+)
+def test_queue_envelope_needs_the_watchs_repeated_readings(
+    tmp_path: Path, waiting: str, answer: int, outcome: str
+) -> None:
+    """One reading of a new pod outside the queue envelope fails no rollout (it once did:
+    `min_over_time` of a single sample is that sample); a replica outside for the whole
+    window, over at least the watch's repeated scrapes, does."""
+    metrics, queries = _template(tmp_path)
+    target = f'{ENGINE},namespace="llm",pod="canary",instance="c:8000"'
+    series = [
+        (f"vllm:num_requests_waiting{{{target}}}", waiting),
+        (f"vllm:num_requests_running{{{target}}}", waiting.replace("3", "1").replace("0", "1")),
+    ]
+    eval_time = "10m" if waiting.endswith("3") else "14m"
+    run = expr_values(
+        tmp_path, queries["queue-envelope"], series, [("{}", answer)], eval_time, "1m"
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert _outcome(metrics["queue-envelope"], answer) == outcome
