@@ -48,9 +48,11 @@ def generate(
     selectors: Sequence[str] = (),
     form: str = "rules",
     runbook: str = RUNBOOK,
+    cache_floor: float | None = None,
 ) -> list[str]:
     """Write `root`'s guardrails to `out` in `form`; what was left out."""
     accepted = assemble(root, runbook)
-    text, left_out = guardrails_text(accepted, parse_selectors(selectors), form, ttft_slo_s)
+    given = parse_selectors(selectors)
+    text, left_out = guardrails_text(accepted, given, form, ttft_slo_s, cache_floor)
     out.write_text(text, encoding="utf-8")
     return left_out

@@ -38,11 +38,15 @@ def _validate(resource: dict[str, Any], crd_file: str) -> None:
 
 
 def _write(
-    tmp_path: Path, form: str, *selectors: str, pods: dict[str, Any] | None = None
+    tmp_path: Path,
+    form: str,
+    *selectors: str,
+    pods: dict[str, Any] | None = None,
+    cache_floor: float | None = 0.3,
 ) -> tuple[Any, list[str], Path]:
     out = tmp_path / f"{form}.yml"
     root = synthetic_bundle(tmp_path, pods=pods)
-    left = generate(root, out, 10.0, selectors, form, runbook="https://r/x")
+    left = generate(root, out, 10.0, selectors, form, "https://r/x", cache_floor)
     return yaml.safe_load(out.read_text()), left, out
 
 
@@ -124,6 +128,19 @@ def test_analysistemplate_carries_the_four_rollback_triggers(tmp_path: Path) -> 
     )
     assert check.returncode == 0, check.stdout + check.stderr
     assert "# scope: namespace='llm' (bundle: environment/k8s-pods.json)" in out.read_text()
+
+
+def test_without_a_cache_floor_the_rollout_must_give_one(tmp_path: Path) -> None:
+    """The bundle measured golive's cache probe, not production's hit ratio: without
+    --cache-floor the `cache-floor` argument has no value (Argo Rollouts refuses to run the
+    analysis until the Rollout gives it), and the template still validates."""
+    template, _, _ = _write(tmp_path, "analysistemplate", "job=vllm", cache_floor=None)
+    _validate(template, ANALYSIS_TEMPLATE_CRD)
+    args = {a["name"]: a for a in template["spec"]["args"]}
+    assert "value" not in args["cache-floor"]
+    assert "cache-regression" in {m["name"] for m in template["spec"]["metrics"]}
+    given, _, _ = _write(tmp_path / "given", "analysistemplate", "job=vllm", cache_floor=0.25)
+    assert {a["name"]: a.get("value") for a in given["spec"]["args"]}["cache-floor"] == "0.25"
 
 
 def test_without_a_namespace_the_oom_trigger_is_left_out_and_said(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def test_rules_for_the_accepted_envelope_pass_promtool(tmp_path: Path) -> None:
     """An accepted bundle gives every alerting rule, with the accepted ceiling, and promtool accepts
     the file."""
     out = tmp_path / "rules.yml"
-    assert generate(_bundle(tmp_path), out, ttft_slo_s=10.0) == []
+    assert generate(_bundle(tmp_path), out, ttft_slo_s=10.0, cache_floor=0.3) == []
     rules = _rules(out)
     assert set(rules) >= {
         "GoliveQueueBeyondEnvelope",
@@ -71,7 +71,7 @@ def test_renamed_and_missing_metrics(tmp_path: Path) -> None:
         + "\n"
     )
     out = tmp_path / "rules.yml"
-    left_out = generate(_bundle(tmp_path, prom), out, ttft_slo_s=10.0)
+    left_out = generate(_bundle(tmp_path, prom), out, ttft_slo_s=10.0, cache_floor=0.3)
     rules = _rules(out)
     assert "vllm:gpu_cache_usage_perc" in rules["GoliveKvCacheNearlyFull"]
     assert "GoliveToolCallParseFailures" not in rules
@@ -106,7 +106,7 @@ def test_a_p95_of_four_requests_sets_no_ttft_slo(tmp_path: Path) -> None:
     """The demo's ramp steps served 2-4 requests each: their p95 TTFT is nearly a maximum and
     bounds nothing, so no burn-rate rule is derived from it; the rules file says why."""
     out = tmp_path / "rules.yml"
-    left_out = generate(_bundle(tmp_path), out)
+    left_out = generate(_bundle(tmp_path), out, cache_floor=0.3)
     why = (
         "the p95 TTFT inside the envelope came from at most 4 requests per step; a p95 needs "
         "59 to be bounded at 95% confidence: give --ttft-slo"
@@ -129,7 +129,7 @@ def test_the_h200_ramp_bounds_its_ttft_slo(tmp_path: Path) -> None:
     inside = [s for s in steps if s["concurrency"] <= ceiling["measurements"]["ceiling"]]
     assert min(s["completed"] for s in inside) >= 59
     out = tmp_path / "rules.yml"
-    assert generate(root, out) == []
+    assert generate(root, out, cache_floor=0.3) == []
     slo = round(1.5 * max(s["ttft_p95_s"] for s in inside), 3)
     assert f"TTFT SLO ({slo:.2f} s" in out.read_text()
 
@@ -157,4 +157,35 @@ def test_whole_number_bounds_match_the_series_the_engine_exposes(tmp_path: Path)
         "GoliveContextAboveAcceptedCap": [{**deployment, "severity": "ticket", "source": "golive"}],
     }
     run = alerts_fire(out, series, firing, "7h")
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_cache_floor_is_productions_own(tmp_path: Path) -> None:
+    """The bundle measured its own cache probe's reuse (a prompt sent twice: 0.87 in the
+    demo), not the share of production's prompt tokens that hit the cache, so no floor is
+    derived from it: without --cache-floor the rule is left out and says why; with the
+    production workload's own floor, an engine whose ratio falls below it for 30 minutes
+    alerts, one above it does not (at half the probe's 0.87 it alerted on the demo's own
+    load windows' ratios, 0.52 to 0.63, at any floor above them)."""
+    root = _bundle(tmp_path)
+    out = tmp_path / "rules.yml"
+    left_out = generate(root, out, ttft_slo_s=10.0)
+    assert "GolivePrefixCacheRegression" not in _rules(out)
+    assert any(
+        x.startswith("GolivePrefixCacheRegression") and "--cache-floor" in x for x in left_out
+    )
+    generate(root, out, ttft_slo_s=10.0, cache_floor=0.4)
+    engine = 'model_name="qwen2.5-coder-0.5b",job="vllm",namespace="llm",instance="i:8000"'
+    series = [
+        # pod a: 20% of prompt tokens hit the cache; pod b: 60%
+        (f'vllm:prefix_cache_queries_total{{{engine},pod="a"}}', "0+1000x90"),
+        (f'vllm:prefix_cache_hits_total{{{engine},pod="a"}}', "0+200x90"),
+        (f'vllm:prefix_cache_queries_total{{{engine},pod="b"}}', "0+1000x90"),
+        (f'vllm:prefix_cache_hits_total{{{engine},pod="b"}}', "0+600x90"),
+    ]
+    replica = {"job": "vllm", "namespace": "llm", "instance": "i:8000", "pod": "a"}
+    firing = {
+        "GolivePrefixCacheRegression": [{**replica, "severity": "ticket", "source": "golive"}]
+    }
+    run = alerts_fire(out, series, firing, "80m")
     assert run.returncode == 0, run.stdout + run.stderr

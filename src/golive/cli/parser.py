@@ -316,6 +316,14 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="where docs/runbook.md is served; each alert links its section",
     )
     rails.add_argument(
+        "--cache-floor",
+        type=float,
+        metavar="RATIO",
+        help="prefix-cache hit ratio below which production regressed: your workload's own "
+        "(the bundle measured golive's probe); without it the rule is left out and the "
+        "AnalysisTemplate's cache-floor argument must be given by the Rollout",
+    )
+    rails.add_argument(
         "--trust-key",
         type=Path,
         action="append",

@@ -192,12 +192,15 @@ def write_guardrails(
     form: str = "rules",
     runbook: str = RUNBOOK,
     trusted: Sequence[Path] = (),
+    cache_floor: float | None = None,
 ) -> list[str]:
     """Read an accepted bundle, write its guardrails in `form`; returns what was left out."""
     if form not in FORMATS:
         raise ConfigError(f"--format {form!r}: one of {', '.join(FORMATS)}")
     given = parse_selectors(selectors)
-    text, left_out = guardrails_text(read_bundle(bundle, runbook, trusted), given, form, ttft_slo_s)
+    text, left_out = guardrails_text(
+        read_bundle(bundle, runbook, trusted), given, form, ttft_slo_s, cache_floor
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     return left_out
@@ -208,12 +211,15 @@ def guardrails_text(
     given: Mapping[str, str],
     form: str = "rules",
     ttft_slo_s: float | None = None,
+    cache_floor: float | None = None,
 ) -> tuple[str, list[str]]:
     """(the file's text in `form`, what was left out and why)."""
+    if cache_floor is not None and not 0 < cache_floor <= 1:
+        raise ConfigError(f"--cache-floor {cache_floor:g}: a hit ratio, above 0 and at most 1")
     scope = scope_of(accepted.labels, given)
     origin, snapshot = accepted.origin, accepted.snapshot
     env = envelope(accepted.verdict, accepted.steps, ttft_slo_s)
-    rules, left_out = guardrail_rules(accepted.verdict, snapshot, env, scope, origin)
+    rules, left_out = guardrail_rules(accepted.verdict, snapshot, env, scope, origin, cache_floor)
     document: dict[str, Any] = rules
     what = "Prometheus alerting rules"
     if form == "prometheusrule":
@@ -221,7 +227,9 @@ def guardrails_text(
     elif form == "analysistemplate":
         exposed = set(snapshot.samples) | set(snapshot.types)
         th = thresholds(env, WatchConfig())
-        document, left_out = analysis_template(th, scope, exposed, origin, accepted.container)
+        document, left_out = analysis_template(
+            th, scope, exposed, origin, accepted.container, cache_floor
+        )
         what = "Argo Rollouts AnalysisTemplate (the watch's rollback triggers)"
     left_out = [*left_out, *accepted.not_taken]
     text = render(

@@ -143,8 +143,9 @@ def tool_call_schema() -> AnalysisMetric:
 
 
 def cache_regression() -> AnalysisMetric:
-    """Each serving replica's prefix-cache hit ratio over the window against half the
-    accepted reuse; two low readings fail (the watch: two probes in a row)."""
+    """Each serving replica's prefix-cache hit ratio over the window against `cache-floor`,
+    the production workload's own ratio (not the accepted probe's reuse: the watch sends its
+    own probe, production its own prompts); two low readings fail."""
     replica, window = by(REPLICA), arg("window")
     ratio = (
         f"sum {replica} (rate({engine(HITS)}[{window}])) / "
@@ -185,8 +186,11 @@ def analysis_template(
     exposed: Collection[str],
     origin: Provenance,
     container: str | None = None,
+    cache_floor: float | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """(the AnalysisTemplate, the triggers left out and why)."""
+    """(the AnalysisTemplate, the triggers left out and why). `cache_floor`: the production
+    workload's own hit ratio floor; without it the `cache-floor` argument has no value and
+    the Rollout must give one (the bundle measured golive's probe, not production's ratio)."""
     args: list[dict[str, str]] = [
         {"name": "prometheus-address"},  # the Rollout gives it: the bundle cannot know it
         {"name": "selector", "value": scope.matchers()},
@@ -201,10 +205,10 @@ def analysis_template(
         metrics.append(tool_call_schema())
     else:
         left_out.append(f"tool-call-schema (needs {PARSER})")
-    if th.cache_floor is None:
-        left_out.append("cache-regression (the accepted bundle measured no prefix reuse)")
-    elif HITS in exposed and QUERIES in exposed:
-        args.append({"name": "cache-floor", "value": f"{th.cache_floor:g}"})
+    if HITS in exposed and QUERIES in exposed:
+        # production's own ratio: the Rollout gives it where golive was not told it
+        floor = {} if cache_floor is None else {"value": f"{cache_floor:g}"}
+        args.append({"name": "cache-floor", **floor})
         metrics.append(cache_regression())
     else:
         left_out.append(f"cache-regression (needs {HITS}, {QUERIES})")

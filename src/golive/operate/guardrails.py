@@ -27,6 +27,12 @@ from golive.operate.rollback import ACCEPTED, programme_scope
 from golive.quantiles import samples_needed
 from golive.verdict.document import VerdictDocument
 
+# the accepted bundle measured the reuse of golive's own cache probe (a prompt sent twice), not
+# the share of production's prompt tokens that hit the cache: that depends on the traffic
+CACHE_FLOOR_UNKNOWN = (
+    "the bundle measured golive's cache probe, not your traffic's hit ratio: give "
+    "--cache-floor RATIO, from your production workload's own ratio"
+)
 TTFT_BUDGET = 0.01  # 99% of requests under the accepted TTFT
 # Google SRE multi-window burn rates: (long window, short window, burn rate, severity)
 BURN_WINDOWS = (("1h", "5m", 14.4, "page"), ("6h", "30m", 6.0, "ticket"))
@@ -112,9 +118,15 @@ class Provenance:
 
 
 def guardrail_rules(
-    verdict: VerdictDocument, snapshot: Snapshot, env: Envelope, scope: Scope, origin: Provenance
+    verdict: VerdictDocument,
+    snapshot: Snapshot,
+    env: Envelope,
+    scope: Scope,
+    origin: Provenance,
+    cache_floor: float | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """(the rules file as data, names of rules left out because their metric is absent)."""
+    """(the rules file as data, names of rules left out because their metric is absent, or
+    as said). `cache_floor`: the production workload's own prefix-cache hit ratio floor."""
     names = set(snapshot.samples) | set(snapshot.types)
     rules: list[dict[str, Any]] = []
     left_out: list[str] = []
@@ -231,19 +243,20 @@ def guardrail_rules(
         "The engine's tool-call parser fails on model output: clients receive calls that "
         "do not match their schema.",
     )
-    if env.cache_hit_ratio:
-        floor = round(env.cache_hit_ratio * 0.5, 3)
-        hits, queries = sel("vllm:prefix_cache_hits_total"), sel("vllm:prefix_cache_queries_total")
+    hits, queries = "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"
+    if cache_floor is None:
+        left_out.append(f"GolivePrefixCacheRegression ({CACHE_FLOOR_UNKNOWN})")
+    else:
         add(
             "GolivePrefixCacheRegression",
-            ["vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"],
-            f"sum {replica} (rate({hits}[15m])) / (sum {replica} (rate({queries}[15m])) > 0) "
-            f"< {floor}",
+            [hits, queries],
+            f"sum {replica} (rate({sel(hits)}[15m])) / (sum {replica} (rate({sel(queries)}[15m])) "
+            f"> 0) < {cache_floor:g}",
             "30m",
             "ticket",
-            f"prefix-cache hit ratio below half the accepted {env.cache_hit_ratio:.2f}",
-            f"The prefix cache of the engine on {where} reuses less than half of what the "
-            "accepted bundle proved (an idle engine is not judged).",
+            f"prefix-cache hit ratio below {cache_floor:g} (--cache-floor: production's own)",
+            f"The prefix cache of the engine on {where} reuses less of its prompts than the "
+            "floor set from this deployment's own traffic (an idle engine is not judged).",
         )
     left_out += _burn_rate_rules(snapshot, env, scope, add)
     return {"groups": [{"name": "golive-accepted-envelope", "rules": rules}]}, left_out
