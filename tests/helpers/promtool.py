@@ -4,6 +4,8 @@ not its text."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -77,3 +79,30 @@ def expr_values(
         ],
     }
     return _run({"tests": [test]}, tmp / "promql-test.yml")
+
+
+GOT_ANNOTATIONS = re.compile(r"got:\[\s*0:\s*Labels:\{.*?\}\s*Annotations:\{(.*?)\}\s*\]", re.S)
+ANNOTATION = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def rendered_annotations(rules: Path, series: Series, alert: str, eval_time: str) -> dict[str, str]:
+    """The annotations of `alert` as Prometheus renders them (their templates run) at
+    `eval_time`: promtool prints them when they differ from an expectation, so one that
+    cannot match is given. Empty when the alert does not fire."""
+    test = {
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in series],
+        "alert_rule_test": [
+            {
+                "eval_time": eval_time,
+                "alertname": alert,
+                "exp_alerts": [{"exp_labels": {}, "exp_annotations": {"_": "_"}}],
+            }
+        ],
+    }
+    spec = {"rule_files": [str(rules)], "evaluation_interval": "1m", "tests": [test]}
+    run = _run(spec, rules.with_name(rules.stem + "-render.yml"))
+    found = GOT_ANNOTATIONS.search(run.stdout + run.stderr)
+    if found is None:
+        return {}
+    return {k: json.loads(f'"{v}"') for k, v in ANNOTATION.findall(found.group(1))}

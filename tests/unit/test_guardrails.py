@@ -14,7 +14,7 @@ import yaml
 from golive.errors import ConfigError
 from golive.operate.guardrail_files import write_guardrails
 from tests.helpers.guardrail_inputs import ACCEPTED, generate, synthetic_bundle
-from tests.helpers.promtool import alerts_fire
+from tests.helpers.promtool import alerts_fire, rendered_annotations
 
 DATA = ACCEPTED
 GOLDEN = Path(__file__).parents[1] / "data" / "golden-demo"
@@ -189,3 +189,23 @@ def test_the_cache_floor_is_productions_own(tmp_path: Path) -> None:
     }
     run = alerts_fire(out, series, firing, "80m")
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("selector", ["job=a{{b", "job=a}}b", 'job={{ query "up" }}'])
+def test_template_delimiters_in_a_label_value_stay_text(tmp_path: Path, selector: str) -> None:
+    """Prometheus renders annotations as Go templates: a `{{` in a selector value once made
+    the whole rules file fail to load (`promtool check rules`: FAILED), and a value that
+    is a template ran as one. Every rule loads, and the alert's description shows the value
+    as given."""
+    out = tmp_path / "rules.yml"
+    generate(_bundle(tmp_path), out, ttft_slo_s=10.0, selectors=[selector])
+    check = subprocess.run(
+        ["promtool", "check", "rules", str(out)], capture_output=True, text=True, check=False
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    value = selector.partition("=")[2]
+    quoted = value.replace('"', '\\"')
+    engine = f'job="{quoted}",model_name="qwen2.5-coder-0.5b",pod="p",instance="i"'
+    series = [(f"vllm:num_requests_waiting{{{engine}}}", "50x20")]
+    shown = rendered_annotations(out, series, "GoliveQueueBeyondEnvelope", "15m")
+    assert f'job="{value}"' in shown["description"]

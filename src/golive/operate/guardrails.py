@@ -22,7 +22,14 @@ from golive.bundle.layout import CAPACITY_STEPS, SIGNOFF_JSON
 from golive.bundle.store import locate
 from golive.errors import ConfigError
 from golive.metrics import Snapshot
-from golive.operate.alert_scope import DEPLOYMENT, REPLICA, Scope, by, quote
+from golive.operate.alert_scope import (
+    DEPLOYMENT,
+    REPLICA,
+    Scope,
+    by,
+    quote,
+    template_literal,
+)
 from golive.operate.rollback import ACCEPTED, programme_scope
 from golive.quantiles import samples_needed
 from golive.verdict.document import VerdictDocument
@@ -141,8 +148,9 @@ def guardrail_rules(
             left_out.append(f"{name} (needs {', '.join(needs)})")
             return
         annotations = {
-            "summary": what,
-            "description": f"{why} Scope: {scope.describe()}. Value: {{{{ $value }}}}.",
+            "summary": template_literal(what),
+            "description": f"{why} Scope: {template_literal(scope.describe())}. "
+            "Value: {{ $value }}.",
             "runbook_url": f"{origin.runbook}#{name.lower()}",
             "bundle_digest": origin.digest,
             "accepted_outcome": verdict.outcome.value,
