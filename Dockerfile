@@ -2,8 +2,13 @@
 # runtime that runs as a non-root user.
 #   docker build -t golive:0.1.0 .
 #   docker run --rm golive:0.1.0 --version
-#   docker run --rm -e MY_KEY -v "$PWD/out:/work" golive:0.1.0 smoke \
-#       --target http://vllm.internal:8000 --api-key-env MY_KEY --out /work/bundle-smoke
+#   mkdir -p out && docker run --rm --user "$(id -u):$(id -g)" -e MY_KEY -v "$PWD/out:/work" \
+#       golive:0.1.0 smoke --target http://vllm.internal:8000 --api-key-env MY_KEY \
+#       --out /work/bundle-smoke
+# golive runs as uid 10001, which cannot write a folder of yours mounted on /work: --user
+# runs it as you (the bundle is then yours), or give the folder to 10001 (chown 10001 out).
+# The Kubernetes client is installed (golive[k8s]): `golive run --k8s-namespace` reads the
+# engine pods, their logs and nodes from inside the cluster (docs/examples/k8s-job.yaml).
 # The stdlib container probe is also at /opt/golive/container_probe.py, to pipe into the
 # serving container without installing golive there:
 #   docker run --rm --entrypoint cat golive:0.1.0 /opt/golive/container_probe.py \
@@ -25,7 +30,8 @@ RUN groupadd --system --gid 10001 golive \
     && useradd --system --uid 10001 --gid golive --create-home --home-dir /home/golive golive \
     && mkdir /work && chown golive:golive /work
 COPY --from=wheel /dist/ /tmp/dist/
-RUN python -m pip install --no-cache-dir /tmp/dist/golive-*.whl && rm -rf /tmp/dist
+RUN python -m pip install --no-cache-dir "$(echo /tmp/dist/golive-*.whl)[k8s]" \
+    && rm -rf /tmp/dist
 COPY src/golive/evidence/scripts/container_probe.py /opt/golive/container_probe.py
 USER 10001:10001
 WORKDIR /work

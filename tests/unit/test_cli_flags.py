@@ -52,6 +52,8 @@ INPUTS = {
     # guardrails: what it writes from an accepted bundle (--selector above: its labels)
     "--format": "guardrails: the form of the file written",
     "--runbook-url": "guardrails: where the runbook the alerts link is served",
+    "--trust-key": "the public key a bundle's manifest is checked against",
+    "--cache-floor": "guardrails: the production workload's own prefix-cache hit ratio",
 }
 # env collect --gpu-curve's own sampling length (the env command has no watch/capacity keys)
 ENV_COLLECT = {"--gpu-curve", "--duration"}

@@ -35,6 +35,19 @@ def _load(name: str) -> dict[str, Any]:
     return document
 
 
+def _manifest() -> list[dict[str, Any]]:
+    """The Job's manifest: the Job and the access it is given, as `kubectl apply -f` reads."""
+    documents = list(yaml.safe_load_all((EXAMPLES / "k8s-job.yaml").read_text()))
+    assert all(isinstance(d, dict) for d in documents)
+    return documents
+
+
+def _job() -> dict[str, Any]:
+    jobs = [d for d in _manifest() if d["kind"] == "Job"]
+    assert len(jobs) == 1
+    return jobs[0]
+
+
 def _schema(name: str) -> dict[str, Any]:
     schema = json.loads((SCHEMAS / name).read_text())
     assert isinstance(schema, dict)
@@ -71,7 +84,7 @@ def _golive_commands() -> list[list[str]]:
         for line in str(step.get("run", "")).splitlines()
         if line.strip().startswith("golive ")
     ]
-    container = _load("k8s-job.yaml")["spec"]["template"]["spec"]["containers"][0]
+    container = _job()["spec"]["template"]["spec"]["containers"][0]
     return [*commands, ["golive", *container["args"]]]
 
 
@@ -88,7 +101,7 @@ def test_the_workflow_is_valid_by_schemastore() -> None:
 def test_the_job_is_a_valid_batch_v1_job() -> None:
     """`kubectl apply` would accept the Job: it validates against the strict batch/v1 Job
     schema, which rejects a misspelt field and a wrongly typed one."""
-    job = _load("k8s-job.yaml")
+    job = _job()
     assert _job_errors(job) == []
     misspelt = copy.deepcopy(job)
     misspelt["spec"]["template"]["spec"]["containers"][0]["envv"] = []
@@ -111,21 +124,101 @@ def test_every_golive_command_in_the_examples_is_accepted() -> None:
 
 def test_the_api_key_never_appears_on_a_command_line() -> None:
     """The key comes from a secret into an environment variable that golive's config names
-    (target.api_key_env); no command line, step input or script expands it or a secret."""
+    (target.api_key_env), given to the golive step alone: no other step (the log capture,
+    the upload) holds it, and no command line, step input or script expands it or a secret."""
     workflow = _load("github-actions.yml")
-    job_env = workflow["jobs"]["acceptance"]["env"]
-    assert job_env[KEY_VARIABLE] == "${{ secrets.VLLM_API_KEY }}"
+    assert KEY_VARIABLE not in workflow["jobs"]["acceptance"].get("env", {})
+    holding = [s for s in _steps() if KEY_VARIABLE in s.get("env", {})]
+    assert [s.get("id") for s in holding] == ["golive"]
+    assert holding[0]["env"][KEY_VARIABLE] == "${{ secrets.VLLM_API_KEY }}"
+    assert "golive run " in holding[0]["run"]
     for step in _steps():
         script = str(step.get("run", "")) + json.dumps(step.get("with", {}))
         assert "secrets." not in script, step
         assert not re.search(rf"\$\{{?{KEY_VARIABLE}\b", script), step
     assert any(f"api_key_env: {KEY_VARIABLE}" in str(s.get("run", "")) for s in _steps())
-    container = _load("k8s-job.yaml")["spec"]["template"]["spec"]["containers"][0]
+    container = _job()["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e for e in container["env"]}
     assert "secretKeyRef" in env[KEY_VARIABLE]["valueFrom"]
     assert KEY_VARIABLE not in " ".join(container["args"])
     for command in _golive_commands():
         assert "--api-key" not in command
+
+
+def test_the_workflow_gives_golive_the_engines_startup_log() -> None:
+    """Without the server's startup log the chain cannot be proven and every run is hold:
+    `golive run` is given `--log FILE`, and an earlier step writes FILE from the engine's
+    own log (kubectl logs of the deployment under test)."""
+    steps = _steps()
+    at = next(i for i, s in enumerate(steps) if "golive run " in str(s.get("run", "")))
+    run = next(c for c in _golive_commands() if c[1] == "run" and "--junit" in c)
+    assert "--log" in run
+    log = run[run.index("--log") + 1]
+    writers = [
+        s
+        for s in steps[:at]
+        if re.search(rf"kubectl .*\blogs\b.*>\s*{re.escape(log)}\s*$", str(s.get("run", "")))
+    ]
+    assert writers, f"no step before the run writes {log} from the engine's log"
+    assert "--since" not in writers[0]["run"]  # the log from the engine's start
+
+
+def _rules(kind: str, subject: str, namespace: str | None) -> list[dict[str, Any]]:
+    """The rules of every `kind` (Role, ClusterRole) bound to the ServiceAccount `subject`."""
+    documents = _manifest()
+    bound = {
+        d["roleRef"]["name"]
+        for d in documents
+        if d["kind"] in ("RoleBinding", "ClusterRoleBinding")
+        and d["roleRef"]["kind"] == kind
+        and d["metadata"].get("namespace") in (namespace, None)
+        and {"kind": "ServiceAccount", "name": subject, "namespace": namespace} in d["subjects"]
+    }
+    return [
+        rule
+        for d in documents
+        if d["kind"] == kind and d["metadata"]["name"] in bound
+        for rule in d["rules"]
+    ]
+
+
+def _allows(rules: list[dict[str, Any]], resource: str, verb: str) -> bool:
+    return any(
+        "" in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules
+    )
+
+
+def test_the_job_reads_the_engine_pods_and_their_logs() -> None:
+    """The Job's golive reads the engine pods in-cluster (--k8s-namespace, --selector: their
+    log is the startup log), as a ServiceAccount whose token is mounted and which may list
+    the pods, read their logs and their nodes."""
+    job = _job()
+    namespace = job["metadata"]["namespace"]
+    spec = job["spec"]["template"]["spec"]
+    args = spec["containers"][0]["args"]
+    assert args[args.index("--k8s-namespace") + 1] == namespace
+    assert "=" in args[args.index("--selector") + 1]
+    account = spec["serviceAccountName"]
+    assert spec.get("automountServiceAccountToken", True) is True
+    assert any(
+        d["kind"] == "ServiceAccount" and d["metadata"]["name"] == account for d in _manifest()
+    )
+    pods = _rules("Role", account, namespace)
+    assert _allows(pods, "pods", "list")
+    assert _allows(pods, "pods/log", "get")
+    assert _allows(_rules("ClusterRole", account, namespace), "nodes", "get")
+    assert all(set(r["verbs"]) <= {"get", "list"} for r in pods)
+
+
+def test_each_job_run_writes_its_own_bundle() -> None:
+    """The bundle's folder is named after the pod (the downward API), so a second run never
+    writes into an earlier run's sealed bundle."""
+    container = _job()["spec"]["template"]["spec"]["containers"][0]
+    out = _out(["golive", *container["args"]])
+    names = re.findall(r"\$\((\w+)\)", out)
+    assert names
+    env = {e["name"]: e for e in container["env"]}
+    assert env[names[0]]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
 
 
 def _out(command: list[str]) -> str:
@@ -141,7 +234,7 @@ def test_the_bundle_is_kept_whatever_the_outcome() -> None:
     )
     assert upload["if"] == "always()"
     assert _out(run) in upload["with"]["path"].split()
-    spec = _load("k8s-job.yaml")["spec"]["template"]["spec"]
+    spec = _job()["spec"]["template"]["spec"]
     container = spec["containers"][0]
     out = _out(["golive", *container["args"]])
     mounts = [
@@ -166,7 +259,7 @@ def test_the_workflow_gate_fails_every_outcome_but_go_live(outcome: Outcome) -> 
 def test_the_job_runs_as_the_images_non_root_user() -> None:
     """The pod runs as a non-root user, the same uid the Dockerfile's USER sets, with no
     privilege escalation and a read-only root filesystem."""
-    spec = _load("k8s-job.yaml")["spec"]["template"]["spec"]
+    spec = _job()["spec"]["template"]["spec"]
     assert spec["securityContext"]["runAsNonRoot"] is True
     users = re.findall(r"^USER\s+(\d+)", (REPO / "Dockerfile").read_text(), re.M)
     assert users

@@ -6,7 +6,6 @@ accepted envelope means: per replica, blind to another deployment's series."""
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import shutil
 import subprocess
@@ -17,9 +16,9 @@ import jsonschema
 import pytest
 import yaml
 
-from golive.bundle.store import Bundle
 from golive.cli.main import main
-from golive.operate.guardrail_files import write_guardrails
+from tests.helpers.guardrail_inputs import generate, synthetic_bundle
+from tests.helpers.promtool import expr_values
 
 DATA = Path(__file__).parent.parent / "data"
 SCHEMAS = DATA / "schemas"
@@ -27,19 +26,6 @@ MODEL = 'model_name="qwen2.5-coder-0.5b"'  # the demo engine's own label
 PROMETHEUS_RULE_CRD = "monitoring.coreos.com_prometheusrules.yaml"
 ANALYSIS_TEMPLATE_CRD = "analysis-template-crd.yaml"
 pytestmark = pytest.mark.synthetic_checks  # a verdict and its scrapes, sealed, nothing else
-
-
-def _bundle(tmp_path: Path, pods: dict[str, Any] | None = None) -> Path:
-    root = tmp_path / "bundle"
-    (root / "metrics").mkdir(parents=True)
-    shutil.copy(DATA / "accepted/verdict.json", root / "verdict.json")
-    shutil.copy(DATA / "accepted/capacity-steps.jsonl", root / "metrics/capacity-steps.jsonl")
-    shutil.copy(DATA / "accepted/after-agent.prom", root / "metrics/after.prom")
-    if pods is not None:
-        (root / "environment").mkdir()
-        (root / "environment/k8s-pods.json").write_text(json.dumps(pods))
-    Bundle(root).seal()
-    return root
 
 
 def _validate(resource: dict[str, Any], crd_file: str) -> None:
@@ -52,12 +38,15 @@ def _validate(resource: dict[str, Any], crd_file: str) -> None:
 
 
 def _write(
-    tmp_path: Path, form: str, *selectors: str, pods: dict[str, Any] | None = None
+    tmp_path: Path,
+    form: str,
+    *selectors: str,
+    pods: dict[str, Any] | None = None,
+    cache_floor: float | None = 0.3,
 ) -> tuple[Any, list[str], Path]:
     out = tmp_path / f"{form}.yml"
-    left = write_guardrails(
-        _bundle(tmp_path, pods), out, 10.0, selectors=selectors, form=form, runbook="https://r/x"
-    )
+    root = synthetic_bundle(tmp_path, pods=pods)
+    left = generate(root, out, 10.0, selectors, form, "https://r/x", cache_floor)
     return yaml.safe_load(out.read_text()), left, out
 
 
@@ -141,6 +130,19 @@ def test_analysistemplate_carries_the_four_rollback_triggers(tmp_path: Path) -> 
     assert "# scope: namespace='llm' (bundle: environment/k8s-pods.json)" in out.read_text()
 
 
+def test_without_a_cache_floor_the_rollout_must_give_one(tmp_path: Path) -> None:
+    """The bundle measured golive's cache probe, not production's hit ratio: without
+    --cache-floor the `cache-floor` argument has no value (Argo Rollouts refuses to run the
+    analysis until the Rollout gives it), and the template still validates."""
+    template, _, _ = _write(tmp_path, "analysistemplate", "job=vllm", cache_floor=None)
+    _validate(template, ANALYSIS_TEMPLATE_CRD)
+    args = {a["name"]: a for a in template["spec"]["args"]}
+    assert "value" not in args["cache-floor"]
+    assert "cache-regression" in {m["name"] for m in template["spec"]["metrics"]}
+    given, _, _ = _write(tmp_path / "given", "analysistemplate", "job=vllm", cache_floor=0.25)
+    assert {a["name"]: a.get("value") for a in given["spec"]["args"]}["cache-floor"] == "0.25"
+
+
 def test_without_a_namespace_the_oom_trigger_is_left_out_and_said(tmp_path: Path) -> None:
     """kube-state-metrics' restarts are scoped by namespace: with none known the OOM trigger
     is not written unscoped but listed as left out, with the flag that adds it."""
@@ -154,10 +156,12 @@ def test_a_command_line_selector_scopes_every_expression(tmp_path: Path, form: s
     """`--selector` given on the command line appears in every vector selector of every
     expression (the served model's label too, on vLLM's own series): none is unscoped."""
     out = tmp_path / "out.yml"
+    golden = tmp_path / "accepted"  # a bundle that re-derives: the command refuses others
+    shutil.copytree(DATA / "golden-demo", golden)
     code = main(
         [
             "guardrails",
-            str(_bundle(tmp_path)),
+            str(golden),
             "-o",
             str(out),
             "--format",
@@ -242,3 +246,84 @@ def test_the_concurrency_cap_holds_per_replica_and_ignores_other_deployments(
     expr = f"({rules['GoliveConcurrencyAboveAcceptedCap']}) > bool 0"
     want = '{instance="c:8000", job="vllm", namespace="llm", pod="c"}'
     _promql_test(tmp_path, expr, series, [want])
+
+
+def _outcome(metric: dict[str, Any], value: float) -> str:
+    """What Argo Rollouts makes of one measurement answering `value`: the conditions here
+    are `len(result) > 0 && result[0] OP N`, which read the same in Python."""
+    result = [value]
+    for name, key in (("Successful", "successCondition"), ("Failed", "failureCondition")):
+        condition = metric[key].replace("&&", "and")
+        if eval(condition, {"len": len}, {"result": result}):
+            return name
+    return "Inconclusive"
+
+
+def _template(tmp_path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    template, _, _ = _write(tmp_path, "analysistemplate", "job=vllm")
+    return {m["name"]: m for m in template["spec"]["metrics"]}, _queries(template)
+
+
+ENGINE = 'job="vllm",model_name="qwen2.5-coder-0.5b"'
+
+
+@pytest.mark.parametrize(
+    ("interval", "failures", "eval_time", "answer", "outcome"),
+    [
+        # a 1 m scrape (Prometheus' default), the parser failing every minute
+        ("1m", "0+1x30", "10m30s", 4, "Failed"),  # 5 scrapes in the window, 4 rises
+        # a 30 s scrape, one failure between two scrapes a minute apart: seen, as the watch
+        # sees one interval with failures (no trigger)
+        ("30s", "0x21 1x40", "11m15s", 1, "Successful"),
+        # ... and a second failure a minute later: failures in two intervals
+        ("30s", "0x21 1 1 2x40", "12m15s", 2, "Failed"),
+    ],
+)
+def test_tool_call_parser_failures_are_seen_in_every_window(
+    tmp_path: Path, interval: str, failures: str, eval_time: str, answer: int, outcome: str
+) -> None:
+    """The `tool-call-schema` measurement reads a window holding several scrapes: with a 1 m
+    scrape it counts the parser's failures (it once read one sample and answered 0 while the
+    parser failed every minute), and two intervals with failures fail the rollout."""
+    metrics, queries = _template(tmp_path)
+    parser = "vllm:tool_call_parser_invocations_total"
+    series = [
+        (f'{parser}{{{ENGINE},outcome="tool_call"}}', "0+10x60"),
+        (f'{parser}{{{ENGINE},outcome="invalid"}}', failures),
+    ]
+    run = expr_values(
+        tmp_path, queries["tool-call-schema"], series, [("{}", answer)], eval_time, interval
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert _outcome(metrics["tool-call-schema"], answer) == outcome
+
+
+@pytest.mark.parametrize(
+    ("waiting", "answer", "outcome"),
+    [
+        # a new canary pod: its first scrape shows 3 waiting (the cap is 1), then none
+        ("_x10 3 0 0 0", 0, "Successful"),
+        # its one and only scrape so far, outside: not yet the watch's repeated intervals
+        ("_x10 3", 0, "Successful"),
+        # outside for every scrape of the window
+        ("3x14", 1, "Failed"),
+    ],
+)
+def test_queue_envelope_needs_the_watchs_repeated_readings(
+    tmp_path: Path, waiting: str, answer: int, outcome: str
+) -> None:
+    """One reading of a new pod outside the queue envelope fails no rollout (it once did:
+    `min_over_time` of a single sample is that sample); a replica outside for the whole
+    window, over at least the watch's repeated scrapes, does."""
+    metrics, queries = _template(tmp_path)
+    target = f'{ENGINE},namespace="llm",pod="canary",instance="c:8000"'
+    series = [
+        (f"vllm:num_requests_waiting{{{target}}}", waiting),
+        (f"vllm:num_requests_running{{{target}}}", waiting.replace("3", "1").replace("0", "1")),
+    ]
+    eval_time = "10m" if waiting.endswith("3") else "14m"
+    run = expr_values(
+        tmp_path, queries["queue-envelope"], series, [("{}", answer)], eval_time, "1m"
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert _outcome(metrics["queue-envelope"], answer) == outcome

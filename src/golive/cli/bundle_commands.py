@@ -75,6 +75,8 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
         selectors=args.selector,
         form=args.format,
         runbook=args.runbook_url,
+        trusted=args.trust_key,
+        cache_floor=args.cache_floor,
     )
     for rule in left_out:
         err.print(f"left out: {escape(rule)}", highlight=False, soft_wrap=True)

@@ -315,6 +315,23 @@ def _add_after(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=RUNBOOK,
         help="where docs/runbook.md is served; each alert links its section",
     )
+    rails.add_argument(
+        "--cache-floor",
+        type=float,
+        metavar="RATIO",
+        help="prefix-cache hit ratio below which production regressed: your workload's own "
+        "(the bundle measured golive's probe); without it the rule is left out and the "
+        "AnalysisTemplate's cache-floor argument must be given by the Rollout",
+    )
+    rails.add_argument(
+        "--trust-key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PUB",
+        help="the key the signed-off bundle's manifest was sealed with (golive signoff "
+        "--sign-key): only then is the reviewer's signed digest copied onto the alerts",
+    )
     decide = sub.add_parser(
         "decide", help="re-derive the verdict offline from a sealed bundle; must agree"
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from golive.errors import ConfigError
 
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+TEMPLATE_DELIMITER = re.compile(r"\{\{|\}\}")
 # set by vLLM on its own series, not by the scrape: absent from other series of the target
 ENGINE_LABELS = frozenset({"model_name"})
 # one engine process: a target (job, instance), named by its pod where Kubernetes runs it; a
@@ -64,6 +65,12 @@ class Scope:
 def quote(value: str) -> str:
     """A PromQL double-quoted string's content."""
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def template_literal(text: str) -> str:
+    """`text` as Prometheus renders it in an annotation (a Go template): every `{{` and `}}`
+    of a label value or model name printed as itself, never read as an action."""
+    return TEMPLATE_DELIMITER.sub(lambda found: '{{ "' + found.group(0) + '" }}', text)
 
 
 def by(labels: Sequence[str]) -> str:

@@ -3,16 +3,23 @@ rules file (`rules`, what `promtool check rules` reads), a Prometheus Operator
 `PrometheusRule` (`prometheusrule`) or an Argo Rollouts `AnalysisTemplate`
 (`analysistemplate`). Every form is scoped by the labels the bundle gives (the served model's
 `model_name` as the engine's own scrape states it, the namespace golive read the engine pods
-in) and those of `--selector`, and names the bundle's digest."""
+in) and those of `--selector`, and names the bundle's digest.
+
+Only a bundle `golive watch --accepted` would keep a deployment inside is turned into
+guardrails: intact, and re-derived by `golive decide` to its sealed verdict
+(`require_rederived`); a reviewer's signed digest is copied only where the manifest's
+signature proves the sign-off (`--trust-key`)."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from golive.bundle.layout import K8S_PODS, MANIFEST, SIGNOFF_JSON
+from golive.bundle.signoff import require_trusted
 from golive.bundle.store import BundleReader, locate_all
 from golive.config import WatchConfig
 from golive.errors import BadResponse, BundleError, ConfigError
@@ -25,8 +32,11 @@ from golive.operate.guardrails import (
     guardrail_rules,
     read_accepted,
     render,
+    signed_override,
 )
 from golive.operate.watch import thresholds
+from golive.verdict.document import VerdictDocument
+from golive.verdict.rederive import require_rederived
 
 
 def accepted_snapshot(bundle: Path) -> Snapshot:
@@ -85,9 +95,12 @@ def _k8s_pods(bundle: Path) -> dict[str, Any]:
     return saved if isinstance(saved, dict) else {}
 
 
-def provenance(bundle: Path, outcome: str, runbook: str) -> Provenance:
-    """The bundle's digest as its seal records it (sha256 of the manifest) and, when signed,
-    the digest the signature names. An unsealed bundle is refused: no digest names it."""
+def provenance(
+    bundle: Path, outcome: str, runbook: str, trusted: Sequence[Path] = ()
+) -> tuple[Provenance, str | None]:
+    """The bundle's digest as its seal records it (sha256 of the manifest) and, when a
+    reviewer's signature is proven, the digest that signature names; with it, why a signature
+    the bundle states was not copied (None when there is none or it was)."""
     try:
         manifest = (bundle / MANIFEST).read_bytes()
     except OSError as exc:
@@ -95,15 +108,78 @@ def provenance(bundle: Path, outcome: str, runbook: str) -> Provenance:
             f"{bundle / MANIFEST} cannot be read ({exc}): the bundle was never sealed, and "
             "the alerts must name the digest of the evidence they came from"
         ) from exc
-    signoff = BundleReader(bundle).json(SIGNOFF_JSON)
-    signature = signoff.get("signature") if isinstance(signoff, dict) else None
-    signed = signature.get("bundle_digest") if isinstance(signature, dict) else None
-    return Provenance(
+    signed, unproven = signed_digest(bundle, outcome, trusted)
+    origin = Provenance(
         bundle=str(bundle),
         digest="sha256:" + hashlib.sha256(manifest).hexdigest(),
         outcome=outcome,
         runbook=runbook,
-        signed_digest=signed if isinstance(signed, str) else None,
+        signed_digest=signed,
+    )
+    return origin, unproven
+
+
+def signed_digest(
+    bundle: Path, outcome: str, trusted: Sequence[Path]
+) -> tuple[str | None, str | None]:
+    """(the digest a reviewer signed, why a stated one is not taken). signoff.json is the
+    bundle's own word, re-sealed with it: only a manifest signed by a `trusted` key
+    (`golive signoff --sign-key`, checked as `golive signoff --trust-key` checks it) proves
+    the signature was recorded by golive signoff and not written in afterwards."""
+    signoff = BundleReader(bundle).json(SIGNOFF_JSON)
+    signature = signoff.get("signature") if isinstance(signoff, dict) else None
+    stated = signature.get("bundle_digest") if isinstance(signature, dict) else None
+    if not isinstance(stated, str) or not isinstance(signature, dict):
+        return None, None
+    why = f"signed_bundle_digest ({SIGNOFF_JSON} states {stated}, "
+    if signature.get("verdict_outcome") != outcome:
+        return None, why + f"over a {signature.get('verdict_outcome')} verdict, not {outcome})"
+    if not trusted:
+        return None, why + "unproven: give --trust-key PUB, the reviewer's sealing key)"
+    try:
+        require_trusted(bundle, trusted)
+    except ConfigError as exc:
+        return None, why + f"unproven: {exc})"
+    return stated, None
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptedBundle:
+    """What the guardrails are made of, read from a bundle `golive decide` re-derives."""
+
+    verdict: VerdictDocument
+    steps: list[dict[str, Any]]
+    snapshot: Snapshot
+    labels: dict[str, tuple[str, str]]  # label -> (value, where the bundle gives it)
+    container: str | None
+    origin: Provenance
+    not_taken: tuple[str, ...] = ()  # what the bundle states but does not prove, and why
+
+
+def read_bundle(
+    bundle: Path, runbook: str = RUNBOOK, trusted: Sequence[Path] = ()
+) -> AcceptedBundle:
+    """An accepted bundle, refused as `golive watch --accepted` refuses it: altered since it
+    was sealed, or edited and re-sealed so that its evidence no longer gives its verdict."""
+    read_accepted(bundle)  # not accepted at all: said first
+    require_rederived(bundle, "guardrails", signed_override(bundle))
+    return assemble(bundle, runbook, trusted)
+
+
+def assemble(bundle: Path, runbook: str = RUNBOOK, trusted: Sequence[Path] = ()) -> AcceptedBundle:
+    """What the guardrails read from a bundle, without asking whether `golive decide` still
+    gives its verdict (`read_bundle` asks first)."""
+    verdict, steps = read_accepted(bundle)
+    snapshot = accepted_snapshot(bundle)
+    origin, unproven = provenance(bundle, verdict.outcome.value, runbook, trusted)
+    return AcceptedBundle(
+        verdict,
+        steps,
+        snapshot,
+        bundle_labels(bundle, snapshot),
+        engine_container(bundle),
+        origin,
+        () if unproven is None else (unproven,),
     )
 
 
@@ -115,17 +191,35 @@ def write_guardrails(
     selectors: Sequence[str] = (),
     form: str = "rules",
     runbook: str = RUNBOOK,
+    trusted: Sequence[Path] = (),
+    cache_floor: float | None = None,
 ) -> list[str]:
     """Read an accepted bundle, write its guardrails in `form`; returns what was left out."""
     if form not in FORMATS:
         raise ConfigError(f"--format {form!r}: one of {', '.join(FORMATS)}")
     given = parse_selectors(selectors)
-    verdict, steps = read_accepted(bundle)
-    snapshot = accepted_snapshot(bundle)
-    scope = scope_of(bundle_labels(bundle, snapshot), given)
-    origin = provenance(bundle, verdict.outcome.value, runbook)
-    env = envelope(verdict, steps, ttft_slo_s)
-    rules, left_out = guardrail_rules(verdict, snapshot, env, scope, origin)
+    text, left_out = guardrails_text(
+        read_bundle(bundle, runbook, trusted), given, form, ttft_slo_s, cache_floor
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return left_out
+
+
+def guardrails_text(
+    accepted: AcceptedBundle,
+    given: Mapping[str, str],
+    form: str = "rules",
+    ttft_slo_s: float | None = None,
+    cache_floor: float | None = None,
+) -> tuple[str, list[str]]:
+    """(the file's text in `form`, what was left out and why)."""
+    if cache_floor is not None and not 0 < cache_floor <= 1:
+        raise ConfigError(f"--cache-floor {cache_floor:g}: a hit ratio, above 0 and at most 1")
+    scope = scope_of(accepted.labels, given)
+    origin, snapshot = accepted.origin, accepted.snapshot
+    env = envelope(accepted.verdict, accepted.steps, ttft_slo_s)
+    rules, left_out = guardrail_rules(accepted.verdict, snapshot, env, scope, origin, cache_floor)
     document: dict[str, Any] = rules
     what = "Prometheus alerting rules"
     if form == "prometheusrule":
@@ -133,13 +227,15 @@ def write_guardrails(
     elif form == "analysistemplate":
         exposed = set(snapshot.samples) | set(snapshot.types)
         th = thresholds(env, WatchConfig())
-        document, left_out = analysis_template(th, scope, exposed, origin, engine_container(bundle))
+        document, left_out = analysis_template(
+            th, scope, exposed, origin, accepted.container, cache_floor
+        )
         what = "Argo Rollouts AnalysisTemplate (the watch's rollback triggers)"
-    notes = _scope_notes(scope)
-    text = render(document, left_out, str(bundle), env.disable_features, what, notes)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    return left_out
+    left_out = [*left_out, *accepted.not_taken]
+    text = render(
+        document, left_out, origin.bundle, env.disable_features, what, _scope_notes(scope)
+    )
+    return text, left_out
 
 
 def _scope_notes(scope: Scope) -> list[str]:

@@ -23,6 +23,10 @@ from golive.operate.watch_rules import Thresholds
 PROMETHEUS_RULE_API = "monitoring.coreos.com/v1"
 ROLLOUTS_API = "argoproj.io/v1alpha1"
 INTERVAL_MIN = 1  # minutes between two measurements of every analysis metric
+# the window every metric reads, by default: at least twice the scrape interval (a 1 m scrape,
+# Prometheus' default, puts 5 samples in it), so that a counter's rise is seen by `changes`
+# and `increase`; longer where the watch's `repeated` scrapes must fit in it
+WINDOW_MIN = 5
 PARSER = "vllm:tool_call_parser_invocations_total"
 HITS, QUERIES = "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"
 RESTARTS = "kube_pod_container_status_restarts_total"  # kube-state-metrics
@@ -96,21 +100,23 @@ class AnalysisMetric:
         }
 
 
-def _count(name: str, query: str, failure_limit: int) -> AnalysisMetric:
-    """A metric answering one count: 0 passes, more fails, none is Inconclusive."""
+def _count(name: str, query: str, failure_limit: int, fails_from: int = 1) -> AnalysisMetric:
+    """A metric answering one count: below `fails_from` passes, from it fails, none is
+    Inconclusive."""
     return AnalysisMetric(
         name,
         query,
-        "len(result) > 0 && result[0] == 0",
-        "len(result) > 0 && result[0] > 0",
+        f"len(result) > 0 && result[0] < {fails_from}",
+        f"len(result) > 0 && result[0] >= {fails_from}",
         failure_limit,
     )
 
 
 def queue_envelope(th: Thresholds) -> AnalysisMetric:
-    """Replicas outside the accepted queue envelope for the whole window (the watch's
-    `repeated` intervals in a row): waiting above the cap, or running + waiting above the
-    accepted concurrency."""
+    """Replicas outside the accepted queue envelope for the whole window (waiting above the
+    cap, or running + waiting above the accepted concurrency), counted only where the window
+    holds at least `samples` scrapes of the replica (the watch's `repeated` intervals in a
+    row): one reading of a new pod fails nothing. A replica with fewer answers 0."""
     replica = by(REPLICA)
     waiting = f"sum {replica} ({engine('vllm:num_requests_waiting')})"
     running = f"sum {replica} ({engine('vllm:num_requests_running')})"
@@ -118,21 +124,28 @@ def queue_envelope(th: Thresholds) -> AnalysisMetric:
     if th.max_concurrency is not None:
         over = f"({running} + {waiting} > bool {arg('max-concurrency')})"
         outside = f"clamp_max({outside} + {over}, 1)"
-    query = f"sum(min_over_time({outside}[{arg('window')}:]))"
+    window, queue = arg("window"), engine("vllm:num_requests_waiting")
+    scrapes = f"min {replica} (count_over_time({queue}[{window}])) >= {arg('samples')}"
+    judged = f"min_over_time({outside}[{window}:]) and on({', '.join(REPLICA)}) ({scrapes})"
+    query = f"sum({judged}) or (0 * sum({queue}))"
     return _count("queue-envelope", query, 0)
 
 
 def tool_call_schema() -> AnalysisMetric:
-    """Tool-call parser failures in the last interval; two such intervals fail (the watch:
-    failures in two intervals, or two failed probes)."""
+    """Scrape intervals in the window in which the tool-call parser's failure count rose
+    (`changes`: every outcome is exposed from 0, so the first failure is a change); two fail
+    (the watch: failures in two intervals). The window holds at least two scrapes of every
+    series (the `window` argument: at least twice the scrape interval), and measurements a
+    minute apart overlap: no failure falls between two windows."""
     failed = engine(PARSER, 'outcome!~"tool_call|no_tool_call"')
-    query = f"sum(increase({failed}[{INTERVAL_MIN}m])) or (0 * sum({engine(PARSER)}))"
-    return _count("tool-call-schema", query, 1)
+    query = f"sum(changes({failed}[{arg('window')}])) or (0 * sum({engine(PARSER)}))"
+    return _count("tool-call-schema", query, 0, fails_from=2)
 
 
 def cache_regression() -> AnalysisMetric:
-    """Each serving replica's prefix-cache hit ratio over the window against half the
-    accepted reuse; two low readings fail (the watch: two probes in a row)."""
+    """Each serving replica's prefix-cache hit ratio over the window against `cache-floor`,
+    the production workload's own ratio (not the accepted probe's reuse: the watch sends its
+    own probe, production its own prompts); two low readings fail."""
     replica, window = by(REPLICA), arg("window")
     ratio = (
         f"sum {replica} (rate({engine(HITS)}[{window}])) / "
@@ -173,12 +186,16 @@ def analysis_template(
     exposed: Collection[str],
     origin: Provenance,
     container: str | None = None,
+    cache_floor: float | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """(the AnalysisTemplate, the triggers left out and why)."""
+    """(the AnalysisTemplate, the triggers left out and why). `cache_floor`: the production
+    workload's own hit ratio floor; without it the `cache-floor` argument has no value and
+    the Rollout must give one (the bundle measured golive's probe, not production's ratio)."""
     args: list[dict[str, str]] = [
         {"name": "prometheus-address"},  # the Rollout gives it: the bundle cannot know it
         {"name": "selector", "value": scope.matchers()},
-        {"name": "window", "value": f"{th.repeated * INTERVAL_MIN}m"},
+        {"name": "window", "value": f"{max(WINDOW_MIN, th.repeated + 2)}m"},
+        {"name": "samples", "value": str(th.repeated)},
         {"name": "max-waiting", "value": f"{th.max_waiting:g}"},
     ]
     if th.max_concurrency is not None:
@@ -188,10 +205,10 @@ def analysis_template(
         metrics.append(tool_call_schema())
     else:
         left_out.append(f"tool-call-schema (needs {PARSER})")
-    if th.cache_floor is None:
-        left_out.append("cache-regression (the accepted bundle measured no prefix reuse)")
-    elif HITS in exposed and QUERIES in exposed:
-        args.append({"name": "cache-floor", "value": f"{th.cache_floor:g}"})
+    if HITS in exposed and QUERIES in exposed:
+        # production's own ratio: the Rollout gives it where golive was not told it
+        floor = {} if cache_floor is None else {"value": f"{cache_floor:g}"}
+        args.append({"name": "cache-floor", **floor})
         metrics.append(cache_regression())
     else:
         left_out.append(f"cache-regression (needs {HITS}, {QUERIES})")

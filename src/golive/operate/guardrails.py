@@ -10,6 +10,7 @@ name never fires. A rule whose metric is absent is left out and listed as such.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +22,24 @@ from golive.bundle.layout import CAPACITY_STEPS, SIGNOFF_JSON
 from golive.bundle.store import locate
 from golive.errors import ConfigError
 from golive.metrics import Snapshot
-from golive.operate.alert_scope import DEPLOYMENT, REPLICA, Scope, by
+from golive.operate.alert_scope import (
+    DEPLOYMENT,
+    REPLICA,
+    Scope,
+    by,
+    quote,
+    template_literal,
+)
 from golive.operate.rollback import ACCEPTED, programme_scope
 from golive.quantiles import samples_needed
 from golive.verdict.document import VerdictDocument
 
+# the accepted bundle measured the reuse of golive's own cache probe (a prompt sent twice), not
+# the share of production's prompt tokens that hit the cache: that depends on the traffic
+CACHE_FLOOR_UNKNOWN = (
+    "the bundle measured golive's cache probe, not your traffic's hit ratio: give "
+    "--cache-floor RATIO, from your production workload's own ratio"
+)
 TTFT_BUDGET = 0.01  # 99% of requests under the accepted TTFT
 # Google SRE multi-window burn rates: (long window, short window, burn rate, severity)
 BURN_WINDOWS = (("1h", "5m", 14.4, "page"), ("6h", "30m", 6.0, "ticket"))
@@ -111,9 +125,15 @@ class Provenance:
 
 
 def guardrail_rules(
-    verdict: VerdictDocument, snapshot: Snapshot, env: Envelope, scope: Scope, origin: Provenance
+    verdict: VerdictDocument,
+    snapshot: Snapshot,
+    env: Envelope,
+    scope: Scope,
+    origin: Provenance,
+    cache_floor: float | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """(the rules file as data, names of rules left out because their metric is absent)."""
+    """(the rules file as data, names of rules left out because their metric is absent, or
+    as said). `cache_floor`: the production workload's own prefix-cache hit ratio floor."""
     names = set(snapshot.samples) | set(snapshot.types)
     rules: list[dict[str, Any]] = []
     left_out: list[str] = []
@@ -128,8 +148,9 @@ def guardrail_rules(
             left_out.append(f"{name} (needs {', '.join(needs)})")
             return
         annotations = {
-            "summary": what,
-            "description": f"{why} Scope: {scope.describe()}. Value: {{{{ $value }}}}.",
+            "summary": template_literal(what),
+            "description": f"{why} Scope: {template_literal(scope.describe())}. "
+            "Value: {{ $value }}.",
             "runbook_url": f"{origin.runbook}#{name.lower()}",
             "bundle_digest": origin.digest,
             "accepted_outcome": verdict.outcome.value,
@@ -167,7 +188,7 @@ def guardrail_rules(
     if env.max_context is not None:
         bound = _bucket_at_least(snapshot, "vllm:request_prompt_tokens_bucket", env.max_context)
         count = sel("vllm:request_prompt_tokens_count")
-        within = sel("vllm:request_prompt_tokens_bucket", f'le="{bound}"')
+        within = sel("vllm:request_prompt_tokens_bucket", f'le="{quote(bound or "")}"')
         add(
             "GoliveContextAboveAcceptedCap",
             ["vllm:request_prompt_tokens_bucket"] if bound else ["prompt-token bucket >= cap"],
@@ -230,19 +251,20 @@ def guardrail_rules(
         "The engine's tool-call parser fails on model output: clients receive calls that "
         "do not match their schema.",
     )
-    if env.cache_hit_ratio:
-        floor = round(env.cache_hit_ratio * 0.5, 3)
-        hits, queries = sel("vllm:prefix_cache_hits_total"), sel("vllm:prefix_cache_queries_total")
+    hits, queries = "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"
+    if cache_floor is None:
+        left_out.append(f"GolivePrefixCacheRegression ({CACHE_FLOOR_UNKNOWN})")
+    else:
         add(
             "GolivePrefixCacheRegression",
-            ["vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"],
-            f"sum {replica} (rate({hits}[15m])) / (sum {replica} (rate({queries}[15m])) > 0) "
-            f"< {floor}",
+            [hits, queries],
+            f"sum {replica} (rate({sel(hits)}[15m])) / (sum {replica} (rate({sel(queries)}[15m])) "
+            f"> 0) < {cache_floor:g}",
             "30m",
             "ticket",
-            f"prefix-cache hit ratio below half the accepted {env.cache_hit_ratio:.2f}",
-            f"The prefix cache of the engine on {where} reuses less than half of what the "
-            "accepted bundle proved (an idle engine is not judged).",
+            f"prefix-cache hit ratio below {cache_floor:g} (--cache-floor: production's own)",
+            f"The prefix cache of the engine on {where} reuses less of its prompts than the "
+            "floor set from this deployment's own traffic (an idle engine is not judged).",
         )
     left_out += _burn_rate_rules(snapshot, env, scope, add)
     return {"groups": [{"name": "golive-accepted-envelope", "rules": rules}]}, left_out
@@ -260,7 +282,7 @@ def _burn_rate_rules(
     bucket = "vllm:time_to_first_token_seconds_bucket"
     deployment = by(DEPLOYMENT)
     le = _bucket_at_least(snapshot, bucket, env.ttft_slo_s)
-    fast = scope.vector(bucket, f'le="{le}"')
+    fast = scope.vector(bucket, f'le="{quote(le or "")}"')
     count = scope.vector("vllm:time_to_first_token_seconds_count")
     for long, short, burn, severity in BURN_WINDOWS:
         limit = burn * TTFT_BUDGET
@@ -283,17 +305,21 @@ def _burn_rate_rules(
     return []
 
 
-def _bucket_at_least(snapshot: Snapshot, bucket: str, seconds: float) -> str | None:
-    """The smallest histogram bound at or above the SLO that the engine exposes."""
-    bounds = sorted(
-        {
-            float(le)
-            for s in snapshot.samples.get(bucket, ())
-            if (le := s.label("le")) is not None and le not in ("+Inf", "inf")
-        }
-    )
-    chosen = next((b for b in bounds if b >= seconds), None)
-    return None if chosen is None else f"{chosen:g}"
+def _bucket_at_least(snapshot: Snapshot, bucket: str, bound: float) -> str | None:
+    """The `le` label of the smallest histogram bound at or above `bound` that the engine
+    exposes, written exactly as its scrape wrote it: Prometheus matches the label's text, and
+    vLLM (prometheus_client) writes `le="1.0"`, never `le="1"`."""
+    exposed: dict[float, str] = {}
+    for sample in snapshot.samples.get(bucket, ()):
+        le = sample.label("le")
+        try:
+            value = float(le) if le is not None else math.inf
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            exposed.setdefault(value, le or "")
+    chosen = min((b for b in exposed if b >= bound), default=None)
+    return None if chosen is None else exposed[chosen]
 
 
 def render(
