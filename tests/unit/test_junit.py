@@ -17,6 +17,20 @@ from golive.verdict.document import CheckEntry, VerdictDocument
 GOLDEN = Path(__file__).parents[1] / "data" / "golden-demo"
 
 
+def _with_slo(stated: SloConfig) -> VerdictDocument:
+    """The demo's verdict with capacity.slo judged from its records under `stated`."""
+    config = GoliveConfig(slo=stated)
+    reader = BundleReader(GOLDEN)
+    slo = judge_slo(
+        reader,
+        config,
+        judge_ramp(reader, config.capacity),
+        judge_sustained(reader, config.capacity),
+    )
+    verdict = VerdictDocument.read(GOLDEN)
+    return verdict.model_copy(update={"checks": (*verdict.checks, CheckEntry.of(slo))})
+
+
 def _cases(xml: str) -> dict[str, ET.Element]:
     root = ET.fromstring(xml)
     return {c.get("name", ""): c for c in root.iter("testcase")}
@@ -42,17 +56,7 @@ def test_each_slo_at_each_load_is_a_testcase_with_its_value_and_time() -> None:
     sustained window pooled) meets it: a passing case holding its measured value, timed by
     its windows; the short steps below could not show it either way: skipped, never a pass;
     the check's own case passes."""
-    config = GoliveConfig(slo=SloConfig(min_output_tokens_per_s_per_user=2))
-    reader = BundleReader(GOLDEN)
-    slo = judge_slo(
-        reader,
-        config,
-        judge_ramp(reader, config.capacity),
-        judge_sustained(reader, config.capacity),
-    )
-    verdict = VerdictDocument.read(GOLDEN)
-    verdict = verdict.model_copy(update={"checks": (*verdict.checks, CheckEntry.of(slo))})
-    cases = _cases(junit_xml(verdict))
+    cases = _cases(junit_xml(_with_slo(SloConfig(min_output_tokens_per_s_per_user=2))))
     held = cases["c4.min_output_tokens_per_s_per_user"]
     assert held.find("failure") is None
     assert held.find("skipped") is None
@@ -70,17 +74,7 @@ def test_each_slo_at_each_load_is_a_testcase_with_its_value_and_time() -> None:
 def test_a_missed_slo_fails_its_case() -> None:
     """A 1 s end-to-end objective the demo misses at concurrency 1: that case and the
     check's own are failures."""
-    config = GoliveConfig(slo=SloConfig(e2e_p95_ms=1000))
-    reader = BundleReader(GOLDEN)
-    slo = judge_slo(
-        reader,
-        config,
-        judge_ramp(reader, config.capacity),
-        judge_sustained(reader, config.capacity),
-    )
-    verdict = VerdictDocument.read(GOLDEN)
-    verdict = verdict.model_copy(update={"checks": (*verdict.checks, CheckEntry.of(slo))})
-    cases = _cases(junit_xml(verdict))
+    cases = _cases(junit_xml(_with_slo(SloConfig(e2e_p95_ms=1000))))
     failure = cases["c1.e2e_p95_ms"].find("failure")
     assert failure is not None
     assert failure.get("type") == "missed"

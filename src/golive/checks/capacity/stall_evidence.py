@@ -47,31 +47,25 @@ def _time_problem(line: Mapping[str, object]) -> str | None:
     token = timings.get("first_token")
     if chunks and token is not None and token not in chunks:
         return f"its first token ({token} ms) is none of its chunks"
-    intended, lag = number(timings.get("end_from_intended")), number(timings.get("schedule_lag"))
+    lag = number(timings.get("schedule_lag"))
     waited = number(timings.get("retry_wait", 0.0))  # a retry: the attempts before it
     if waited is None or waited < 0:
         return f"its wait for earlier attempts ({timings.get('retry_wait')!r}) is no time"
-    if (
-        end is not None
-        and intended is not None
-        and lag is not None
-        and abs(intended - lag - waited - end) > END_TOLERANCE_MS
+    for name, since_sent, key in (
+        ("end", end, "end_from_intended"),
+        ("first token", number(token), "first_token_from_intended"),
     ):
-        return (
-            f"its end ({end} ms) is not its end from the intended send less the lag and the "
-            "earlier attempts"
-        )
-    first, from_intended = number(token), number(timings.get("first_token_from_intended"))
-    if (
-        first is not None
-        and from_intended is not None
-        and lag is not None
-        and abs(from_intended - lag - waited - first) > END_TOLERANCE_MS
-    ):
-        return (
-            f"its first token ({first} ms) is not its first token from the intended send less "
-            "the lag and the earlier attempts"
-        )
+        intended = number(timings.get(key))
+        if (
+            since_sent is not None
+            and intended is not None
+            and lag is not None
+            and abs(intended - lag - waited - since_sent) > END_TOLERANCE_MS
+        ):
+            return (
+                f"its {name} ({since_sent} ms) is not its {name} from the intended send less "
+                "the lag and the earlier attempts"
+            )
     return _silent_timeout(line.get("failure"), chunks, end)
 
 
