@@ -223,8 +223,11 @@ def judge_slo(
     sustained window held to the SLOs, from their records. A phase whose summary its records
     contradict (`ramp`, `sustained`: its own judge's finding) is not judged again here."""
     steps = slo_windows(evidence, config, ramp, sustained)
-    if isinstance(steps, CheckResult):
-        return steps
+    return steps if isinstance(steps, CheckResult) else _held(steps, config)
+
+
+def _held(steps: Sequence[SloStep], config: GoliveConfig) -> CheckResult:
+    """The check from the windows held to the SLOs, with the files they were read from."""
     paths = PATHS
     if any(s.phase == "sustained" for s in steps):
         paths = (*PATHS, CAPACITY_SUSTAINED_REQUESTS, CAPACITY_SUSTAINED)
@@ -305,16 +308,17 @@ def slo_of(ctx: CheckContext, results: Sequence[CheckResult]) -> CheckResult:
     sustained = found.get("capacity.sustained")
     reader = BundleReader(ctx.bundle.root)
     steps = slo_windows(reader, ctx.config, ramp, sustained)
-    if not isinstance(steps, CheckResult):  # what each window was held to, for a reader
-        ctx.bundle.write_json(
-            CAPACITY_SLO,
-            {
-                "windows": [s.to_json() for s in steps],
-                "levels": [
-                    {"concurrency": lv.concurrency, "state": lv.state.value}
-                    | {"objectives": [o.to_json() for o in lv.objectives]}
-                    for lv in levels(steps, ctx.config.slo)
-                ],
-            },
-        )
-    return judge_slo(reader, ctx.config, ramp, sustained)
+    if isinstance(steps, CheckResult):
+        return steps
+    ctx.bundle.write_json(  # what each window was held to, for a reader
+        CAPACITY_SLO,
+        {
+            "windows": [s.to_json() for s in steps],
+            "levels": [
+                {"concurrency": lv.concurrency, "state": lv.state.value}
+                | {"objectives": [o.to_json() for o in lv.objectives]}
+                for lv in levels(steps, ctx.config.slo)
+            ],
+        },
+    )
+    return _held(steps, ctx.config)  # the windows read once, as judge_slo reads them
