@@ -41,7 +41,7 @@ from golive.checks.capacity.phases import run_capacity  # noqa: E402
 from golive.checks.context import CheckContext  # noqa: E402
 from golive.checks.smoke.collect import run_smoke  # noqa: E402
 from golive.config import load_config  # noqa: E402
-from golive.pipeline import judge  # noqa: E402
+from golive.orchestration.pipeline import judge  # noqa: E402
 from golive.results import CheckResult  # noqa: E402
 from tests.helpers.fakes.vllm import FakeState, fake_vllm  # noqa: E402
 

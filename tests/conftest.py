@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from golive.bundle.layout import MANIFEST
+from golive.orchestration.rederive import Rederived, rederive
 from golive.results import Outcome
-from golive.verdict.rederive import Rederived, rederive
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from golive.evidence import dcgm
+from golive import prometheus_input
 from golive.strict_model import StrictModel
 
 
@@ -194,11 +194,11 @@ class CapacityConfig(StrictModel):
                 "Prometheus holds others')"
             )
         if self.prometheus_url is not None:
-            problem = dcgm.url_problem(self.prometheus_url)
+            problem = prometheus_input.url_problem(self.prometheus_url)
             if problem is not None:
                 raise ValueError(f"capacity.prometheus_url: {problem}")
         if self.dcgm_selector is not None:
-            problem = dcgm.selector_problem(self.dcgm_selector)
+            problem = prometheus_input.selector_problem(self.dcgm_selector)
             if problem is not None:
                 raise ValueError(f"capacity.dcgm_selector: {problem}")
         return self

@@ -6,6 +6,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+# The skip reason of a check that the config itself rules out (not a gap in the evidence).
+NOT_USED = "not-used"
+
 
 class Status(enum.StrEnum):
     """What a single check found. Only `pass` counts as evidence of health."""

@@ -22,10 +22,10 @@ from typing import Any
 from golive.checks.context import CheckContext
 from golive.cli.main import main
 from golive.config_sources import load_config
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
+from golive.orchestration.rederive import rederive
 from golive.results import CheckResult, Status
 from golive.verdict.document import VerdictDocument
-from golive.verdict.rederive import rederive
 from golive.verdict.scope import PROGRAMME, Scope
 from tests.conftest import never_better
 

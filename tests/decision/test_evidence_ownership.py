@@ -37,10 +37,10 @@ from golive.cli.main import main
 from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.operate.rollback import register
+from golive.orchestration.combine import combine
+from golive.orchestration.rederive import Rederived, rederive, require_rederived
 from golive.results import EXIT_USAGE, Outcome, Status
-from golive.verdict.combine import combine
 from golive.verdict.policy import default_text, load_policy, parse_policy
-from golive.verdict.rederive import Rederived, rederive, require_rederived
 from tests.helpers.sections import (
     all_sections,
     freeze_reuse_counters,
@@ -214,7 +214,7 @@ async def test_signoff_and_the_registry_refuse_a_forged_bundle(
     assert "golive decide does not re-derive" in capsys.readouterr().err
     assert not registry.exists()
     with pytest.raises(ConfigError, match="does not re-derive"):
-        register(root, {"outcome": "go-live", "override_reason": "x"}, registry)
+        register(root, {"outcome": "go-live", "override_reason": "x"}, registry, require_rederived)
 
 
 async def test_a_check_no_judge_owns_needs_an_override_to_be_accepted(

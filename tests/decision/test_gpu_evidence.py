@@ -21,8 +21,8 @@ from golive.bundle.layout import (
     VERDICT,
 )
 from golive.bundle.store import ZSTD, Bundle, read_lines
+from golive.orchestration.rederive import rederive
 from golive.results import Outcome, Status
-from golive.verdict.rederive import rederive
 
 WHOLE_RUN = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-bundle/bundle.tgz"
 EARLIER = Path(__file__).parents[1] / "data/vllm-gpu-0.24-h200x1-evidence/bundle.tgz"

@@ -15,9 +15,9 @@ import pytest
 
 from golive.bundle.layout import MEMORY_CURVE, STARTUP_LOG
 from golive.bundle.store import Bundle
+from golive.orchestration.rederive import rederive
 from golive.results import CheckResult, Outcome, Status
 from golive.verdict.decide import limits
-from golive.verdict.rederive import rederive
 
 CAPTURE = Path(__file__).parents[1] / "data/vllm-gpu-0.24-memtight-h200x1/bundle.tgz"
 

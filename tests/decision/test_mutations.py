@@ -31,7 +31,7 @@ import zstandard
 from golive.bundle.layout import MANIFEST, VERDICT
 from golive.bundle.store import Bundle
 from golive.errors import ConfigError
-from golive.verdict.rederive import rederive
+from golive.orchestration.rederive import rederive
 from tests.helpers.sections import pinned_image, programme_bundle
 
 pytestmark = pytest.mark.tampers_bundle

@@ -23,7 +23,8 @@ from golive.checks.smoke.collect import run_smoke
 from golive.config import AgentConfig
 from golive.config_sources import load_config
 from golive.errors import ConfigError
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
+from golive.orchestration.rederive import rederive
 from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Status
 from golive.verdict.policy import (
@@ -34,7 +35,6 @@ from golive.verdict.policy import (
     refuse_lowering,
     waivers_for,
 )
-from golive.verdict.rederive import rederive
 
 GOLDEN = Path(__file__).parents[1] / "data/golden-demo"
 

@@ -17,8 +17,8 @@ import pytest
 
 from golive.bundle.layout import AGENT_PLAN, LEDGER_SENT, VERDICT
 from golive.bundle.store import Bundle
+from golive.orchestration.rederive import rederive
 from golive.results import Outcome
-from golive.verdict.rederive import rederive
 from tests.helpers.sections import pinned_image, programme_bundle, section_bundle
 
 pytestmark = pytest.mark.tampers_bundle

@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 import pytest
 
 from golive.bundle.store import read_lines, record_streams, verify
-from golive.verdict.rederive import rederive
+from golive.orchestration.rederive import rederive
 
 URL = os.environ.get("GOLIVE_GPU_TARGET", "")
 LOG = os.environ.get("GOLIVE_GPU_LOG", "")

@@ -16,13 +16,13 @@ from typing import Any
 from golive.bundle.layout import CACHE_STEPS, EFFECTIVE_CONFIG, LEDGER_SENT
 from golive.bundle.store import BundleReader
 from golive.checks.context import CheckContext
+from golive.checks.ledger import count_records
 from golive.checks.owners import EVIDENCE_JUDGES, Saved
 from golive.config import GoliveConfig
 from golive.config_sources import load_config
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
 from golive.profiles import load_profile
 from golive.results import CheckResult
-from golive.verdict.ledger import count_records
 from golive.verdict.scope import PROGRAMME, Scope
 
 GOLDEN = Path(__file__).parents[1] / "data/golden-demo"

@@ -12,6 +12,7 @@ from typing import Any
 from golive.checks.cache.judge import cache_labels
 from golive.cli.main import main
 from golive.operate.rollback import register
+from golive.orchestration.rederive import require_rederived
 from tests.helpers.fakes.vllm import FakeState
 from tests.helpers.sections import Edit, programme_bundle
 
@@ -46,7 +47,7 @@ async def registry_with_previous(tmp_path: Path) -> Path:
         "bundle_digest": "sha256:" + "cd" * 32,
     }
     registry = tmp_path / "registry"
-    register(previous, signature, registry)
+    register(previous, signature, registry, require_rederived)
     return registry
 
 

@@ -9,10 +9,10 @@ from golive.checks.agent.collect import AgentSettings, run_agent
 from golive.checks.agent.select import cases_for
 from golive.checks.context import CheckContext
 from golive.config_sources import load_config
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
+from golive.orchestration.rederive import rederive
 from golive.profiles import load_profile
 from golive.results import CheckResult, Outcome, Status
-from golive.verdict.rederive import rederive
 from tests.helpers.fakes.gateway import stalling_gateway
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 

@@ -19,7 +19,7 @@ from golive.checks.capacity.collect import CapacityInputs, Run
 from golive.checks.capacity.load_window import load_window
 from golive.checks.context import CheckContext
 from golive.config_sources import load_config
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
 from golive.results import CheckResult, Status
 from tests.helpers.fakes import serve_app
 

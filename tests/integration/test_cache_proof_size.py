@@ -16,8 +16,8 @@ import pytest
 from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS
 from golive.bundle.store import Bundle
 from golive.cli.main import main
+from golive.orchestration.rederive import rederive
 from golive.results import Outcome, Status
-from golive.verdict.rederive import rederive
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 
 GOLDEN = Path(__file__).parents[1] / "data/golden-demo"

@@ -23,9 +23,9 @@ from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config_sources import load_config
-from golive.pipeline import Verdict, judge
+from golive.orchestration.pipeline import Verdict, judge
+from golive.orchestration.rederive import rederive
 from golive.results import CheckResult, Outcome
-from golive.verdict.rederive import rederive
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 from tests.helpers.scenario import FAKE_CAPACITY
 

@@ -20,10 +20,10 @@ from golive.bundle.store import verify
 from golive.cli.main import main
 from golive.config_sources import load_config
 from golive.errors import ConfigError
+from golive.orchestration.combine import combine
+from golive.orchestration.rederive import rederive
 from golive.results import EXIT_USAGE, Outcome
-from golive.verdict.combine import combine
 from golive.verdict.document import VerdictDocument
-from golive.verdict.rederive import rederive
 from tests.helpers.sections import (
     GOLDEN,
     SECTIONS,

@@ -21,8 +21,8 @@ from golive.bundle.store import Bundle
 from golive.cli.main import main
 from golive.config_sources import variable_of
 from golive.evidence.dcgm import node_curves
+from golive.orchestration.rederive import rederive
 from golive.results import Status
-from golive.verdict.rederive import rederive
 from tests.helpers.fakes import serve_app
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 from tests.helpers.scenario import FAKE_CAPACITY

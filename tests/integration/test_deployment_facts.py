@@ -10,7 +10,7 @@ import pytest
 
 from golive.checks.context import CheckContext, ServedModel, served_model
 from golive.config_sources import load_config
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
 from golive.results import CheckClass, CheckResult, Status
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
 

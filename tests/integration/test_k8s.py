@@ -16,8 +16,8 @@ import pytest_asyncio
 from golive.bundle.store import Bundle
 from golive.cli.main import main
 from golive.config_sources import variable_of
+from golive.orchestration.rederive import rederive
 from golive.results import Status
-from golive.verdict.rederive import rederive
 
 pytest.importorskip("kmock", reason="needs the dev extra (kmock)")
 pytest.importorskip("kubernetes", reason="needs golive[k8s]")

@@ -18,10 +18,10 @@ from golive.checks.smoke.collect import run_smoke
 from golive.cli.main import main
 from golive.config_sources import load_config
 from golive.errors import ConfigError
-from golive.pipeline import Verdict, judge
+from golive.orchestration.pipeline import Verdict, judge
+from golive.orchestration.rederive import rederive
 from golive.profiles import profile_text as load_profile_text
 from golive.results import Outcome
-from golive.verdict.rederive import rederive
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 from tests.helpers.scenario import TEXT_ONLY
 

@@ -16,7 +16,7 @@ from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config_sources import load_config
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
 from golive.results import CheckResult
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 from tests.helpers.scenario import NO_FLOOR

@@ -19,9 +19,9 @@ from golive.checks.env.collect import EnvEvidence, run_env
 from golive.cli.main import main
 from golive.config_sources import load_config, variable_of
 from golive.evidence.ray_env import RaySource
-from golive.pipeline import Verdict, judge
+from golive.orchestration.pipeline import Verdict, judge
+from golive.orchestration.rederive import rederive
 from golive.results import CheckResult, Status
-from golive.verdict.rederive import rederive
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 from tests.helpers.ray_cluster import CURVE, LoopbackCluster, split, three_node_cluster
 from tests.helpers.scenario import FAKE_CAPACITY

@@ -18,7 +18,7 @@ from golive.checks.agent.rules import classify_reasoning_field
 from golive.checks.agent.select import cases_for
 from golive.checks.context import CheckContext
 from golive.config_sources import load_config
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
 from golive.profiles import load_profile
 from golive.results import CheckResult, Status
 from golive.traffic.sse import decode_events, reassemble

@@ -14,9 +14,9 @@ from golive.checks.smoke.collect import run_smoke
 from golive.cli.main import main
 from golive.config_sources import load_config
 from golive.errors import TargetNotMeasurable
-from golive.pipeline import Verdict, judge
+from golive.orchestration.pipeline import Verdict, judge
+from golive.orchestration.rederive import rederive
 from golive.results import EXIT_NOT_MEASURABLE, Outcome, Status
-from golive.verdict.rederive import rederive
 from tests.helpers.fakes.gateway import (
     ALIAS,
     aliasing_gateway,

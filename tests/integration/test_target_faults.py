@@ -17,7 +17,7 @@ import pytest
 from golive.bundle.store import read_lines, record_streams, verify
 from golive.checks.smoke.collect import run_smoke
 from golive.config_sources import load_config
-from golive.pipeline import Verdict, judge
+from golive.orchestration.pipeline import Verdict, judge
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
 
 CAPS = {

@@ -25,7 +25,7 @@ from golive.checks.context import CheckContext, body_sample
 from golive.cli.console import exit_code
 from golive.config_sources import load_config
 from golive.errors import ConfigError
-from golive.pipeline import client_settings, judge
+from golive.orchestration.pipeline import client_settings, judge
 from golive.results import EXIT_INTERNAL, CheckResult
 from golive.traffic.process_load import ProcessLoad, worker_count
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
@@ -156,7 +156,7 @@ def test_a_bad_workers_count_names_the_flag(given: str) -> None:
 UNGUARDED = """
 from golive.checks.context import body_sample
 from golive.config_sources import load_config
-from golive.pipeline import client_settings
+from golive.orchestration.pipeline import client_settings
 from golive.traffic.process_load import ProcessLoad
 
 config = load_config(None, {"target.url": "http://127.0.0.1:9"})

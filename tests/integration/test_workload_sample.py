@@ -15,7 +15,7 @@ from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config_sources import load_config
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
 from golive.report.workload import workload_section
 from golive.results import CheckResult
 from golive.traffic.workload import read_sample

@@ -21,12 +21,12 @@ from golive.checks.agent.select import cases_for
 from golive.checks.context import CheckContext
 from golive.cli.main import main
 from golive.config_sources import load_config
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
+from golive.orchestration.rederive import rederive
 from golive.profiles import load_profile
 from golive.results import CheckResult, Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
-from golive.verdict.rederive import rederive
 from tests.helpers.fakes.gateway import hedging_gateway, rewriting_gateway
 from tests.helpers.scenario import SHORT_LOAD, golive_run, rules
 from tests.helpers.watching import accepted_bundle, golive_watch

@@ -17,10 +17,10 @@ import pytest_asyncio
 from golive.bundle.layout import CACHE_STEPS
 from golive.bundle.store import Bundle
 from golive.cli.main import main
+from golive.orchestration.rederive import rederive
 from golive.results import EXIT_USAGE, Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
-from golive.verdict.rederive import rederive
 from tests.helpers.scenario import SHORT_LOAD, golive_run, rules
 from tests.helpers.watching import accepted_bundle
 

@@ -27,11 +27,11 @@ from golive.checks.context import CheckContext
 from golive.config_sources import load_config
 from golive.evidence.sampling import process_tree
 from golive.evidence.startup_log import parse_startup_log
-from golive.pipeline import Verdict, judge
+from golive.orchestration.pipeline import Verdict, judge
+from golive.orchestration.rederive import rederive
 from golive.results import CheckResult, Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
-from golive.verdict.rederive import rederive
 from tests.helpers.scenario import SMALL_REQUESTS, golive_run, rules
 
 # 30 s of sustained load: at least ~30 completions even at concurrency 1 here, the fewest a

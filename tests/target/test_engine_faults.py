@@ -19,7 +19,7 @@ from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config_sources import load_config
 from golive.evidence.sampling import process_tree
-from golive.pipeline import Verdict, judge
+from golive.orchestration.pipeline import Verdict, judge
 from golive.results import CheckResult
 from golive.target.server import RunningTarget
 from golive.traffic.client import ClientSettings, TargetClient

@@ -20,7 +20,7 @@ from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.capacity.phases import run_capacity
 from golive.checks.context import CheckContext
 from golive.config_sources import load_config
-from golive.pipeline import client_settings, judge
+from golive.orchestration.pipeline import client_settings, judge
 from golive.profiles import load_profile
 from golive.results import CheckResult
 from golive.target.server import RunningTarget

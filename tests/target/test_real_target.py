@@ -20,14 +20,14 @@ from golive.config import GoliveConfig
 from golive.config_sources import load_config
 from golive.errors import LocalTargetError, TargetNotMeasurable
 from golive.metrics import MetricsDelta, parse_metrics
-from golive.pipeline import judge
+from golive.orchestration.pipeline import judge
+from golive.orchestration.rederive import rederive
 from golive.results import Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.records import RequestRecord, parse
 from golive.traffic.schedule import Schedule, run_schedule
-from golive.verdict.rederive import rederive
 
 
 def _config(target: RunningTarget, **overrides: str) -> GoliveConfig:

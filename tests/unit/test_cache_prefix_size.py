@@ -15,10 +15,10 @@ from golive.checks.coverage import cache_coverage
 from golive.config import ProgrammeConfig, RelaxedSetting
 from golive.config_sources import load_config
 from golive.errors import ConfigError
-from golive.pipeline import run_inputs
+from golive.orchestration.pipeline import run_inputs
+from golive.orchestration.rederive import rederive
 from golive.profiles import load_profile
 from golive.results import Status
-from golive.verdict.rederive import rederive
 
 OWNED = RelaxedSetting(setting="cache.prefix_tokens", owner="cache team", reason="short prompts")
 SEALED_DEMO = Path(__file__).parents[1] / "data/demo-sealed-2026-12-01"

@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from golive.bundle.store import BundleReader
+from golive.orchestration.rederive import request_differences
 from golive.report.capacity_request import capacity_request, render_capacity_request
 from golive.results import CheckClass, CheckResult, Outcome, Status
-from golive.verdict.rederive import request_differences
 
 GOLDEN = Path(__file__).parents[1] / "data/demo-sealed-2026-12-01"
 EXPAND = CheckResult(

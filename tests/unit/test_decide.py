@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from golive.results import CheckClass, CheckResult, Outcome, Status
+from golive.results import NOT_USED, CheckClass, CheckResult, Outcome, Status
 from golive.verdict.decide import decide, limits
-from golive.verdict.scope import NOT_USED, PROGRAMME, Scope, missing_parts
+from golive.verdict.scope import PROGRAMME, Scope, missing_parts
 
 ENV, STARTUP, SMOKE = CheckClass.ENVIRONMENT, CheckClass.STARTUP, CheckClass.SMOKE
 AGENT, CAPACITY, CACHE = CheckClass.AGENT, CheckClass.CAPACITY, CheckClass.CACHE

@@ -15,8 +15,8 @@ import pytest
 
 from golive.bundle.schemas import schema_problems
 from golive.bundle.store import Bundle
+from golive.orchestration.rederive import rederive
 from golive.results import Outcome
-from golive.verdict.rederive import rederive
 
 DATA = Path(__file__).parents[1] / "data"
 GOLDEN = DATA / "golden-demo"

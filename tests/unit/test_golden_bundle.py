@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from golive.bundle.store import Bundle
+from golive.orchestration.rederive import EVIDENCE_JUDGES, EvidenceJudge, Rederived, rederive
 from golive.results import Outcome
 from golive.verdict.document import VerdictDocument
-from golive.verdict.rederive import EVIDENCE_JUDGES, EvidenceJudge, Rederived, rederive
 
 GOLDEN = Path(__file__).parents[1] / "data/golden-demo"
 

@@ -19,6 +19,7 @@ from golive.bundle.signing import load_private_key
 from golive.bundle.store import Bundle
 from golive.errors import ConfigError
 from golive.operate.guardrail_files import write_guardrails
+from golive.orchestration.rederive import require_rederived
 from tests.helpers.keys import ed25519_keys
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden-demo"
@@ -53,7 +54,7 @@ def test_a_verdict_edited_and_resealed_is_refused(tmp_path: Path) -> None:
     Bundle(root).seal()
     out = tmp_path / "rules.yml"
     with pytest.raises(ConfigError, match="guardrails refused: golive decide does not re-derive"):
-        write_guardrails(root, out)
+        write_guardrails(root, out, vouch=require_rederived)
     assert not out.exists()
 
 
@@ -64,7 +65,7 @@ def test_a_verdict_edited_after_sealing_is_refused(tmp_path: Path) -> None:
     _raise_the_cap(root)
     out = tmp_path / "rules.yml"
     with pytest.raises(ConfigError, match=r"does not match its manifest \(altered: verdict.json"):
-        write_guardrails(root, out)
+        write_guardrails(root, out, vouch=require_rederived)
     assert not out.exists()
 
 
@@ -73,7 +74,7 @@ def test_the_recorded_demo_gives_rules_naming_its_seal(tmp_path: Path) -> None:
     an unsigned bundle names no signed digest."""
     root = _copy(tmp_path)
     out = tmp_path / "rules.yml"
-    write_guardrails(root, out, 10.0)
+    write_guardrails(root, out, 10.0, vouch=require_rederived)
     digest = "sha256:" + hashlib.sha256((root / MANIFEST).read_bytes()).hexdigest()
     notes = _annotations(out)
     assert notes
@@ -113,11 +114,12 @@ def test_a_signed_digest_is_copied_only_under_a_trusted_key(tmp_path: Path) -> N
     signed = _signed_off(root, private)
     out = tmp_path / "rules.yml"
     assert not any(
-        "signed_bundle_digest" in x for x in write_guardrails(root, out, trusted=[public])
+        "signed_bundle_digest" in x
+        for x in write_guardrails(root, out, trusted=[public], vouch=require_rederived)
     )
     assert all(n["signed_bundle_digest"] == signed for n in _annotations(out))
     for trusted, why in (([], "give --trust-key"), ([other], "not sealed by a trusted key")):
-        left_out = write_guardrails(root, out, trusted=trusted)
+        left_out = write_guardrails(root, out, trusted=trusted, vouch=require_rederived)
         assert all("signed_bundle_digest" not in n for n in _annotations(out))
         assert any(x.startswith("signed_bundle_digest") and why in x for x in left_out)
         assert why in out.read_text()
@@ -130,6 +132,6 @@ def test_a_signature_written_in_without_the_key_is_not_copied(tmp_path: Path) ->
     root = _copy(tmp_path)
     _signed_off(root, None)
     out = tmp_path / "rules.yml"
-    left_out = write_guardrails(root, out, trusted=[public])
+    left_out = write_guardrails(root, out, trusted=[public], vouch=require_rederived)
     assert all("signed_bundle_digest" not in n for n in _annotations(out))
     assert any("manifest-signature.json is missing" in x for x in left_out)

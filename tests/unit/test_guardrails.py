@@ -13,6 +13,7 @@ import yaml
 
 from golive.errors import ConfigError
 from golive.operate.guardrail_files import write_guardrails
+from golive.orchestration.rederive import require_rederived
 from tests.helpers.guardrail_inputs import ACCEPTED, generate, synthetic_bundle
 from tests.helpers.promtool import alerts_fire, rendered_annotations
 
@@ -99,7 +100,9 @@ def test_caps_of_observe_with_limits(tmp_path: Path) -> None:
 def test_only_accepted_bundles(tmp_path: Path) -> None:
     """A bundle that was not accepted defines no envelope: refused."""
     with pytest.raises(ConfigError, match="was not accepted"):
-        write_guardrails(_bundle(tmp_path, outcome="hold"), tmp_path / "rules.yml")
+        write_guardrails(
+            _bundle(tmp_path, outcome="hold"), tmp_path / "rules.yml", vouch=require_rederived
+        )
 
 
 def test_a_p95_of_four_requests_sets_no_ttft_slo(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from golive.checks.coverage import (
 from golive.config import AgentConfig, CacheConfig, ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.config_sources import load_config
 from golive.errors import ConfigError
-from golive.pipeline import run_inputs
+from golive.orchestration.pipeline import run_inputs
 from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Outcome, Status
 from golive.verdict.decide import decide

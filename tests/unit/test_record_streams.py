@@ -15,6 +15,7 @@ import zstandard
 
 from golive.bundle.layout import LEDGER_SENT
 from golive.bundle.store import Bundle, BundleReader, read_lines, record_streams, size_bytes
+from golive.checks.ledger import judge_ledger, ledger_check, write_ledger
 from golive.results import Status
 from golive.traffic.body_sample import BodySample
 from golive.traffic.records import (
@@ -26,7 +27,6 @@ from golive.traffic.records import (
     parse,
 )
 from golive.traffic.workload import AgentWorkload, WorkloadShape
-from golive.verdict.ledger import judge_ledger, ledger_check, write_ledger
 
 URL = "http://127.0.0.1:8000/v1/chat/completions"
 WORKLOAD = AgentWorkload(WorkloadShape(), "m")

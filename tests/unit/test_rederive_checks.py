@@ -17,10 +17,10 @@ from golive.checks.capacity.judge import ramp_from_steps
 from golive.checks.capacity.model_load import judge_model_load
 from golive.config import GoliveConfig
 from golive.errors import BundleError
+from golive.orchestration.rederive import differences
 from golive.profiles import load_profile
 from golive.results import CheckClass, CheckResult, Status
 from golive.verdict.document import VerdictDocument
-from golive.verdict.rederive import differences
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from golive.bundle.signoff import ITEMS, build_signoff, render_signoff
+from golive.orchestration.signoff import ITEMS, build_signoff, render_signoff
 from golive.profiles import load_profile
 from tests.helpers.verdicts import action, verdict
 from tests.helpers.verdicts import check as _check

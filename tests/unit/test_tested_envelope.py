@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from golive.bundle.signoff import build_signoff, render_signoff
 from golive.bundle.store import Bundle
+from golive.orchestration.rederive import rederive
+from golive.orchestration.signoff import build_signoff, render_signoff
 from golive.report.html import render_html
 from golive.report.markdown import render_markdown
 from golive.results import CheckClass, CheckResult, Status
 from golive.verdict.document import ExercisedEnvelope, VerdictDocument
-from golive.verdict.rederive import rederive
 
 GOLDEN = Path(__file__).parents[1] / "data/golden-demo"
 

@@ -13,7 +13,7 @@ import io
 import json
 import os
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -22,8 +22,14 @@ import zstandard
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from golive.bundle.layout import GOLIVE_TRACEBACK, MANIFEST, PARTS
-from golive.bundle.signing import SIGNATURE, SignatureCheck, check_signature, sign_manifest
-from golive.errors import BundleError
+from golive.bundle.signing import (
+    SIGNATURE,
+    SignatureCheck,
+    check_signature,
+    load_public_key,
+    sign_manifest,
+)
+from golive.errors import BundleError, ConfigError
 
 SUBDIRS = ("config", "environment", "requests", "metrics", "memory")
 REDACTED = "***REDACTED***"
@@ -300,3 +306,18 @@ class BundleReader:
                 raise BundleError(f"{path}:{number}: a JSON object was expected")
             rows.append(row)
         return rows
+
+
+def require_trusted(root: Path, trusted: Sequence[Path]) -> None:
+    """The bundle's manifest signature is valid under one of the `trusted` public keys."""
+    problems = []
+    for path in trusted:
+        signature = verify(root, load_public_key(path)).signature
+        if signature is not None and signature.valid:
+            return
+        problems.append(f"{path}: {signature.problem if signature else 'not checked'}")
+    raise ConfigError(
+        f"{root} is not sealed by a trusted key ({'; '.join(problems)}): sign-off accepts "
+        "only bundles golive sealed with --sign-key under a key named by --trust-key or "
+        "signoff.trusted_keys"
+    )

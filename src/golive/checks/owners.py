@@ -55,6 +55,8 @@ from golive.checks.coverage import with_sustained_coverage
 from golive.checks.env.judge import CHAIN_CHECKS, judge_chain
 from golive.checks.identity import CHECK_ID as IDENTITY_CHECK
 from golive.checks.identity import judge_identity
+from golive.checks.ledger import CHECK_ID as LEDGER_CHECK
+from golive.checks.ledger import judge_ledger
 from golive.checks.model_profile import CHECK_ID as PROFILE_CHECK
 from golive.checks.model_profile import judge_model_profile
 from golive.checks.smoke.judge import CHECKS as SMOKE_CHECKS
@@ -69,8 +71,6 @@ from golive.evidence.k8s_env import judge_pods
 from golive.evidence.ray_env import judge_ray_nodes
 from golive.profiles import Profile
 from golive.results import CheckResult
-from golive.verdict.ledger import CHECK_ID as LEDGER_CHECK
-from golive.verdict.ledger import judge_ledger
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,12 +29,12 @@ from golive.operate.rollback import (
     registry_dir,
     rollback_target,
 )
+from golive.orchestration.rederive import rederive, require_rederived
+from golive.orchestration.signature import sign_bundle
 from golive.report.html import render_html
 from golive.report.markdown import bundle_markdown, scope_line
 from golive.results import Outcome
-from golive.signature import sign_bundle
 from golive.verdict.document import VerdictDocument, rules_of
-from golive.verdict.rederive import rederive
 
 BUNDLE_COMMANDS = ("verify", "decide", "signoff", "guardrails", "rollback", "report")
 
@@ -72,6 +72,7 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
         args.bundle,
         args.output,
         args.ttft_slo,
+        vouch=require_rederived,
         selectors=args.selector,
         form=args.format,
         runbook=args.runbook_url,
@@ -136,7 +137,7 @@ def _config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> Go
 
 
 def _combine(args: argparse.Namespace, err: Console) -> int:
-    from golive.verdict.combine import combine
+    from golive.orchestration.combine import combine
 
     if args.bundle is not None:
         raise ConfigError("give the bundles after --combine, not before it")

@@ -15,7 +15,7 @@ from golive.cli.config_flags import command_config
 from golive.config_reference import init_yaml, reference_markdown
 from golive.config_sources import config_path, env_overrides
 from golive.errors import ConfigError
-from golive.pipeline import run_inputs
+from golive.orchestration.pipeline import run_inputs
 from golive.profiles import load_profile
 
 CONFIG_COMMANDS = ("init", "config")

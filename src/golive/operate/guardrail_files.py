@@ -6,8 +6,8 @@ rules file (`rules`, what `promtool check rules` reads), a Prometheus Operator
 in) and those of `--selector`, and names the bundle's digest.
 
 Only a bundle `golive watch --accepted` would keep a deployment inside is turned into
-guardrails: intact, and re-derived by `golive decide` to its sealed verdict
-(`require_rederived`); a reviewer's signed digest is copied only where the manifest's
+guardrails: intact, and re-derived by `golive decide` to its sealed verdict (the `Vouch` the
+orchestration layer gives); a reviewer's signed digest is copied only where the manifest's
 signature proves the sign-off (`--trust-key`)."""
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from golive.bundle.layout import K8S_PODS, MANIFEST, SIGNOFF_JSON
-from golive.bundle.signoff import require_trusted
-from golive.bundle.store import BundleReader, locate_all
+from golive.bundle.store import BundleReader, locate_all, require_trusted
 from golive.config import WatchConfig
 from golive.errors import BadResponse, BundleError, ConfigError
 from golive.metrics import Snapshot, parse_metrics
@@ -34,9 +33,9 @@ from golive.operate.guardrails import (
     render,
     signed_override,
 )
+from golive.operate.rollback import Vouch
 from golive.operate.watch import thresholds
 from golive.verdict.document import VerdictDocument
-from golive.verdict.rederive import require_rederived
 
 
 def accepted_snapshot(bundle: Path) -> Snapshot:
@@ -157,12 +156,12 @@ class AcceptedBundle:
 
 
 def read_bundle(
-    bundle: Path, runbook: str = RUNBOOK, trusted: Sequence[Path] = ()
+    bundle: Path, vouch: Vouch, runbook: str = RUNBOOK, trusted: Sequence[Path] = ()
 ) -> AcceptedBundle:
     """An accepted bundle, refused as `golive watch --accepted` refuses it: altered since it
     was sealed, or edited and re-sealed so that its evidence no longer gives its verdict."""
     read_accepted(bundle)  # not accepted at all: said first
-    require_rederived(bundle, "guardrails", signed_override(bundle))
+    vouch(bundle, "guardrails", signed_override(bundle))
     return assemble(bundle, runbook, trusted)
 
 
@@ -188,6 +187,7 @@ def write_guardrails(
     out: Path,
     ttft_slo_s: float | None = None,
     *,
+    vouch: Vouch,
     selectors: Sequence[str] = (),
     form: str = "rules",
     runbook: str = RUNBOOK,
@@ -199,7 +199,7 @@ def write_guardrails(
         raise ConfigError(f"--format {form!r}: one of {', '.join(FORMATS)}")
     given = parse_selectors(selectors)
     text, left_out = guardrails_text(
-        read_bundle(bundle, runbook, trusted), given, form, ttft_slo_s, cache_floor
+        read_bundle(bundle, vouch, runbook, trusted), given, form, ttft_slo_s, cache_floor
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")

@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from golive.bundle.layout import CHAIN_INPUTS, CONTAINER
 from golive.bundle.store import BundleReader, locate
@@ -18,9 +18,17 @@ from golive.errors import ConfigError
 from golive.evidence.chain import DIGEST, split_image
 from golive.results import Outcome
 from golive.verdict.document import VerdictDocument
-from golive.verdict.rederive import require_rederived
 
 ACCEPTED = ("go-live", "observe-with-limits")
+
+
+class Vouch(Protocol):
+    """Refuses a bundle `golive decide` does not re-derive to its sealed verdict, naming what
+    differs (a ConfigError). The commands here that accept a bundle — the rollback registry,
+    `watch --accepted`, guardrails — sit below re-derivation, so the orchestration layer
+    gives them its `require_rederived`; none of them runs without one."""
+
+    def __call__(self, root: Path, use: str, override_reason: str | None = None) -> object: ...
 
 
 def programme_scope(verdict: VerdictDocument, where: Path, use: str) -> None:
@@ -198,12 +206,12 @@ def require_artifact(root: Path, use: str, found: dict[str, Any] | None = None) 
         )
 
 
-def register(root: Path, signature: dict[str, Any], registry: Path) -> Path | None:
+def register(root: Path, signature: dict[str, Any], registry: Path, vouch: Vouch) -> Path | None:
     """Add a signed, accepted bundle to the registry; other outcomes are not artifacts."""
     if signature["outcome"] not in ACCEPTED:
         return None
     programme_scope(VerdictDocument.read(root), root, "the rollback registry")
-    require_rederived(root, "the rollback registry", signature.get("override_reason"))
+    vouch(root, "the rollback registry", signature.get("override_reason"))
     entry = artifact(root, signature)  # the identity read once, for the check and the entry
     require_artifact(root, "registering it", entry)
     try:

@@ -43,7 +43,7 @@ from golive.evidence.k8s_env import K8sSource
 from golive.evidence.sampling import nvml_probe
 from golive.metrics import MetricsDelta, Snapshot
 from golive.operate.guardrails import Envelope, envelope, read_accepted, signed_override
-from golive.operate.rollback import identity, registry_dir, rollback_target
+from golive.operate.rollback import Vouch, identity, registry_dir, rollback_target
 from golive.operate.watch_identity import require_accepted_deployment
 from golive.operate.watch_rules import (
     Observation,
@@ -55,7 +55,6 @@ from golive.operate.watch_rules import (
 )
 from golive.operate.watch_signals import Background, PodRestarts, interval_values, probe_case
 from golive.verdict.document import VerdictDocument
-from golive.verdict.rederive import require_rederived
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +67,7 @@ class WatchSettings:
     log_file: Path | None = None
     progress: PhaseProgress = field(default_factory=Quiet)
     k8s: K8sSource | None = None  # the engine pods whose container restarts are read
+    vouch: Vouch = field(kw_only=True)  # refuses a bundle decide does not re-derive
 
     @classmethod
     def from_config(
@@ -78,8 +78,12 @@ class WatchSettings:
         log_file: Path | None = None,
         progress: PhaseProgress | None = None,
         k8s: K8sSource | None = None,
+        *,
+        vouch: Vouch,
     ) -> WatchSettings:
-        return cls(accepted, config.watch, registry, log_file, progress or Quiet(), k8s)
+        return cls(
+            accepted, config.watch, registry, log_file, progress or Quiet(), k8s, vouch=vouch
+        )
 
 
 def thresholds(env: Envelope, config: WatchConfig) -> Thresholds:
@@ -115,7 +119,7 @@ class Watcher:
         self.model = model
         self.launch_not_compared = launch_not_compared  # why no launch was compared, if none
         accepted = settings.accepted
-        require_rederived(accepted, "watch --accepted", signed_override(accepted))
+        settings.vouch(accepted, "watch --accepted", signed_override(accepted))
         self.verdict, steps = read_accepted(accepted)
         if self.verdict.profile != ctx.profile.name:
             raise ConfigError(

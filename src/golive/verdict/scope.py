@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from golive.checks.coverage import COVERAGE, GAP_SEPARATOR, INCOMPLETE
-from golive.results import CheckClass, CheckResult, Outcome, RuleFired, Status
+from golive.results import NOT_USED, CheckClass, CheckResult, Outcome, RuleFired, Status
 
 PROGRAMME = "programme"
 SECTIONS: tuple[str, ...] = ("env", "smoke", "capacity", "cache", "agent")
@@ -21,8 +21,6 @@ CAPACITY_PHASES: tuple[str, ...] = (
     "capacity.concurrency",
     "capacity.sustained",
 )
-# A skipped check that the config itself rules out (not a gap in the evidence).
-NOT_USED = "not-used"
 
 Scope = str | tuple[str, ...]
 

@@ -35,9 +35,8 @@ from golive.checks.capacity.memory_curve import read_curve
 from golive.config import parse_config
 from golive.errors import BundleError, ConfigError
 from golive.metrics import MetricsDelta, Snapshot, vllm_snapshot
-from golive.results import CheckResult, Status
+from golive.results import NOT_USED, CheckResult, Status
 from golive.traffic.records import reparsed, saved_answered
-from golive.verdict.scope import NOT_USED
 
 CHECK = "cache.after_load"
 PROBE_LABEL = AFTER_LOAD_PROBE

@@ -26,10 +26,9 @@ from golive.checks.smoke.request_classes_rules import (
     smoke_result,
 )
 from golive.config import GoliveConfig
-from golive.results import CheckResult, Status
+from golive.results import NOT_USED, CheckResult, Status
 from golive.traffic.records import ParsedResponse, reparsed
 from golive.traffic.workload import STRUCTURED_SCHEMA
-from golive.verdict.scope import NOT_USED
 
 FILE = "smoke-classes"
 CHECKS = ("smoke.long_context", "smoke.multimodal", "smoke.tools_structured", "smoke.shared_prompt")

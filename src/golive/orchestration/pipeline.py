@@ -28,15 +28,13 @@ from golive.bundle.layout import (
     VERDICT,
 )
 from golive.bundle.signing import load_private_key
-from golive.bundle.signoff import (
-    UNASSIGNED,
-)
 from golive.bundle.store import Bundle, BundleReader, size_bytes
 from golive.checks.cache.prefix_size import prefix_refusals
 from golive.checks.context import CheckContext, NoTarget, PhaseProgress, Quiet, Target
 from golive.checks.coverage import profile_refusals
 from golive.checks.deployment import ask_identity, deployment_of
 from golive.checks.identity import judge_identity
+from golive.checks.ledger import write_ledger
 from golive.checks.model_profile import judge_model_profile
 from golive.config import GoliveConfig, OwnerRule, config_digest
 from golive.errors import ConfigError, TargetNotMeasurable
@@ -44,11 +42,16 @@ from golive.evidence.metric_reference import bundle_scrapes, metric_reference
 from golive.evidence.runtime_log import server_log_evidence
 from golive.operate.rollback import identity
 from golive.operate.watch import WatchSettings, run_watch
+from golive.orchestration.interrupt import Guard
+from golive.orchestration.rederive import judged_from_evidence
+from golive.orchestration.signature import write_signoff
+from golive.orchestration.signoff import (
+    UNASSIGNED,
+)
 from golive.profiles import Profile, load_profile, profile_text
 from golive.report.capacity_request import capacity_request, render_capacity_request
 from golive.report.markdown import bundle_markdown
 from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
-from golive.signature import write_signoff
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
 from golive.traffic.preflight import preflight
 from golive.verdict.decide import decide, limits
@@ -62,8 +65,6 @@ from golive.verdict.document import (
     rules_of,
     timestamp,
 )
-from golive.verdict.interrupt import Guard
-from golive.verdict.ledger import write_ledger
 from golive.verdict.policy import (
     LoadedPolicy,
     apply_policy,
@@ -71,7 +72,6 @@ from golive.verdict.policy import (
     refuse_lowering,
     waivers_for,
 )
-from golive.verdict.rederive import judged_from_evidence
 from golive.verdict.scope import Scope, scope_json, sections_missing, skipped_by_config
 
 Programme = Callable[[CheckContext], Awaitable[list[CheckResult]]]

@@ -27,13 +27,13 @@ from golive.checks.deployment import FIELDS, deployment_of
 from golive.config import GoliveConfig
 from golive.errors import BundleError, ConfigError
 from golive.operate.rollback import identity
-from golive.pipeline import Verdict, rollback_target, verdict_document, write_verdict
+from golive.orchestration.pipeline import Verdict, rollback_target, verdict_document, write_verdict
+from golive.orchestration.rederive import as_part_checks, rederive
 from golive.profiles import load_profile
 from golive.results import CheckResult
 from golive.verdict.decide import decide
 from golive.verdict.document import PartEntry, VerdictDocument
 from golive.verdict.policy import apply_policy, load_policy, refuse_lowering, waivers_for
-from golive.verdict.rederive import as_part_checks, rederive
 from golive.verdict.scope import PROGRAMME, SECTIONS, Scope, scope_from_json
 
 DEFAULT_MAX_AGE_DAYS = 7.0

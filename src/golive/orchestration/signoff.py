@@ -23,13 +23,11 @@ from golive.bundle.layout import (
     STARTUP_LOG,
     VERDICT,
 )
-from golive.bundle.signing import load_public_key
-from golive.bundle.store import verify
 from golive.errors import ConfigError
 from golive.evidence.chain import split_image
 from golive.profiles import ChainExpectation, load_profile
+from golive.results import NOT_USED
 from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument, tested_sentence
-from golive.verdict.scope import NOT_USED
 
 TICKED, FAILED, MISSING, WATCHED = "ticked", "failed", "missing", "watched"
 NOT_ASSERTED = "not-asserted"  # an item stating a requirement the profile does not make
@@ -322,21 +320,6 @@ def bundle_files(root: Any) -> list[str]:
         str(p.relative_to(root))
         for p in root.rglob("*")
         if p.is_file() and not p.name.startswith(".")
-    )
-
-
-def require_trusted(root: Path, trusted: Sequence[Path]) -> None:
-    """The bundle's manifest signature is valid under one of the `trusted` public keys."""
-    problems = []
-    for path in trusted:
-        signature = verify(root, load_public_key(path)).signature
-        if signature is not None and signature.valid:
-            return
-        problems.append(f"{path}: {signature.problem if signature else 'not checked'}")
-    raise ConfigError(
-        f"{root} is not sealed by a trusted key ({'; '.join(problems)}): sign-off accepts "
-        "only bundles golive sealed with --sign-key under a key named by --trust-key or "
-        "signoff.trusted_keys"
     )
 
 

@@ -12,15 +12,7 @@ from typing import Any
 
 from golive.bundle.layout import MANIFEST, PROFILE, REPORT_HTML, SIGNOFF_JSON, SIGNOFF_MD
 from golive.bundle.signing import SIGNATURE, load_private_key
-from golive.bundle.signoff import (
-    build_signoff,
-    bundle_files,
-    read_signoff,
-    render_signoff,
-    require_trusted,
-    unowned,
-)
-from golive.bundle.store import Bundle, BundleReader, verify
+from golive.bundle.store import Bundle, BundleReader, require_trusted, verify
 from golive.errors import ConfigError
 from golive.operate.rollback import (
     ACCEPTED,
@@ -30,11 +22,18 @@ from golive.operate.rollback import (
     registry_dir,
     require_artifact,
 )
+from golive.orchestration.rederive import require_rederived
+from golive.orchestration.signoff import (
+    build_signoff,
+    bundle_files,
+    read_signoff,
+    render_signoff,
+    unowned,
+)
 from golive.profiles import ChainExpectation, load_profile, parse_profile
 from golive.report.html import render_html
 from golive.results import Outcome
 from golive.verdict.document import ExercisedEnvelope, VerdictDocument, timestamp
-from golive.verdict.rederive import require_rederived
 
 
 def write_signoff(bundle: Bundle, document: VerdictDocument, signature: Any) -> None:
@@ -120,7 +119,7 @@ def sign_bundle(
         bundle = Bundle(root)
         write_signoff(bundle, document, signature)
         bundle.seal(key)
-        registered = register(root, signature, registry_path)
+        registered = register(root, signature, registry_path, require_rederived)
     except BaseException:
         for rel, content in kept.items():  # the bundle as it was: a retry may sign it
             (root / f".{rel}.tmp").unlink(missing_ok=True)

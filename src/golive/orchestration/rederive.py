@@ -34,6 +34,7 @@ from golive.bundle.store import BundleReader, verify
 from golive.checks.cache.after_load import combined_gap
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, sections_with_evidence
 from golive.errors import BundleError, ConfigError
+from golive.orchestration.rejudge import bundle_profile, differences, rejudge
 from golive.report.capacity_request import capacity_request
 from golive.results import CheckResult, Decision, Outcome, RuleFired, Status
 from golive.verdict.decide import decide, limits
@@ -45,7 +46,6 @@ from golive.verdict.policy import (
     parse_policy,
     waivers_for,
 )
-from golive.verdict.rejudge import bundle_profile, differences, rejudge
 from golive.verdict.scope import (
     PROGRAMME,
     SECTIONS,
@@ -316,7 +316,7 @@ def _rederive_parts(
 def _one_deployment(held: Sequence[tuple[Path, Rederived]], data: VerdictDocument) -> list[str]:
     """The combination's refusals asked again of the parts as they are now: one deployment
     (unless the assumption recorded), each section once."""
-    from golive.verdict.combine import Part, deployment_facts, refusals
+    from golive.orchestration.combine import Part, deployment_facts, refusals
 
     parts = [
         Part(
