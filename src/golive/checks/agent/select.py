@@ -13,7 +13,7 @@ import jsonschema
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from golive.checks.agent.cases import SYSTEM, AgentCase, named, shipped_cases
+from golive.checks.agent.cases import AgentCase, named, shipped_cases, system_prompt
 from golive.checks.agent.rules import Expect
 from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import ConfigError
@@ -130,7 +130,10 @@ def load_user_cases(path: Path) -> tuple[AgentCase, ...]:
                 f"schema.{name}",
                 f"your tool {name}: a named call whose arguments satisfy your schema",
                 Expect.CALL,
-                ({"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}),
+                (
+                    {"role": "system", "content": system_prompt()},
+                    {"role": "user", "content": prompt},
+                ),
                 ({"type": "function", "function": spec},),
                 named(name),
                 critical=entry.critical,

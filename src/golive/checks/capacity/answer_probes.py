@@ -23,7 +23,7 @@ from typing import Any
 
 from golive.bundle.layout import ANSWER_PROBES_PLAN, CAPACITY_SUSTAINED
 from golive.bundle.store import BundleReader
-from golive.checks.agent.cases import WEATHER
+from golive.checks.agent.cases import shipped_tool
 from golive.checks.agent.response import message_of
 from golive.checks.capacity.collect import cap_result
 from golive.checks.context import CheckContext
@@ -94,7 +94,7 @@ PROBES = (
         "What is the weather in Oslo right now?",
         {"name": "get_weather", "arguments": {"city": "Oslo"}},
         64,
-        {"tools": [WEATHER], "tool_choice": "required"},
+        {"tools": [shipped_tool("get_weather")], "tool_choice": "required"},
     ),
 )
 BY_NAME = {p.name: p for p in PROBES}
