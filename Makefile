@@ -49,8 +49,10 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -m "not target" -q
 
+# -n auto: one worker per core; the real-vLLM tier (and the Ray cluster tests) stay on one
+# worker, in order, on one server (tests/conftest.py); the ten slowest tests are printed.
 test: lint typecheck target tools
-	$(BIN)/pytest -q --durations=25
+	$(BIN)/pytest -q -n auto --dist loadgroup --durations=10
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache src/*.egg-info

@@ -3,6 +3,7 @@ test leaves re-derives. The real local vLLM target is in tests/target/conftest.p
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -64,12 +65,18 @@ def _every_bundle_rederives(request: pytest.FixtureRequest, tmp_path: Path) -> I
 
 TARGET_TESTS = Path(__file__).parent / "target"
 PACKAGE_TESTS = Path(__file__).parent / "package"
+# Under `pytest -n N --dist loadgroup` (make test), the real vLLM tier runs in one worker, in
+# order, on its one session-scoped server, while the other workers take the rest; the local
+# Ray cluster's tests join it, so two Ray clusters never start on one host at once.
+SERIAL_GROUP = "one-worker"
+ONE_WORKER = ("test_ray.py",)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test under tests/target (the real local vLLM) is a `target` test, so `make unit`
     (-m "not target") never starts vLLM; no test elsewhere may be marked `target`. Every test
-    under tests/package (the built wheel in a fresh venv) is a `package` test."""
+    under tests/package (the built wheel in a fresh venv) is a `package` test. The target
+    tier and the Ray cluster tests share one xdist worker (`SERIAL_GROUP`)."""
     for item in items:
         if item.path.is_relative_to(PACKAGE_TESTS):
             item.add_marker(pytest.mark.package)
@@ -80,3 +87,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(
                 f"{item.nodeid} is marked target but is not under tests/target: move it there"
             )
+        if inside or item.path.name in ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
+    # The one-worker group is the longest pole: it goes first, so a worker starts it at once.
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+
+
+NICE = 10  # a worker running the other tiers yields the CPU to the real engine's worker
+_niced: list[bool] = []
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under xdist, a worker lowers its own priority (once) before its first test outside the
+    one-worker group: the real vLLM tier's timings then see nearly the CPU they would alone,
+    and the other tiers use what it leaves."""
+    if _niced or "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    if item.get_closest_marker("xdist_group") is None:
+        os.nice(NICE)
+        _niced.append(True)

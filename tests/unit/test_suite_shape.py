@@ -6,6 +6,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import SERIAL_GROUP
+
 TESTS = Path(__file__).parents[1]
 
 
@@ -38,3 +42,26 @@ def test_only_tests_under_target_start_a_real_engine() -> None:
         and any(a.arg in engine for a in n.args.args)
     ]
     assert outside == []
+
+
+def test_make_test_keeps_the_real_engine_tier_on_one_worker(request: pytest.FixtureRequest) -> None:
+    """`make test` runs the tiers in parallel only with --dist loadgroup, which keeps every
+    test of the one-worker group (the real vLLM tier, the Ray cluster tests) on one worker:
+    without it each worker would start its own vLLM on the 2-core machine."""
+    makefile = (TESTS.parent / "Makefile").read_text()
+    (command,) = [
+        line for line in makefile.splitlines() if line.startswith("\t$(BIN)/pytest -q -n")
+    ]
+    assert "--dist loadgroup" in command
+    grouped = [
+        item
+        for item in request.session.items
+        if any(
+            m.kwargs.get("name", m.args[0] if m.args else None) == SERIAL_GROUP
+            for m in item.iter_markers("xdist_group")
+        )
+    ]
+    target = [i for i in request.session.items if i.get_closest_marker("target") is not None]
+    if not target:
+        pytest.skip("the target tier is not collected in this session")
+    assert set(target) <= set(grouped)
