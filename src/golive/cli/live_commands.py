@@ -165,8 +165,7 @@ async def agent(args: argparse.Namespace) -> int:
     out = _out(args)
     async with load_clients(args.ray, args.workers, config, progress_line) as clients:
         with RichProgress(err) as progress:
-            run = Invocation(args.command, config, out, progress)
-            verdict = await sections.agent(run, cases, clients)
+            verdict = await sections.agent(_invocation(args, config, progress, out), cases, clients)
     return finish(verdict, args)
 
 
