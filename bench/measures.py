@@ -342,7 +342,7 @@ def harness_cpu(env: Env) -> list[Row]:
 
 
 async def _harness_cpu(env: Env) -> list[Row]:
-    from golive.cli.demo import DEMO_SETTINGS
+    from golive.orchestration.demo import DEMO_SETTINGS
     from golive.target.install import ensure_target
     from golive.target.server import ServeOptions, running_target
 

@@ -13,7 +13,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from golive.cli import demo
+from golive.orchestration import demo
 from golive.target.models import VLLM_CPU_VERSION
 
 DECISION_GRADE = {

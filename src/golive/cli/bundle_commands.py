@@ -1,24 +1,21 @@
-"""The commands that work on a saved bundle, offline: verify, decide, signoff, guardrails."""
+"""The commands that work on a saved bundle, offline: verify, decide (and decide --combine),
+signoff, guardrails, rollback show, report."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 
 from golive.bundle.layout import REPORT_HTML, REPORT_MD
 from golive.bundle.signing import load_public_key
-from golive.bundle.store import verify
-from golive.config import GoliveConfig
-from golive.config_sources import config_path, load_config
+from golive.bundle.store import verify as store_verify
+from golive.cli.config_flags import command_config
+from golive.cli.console import err
 from golive.errors import ConfigError
 from golive.operate.alert_scope import RUNBOOK
 from golive.operate.guardrail_files import write_guardrails
@@ -36,38 +33,53 @@ from golive.report.markdown import bundle_markdown, scope_line
 from golive.results import Outcome
 from golive.verdict.document import VerdictDocument, rules_of
 
-BUNDLE_COMMANDS = ("verify", "decide", "signoff", "guardrails", "rollback", "report")
 
-
-def bundle_command(args: argparse.Namespace, err: Console) -> int:
-    if args.command == "verify":
-        return _verify(args.bundle, args.key)
-    if args.command == "decide":
-        return _decide(args, err)
-    if args.command == "signoff":
-        trusted = list(args.trust_key)
-        # --config, else $GOLIVE_CONFIG, and GOLIVE_SIGNOFF_TRUSTED_KEYS, as a run reads them
-        trusted += [Path(k) for k in _config(args.config).signoff.trusted_keys]
-        signature = sign_bundle(
-            args.bundle,
-            args.reviewer,
-            Outcome(args.outcome),
-            args.override_reason,
-            args.registry,
-            args.sign_key,
-            trusted,
-        )
-        print(
-            f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
-            f"{signature['signed_at']}; re-sealed (see signoff.md)"
-        )
-        if signature["registered"]:
-            print(f"registered as a rollback artifact: {signature['registered']}")
+def verify(args: argparse.Namespace) -> int:
+    bundle: Path = args.bundle
+    key_file: Path | None = args.key
+    report = store_verify(bundle, None if key_file is None else load_public_key(key_file))
+    signature = report.signature
+    if signature is not None and signature.valid:
+        print(f"{bundle}: manifest signed by {signature.key_fingerprint} (signature valid)")
+    elif signature is not None:
+        print(f"signature: {signature.problem}")
+    if report.ok:
+        print(f"{bundle}: intact (every file matches manifest-sha256.txt)")
         return 0
-    if args.command == "rollback":
-        return _rollback_show(args)
-    if args.command == "report":
-        return _report(args)
+    for kind, paths in (
+        ("altered", report.altered),
+        ("missing", report.missing),
+        ("extra", report.extra),
+    ):
+        for path in paths:
+            print(f"{kind}: {path}")
+    print(f"{bundle}: NOT intact", file=sys.stderr)
+    return 1
+
+
+def signoff(args: argparse.Namespace) -> int:
+    trusted = list(args.trust_key)
+    # --config, else $GOLIVE_CONFIG, and GOLIVE_SIGNOFF_TRUSTED_KEYS, as a run reads them
+    trusted += [Path(k) for k in command_config(args, announce=False).signoff.trusted_keys]
+    signature = sign_bundle(
+        args.bundle,
+        args.reviewer,
+        Outcome(args.outcome),
+        args.override_reason,
+        args.registry,
+        args.sign_key,
+        trusted,
+    )
+    print(
+        f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
+        f"{signature['signed_at']}; re-sealed (see signoff.md)"
+    )
+    if signature["registered"]:
+        print(f"registered as a rollback artifact: {signature['registered']}")
+    return 0
+
+
+def guardrails(args: argparse.Namespace) -> int:
     left_out = write_guardrails(
         args.bundle,
         args.output,
@@ -97,9 +109,9 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
     return 0
 
 
-def _decide(args: argparse.Namespace, err: Console) -> int:
+def decide(args: argparse.Namespace) -> int:
     if args.combine:
-        return _combine(args, err)
+        return _combine(args)
     if args.bundle is None:
         raise ConfigError("decide needs a BUNDLE to re-derive, or --combine B1 B2 ... --out DIR")
     result = rederive(args.bundle)
@@ -130,24 +142,18 @@ def _decide(args: argparse.Namespace, err: Console) -> int:
     return 0 if result.agrees else 1
 
 
-def _config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> GoliveConfig:
-    """The config an offline command reads: `path`, else $GOLIVE_CONFIG; the GOLIVE_*
-    variables; `overrides` (its own flags)."""
-    return load_config(config_path(path, os.environ), overrides, os.environ)
-
-
-def _combine(args: argparse.Namespace, err: Console) -> int:
+def _combine(args: argparse.Namespace) -> int:
     from golive.orchestration.combine import combine
 
     if args.bundle is not None:
         raise ConfigError("give the bundles after --combine, not before it")
     if args.out is None:
         raise ConfigError("decide --combine needs --out DIR for the combined bundle")
-    overrides = {} if args.policy is None else {"policy": str(args.policy)}
+    policy = None if args.policy is None else str(args.policy)
     verdict = combine(
         args.combine,
         args.out,
-        _config(args.config, overrides),
+        command_config(args, announce=False, overrides={"policy": policy}),
         args.max_age_days,
         assume_same_deployment=args.assume_same_deployment,
     )
@@ -163,28 +169,7 @@ def _combine(args: argparse.Namespace, err: Console) -> int:
     return verdict.outcome.exit_code
 
 
-def _verify(bundle: Path, key_file: Path | None) -> int:
-    report = verify(bundle, None if key_file is None else load_public_key(key_file))
-    signature = report.signature
-    if signature is not None and signature.valid:
-        print(f"{bundle}: manifest signed by {signature.key_fingerprint} (signature valid)")
-    elif signature is not None:
-        print(f"signature: {signature.problem}")
-    if report.ok:
-        print(f"{bundle}: intact (every file matches manifest-sha256.txt)")
-        return 0
-    for kind, paths in (
-        ("altered", report.altered),
-        ("missing", report.missing),
-        ("extra", report.extra),
-    ):
-        for path in paths:
-            print(f"{kind}: {path}")
-    print(f"{bundle}: NOT intact", file=sys.stderr)
-    return 1
-
-
-def _rollback_show(args: argparse.Namespace) -> int:
+def rollback(args: argparse.Namespace) -> int:
     registry = registry_dir(args.registry)
     last = rollback_target(registry)
     by_override = [e for e in accepted(registry) if overridden(e)]
@@ -234,7 +219,7 @@ def _rollback_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace) -> int:
+def report(args: argparse.Namespace) -> int:
     """Render report.html and report.md from a bundle into another directory (the sealed
     bundle is never rewritten)."""
     root: Path = args.bundle

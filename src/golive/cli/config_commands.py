@@ -5,34 +5,27 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 
 from golive.checks.agent.select import cases_for
 from golive.cli.config_flags import command_config
+from golive.cli.console import err
 from golive.config_reference import init_yaml, reference_markdown
 from golive.config_sources import config_path, env_overrides
 from golive.errors import ConfigError
 from golive.orchestration.pipeline import run_inputs
 from golive.profiles import load_profile
 
-CONFIG_COMMANDS = ("init", "config")
 
-
-def config_command(args: argparse.Namespace, err: Console) -> int:
-    if args.command == "init":
-        return _init(args.output, args.profile, args.force, err)
-    if args.config_command == "reference":
-        print(reference_markdown(), end="")
-        return 0
-    return _validate(args, err)
-
-
-def _init(output: Path, profile: str, force: bool, err: Console) -> int:
+def init(args: argparse.Namespace) -> int:
+    """Write a config file holding every key at its default."""
+    output: Path = args.output
+    profile: str = args.profile
     load_profile(profile)  # a profile path that cannot be read is refused before writing
-    if output.exists() and not force:
+    if output.exists() and not args.force:
         raise ConfigError(f"{output} exists; give another -o FILE, or --force to replace it")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(init_yaml(profile), encoding="utf-8")
@@ -44,7 +37,17 @@ def _init(output: Path, profile: str, force: bool, err: Console) -> int:
     return 0
 
 
-def _validate(args: argparse.Namespace, err: Console) -> int:
+def config(args: argparse.Namespace) -> int:
+    """`config validate FILE`, `config reference`."""
+    return CONFIG_ACTIONS[args.config_command](args)
+
+
+def _reference(args: argparse.Namespace) -> int:
+    print(reference_markdown(), end="")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
     """Load the file as a run would (with the GOLIVE_* variables set now); say what it sets."""
     path = config_path(args.file, os.environ)
     if path is None:
@@ -60,3 +63,9 @@ def _validate(args: argparse.Namespace, err: Console) -> int:
     target = config.target.url or "not set (give --target, or GOLIVE_TARGET_URL)"
     err.print(f"  profile {config.profile}; target {escape(target)}", highlight=False)
     return 0
+
+
+CONFIG_ACTIONS: Mapping[str, Callable[[argparse.Namespace], int]] = {
+    "validate": _validate,
+    "reference": _reference,
+}

@@ -8,7 +8,7 @@ import argparse
 import os
 import sys
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +85,7 @@ WATCH_FLAGS = (
 )
 
 
-def _scalar(annotation: Any) -> tuple[Any, bool]:
+def _scalar(annotation: object) -> tuple[Any, bool]:
     """(argparse type, repeatable) of a field's annotation: Optional unwrapped, a tuple of
     strings repeatable, a Literal given as choices by the caller."""
     annotation = plain_annotation(annotation)
@@ -126,13 +126,19 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {flag.key: getattr(args, flag.dest) for flag in getattr(args, "config_flags", ())}
 
 
-def command_config(args: argparse.Namespace, announce: bool = True) -> GoliveConfig:
-    """The config a command runs with: defaults ← `--config` (else `$GOLIVE_CONFIG`) ←
-    `GOLIVE_*` variables ← this command's flags. `announce`: say on stderr which file and
-    which variables it came from (a variable left in a shell must not change a run unseen)."""
+def command_config(
+    args: argparse.Namespace,
+    announce: bool = True,
+    overrides: Mapping[str, object] | None = None,
+) -> GoliveConfig:
+    """The config a command runs with, the one place a command loads it: defaults ←
+    `--config` (else `$GOLIVE_CONFIG`) ← `GOLIVE_*` variables ← this command's flags (and
+    `overrides`, from flags that are not config flags; None: not given). `announce`: say on
+    stderr which file and which variables it came from (a variable left in a shell must not
+    change a run unseen)."""
     given = getattr(args, "config", None)
     path = config_path(given, os.environ)
-    config = load_config(path, config_overrides(args), os.environ)
+    config = load_config(path, {**config_overrides(args), **(overrides or {})}, os.environ)
     if announce:
         if path is not None and given is None:
             print(f"config: {path} (from $GOLIVE_CONFIG)", file=sys.stderr)

@@ -35,6 +35,11 @@ def progress_line(message: str) -> None:
     err.print(message, soft_wrap=True, highlight=False, markup=False)
 
 
+def warn(message: str) -> None:
+    """A finding that does not stop the command, on stderr."""
+    err.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def read_input(path: Path, flag: str) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")

