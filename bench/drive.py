@@ -130,7 +130,7 @@ async def max_rps_send_only(
 
 class _Recorded:
     """The capacity run's sink for worker processes: each worker's parsed answer and its
-    bundle line, appended as it arrives (what `Run.received_parsed` does)."""
+    bundle line, appended as it arrives (what `CapacityRun.received_parsed` does)."""
 
     stream_file = "capacity-max"
 

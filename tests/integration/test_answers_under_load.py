@@ -15,7 +15,7 @@ from aiohttp import web
 
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.answer_probes import CHECK, ProbeSlots, judge_answers, send_idle
-from golive.checks.capacity.collect import CapacityInputs, Run
+from golive.checks.capacity.collect import CapacityInputs, CapacityRun
 from golive.checks.capacity.load_window import load_window
 from golive.checks.context import CheckContext
 from golive.config_sources import load_config
@@ -91,7 +91,7 @@ async def test_an_answer_that_changes_under_load_fails(
         config = load_config(None, {"target.url": url, "target.model": MODEL, "profile": profile})
 
         async def programme(ctx: CheckContext) -> list[CheckResult]:
-            run = Run(ctx, CapacityInputs(), MODEL, 4096)
+            run = CapacityRun(ctx, CapacityInputs(), MODEL, 4096)
             run.phase = "sustained"
             await send_idle(ctx, MODEL)
             probes = ProbeSlots(ctx, MODEL, "sustained-c4", 2, 2)

@@ -20,7 +20,7 @@ from golive.checks.agent.response import (
     retry_findings,
     sdk_finding,
 )
-from golive.checks.agent.results import Run, case_result, failure_examples
+from golive.checks.agent.results import AgentAnswer, case_result, failure_examples
 from golive.checks.agent.rules import Expect, Finding, Layer, check_message
 from golive.checks.agent.select import load_user_cases, select
 from golive.errors import ConfigError
@@ -337,9 +337,9 @@ def _run(
     *signatures: str,
     layer: Layer = Layer.NONE,
     message: dict[str, Any] | None = None,
-) -> Run:
+) -> AgentAnswer:
     findings = tuple(Finding(s, s) for s in signatures)
-    return Run(
+    return AgentAnswer(
         mode,
         i,
         findings,

@@ -13,13 +13,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from golive.checks.agent.collect import AgentSettings, run_agent
-from golive.checks.cache import CacheSettings, probe_after_load, run_cache
-from golive.checks.capacity.collect import CapacityInputs
-from golive.checks.capacity.phases import run_capacity
+from golive.checks import agent, cache, capacity, env, smoke
 from golive.checks.context import CheckContext
-from golive.checks.env.collect import EnvEvidence, run_env
-from golive.checks.smoke.collect import run_smoke
 from golive.results import CheckClass, CheckResult, Outcome, Status
 from golive.verdict.decide import decide
 
@@ -34,10 +29,12 @@ SECTIONS: tuple[tuple[str, CheckClass], ...] = (
 
 @dataclass(frozen=True, slots=True)
 class RunPlan:
-    evidence: EnvEvidence
-    capacity: CapacityInputs
-    cache: CacheSettings
-    agent: AgentSettings
+    """Each family's `Plan` for one programme run (smoke's is empty)."""
+
+    evidence: env.Plan
+    capacity: capacity.Plan
+    cache: cache.Plan
+    agent: agent.Plan
 
 
 def section_result(section: str, status: Status, summary: str) -> CheckResult:
@@ -50,12 +47,12 @@ def section_result(section: str, status: Status, summary: str) -> CheckResult:
 async def run_programme(ctx: CheckContext, plan: RunPlan) -> list[CheckResult]:
     # (section, step, whether it is the section's first step: a skipped section says so once)
     steps: list[tuple[str, Callable[[], Awaitable[list[CheckResult]]], bool]] = [
-        ("env", lambda: run_env(ctx, plan.evidence), True),
-        ("smoke", lambda: run_smoke(ctx), True),
-        ("cache", lambda: run_cache(ctx, plan.cache), True),
-        ("capacity", lambda: run_capacity(ctx, plan.capacity), True),
-        ("cache", lambda: probe_after_load(ctx), False),
-        ("agent", lambda: run_agent(ctx, plan.agent), True),
+        ("env", lambda: env.collect(ctx, plan.evidence), True),
+        ("smoke", lambda: smoke.collect(ctx, smoke.Plan()), True),
+        ("cache", lambda: cache.collect(ctx, plan.cache), True),
+        ("capacity", lambda: capacity.collect(ctx, plan.capacity), True),
+        ("cache", lambda: cache.probe_after_load(ctx), False),
+        ("agent", lambda: agent.collect(ctx, plan.agent), True),
     ]
     checks: list[CheckResult] = []
     stop: str | None = None

@@ -61,7 +61,7 @@ START_S = 60.0  # a spawned worker imports golive afresh: ~1 s here, far longer 
 
 
 class RecordSink(Protocol):
-    """Where a window's records go as they arrive (the capacity run's `Run`)."""
+    """Where a window's records go as they arrive (the capacity run's `CapacityRun`)."""
 
     @property
     def stream_file(self) -> str: ...

@@ -144,7 +144,7 @@ def _end(stopped: asyncio.Event, client: TargetClient, reason: str) -> int:
 
 
 class RecordSink(Protocol):
-    """Where a window's records go as they arrive (the capacity run's `Run`)."""
+    """Where a window's records go as they arrive (the capacity run's `CapacityRun`)."""
 
     def received(self, record: RequestRecord) -> None: ...
 

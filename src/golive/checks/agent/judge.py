@@ -24,7 +24,7 @@ from golive.checks.agent.response import (
     retry_findings,
     sdk_finding,
 )
-from golive.checks.agent.results import Run, case_result, failure_examples
+from golive.checks.agent.results import AgentAnswer, case_result, failure_examples
 from golive.checks.agent.rules import (
     Expect,
     Finding,
@@ -108,7 +108,7 @@ def run_of(
     parsed: ParsedResponse,
     engine_answer: ParsedResponse | None,
     extra: Sequence[Finding] = (),
-) -> Run:
+) -> AgentAnswer:
     """Findings for the answer the client got, the engine's own, and the layer to blame."""
     rewritten = request_rewritten(parsed, engine_answer)
     gateway = (Finding("gateway.request_rewritten", rewritten),) if rewritten else ()
@@ -122,7 +122,7 @@ def run_of(
         any(f.signature.startswith("retry.") for f in extra),
     )
     message, _ = message_of(parsed)
-    return Run(
+    return AgentAnswer(
         mode,
         repeat,
         findings,
@@ -135,7 +135,7 @@ def run_of(
     )
 
 
-def with_parity(runs: Sequence[Run]) -> list[Run]:
+def with_parity(runs: Sequence[AgentAnswer]) -> list[AgentAnswer]:
     """Streamed and non-streamed deliveries of one request must carry the same calls.
     A mismatch is blamed where the non-streamed twin was blamed (a gateway rewriting one
     path), else on the engine's streaming parser."""
@@ -143,7 +143,7 @@ def with_parity(runs: Sequence[Run]) -> list[Run]:
     return [_parity(run, plain.get(run.repeat)) for run in runs]
 
 
-def _parity(run: Run, twin: Run | None) -> Run:
+def _parity(run: AgentAnswer, twin: AgentAnswer | None) -> AgentAnswer:
     if run.mode != "stream" or twin is None or not run.status == twin.status == 200:
         return run
     mismatch = parity(run.message, twin.message)
@@ -283,7 +283,7 @@ def _plain_runs(
     contract: Contract,
     answers: Mapping[str, ParsedResponse],
     engine: Mapping[str, ParsedResponse],
-) -> list[Run]:
+) -> list[AgentAnswer]:
     runs = [
         run_of(contract, mode, i, answers[label], engine.get(label))
         for i in range(int(plan["repeat"]))
@@ -301,11 +301,11 @@ def _retry_runs(
     case: AgentCase,
     contract: Contract,
     answers: Mapping[str, ParsedResponse],
-) -> tuple[list[Run], dict[str, Any]]:
+) -> tuple[list[AgentAnswer], dict[str, Any]]:
     """Per repeat: the attempt given up at the client deadline and its retry with the same
     idempotency key; the engine's counters must account for exactly the attempts sent."""
     reference = answers.get(f"agent-{case.name}-reference")
-    runs: list[Run] = []
+    runs: list[AgentAnswer] = []
     timeouts = 0
     pairs = 0
     for i in range(int(plan["repeat"])):

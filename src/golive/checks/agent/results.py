@@ -18,7 +18,7 @@ EXAMPLES_PER_SIGNATURE = 3
 
 
 @dataclass(frozen=True, slots=True)
-class Run:
+class AgentAnswer:
     """One answer as the client saw it, and what the engine said to the same request."""
 
     mode: str  # "stream" | "plain"
@@ -38,7 +38,7 @@ class Run:
 
 def case_result(
     case: AgentCase,
-    runs: Sequence[Run],
+    runs: Sequence[AgentAnswer],
     repeated_failures: int,
     facts: Mapping[str, Any] | None = None,
     gateway: bool = False,
@@ -188,7 +188,7 @@ def agent_check(
     )
 
 
-def failure_examples(case: AgentCase, runs: Sequence[Run]) -> list[dict[str, Any]]:
+def failure_examples(case: AgentCase, runs: Sequence[AgentAnswer]) -> list[dict[str, Any]]:
     """A few examples per failure signature, each pointing at its saved request (the lines
     of `requests/agent-failures.jsonl`)."""
     seen: Counter[str] = Counter()

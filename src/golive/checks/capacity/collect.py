@@ -58,7 +58,7 @@ class LoadClients(Protocol):
     windows: list[Any]  # per client and window: requests, sent, scheduling lag
 
     async def run(
-        self, schedule: Schedule, make_body: MakeBody, label: str, sink: Run, key: str
+        self, schedule: Schedule, make_body: MakeBody, label: str, sink: CapacityRun, key: str
     ) -> LoadResult: ...
 
     def stop(self, reason: str) -> int: ...
@@ -128,7 +128,7 @@ def classified(
     )
 
 
-class Run:
+class CapacityRun:
     """Shared state of one capacity run: phase label, in-flight shapes, death flag."""
 
     def __init__(

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from golive.bundle.layout import DCGM_FREE, DCGM_USED, LOAD_CURVE, NODE_CURVES, STARTUP_LOG
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.collect import CapacityInputs, Run
+from golive.checks.capacity.collect import CapacityInputs, CapacityRun
 from golive.checks.capacity.node_curves import (
     curve_copy,
     gpu_memory_of,
@@ -48,7 +48,7 @@ def engine_probe(ctx: CheckContext) -> Probe:
     return probe
 
 
-def save_load_evidence(run: Run) -> None:
+def save_load_evidence(run: CapacityRun) -> None:
     """Phase 1's evidence: the startup log (saved here where no section before saved it) and
     the host memory curve while golive's own launch loaded the model (`memory/load.csv`),
     judged by `capacity.model_load.judge_model_load`."""

@@ -12,8 +12,8 @@ from typing import Any
 from golive.bundle.layout import CAPACITY_CALIBRATION, CAPACITY_CLIENTS, CAPACITY_WATCHDOG
 from golive.checks.capacity.answer_probes import ProbeSlots, is_probe
 from golive.checks.capacity.collect import (
+    CapacityRun,
     LoadClients,
-    Run,
     refusal,
     seconds,
 )
@@ -62,7 +62,7 @@ def ramp(top: int) -> list[int]:
     return [*steps, top]
 
 
-def workload(run: Run) -> Callable[[int], dict[str, Any]]:
+def workload(run: CapacityRun) -> Callable[[int], dict[str, Any]]:
     """The run's request bodies (a method of a plain object: it travels to --workers)."""
     if run.inputs.sample:
         return SampleWorkload(run.inputs.sample, run.model).body
@@ -81,7 +81,7 @@ def workload(run: Run) -> Callable[[int], dict[str, Any]]:
 
 
 async def load_window(
-    run: Run,
+    run: CapacityRun,
     concurrency: int,
     duration_s: float,
     cap: int,
@@ -220,7 +220,7 @@ PROBE_LANE_OFFSET = 10**9  # the main process's lanes number their workload requ
 
 
 async def _clients_window(
-    run: Run,
+    run: CapacityRun,
     clients: LoadClients,
     schedule: Schedule,
     make: MakeBody,
@@ -250,7 +250,7 @@ async def _clients_window(
 
 
 async def _from_clients(
-    run: Run,
+    run: CapacityRun,
     clients: LoadClients,
     schedule: Schedule,
     make: MakeBody,
@@ -295,14 +295,14 @@ async def _from_clients(
     return whole, near.records
 
 
-async def _stop_on_death(run: Run, clients: LoadClients) -> None:
+async def _stop_on_death(run: CapacityRun, clients: LoadClients) -> None:
     """The load clients stop issuing once the engine is found dead (as `stop=run.dead` does
     for golive's own loop)."""
     await run.dead.wait()
     clients.stop(f"the engine terminated ({run.death})")
 
 
-def _with_probes(run: Run, probes: ProbeSlots, make: MakeBody) -> tuple[Send, MakeBody]:
+def _with_probes(run: CapacityRun, probes: ProbeSlots, make: MakeBody) -> tuple[Send, MakeBody]:
     def body(n: int) -> Mapping[str, Any]:
         return probes.body() or make(n)
 
@@ -317,7 +317,7 @@ def _with_probes(run: Run, probes: ProbeSlots, make: MakeBody) -> tuple[Send, Ma
 CALIBRATION_CAP = 5000  # a runaway bound for the short calibration window only
 
 
-async def calibrate(run: Run) -> float:
+async def calibrate(run: CapacityRun) -> float:
     """Requests per second per concurrency slot, measured at concurrency 1 for
     `capacity.calibration_s`: every later window's request cap is sized from it."""
     config = run.ctx.config.capacity
@@ -339,12 +339,12 @@ async def calibrate(run: Run) -> float:
     return rate
 
 
-def window_cap(run: Run, concurrency: int, duration_s: float, rate: float) -> int:
+def window_cap(run: CapacityRun, concurrency: int, duration_s: float, rate: float) -> int:
     configured = run.ctx.config.capacity.step_max_requests
     return configured or request_cap(rate, concurrency, duration_s, 3.0)
 
 
-def headroom(run: Run) -> HeadroomPolicy:
+def headroom(run: CapacityRun) -> HeadroomPolicy:
     config = run.ctx.config.capacity
     return HeadroomPolicy(config.client_max_lag_ms, config.client_max_cpu_share)
 
@@ -355,7 +355,7 @@ def drain_s(configured: float | None, duration_s: float) -> float:
 
 
 def _window_answers(
-    run: Run, loaded: LoadResult, label: str
+    run: CapacityRun, loaded: LoadResult, label: str
 ) -> tuple[list[RequestRecord], list[ParsedResponse], tuple[int, int]]:
     """Every attempt of the window (the in-process path's retried ones are not in the
     schedule's records), the answers its figures count — each request's last attempt, and

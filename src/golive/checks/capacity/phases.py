@@ -23,7 +23,7 @@ from golive.bundle.store import BundleReader
 from golive.checks.capacity.answer_probes import ProbeSlots, judge_answers, probe_lanes, send_idle
 from golive.checks.capacity.collect import (
     CapacityInputs,
-    Run,
+    CapacityRun,
     cap_result,
     refusal,
 )
@@ -91,7 +91,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
                 (),
             )
         ]
-    run = Run(ctx, inputs, served.model, served.max_model_len)
+    run = CapacityRun(ctx, inputs, served.model, served.max_model_len)
     ctx.bundle.write_json(CAPACITY_WORKLOAD, {"seed": run.workload_seed})
     for body in inputs.sample:  # what the windows cycle through: the report compares with it
         ctx.bundle.append_jsonl(WORKLOAD_SAMPLE, {**body, "model": served.model})
@@ -110,7 +110,7 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     results = [judge_model_load(BundleReader(run.ctx.bundle.root))]
     if inputs.load_span is not None:
         run.timeline.append(PhaseSpan("model_load", *inputs.load_span))
-    phases: tuple[tuple[str, Callable[[Run], Any]], ...] = (
+    phases: tuple[tuple[str, Callable[[CapacityRun], Any]], ...] = (
         ("long_input", long_input),
         ("concurrency", concurrency_ramp),
         ("sustained", sustained),
@@ -165,7 +165,7 @@ def _phase_results(ctx: CheckContext, name: str, result: CheckResult) -> list[Ch
     return [result]
 
 
-def not_run(run: Run, check_id: str) -> CheckResult:
+def not_run(run: CapacityRun, check_id: str) -> CheckResult:
     """A phase after the engine's death, as `golive decide` reads it from the termination
     record (`after_death`)."""
     reader = BundleReader(run.ctx.bundle.root)
@@ -174,7 +174,7 @@ def not_run(run: Run, check_id: str) -> CheckResult:
     )
 
 
-def _long_body(run: Run, words: int, n: int) -> dict[str, Any]:
+def _long_body(run: CapacityRun, words: int, n: int) -> dict[str, Any]:
     return {
         "model": run.model,
         "messages": [
@@ -187,7 +187,7 @@ def _long_body(run: Run, words: int, n: int) -> dict[str, Any]:
     }
 
 
-async def sized_body(run: Run, context: int, ratio: float, n: int) -> dict[str, Any]:
+async def sized_body(run: CapacityRun, context: int, ratio: float, n: int) -> dict[str, Any]:
     """A request of `context` tokens in all: prompt + max_tokens. The prompt is sized with
     the server's own chat tokenizer where it has one, so the top step of the ladder fits
     max_model_len exactly instead of overshooting it by the estimate's error."""
@@ -203,7 +203,7 @@ async def sized_body(run: Run, context: int, ratio: float, n: int) -> dict[str, 
     return body
 
 
-async def _long_step(run: Run, context: int, ratio: float, n: int) -> LongStep:
+async def _long_step(run: CapacityRun, context: int, ratio: float, n: int) -> LongStep:
     body = await sized_body(run, context, ratio, n)
     parsed = parse(await run.send(body, f"long-{context}", time.perf_counter_ns()))
     outcome, detail = _long_outcome(parsed)
@@ -232,7 +232,7 @@ def between(steps: list[LongStep], max_context: int) -> int | None:
     return (max(below) + refused[0]) // 2
 
 
-async def long_input(run: Run) -> CheckResult:
+async def long_input(run: CapacityRun) -> CheckResult:
     """Phase 2: fixed samples at increasing context up to the intended maximum (prompt plus
     generation), one just above max_model_len (must be refused), and one between the last
     accepted and the first refused step."""
@@ -289,7 +289,7 @@ def _long_outcome(parsed: ParsedResponse) -> tuple[LongOutcome, str]:
     return LongOutcome.FAILED, (message or "; ".join(parsed.problems))[:200]
 
 
-async def concurrency_ramp(run: Run) -> CheckResult:
+async def concurrency_ramp(run: CapacityRun) -> CheckResult:
     """Phase 3: the production-shaped sample on a concurrency ramp up to --concurrency."""
     config = run.ctx.config.capacity
     policy = stability_policy(config)
@@ -328,7 +328,7 @@ async def concurrency_ramp(run: Run) -> CheckResult:
 
 
 async def repeat_knee(
-    run: Run, levels: tuple[int, int], repeats: dict[int, list[StepStats]], offset: int
+    run: CapacityRun, levels: tuple[int, int], repeats: dict[int, list[StepStats]], offset: int
 ) -> int:
     """The two steps around a candidate knee, `capacity.knee_repeats - 1` more times each,
     alternating which goes first (the ramp ran the lower first); each window labelled
@@ -365,7 +365,7 @@ def sustained_length(
     return round(min(max(duration_s, needed), 2 * duration_s), 1)
 
 
-async def sustained(run: Run) -> CheckResult:
+async def sustained(run: CapacityRun) -> CheckResult:
     """Phase 4: fixed concurrency and known mix for --duration; the latency trend decides."""
     config = run.ctx.config.capacity
     if run.concurrency_ceiling is None:  # no stable level to sustain: more load proves nothing

@@ -17,7 +17,7 @@ import time
 
 from golive.bundle.layout import RESTART
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.collect import Run
+from golive.checks.capacity.collect import CapacityRun
 from golive.checks.context import served_of
 from golive.checks.deployment import IDENTITY_FILE
 from golive.errors import LocalTargetError
@@ -27,7 +27,7 @@ POLL_S = 2.0  # /health while waiting for the platform's restart
 RESTART_STREAM = "capacity-restart"  # requests/capacity-restart.jsonl: what served again
 
 
-async def served_again(run: Run) -> bool:
+async def served_again(run: CapacityRun) -> bool:
     """Bring the deployment back after a death above a stable step (True: it serves, the
     death flag is cleared and the host memory sampler follows the new process)."""
     config = run.ctx.config.capacity
@@ -74,7 +74,7 @@ async def served_again(run: Run) -> bool:
     return True
 
 
-async def _healthy_within(run: Run, within_s: float) -> bool:
+async def _healthy_within(run: CapacityRun, within_s: float) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         health = await run.ctx.target.get("/health", "capacity-restart")
@@ -84,7 +84,7 @@ async def _healthy_within(run: Run, within_s: float) -> bool:
     return False
 
 
-async def _another_deployment(run: Run) -> str:
+async def _another_deployment(run: CapacityRun) -> str:
     """What differs between the deployment that serves again and the one measured so far
     (its vLLM version, served model, max_model_len: `requests/identity.jsonl` at the start);
     empty when it is the same. The answers are saved (`requests/capacity-restart.jsonl`)."""

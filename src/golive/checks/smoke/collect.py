@@ -8,6 +8,7 @@ checks are judged from there (`smoke.judge`), as `golive decide` judges them aga
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from golive.bundle.layout import SMOKE_DELTA, SMOKE_PLAN, SMOKE_REQUESTS
@@ -16,6 +17,12 @@ from golive.checks.context import CheckContext, Scrape, ServedModel, scrape
 from golive.checks.smoke.judge import TEXT_CHECKS, judge_smoke, saved_models
 from golive.checks.smoke.request_classes_judge import judge_smoke_coverage
 from golive.results import CheckResult
+
+
+@dataclass(frozen=True, slots=True)
+class SmokePlan:
+    """What smoke's collector takes besides the context: nothing (its settings are the
+    config's `smoke` section), so every family's `collect` has the same shape."""
 
 
 async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
