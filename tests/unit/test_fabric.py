@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from golive.evidence.chain import ChainInputs
-from golive.evidence.chain_hw import check_gpus
+from golive.checks.env.chain_inputs import ChainInputs
+from golive.checks.env.gpus import check_gpus
 from golive.evidence.fabric import NO_DOMAIN, fabric_findings, imex_domain_state
 from golive.evidence.facts import HostInfo, read_facts
 from golive.evidence.nvidia import parse_nvidia_smi_xml

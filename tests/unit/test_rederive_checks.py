@@ -152,8 +152,8 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
 def test_the_chain_judge_owns_exactly_the_checks_its_rules_return() -> None:
     """`golive decide` replaces the sealed chain checks by id: the ids it owns must be the
     ones the rules produce, in order."""
+    from golive.checks.env.chain_inputs import ChainInputs
     from golive.checks.env.judge import CHAIN_CHECKS, chain_results
-    from golive.evidence.chain import ChainInputs
 
     ids = [c.id for c in chain_results(ChainInputs(profile=load_profile("generic")))]
     assert tuple(ids) == CHAIN_CHECKS

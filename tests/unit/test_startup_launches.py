@@ -14,15 +14,15 @@ from pathlib import Path
 from golive.bundle.layout import CHAIN_INPUTS, STARTUP_LOG
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.model_load import judge_model_load
+from golive.checks.env.chain_inputs import ChainInputs, Source
 from golive.checks.env.judge import chain_inputs, chain_results, serving_launch
-from golive.config import GoliveConfig
-from golive.evidence.chain import ChainInputs, Source
-from golive.evidence.startup_log import LiveServer, launch_starts, parse_startup_log
-from golive.evidence.startup_rules import (
+from golive.checks.env.startup_rules import (
     check_parsers,
     check_prefix_caching_flag,
     check_startup_log,
 )
+from golive.config import GoliveConfig
+from golive.evidence.startup_log import LiveServer, launch_starts, parse_startup_log
 from golive.profiles import load_profile
 from golive.results import Outcome, Status
 from golive.verdict.decide import decide

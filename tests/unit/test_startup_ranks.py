@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from golive.checks.env.chain_inputs import ChainInputs
+from golive.checks.env.startup_parallel import check_parallel, worker_ranks
 from golive.config import ParallelConfig
-from golive.evidence.chain import ChainInputs
 from golive.evidence.facts import ContainerGpu, ContainerInfo, HostInfo, read_facts
 from golive.evidence.startup_log import parse_startup_log
-from golive.evidence.startup_parallel import check_parallel, worker_ranks
 from golive.profiles import load_profile
 from golive.results import CheckResult, Outcome, Status
 from golive.verdict.decide import decide

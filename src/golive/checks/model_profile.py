@@ -26,7 +26,7 @@ from golive.checks.deployment import deployment_of
 from golive.checks.engine_name import ENGINE_IDENTITY, engine_model
 from golive.checks.env.judge import serving_launch
 from golive.config import GoliveConfig
-from golive.evidence.chain import split_image
+from golive.evidence.image_ref import split_image
 from golive.profiles import ChainExpectation, Profile, load_profile
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.records import record_line

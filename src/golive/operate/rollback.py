@@ -15,7 +15,7 @@ from golive.bundle.layout import CHAIN_INPUTS, CONTAINER
 from golive.bundle.store import BundleReader, locate
 from golive.checks.env.judge import serving_launch
 from golive.errors import ConfigError
-from golive.evidence.chain import DIGEST, split_image
+from golive.evidence.image_ref import DIGEST, split_image
 from golive.results import Outcome
 from golive.verdict.document import VerdictDocument
 

@@ -24,7 +24,7 @@ from golive.bundle.layout import (
     VERDICT,
 )
 from golive.errors import ConfigError
-from golive.evidence.chain import split_image
+from golive.evidence.image_ref import split_image
 from golive.profiles import ChainExpectation, load_profile
 from golive.results import NOT_USED
 from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument, tested_sentence

@@ -26,6 +26,7 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader
 from golive.checks.context import CheckContext, scrape, served_of
+from golive.checks.env.chain_inputs import ChainInputs, Source
 from golive.checks.env.judge import (
     chain_inputs,
     chain_results,
@@ -33,8 +34,8 @@ from golive.checks.env.judge import (
     scraped_cache_info,
 )
 from golive.errors import ConfigError, EvidenceError
-from golive.evidence.chain import ChainInputs, Source, same_repository, split_image
 from golive.evidence.facts import ContainerInfo, HostInfo, read_facts
+from golive.evidence.image_ref import same_repository, split_image
 from golive.evidence.k8s_env import K8sSource, k8s_results, node_hosts, read_cluster
 from golive.evidence.nvidia import parse_nvidia_smi_xml
 from golive.evidence.ray_env import RaySource, collect_cluster, node_results, saved_cluster

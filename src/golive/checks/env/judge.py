@@ -19,20 +19,16 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader
 from golive.checks.context import served_entry
-from golive.config import GoliveConfig
-from golive.errors import BadResponse, BundleError
-from golive.evidence.chain import ChainInputs, PodImage, Source, check_vllm_version
-from golive.evidence.chain_hw import (
+from golive.checks.env.chain_inputs import ChainInputs, PodImage, Source
+from golive.checks.env.cuda_driver import (
     check_container_cuda,
     check_driver_runtime,
-    check_gpus,
     check_host_driver,
 )
-from golive.evidence.chain_image import check_image
-from golive.evidence.facts import ContainerInfo, HostInfo
-from golive.evidence.startup_log import LiveServer, StartupFacts, parse_startup_log
-from golive.evidence.startup_parallel import check_parallel
-from golive.evidence.startup_rules import (
+from golive.checks.env.gpus import check_gpus
+from golive.checks.env.image import check_image
+from golive.checks.env.startup_parallel import check_parallel
+from golive.checks.env.startup_rules import (
     as_other_launch,
     check_kv_cache,
     check_parsers,
@@ -40,6 +36,11 @@ from golive.evidence.startup_rules import (
     check_startup_log,
     other_launch,
 )
+from golive.checks.env.vllm_build import check_vllm_version
+from golive.config import GoliveConfig
+from golive.errors import BadResponse, BundleError
+from golive.evidence.facts import ContainerInfo, HostInfo
+from golive.evidence.startup_log import LiveServer, StartupFacts, parse_startup_log
 from golive.metrics import parse_metrics
 from golive.profiles import Profile
 from golive.results import CheckResult

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from golive.evidence.chain import ChainInputs
+from golive.checks.env.chain_inputs import ChainInputs
+from golive.checks.env.startup_rules import NO_LOG, startup_result
 from golive.evidence.startup_log import StartupFacts
-from golive.evidence.startup_rules import NO_LOG, startup_result
 from golive.results import CheckResult, Status
 
 _RANK = re.compile(r"\bworld_size=(\d+) rank=(\d+) local_rank=(\d+)")

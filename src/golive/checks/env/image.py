@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from golive.evidence.chain import DIGEST, ChainInputs, env_result, same_repository, split_image
+from golive.checks.env.chain_inputs import ChainInputs, env_result
+from golive.evidence.image_ref import DIGEST, same_repository, split_image
 from golive.results import CheckResult, Status
 
 CHECK = "environment.image"

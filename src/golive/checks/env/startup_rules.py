@@ -11,7 +11,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 
-from golive.evidence.chain import ChainInputs, env_result
+from golive.checks.env.chain_inputs import ChainInputs, env_result
 from golive.evidence.startup_log import LiveServer, StartupFacts
 from golive.evidence.startup_signatures import Severity, Signature, explain
 from golive.results import CheckClass, CheckResult, Status

@@ -1,121 +1,18 @@
-"""Pure rules of the version chain: image, vLLM build, container CUDA, host drivers, GPUs.
-
-The checklist's gate: "the image, runtime, host driver, and startup path must describe one
-coherent environment". A rule judges what it was given; a rule that needs evidence the
-user did not give is `no_data` (critical where the profile makes it so), never `pass`.
-Every result cites its evidence (bundle path, and line or field).
-"""
+"""`environment.vllm_version`: the live API, the startup log and the container agree on one
+vLLM build, at least the profile's minimum, and the official one unless the config declares a
+custom build."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
-from golive.bundle.layout import CONTAINER, K8S_PODS, STARTUP_LOG
-from golive.config import CustomBuild, ParallelConfig
-from golive.evidence.facts import ContainerInfo, HostInfo
-from golive.evidence.startup_log import StartupFacts
-from golive.profiles import Profile
-from golive.results import CheckClass, CheckResult, Status
+from golive.checks.env.chain_inputs import ChainInputs, Source, env_result
+from golive.evidence.image_ref import same_repository, split_image
+from golive.results import CheckResult, Status
 
 _CUSTOM = re.compile(r"\.dev\d+|\+g[0-9a-f]{6,}|\+[0-9a-f]{7,}")
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """A piece of evidence and where it lives in the bundle."""
-
-    value: str
-    where: str
-
-
-@dataclass(frozen=True, slots=True)
-class PodImage:
-    """An engine pod's container: its spec image and the imageID its node resolved."""
-
-    image: str | None
-    image_id: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ChainInputs:
-    profile: Profile
-    live_version: Source | None = None
-    live_max_model_len: Source | None = None
-    live_model: Source | None = None  # the served model id from /v1/models
-    image: Source | None = None
-    startup: StartupFacts | None = None
-    startup_path: str = STARTUP_LOG
-    container: ContainerInfo | None = None
-    container_path: str = CONTAINER
-    # each node's serving container (multi-node: environment/container-<node>.json); None
-    # where chain-inputs.json lists a file the bundle lacks
-    node_containers: tuple[tuple[ContainerInfo | None, str], ...] = ()
-    hosts: tuple[tuple[HostInfo, str], ...] = ()
-    declared_parallel: ParallelConfig | None = None
-    gpu_class: str | None = None  # declared by the config, else the profile
-    gpu_total: int | None = None
-    custom_build: CustomBuild | None = None
-    cache_info: Mapping[str, str] = field(default_factory=dict)
-    # each engine pod's image as the cluster says it runs it (environment/k8s-pods.json)
-    pods: tuple[PodImage, ...] = ()
-    pods_path: str = K8S_PODS
-
-
-def env_result(
-    check_id: str,
-    critical: bool,
-    status: Status,
-    summary: str,
-    measurements: Mapping[str, float | int | str | bool | None] | None = None,
-    evidence: Sequence[str] = (),
-    check_class: CheckClass = CheckClass.ENVIRONMENT,
-) -> CheckResult:
-    """A chain rule's result; startup rules pass their own class."""
-    return CheckResult(
-        check_id,
-        check_class,
-        critical,
-        status,
-        summary,
-        dict(measurements or {}),
-        tuple(evidence),
-    )
-
-
-DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-
-
-def split_image(ref: str) -> tuple[str, str | None, str | None]:
-    """("vllm/vllm-openai", "kimi-k3", "sha256:...") from `name:tag@sha256:...` (what follows
-    `@` as written: `DIGEST` says whether it is one)."""
-    name, _, digest = ref.partition("@")
-    slash = name.rfind("/")
-    colon = name.rfind(":")
-    tag = None
-    if colon > slash:
-        name, tag = name[:colon], name[colon + 1 :]
-    return name, tag, digest or None
-
-
-def same_repository(a: str, b: str) -> bool:
-    """One repository, whatever registry it was pulled from (`docker.io/library/x` is `x`,
-    `registry.corp:5000/vllm/vllm-openai` is `vllm/vllm-openai`); a mirror that renames the
-    path (`quay.io/acme/vllm-openai`) is not shown to be the same."""
-    left, right = _path(a), _path(b)
-    return bool(left) and left == right
-
-
-def _path(repository: str) -> str:
-    parts = repository.split("/")
-    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
-        parts = parts[1:]
-    if parts and parts[0] == "library":
-        parts = parts[1:]
-    return "/".join(parts)
 
 
 def _official_image(inputs: ChainInputs) -> bool:
