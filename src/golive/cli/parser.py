@@ -1,6 +1,6 @@
 """The command line's shape: every command and option. A flag that sets a setting is a config
 key (`cli/config_flags.py`); the other flags name this invocation's inputs and outputs
-(files, a PID, a cluster address). Parsing only: cli/main.py acts."""
+(files, a PID, a cluster address). Parsing only: the handlers in cli/main.py's COMMANDS act."""
 
 from __future__ import annotations
 

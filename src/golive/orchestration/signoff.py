@@ -2,7 +2,7 @@
 each ticked only from evidence in the bundle (with the paths), and the reviewer's signature.
 
 Pure: built from the verdict (`verdict.document`) and the list of files in the bundle.
-`golive signoff` adds the signature and re-seals (I/O in cli/main.py / pipeline.py).
+`golive signoff` adds the signature and re-seals (I/O in orchestration/signature.py).
 """
 
 from __future__ import annotations
