@@ -8,6 +8,7 @@
     │   └── BadResponse             reachable, but the answer is not what the protocol promises
     ├── LocalTargetError            the bundled CPU vLLM could not be set up, started or stopped
     ├── BundleError                 the evidence bundle could not be written, read or sealed
+    │   └── RecordLineError         a request record line is not one (file, line, field named)
     ├── EvidenceError               an evidence file given by the user cannot be read
     └── LoadClientError             a load client (a --workers process) stopped answering
 
@@ -50,6 +51,16 @@ class LocalTargetError(GoliveError):
 
 class BundleError(GoliveError):
     """The evidence bundle could not be written, read or sealed."""
+
+
+class RecordLineError(BundleError):
+    """A line of a request record stream that is not a request record line
+    (`bundle.request_line.RequestRecordLine`), named with where and why. `is_object`: a JSON
+    object all the same (else an unreadable line, the ledger's finding)."""
+
+    def __init__(self, where: str, why: str, is_object: bool) -> None:
+        super().__init__(f"{where}: {why}")
+        self.is_object = is_object
 
 
 class EvidenceError(GoliveError):

@@ -174,12 +174,12 @@ BUNDLE_MUTATIONS: dict[str, Callable[[Path], None]] = {
     "every answer HTTP 500": lambda root: _every(
         root,
         "requests/*.jsonl*",
-        lambda data: re.sub(rb'"http_status": 200\b', b'"http_status": 500', data),
+        lambda data: re.sub(rb'"http_status": ?200\b', b'"http_status": 500', data),
     ),
     "another model's id in every answer": lambda root: _every(
         root,
         "requests/*.jsonl*",
-        lambda data: re.sub(rb'("model": )"[^"]+"', rb'\1"other-model"', data),
+        lambda data: re.sub(rb'("model": ?)"[^"]+"', rb'\1"other-model"', data),
     ),
     "another vLLM version everywhere": _versions,
     "every counter frozen": _freeze,

@@ -4,13 +4,11 @@ judged a trend or said honestly that there were too few answers to."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from golive.bundle.store import read_lines, record_streams
+from golive.bundle.store import record_streams, stream_records
 from golive.checks.capacity.windows import MIN_DRIFT_COMPLETIONS
-from golive.traffic.records import saved_answered
 
 
 def assert_sustained_read_the_clients(bundle: Path, sustained: dict[str, Any]) -> None:
@@ -20,8 +18,8 @@ def assert_sustained_read_the_clients(bundle: Path, sustained: dict[str, Any]) -
     answered = [
         record
         for path in record_streams(bundle, "capacity-sustained")
-        for line in read_lines(path)
-        if saved_answered(record := json.loads(line))
+        for record in stream_records(bundle, path)
+        if record.answered
     ]
     assert sustained["measurements"]["completed"] == len(answered) > 0, sustained["summary"]
     if sustained["status"] == "no_data":

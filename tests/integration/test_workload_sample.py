@@ -21,6 +21,7 @@ from golive.results import CheckResult
 from golive.traffic.workload import read_sample
 from tests.helpers.fakes.gateway import aliasing_gateway
 from tests.helpers.fakes.vllm import MODEL, FakeState, fake_vllm
+from tests.helpers.record_lines import BARE
 from tests.helpers.scenario import NO_FLOOR
 
 SHORT = {
@@ -158,7 +159,7 @@ def test_odd_records_never_stop_the_report(tmp_path: Path) -> None:
     bundle is sealed after report.md, so the report must never raise."""
     root = tmp_path / "b"
     (root / "requests").mkdir(parents=True)
-    ok: dict[str, Any] = {"http_status": 200, "failure": None, "problems": []}
+    ok: dict[str, Any] = {**BARE, "http_status": 200, "failure": None, "problems": []}
     lines = [
         {**ok, "request": {"messages": [1, 2], "max_completion_tokens": 9}, "response": {
             "choices": "oops", "usage": {"prompt_tokens": 5, "completion_tokens": 9}}},

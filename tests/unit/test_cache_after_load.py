@@ -31,6 +31,7 @@ from golive.checks.cache.after_load import (
 )
 from golive.checks.cache.rules import CacheStep
 from golive.config import CacheConfig
+from golive.errors import RecordLineError
 from golive.profiles import load_profile
 from golive.results import CheckResult, Status
 from golive.verdict.scope import skipped_by_config
@@ -80,7 +81,7 @@ def _probe(
     records = [json.loads(line) for line in (root / RECORDS).read_text().splitlines()]
     warm = next(r for r in records if r["label"] == "cache-warm-0")
     last = max(r["started_at"] for r in records if r["label"].startswith("cache-warm-"))
-    body = probe_body(records)
+    body = probe_body(BundleReader(root).records(RECORDS))
     assert body is not None
     if system is not None:
         body["messages"][0]["content"] = system
@@ -220,7 +221,9 @@ def test_counters_that_are_not_the_probe_alone_after_the_window(
 ) -> None:
     """A hostile review's cases: counters moved by other traffic (or inflated to 50,000 reused
     tokens), scrapes from before the window's end standing in for the probe's, or a record
-    that cannot be parsed: `no_data` naming why, never "kept"."""
+    that cannot be parsed: `no_data` naming why, never "kept". The record that cannot be
+    parsed is in the stream the proof reads too: the proof's judge names it (file, line and
+    field) rather than read the stream around it."""
     root = _demo(tmp_path)
     _probe(root, 0.0)
     before = (root / f"metrics/{BEFORE_SCRAPE}.prom").read_text()
@@ -246,9 +249,10 @@ def test_counters_that_are_not_the_probe_alone_after_the_window(
     [result] = _judged(root)
     assert result.status is Status.NO_DATA, result.summary
     assert named in result.summary
-    if edit == "unreadable-record":  # the proof itself is judged as before
-        judged = judge_cache(BundleReader(root), load_profile("generic"), None, CacheConfig())
-        assert {c.id: c.status for c in judged}["cache.prefix_reuse"] is Status.PASS
+    if edit == "unreadable-record":
+        where = r"requests/cache\.jsonl line 12: .* - at `\$\.timings_ms\.chunks\[0\]`"
+        with pytest.raises(RecordLineError, match=where):
+            judge_cache(BundleReader(root), load_profile("generic"), None, CacheConfig())
 
 
 def test_judge_cache_adds_the_check_whatever_the_saved_config_names(tmp_path: Path) -> None:
@@ -275,12 +279,12 @@ def test_judge_cache_adds_the_check_whatever_the_saved_config_names(tmp_path: Pa
 def test_the_probe_repeats_the_warm_prefix_with_another_question() -> None:
     """The probe's body is the first warm request's, system prompt and tools unchanged, with
     its own question (so the shared prefix, and only it, can be reused)."""
-    records = [json.loads(line) for line in (GOLDEN / RECORDS).read_text().splitlines()]
-    warm = next(r for r in records if r["label"] == "cache-warm-0")["request"]
+    records = BundleReader(GOLDEN).records(RECORDS)
+    warm = next(r for r in records if r.label == "cache-warm-0").request
     body = probe_body(records)
     assert body is not None
     assert body["messages"][:-1] == warm["messages"][:-1]
     assert body["tools"] == warm["tools"]
     assert body["messages"][-1] == {"role": "user", "content": PROBE_QUESTION}
     assert warm["messages"][-1]["content"] != PROBE_QUESTION
-    assert probe_body([r for r in records if r["label"] != "cache-warm-0"]) is None
+    assert probe_body([r for r in records if r.label != "cache-warm-0"]) is None

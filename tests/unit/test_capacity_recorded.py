@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from golive.bundle.request_line import RequestRecordLine
 from golive.checks.capacity.recorded import (
     curve_differences,
     engine_silent,
@@ -16,17 +17,20 @@ from golive.checks.capacity.recorded import (
     steps_differences,
     window_differences,
 )
+from tests.helpers.record_lines import record_line
 
 
-def _record(label: str, status: int = 200, e2e_ms: float = 1000.0, **extra: Any) -> dict[str, Any]:
-    return {
+def _record(
+    label: str, status: int = 200, e2e_ms: float = 1000.0, **extra: Any
+) -> RequestRecordLine:
+    keys = {
         "label": label,
         "http_status": status,
         "failure": None if status < 400 else {"kind": "http_status", "message": "x"},
         "problems": [],
         "timings_ms": {"end_from_intended": e2e_ms},
-        **extra,
     }
+    return record_line(**{**keys, **extra})
 
 
 FOUR = [_record("c2", e2e_ms=1000.0 + 100 * i) for i in range(4)]
@@ -52,7 +56,7 @@ FOUR = [_record("c2", e2e_ms=1000.0 + 100 * i) for i in range(4)]
     ],
 )
 def test_a_window_row_must_say_what_its_records_say(
-    row: dict[str, Any], records: list[dict[str, Any]], named: list[str]
+    row: dict[str, Any], records: list[RequestRecordLine], named: list[str]
 ) -> None:
     """Counts and the p95 recomputed from the records; each difference named."""
     found = window_differences(row, records, "w")
@@ -97,7 +101,7 @@ def _prom(successes: float, model: str = "m") -> str:
     )
 
 
-ASKED = [{"label": "c2", "request": {"model": "m"}}]
+ASKED = [record_line(label="c2", request={"model": "m"})]
 
 
 @pytest.mark.parametrize(

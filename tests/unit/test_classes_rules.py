@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from golive.bundle.request_line import RequestRecordLine
 from golive.checks.smoke.request_classes_rules import (
     judge_multimodal,
     judge_shared_prompt,
@@ -15,6 +16,7 @@ from golive.checks.smoke.request_classes_rules import (
 )
 from golive.results import Status
 from golive.traffic.records import ParsedResponse, RequestRecord, Timings, parse
+from tests.helpers.record_lines import record_line
 
 
 def _answer(content: str, prompt_tokens: int | None) -> ParsedResponse:
@@ -86,15 +88,15 @@ def test_shared_prompt_must_arrive_unchanged_and_be_answered(
 
 def _line(
     status: int | None = 200, end_ms: float | None = 900.0, **extra: object
-) -> dict[str, object]:
-    return {
+) -> RequestRecordLine:
+    keys: dict[str, object] = {
         "label": "sustained",
         "http_status": status,
         "failure": None,
         "problems": [],
         "timings_ms": {"end": end_ms},
-        **extra,
     }
+    return record_line(**{**keys, **extra})
 
 
 @pytest.mark.parametrize(
@@ -119,7 +121,7 @@ def _line(
     ],
 )
 def test_a_short_load_is_judged_from_its_saved_lines(
-    lines: list[dict[str, object]], status: Status, summary: str
+    lines: list[RequestRecordLine], status: Status, summary: str
 ) -> None:
     """The short load's result comes from its saved record lines alone."""
     result = load_result("smoke.sustained", lines, "x")

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from compat.matrix import DOC, capture_dirs, render
+from golive.bundle.request_line import RequestRecordLine, decode_line
 from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.judge import contract_of
 from golive.checks.agent.response import response_findings
@@ -44,6 +45,11 @@ def _version(folder: Path) -> str:
 
 def _json(folder: Path, name: str) -> Any:
     return json.loads((folder / name).read_text())
+
+
+def _line(folder: Path, name: str) -> RequestRecordLine:
+    """A captured answer's saved record line, read as the judges read one."""
+    return decode_line((folder / name).read_text(), f"{folder.name}/{name}")
 
 
 def test_the_matrix_spans_five_releases_with_the_kimi_minimum_and_the_newest() -> None:
@@ -94,8 +100,8 @@ def test_the_tool_call_answers_read_back_and_agree_with_the_verdict(folder: Path
     gave."""
     case = next(c for c in shipped_cases() if c.name == "one_arg.required")
     contract = contract_of(case, load_profile("generic"))
-    stream = reparsed(_json(folder, "answer-tool-stream.json"))
-    plain = reparsed(_json(folder, "answer-tool-plain.json"))
+    stream = reparsed(_line(folder, "answer-tool-stream.json"))
+    plain = reparsed(_line(folder, "answer-tool-plain.json"))
     assert stream.stream is not None
     assert stream.stream.done  # the SSE reassembled, up to [DONE]
     assert plain.json_body is not None

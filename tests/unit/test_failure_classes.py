@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from golive.bundle.request_line import RequestRecordLine, decode_line
 from golive.checks.capacity.failures import (
     FailureClass,
     clip,
@@ -13,11 +15,17 @@ from golive.checks.capacity.failures import (
     failure_detail,
     request_class,
 )
+from golive.errors import RecordLineError
+from tests.helpers.record_lines import BARE, record_line
 
 
-def _line(status: int | None, kind: str | None = None, **extra: Any) -> dict[str, Any]:
+def _keys(status: int | None, kind: str | None = None, **extra: Any) -> dict[str, Any]:
     failure = None if kind is None else {"kind": kind, "message": f"{kind} happened"}
     return {"http_status": status, "failure": failure, "problems": [], **extra}
+
+
+def _line(status: int | None, kind: str | None = None, **extra: Any) -> RequestRecordLine:
+    return record_line(**_keys(status, kind, **extra))
 
 
 @pytest.mark.parametrize(
@@ -35,7 +43,7 @@ def _line(status: int | None, kind: str | None = None, **extra: Any) -> dict[str
     ],
 )
 def test_each_failed_record_has_one_class(
-    line: dict[str, Any], expected: FailureClass | None
+    line: RequestRecordLine, expected: FailureClass | None
 ) -> None:
     """Refused, rate-limited, server error, transport, broken answer, cancelled: a failure
     is named before it is counted, and an answered request is none of them."""
@@ -49,9 +57,9 @@ def test_the_finding_quotes_the_server_and_names_the_request_class() -> None:
     tool_result = {"messages": [{"role": "user"}, {"role": "assistant"}, {"role": "tool"}]}
     error = {"error": {"message": "tool parser crashed"}}
     lines = [
-        {**_line(200), "request": {"messages": [{"role": "user"}]}, "started_at": 1.0},
-        {**_line(500, "http_status"), "request": tool_result, "response": error, "started_at": 3},
-        {**_line(500, "http_status"), "request": tool_result, "response": error, "started_at": 2},
+        _line(200, request={"messages": [{"role": "user"}]}, started_at=1.0),
+        _line(500, "http_status", request=tool_result, response=error, started_at=3),
+        _line(500, "http_status", request=tool_result, response=error, started_at=2),
     ]
     detail = failure_detail(lines)
     assert detail.startswith("first: server-error HTTP 500 on a tool-result request: ")
@@ -75,20 +83,30 @@ def test_the_finding_quotes_the_server_and_names_the_request_class() -> None:
 def test_the_request_class_is_read_from_the_body(body: object, expected: str) -> None:
     """The request class comes from the body the record kept; a body that is not one (a
     digest) never breaks the reading."""
-    assert request_class({"request": body}) == expected
+    assert request_class(record_line(request=body)) == expected
 
 
 def test_hostile_record_shapes_never_break_the_reading() -> None:
-    """A role that is a list, a send time beyond a float's range or not a number: the
-    detail is still written, with the first failure in a stable order."""
+    """A role that is a list in the body sent: the detail is still written, with the first
+    failure in a stable order. A send time beyond a float's range or not a number, problems
+    that are no list: the line is refused where it is read, naming the field, and never
+    reaches the classes."""
     odd = [
-        {**_line(500, "http_status"), "request": {"messages": [{"role": ["tool"]}]}},
-        {**_line(500, "http_status"), "started_at": 10**400},
-        {**_line(500, "http_status"), "started_at": float("nan"), "problems": "x"},
+        _line(500, "http_status", request={"messages": [{"role": ["tool"]}]}),
+        _line(500, "http_status", request={"messages": "x"}, started_at=2.0),
+        _line(500, "http_status", started_at=1.0),
     ]
     detail = failure_detail(odd)
     assert "failed: 3 server-error" in detail
-    assert failure_detail(list(reversed(odd))).split(";")[1:] == detail.split(";")[1:]
+    assert failure_detail(list(reversed(odd))) == detail
+    for key, value, field in (
+        ("started_at", 10**400, "$.started_at"),
+        ("started_at", "now", "$.started_at"),
+        ("problems", "x", "$.problems"),
+    ):
+        text = json.dumps({**BARE, **_keys(500, "http_status"), key: value})
+        with pytest.raises(RecordLineError, match=rf"line 7: .* - at `\{field}`"):
+            decode_line(text, "requests/capacity-concurrency.jsonl line 7")
 
 
 def test_a_long_message_is_cut_between_words_never_inside_a_key() -> None:

@@ -14,6 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from golive.bundle.request_line import decode_line, line_text
 from golive.checks.agent.rules import Expect, check_message
 from golive.config_sources import load_config
 from golive.errors import BadResponse, ConfigError, EvidenceError
@@ -21,7 +22,7 @@ from golive.evidence.facts import HostInfo, read_facts
 from golive.evidence.nvidia import parse_nvidia_smi_xml
 from golive.evidence.startup_log import parse_startup_log
 from golive.metrics import parse_metrics
-from golive.traffic.records import RequestRecord, Timings, parse
+from golive.traffic.records import ParsedResponse, RequestRecord, Timings, parse
 from golive.traffic.sse import decode_events, reassemble
 
 DATA = Path(__file__).parent.parent / "data"
@@ -90,10 +91,11 @@ def _record(chunks: list[bytes]) -> RequestRecord:
 @FUZZ
 @given(st.lists(st.binary(max_size=300), max_size=12))
 def test_sse_bytes_never_crash_the_stream_parser(chunks: list[bytes]) -> None:
-    """Any bytes as an SSE stream reassemble without crashing and save as a record line."""
+    """Any bytes as an SSE stream reassemble without crashing and save as a record line that
+    reads back."""
     events, _ = decode_events(chunks)
     reassemble(events)
-    json.dumps(parse(_record(chunks)).to_json(), default=str)  # the record line is saved
+    _saved(parse(_record(chunks)))
 
 
 @FUZZ
@@ -104,16 +106,24 @@ def test_mutated_vllm_streams_parse_or_list_problems(text: str, cut: int) -> Non
     chunks = [raw[i : i + cut] for i in range(0, len(raw), cut)]
     parsed = parse(_record(chunks))
     assert parsed.stream is not None
-    json.dumps(parsed.to_json(), default=str)
+    _saved(parsed)
 
 
 @FUZZ
 @given(st.lists(JSON, max_size=6))
 def test_any_json_events_reassemble(objects: list[Any]) -> None:
-    """Any JSON values as stream events reassemble into a record line."""
+    """Any JSON values as stream events reassemble into a record line that reads back."""
     raw = "".join(f"data: {json.dumps(o)}\n\n" for o in objects).encode()
     parsed = parse(_record([raw]))
-    json.dumps(parsed.to_json(), default=str)
+    _saved(parsed)
+
+
+def _saved(parsed: ParsedResponse) -> None:
+    """The record's line, full and sampled out, as a stream saves it: it reads back as the
+    struct it was written from."""
+    for full in (True, False):
+        line = parsed.saved_line(full)
+        assert decode_line(line_text(line), "fuzz").request_id == line.request_id
 
 
 # -- startup log -------------------------------------------------------------------------

@@ -171,7 +171,7 @@ async def test_a_kept_alive_connection_closed_as_it_is_reused_is_sent_again() ->
     assert [r.resent for r in records] == [False, True, False]
     assert server.connections == 2
     assert len(server.requests) == 4
-    assert parse(records[1]).to_json()["resent"] is True
+    assert parse(records[1]).saved_line().resent is True
 
 
 async def test_a_fresh_connection_closed_before_answering_is_not_sent_again() -> None:
@@ -396,7 +396,8 @@ async def test_saved_requests_redact_credential_headers(monkeypatch: pytest.Monk
                 {"model": "m", "messages": []}, "t", headers={"X-Api-Key": "k2", "X-Trace": "a"}
             )
     assert b"Authorization: Bearer sk-secret-value" in server.requests[0]
-    saved = parse(record).to_json()["request_headers"]
+    saved = parse(record).saved_line().request_headers
+    assert saved is not None
     assert saved["Authorization"] == "***REDACTED***"
     assert saved["X-Api-Key"] == "***REDACTED***"
     assert saved["X-Trace"] == "a"

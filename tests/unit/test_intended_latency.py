@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from golive.traffic.records import RequestRecord, Timings, parse, saved_e2e_s
+from golive.bundle.request_line import decode_line, line_text
+from golive.traffic.records import RequestRecord, Timings, parse
+from tests.helpers.record_lines import record_line
 
 MS = 1_000_000
 STREAM = (
@@ -53,17 +55,18 @@ def test_latency_is_measured_from_both_moments(
 
 def test_the_bundle_line_holds_both_latencies() -> None:
     """A saved record shows the reader the lag and both end-to-end figures."""
-    timings = parse(_record(1000, 1040)).to_json(full=False)["timings_ms"]
-    assert timings["schedule_lag"] == pytest.approx(40.0)
-    assert timings["end"] == pytest.approx(100.0)
-    assert timings["end_from_intended"] == pytest.approx(140.0)
-    assert timings["first_token_from_intended"] == pytest.approx(timings["first_token"] + 40)
+    timings = parse(_record(1000, 1040)).saved_line(full=False).timings_ms
+    assert timings.schedule_lag == pytest.approx(40.0)
+    assert timings.end == pytest.approx(100.0)
+    assert timings.end_from_intended == pytest.approx(140.0)
+    assert timings.first_token is not None
+    assert timings.first_token_from_intended == pytest.approx(timings.first_token + 40)
 
 
 def test_the_drift_reads_the_intended_latency_and_older_bundles_still_read() -> None:
     """The sustained drift judge reads each saved line's latency from the intended time; a
     line from a bundle written before that figure existed reads from the send."""
-    line = parse(_record(1000, 1040)).to_json(full=False)
-    assert saved_e2e_s(line) == pytest.approx(0.140)
-    older = {**line, "timings_ms": {"end": 100.0}}
-    assert saved_e2e_s(older) == pytest.approx(0.100)
+    line = decode_line(line_text(parse(_record(1000, 1040)).saved_line(full=False)), "line")
+    assert line.e2e_s == pytest.approx(0.140)
+    older = record_line(timings_ms={"end": 100.0})
+    assert older.e2e_s == pytest.approx(0.100)

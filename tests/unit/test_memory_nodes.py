@@ -35,6 +35,7 @@ from golive.checks.capacity.memory import CHECK, judge_memory
 from golive.checks.capacity.node_curves import asked_node_curves, judge_gpu_memory
 from golive.config import GoliveConfig
 from golive.results import Status
+from tests.helpers.record_lines import BARE
 
 CAPTURE = Path(__file__).parents[1] / "data" / "vllm-gpu-0.24-h200x2"
 H200_MIB = 143771
@@ -354,7 +355,7 @@ def test_golive_own_gpus_are_never_swapped_for_the_nodes(
 
 def _sustained_records(root: Path, times: list[float], wall_s: float) -> None:
     (root / "requests").mkdir(exist_ok=True)
-    rows = [{"request_id": f"r{i}", "started_at": t} for i, t in enumerate(times)]
+    rows = [{**BARE, "request_id": f"r{i}", "started_at": t} for i, t in enumerate(times)]
     (root / CAPACITY_SUSTAINED_REQUESTS).write_text("".join(json.dumps(r) + "\n" for r in rows))
     (root / CAPACITY_SUSTAINED).write_text(json.dumps({"concurrency": 2, "wall_s": wall_s}))
 
@@ -446,7 +447,7 @@ def test_every_phase_span_is_held_to_its_requests(tmp_path: Path) -> None:
     spans = {s["phase"]: s for s in timeline()}
     ramp = spans["concurrency"]
     (root / "requests").mkdir(exist_ok=True)
-    sent = [{"started_at": ramp["start"] + 1.0}, {"started_at": ramp["end"] - 1.0}]
+    sent = [{**BARE, "started_at": ramp["start"] + 1.0}, {**BARE, "started_at": ramp["end"] - 1.0}]
     (root / CAPACITY_CONCURRENCY_REQUESTS).write_text("".join(json.dumps(r) + "\n" for r in sent))
     assert judged(root)[0] is Status.PASS
     sustained = spans["sustained"]

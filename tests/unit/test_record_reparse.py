@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from golive.bundle.request_line import decode_line, line_text
 from golive.traffic.records import (
     Failure,
     FailureKind,
@@ -101,7 +102,7 @@ def test_a_saved_line_reads_back_as_the_live_answer(record: RequestRecord) -> No
     """A saved record line parses back to exactly the live answer: body, stream, failure, timings
     and ids."""
     live = parse(record)
-    again = reparsed(json.loads(json.dumps(live.to_json())))
+    again = reparsed(decode_line(line_text(live.saved_line()), "requests/x.jsonl line 1"))
     assert again.completion == live.completion
     assert again.json_body == live.json_body
     assert again.problems == live.problems
@@ -112,11 +113,11 @@ def test_a_saved_line_reads_back_as_the_live_answer(record: RequestRecord) -> No
     assert again.ttft_ms == live.ttft_ms
     assert again.e2e_ms == live.e2e_ms
     assert again.record.resent is live.record.resent
-    assert again.to_json() == live.to_json()
+    assert again.saved_line() == live.saved_line()
 
 
 def test_a_sampled_out_line_cannot_be_judged_again() -> None:
     """A line saved without its body refuses to be judged again."""
-    line = parse(_record(False, (PLAIN,))).to_json(full=False)
+    line = parse(_record(False, (PLAIN,))).saved_line(full=False)
     with pytest.raises(ValueError, match="saved without its body"):
         reparsed(line)

@@ -14,6 +14,7 @@ import pytest
 import zstandard
 
 from golive.bundle.layout import LEDGER_SENT
+from golive.bundle.request_line import line_text
 from golive.bundle.store import Bundle, BundleReader, read_lines, record_streams, size_bytes
 from golive.checks.ledger import judge_ledger, ledger_check, write_ledger
 from golive.results import Status
@@ -78,7 +79,8 @@ def _streamed(n: int, tokens: int = 24, status: int = 200) -> ParsedResponse:
 def test_a_sampled_out_record_keeps_timings_status_ids_and_usage_but_no_text() -> None:
     """A sampled-out record keeps timings, status, ids and usage, but no answer text."""
     parsed = _streamed(7)
-    full, slim = parsed.to_json(), parsed.to_json(full=False)
+    full = json.loads(line_text(parsed.saved_line()))
+    slim = json.loads(line_text(parsed.saved_line(full=False)))
     for key in (
         "request_id",
         "label",
@@ -135,7 +137,7 @@ def _write_phase(bundle: Bundle, stream: str, count: int, sample: BodySample | N
     for n in range(count):
         parsed = _streamed(n)
         full = sample is None or sample.keep(stream, parsed)
-        bundle.append_jsonl(f"requests/{stream}.jsonl", parsed.to_json(full))
+        bundle.append_text(f"requests/{stream}.jsonl", line_text(parsed.saved_line(full)))
 
 
 def test_a_compressed_stream_is_read_by_golive_and_by_zstd(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from golive.bundle.request_line import decode_line, line_text
 from golive.config import ClientConfig
 from golive.traffic.records import (
     Failure,
@@ -31,6 +32,7 @@ from golive.traffic.retry import (
     send_with_retries,
     window_of,
 )
+from tests.helpers.record_lines import record_line
 
 
 def _record(
@@ -116,12 +118,12 @@ async def test_a_retried_answer_is_as_slow_as_the_user_waited() -> None:
 
     policy = RetryPolicy(timeout_s=30.0, retries=2, backoff_s=0.001)
     final = await send_with_retries(chat, {}, "c4", 5 * second, policy, lambda r: None)
-    line = parse(final).to_json(True)
-    saved = line["timings_ms"]
-    assert saved["end_from_intended"] == 31_500.0
-    assert saved["end"] == 500.0
-    assert saved["schedule_lag"] == 0.0
-    assert saved["retry_wait"] == 31_000.0  # what decide checks the times against
+    line = decode_line(line_text(parse(final).saved_line(True)), "requests/x.jsonl line 1")
+    saved = line.timings_ms
+    assert saved.end_from_intended == 31_500.0
+    assert saved.end == 500.0
+    assert saved.schedule_lag == 0.0
+    assert saved.retry_wait == 31_000.0  # what decide checks the times against
     assert reparsed(line).e2e_from_intended_ms == 31_500.0
 
 
@@ -168,8 +170,7 @@ def test_a_retry_never_hides_a_defect(
     """Which attempts a window's figures count: a retried attempt the server failed as a
     defect does (a 500, a dropped connection) stays a failed request — one HTTP 500 at
     concurrency 1 is a first-step failure whether or not a retry answered it."""
-    failure = None if kind is None else {"kind": kind.value}
-    assert judged(label, status, failure) is counted
+    assert judged(label, status, None if kind is None else kind.value) is counted
 
 
 def test_counted_live_and_again_from_the_records() -> None:
@@ -186,18 +187,18 @@ def test_counted_live_and_again_from_the_records() -> None:
     for number, record in enumerate(records):
         tally.count(dataclasses.replace(record, request_id=f"r{number}"))
     lines = [
-        {
-            "label": r.label,
-            "failure": None if r.failure is None else {"kind": r.failure.kind.value},
-        }
+        record_line(
+            label=r.label,
+            failure=None if r.failure is None else {"kind": r.failure.kind.value, "message": "x"},
+        )
         for r in records
     ]
     assert [r.label for r in tally.take("c4")] == ["c4~retried1", "c4@worker-1~retried1"]
     assert tally.take("c4") == []  # read once
-    c4 = [line for line in lines if window_of(line["label"]) == "c4"]
+    c4 = [line for line in lines if window_of(line.label) == "c4"]
     live = attempt_counts(r for r in records if window_of(r.label) == "c4")
     assert live == retry_counts(c4) == (2, 2)
-    assert retry_counts([line for line in lines if window_of(line["label"]) == "c8"]) == (0, 0)
+    assert retry_counts([line for line in lines if window_of(line.label) == "c8"]) == (0, 0)
     assert window_of("c4@worker-1~retried3") == "c4"
     assert is_retried("c4~retried1")
     assert not is_retried("c4@worker-1")

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.judge import judge_ramp, judge_sustained
 from golive.checks.capacity.latency_files import latency_csv, latency_rows
@@ -23,15 +24,17 @@ from golive.checks.capacity.rules import Action
 from golive.checks.capacity.slo import SloStep, classify_slo, judge_slo, levels
 from golive.checks.capacity.slo_objectives import State, objectives
 from golive.config import GoliveConfig
+from golive.errors import RecordLineError
 from golive.quantiles import lower_bound, quantile, rate_bounds
 from golive.report.markdown import bundle_markdown
 from golive.slo_config import SloConfig
 from golive.verdict.document import VerdictDocument
+from tests.helpers.record_lines import record_line
 
 GOLDEN = Path(__file__).parents[1] / "data" / "golden-demo"
 
 
-def _record(
+def _keys(
     label: str,
     ttft_ms: float,
     e2e_ms: float,
@@ -39,7 +42,7 @@ def _record(
     status: int = 200,
     lag_ms: float = 0.0,
 ) -> dict[str, Any]:
-    """A saved record line: first token and end since the send, `lag_ms` late on its
+    """A saved record line's keys: first token and end since the send, `lag_ms` late on its
     schedule, one streamed chunk per token evenly spread after the first."""
     step = (e2e_ms - ttft_ms) / max(tokens - 1, 1)
     chunks = [ttft_ms - 5, *(ttft_ms + i * step for i in range(tokens)), e2e_ms + 0.1]
@@ -58,6 +61,11 @@ def _record(
             "chunks": chunks,
         },
     }
+
+
+def _record(*args: Any, **kwargs: Any) -> RequestRecordLine:
+    """The line of `_keys`, as a judge reads it from the bundle."""
+    return record_line(**_keys(*args, **kwargs))
 
 
 def test_an_answer_is_timed_from_its_intended_send_and_its_tokens_from_the_first() -> None:
@@ -160,28 +168,34 @@ def test_the_rate_bounds_are_clopper_pearsons() -> None:
 
 
 def test_records_that_do_not_say_a_figure_leave_it_unproven() -> None:
-    """A slow answer whose TTFT is missing, not a number or negative is not left out of the
-    sample (that would make the rest look fast): the objective is not shown."""
+    """A slow answer whose TTFT is missing or negative is not left out of the sample (that
+    would make the rest look fast): the objective is not shown. One whose TTFT is not a number
+    is no record: refused where it is read, never a figure."""
     fast = [_record("c1", 100, 400) for _ in range(80)]
-    for broken in (None, "fast", float("nan"), -5.0):
-        slow = _record("c1", 3000, 3400)
+    for broken in (None, -5.0):
+        slow = _keys("c1", 3000, 3400)
         slow["timings_ms"]["first_token_from_intended"] = broken
-        window = window_latency("c1", 1, [*fast, slow])
+        window = window_latency("c1", 1, [*fast, record_line(**slow)])
         (found,) = objectives(window, SloConfig(ttft_p95_ms=1000))
         assert found.state is State.UNPROVEN, (broken, found.why)
         assert "do not say their TTFT" in found.why
-    no_usage = _record("c1", 100, 400)
+    for unread in ("fast", float("nan")):  # refused where the line is read, never a figure
+        slow = _keys("c1", 3000, 3400)
+        slow["timings_ms"]["first_token_from_intended"] = unread
+        with pytest.raises(RecordLineError):
+            record_line(**slow)
+    no_usage = _keys("c1", 100, 400)
     del no_usage["response"]
-    window = window_latency("c1", 1, [*fast, no_usage])
+    window = window_latency("c1", 1, [*fast, record_line(**no_usage)])
     (found,) = objectives(window, SloConfig(min_output_tokens_per_s_per_user=5))
     assert found.state is State.UNPROVEN
 
 
 def test_a_chunk_stamp_repeated_adds_no_token_gap() -> None:
     """Eight copies of the first token's stamp are one read: no zero gaps dilute the ITL."""
-    record = _record("c1", ttft_ms=200, e2e_ms=1200, tokens=11)
+    record = _keys("c1", ttft_ms=200, e2e_ms=1200, tokens=11)
     record["timings_ms"]["chunks"] = [195, *[200] * 8, *record["timings_ms"]["chunks"][2:]]
-    assert min(answer_of(record).gaps_ms) == pytest.approx(100)
+    assert min(answer_of(record_line(**record)).gaps_ms) == pytest.approx(100)
 
 
 def test_token_gaps_count_as_many_samples_as_their_answers() -> None:
@@ -423,10 +437,10 @@ def test_reads_added_after_the_first_token_do_not_dilute_the_gaps() -> None:
     """An answer of 11 tokens with ten extra stamps 1 µs after its first token: more reads
     than its tokens can fill are not its own, so its ITL is not taken (the objective is not
     shown), never its real gaps dropped for the added zero ones."""
-    record = _record("c1", ttft_ms=200, e2e_ms=1200, tokens=11)
+    record = _keys("c1", ttft_ms=200, e2e_ms=1200, tokens=11)
     chunks = record["timings_ms"]["chunks"]
     record["timings_ms"]["chunks"] = sorted([*chunks, *(200 + i / 1000 for i in range(1, 11))])
-    answer = answer_of(record)
+    answer = answer_of(record_line(**record))
     assert answer.gaps_ms == ()
     assert answer.lacks("itl")
     whole = answer_of(_record("c1", ttft_ms=200, e2e_ms=1200, tokens=11))
@@ -436,12 +450,12 @@ def test_reads_added_after_the_first_token_do_not_dilute_the_gaps() -> None:
 def test_a_short_answer_in_one_read_has_no_gap_to_lack() -> None:
     """All of an answer's tokens in the read that brought its first (its end there too): no
     gap to time, and nothing missing; one whose end came a second later did lose its reads."""
-    record = _record("c1", ttft_ms=200, e2e_ms=201, tokens=3)
+    record = _keys("c1", ttft_ms=200, e2e_ms=201, tokens=3)
     record["timings_ms"]["chunks"] = [195, 200]
-    assert not answer_of(record).lacks("itl")
-    late = _record("c1", ttft_ms=200, e2e_ms=1200, tokens=3)
+    assert not answer_of(record_line(**record)).lacks("itl")
+    late = _keys("c1", ttft_ms=200, e2e_ms=1200, tokens=3)
     late["timings_ms"]["chunks"] = [195, 200]
-    assert answer_of(late).lacks("itl")
+    assert answer_of(record_line(**late)).lacks("itl")
 
 
 def test_a_window_that_misses_alone_misses_its_level() -> None:
@@ -462,6 +476,6 @@ def test_a_window_that_misses_alone_misses_its_level() -> None:
 def test_a_ramp_level_stated_twice_is_caught() -> None:
     """A second row of one ramp level would count its records twice in the SLO's sample."""
     row = {"concurrency": 2, "completed": 1, "errors": 0}
-    records = [{"label": "c2", "http_status": 200, "failure": None, "problems": []}]
+    records = [record_line(label="c2", http_status=200, failure=None, problems=[])]
     found = steps_differences([row, row], records, "steps")
     assert any("a second row of c2" in line for line in found)

@@ -4,9 +4,11 @@ slowness (something still flows) and from capacity; /health may well say 200 mea
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
+from golive.bundle.request_line import line_text
 from golive.checks.capacity.rules import Action, StabilityPolicy, StepStats, classify_concurrency
 from golive.checks.capacity.stall_evidence import (
     calibrated_stall_s,
@@ -22,7 +24,9 @@ from golive.checks.capacity.stalls import (
     stall_after_s,
     stall_in,
 )
+from golive.errors import RecordLineError
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings, parse
+from tests.helpers.record_lines import record_line, record_lines
 
 URL = "http://127.0.0.1:8000/v1/chat/completions"
 NS = 1_000_000_000
@@ -174,8 +178,14 @@ def test_a_slow_prefill_under_load_is_not_a_stall_a_frozen_engine_is() -> None:
     assert stall_in(hung, _probes(0, 46), threshold, 2) is not None
 
 
-def _frozen_lines() -> list[dict[str, object]]:
-    """The frozen window's attempts as their saved record lines."""
+def _saved(record: RequestRecord, full: bool = False) -> dict[str, Any]:
+    """A record's saved line as the JSON object a stream holds (to edit, then read back)."""
+    loaded: dict[str, Any] = json.loads(line_text(parse(record).saved_line(full)))
+    return loaded
+
+
+def _frozen_lines() -> list[dict[str, Any]]:
+    """The frozen window's attempts as their saved record lines (JSON objects)."""
     lines = []
     n, t = 2, 5.0
     records = [_record(0, 0.0, [0.1 * i for i in range(1, 50)], 5.0)]
@@ -185,7 +195,7 @@ def _frozen_lines() -> list[dict[str, object]]:
         n, t = n + 2, t + 3.0
     records += [_record(n, 29.5, [29.6, 29.7], 31.0), _record(n + 1, 29.5, [29.6], 31.0)]
     for record in records:
-        lines.append(parse(record).to_json(full=False))
+        lines.append(_saved(record))
     return lines
 
 
@@ -193,43 +203,47 @@ def test_a_saved_line_gives_the_flight_the_live_record_gave() -> None:
     """The run judges each attempt's flight as its saved line will give it back: the same
     floats, so decide finds the same silence to the digit."""
     record = _record(7, 1_733_300_000.25, [1_733_300_001.5, 1_733_300_002.125], 1_733_300_003.0)
-    line = json.loads(json.dumps(parse(record).to_json(full=False)))
-    assert saved_flight(line) == flight(record)
-    assert saved_flight({**line, "started_at": "x"}) is None
-    assert saved_flight({**line, "timings_ms": {"chunks": ["x"]}}) is None
+    line = _saved(record)
+    assert saved_flight(record_line(**line)) == flight(record)
+    with pytest.raises(RecordLineError, match=r"at `\$\.started_at`"):
+        record_line(**{**line, "started_at": "x"})
+    with pytest.raises(RecordLineError, match=r"at `\$\.timings_ms\.chunks\[0\]`"):
+        record_line(**{**line, "timings_ms": {"chunks": ["x"]}})
 
 
 def test_decide_finds_a_stall_the_row_no_longer_names() -> None:
     """A step row edited to drop its stall (the engine hung: hold) is held to its records:
     the silence is found again and named; the row as the run wrote it agrees; a stall
     named where the records show none is a difference too."""
-    lines = [json.loads(json.dumps(line)) for line in _frozen_lines()]
-    flights = [f for line in lines if (f := saved_flight(line)) is not None]
+    lines = record_lines(_frozen_lines())
+    flights = [saved_flight(line) for line in lines]
     found = stall_in(flights, _probes(0, 31), 20.0, 2)
     assert found is not None
     row = {"concurrency": 2, "stall": found}
     assert stall_differences(row, lines, 20.0, "s (c2)") == []
     [hidden] = stall_differences({**row, "stall": None}, lines, 20.0, "s (c2)")
     assert "no byte of any answer for 24.6 s" in hidden
-    calm = [line for line in lines if saved_flight(line) is not None][:2]
+    calm = lines[:2]
     [invented] = stall_differences(row, calm, 20.0, "s (c2)")
     assert "show none" in invented
 
 
-def _hidden(lines: list[dict[str, object]]) -> list[str]:
-    """The frozen window's row with its stall dropped, held to `lines`."""
-    return stall_differences({"concurrency": 2, "stall": None, "wall_s": 31.5}, lines, 20.0, "w")
+def _hidden(lines: list[dict[str, Any]]) -> list[str]:
+    """The frozen window's row with its stall dropped, held to `lines` (read back)."""
+    row = {"concurrency": 2, "stall": None, "wall_s": 31.5}
+    return stall_differences(row, record_lines(lines), 20.0, "w")
 
 
 def test_records_edited_to_hide_a_stall_are_not_believed() -> None:
     """A stall hidden by editing the records behind it instead of the row: a chunk made
-    null, the attempts spread apart in time, or piled on top of each other: each is named,
-    never judged as a window without a stall."""
-    lines = [json.loads(json.dumps(line)) for line in _frozen_lines()]
+    null (refused where the line is read, naming it), the attempts spread apart in time, or
+    piled on top of each other: each is named, never judged as a window without a stall."""
+    lines = _frozen_lines()
     assert "no byte of any answer for 24.6 s" in _hidden(lines)[0]
     nulled = json.loads(json.dumps(lines))
     nulled[0]["timings_ms"]["chunks"][-1] = None
-    assert "times no attempt has" in _hidden(nulled)[0]
+    with pytest.raises(RecordLineError, match=r"got `null` - at `\$\.timings_ms\.chunks\[48\]`"):
+        _hidden(nulled)
     shuffled = json.loads(json.dumps(lines))
     shuffled[0]["timings_ms"]["chunks"].reverse()
     assert "out of order" in _hidden(shuffled)[0]
@@ -248,8 +262,8 @@ def test_the_calibration_counts_what_the_run_counted() -> None:
     attempt, as the run read it: an answer the parser flagged (a protocol problem) still
     counts, so an honest bundle is not held to a lower bar by decide."""
     slow = _record(0, 0.0, [12.5, 12.85, 13.2], 13.5)
-    line = json.loads(json.dumps(parse(slow).to_json(full=False)))
-    flagged = {**line, "problems": ["stream ended without data: [DONE]"]}
+    line = _saved(slow)
+    flagged = record_line(**{**line, "problems": ["stream ended without data: [DONE]"]})
     assert calibrated_stall_s([flagged], 20.0) == stall_after_s(
         20.0, idle_silence_s([flight(slow)])
     )
@@ -260,7 +274,7 @@ def test_a_byte_slipped_into_a_timed_out_attempt_is_named() -> None:
     """Cheaper edits that keep every time in order: a chunk added to an attempt that timed
     out after 3 s without data, or its end moved without its end from the intended send:
     neither is an attempt the client could have written."""
-    lines = [json.loads(json.dumps(line)) for line in _frozen_lines()]
+    lines = _frozen_lines()
     slipped = json.loads(json.dumps(lines))
     target = next(x for x in slipped if x["failure"] is not None)
     target["timings_ms"]["chunks"] = [1500.0]
@@ -278,15 +292,12 @@ def test_a_byte_slipped_into_a_timed_out_attempt_is_named() -> None:
 def test_a_calibration_stretched_to_raise_the_bar_is_named() -> None:
     """The calibration runs one request at a time: its answers stretched so a typical one
     looks silent for longer (raising the stall bar) overlap each other, and are named."""
-    lines = [
-        json.loads(json.dumps(parse(_record(n, 2.0 * n, [2.0 * n + 0.5], 2.0 * n + 1.0)).to_json()))
-        for n in range(5)
-    ]
-    assert shape_differences(lines, 1, 10.0, "calibrate") == []
+    lines = [_saved(_record(n, 2.0 * n, [2.0 * n + 0.5], 2.0 * n + 1.0), True) for n in range(5)]
+    assert shape_differences(record_lines(lines), 1, 10.0, "calibrate") == []
     for line in lines:
         line["timings_ms"]["end"] += 5000.0
         line["timings_ms"]["end_from_intended"] += 5000.0
-    named = shape_differences(lines, 1, 10.0, "calibrate")
+    named = shape_differences(record_lines(lines), 1, 10.0, "calibrate")
     assert (
         "calibrate: its records hold 3 requests in flight at once, above its concurrency 1" in named
     )

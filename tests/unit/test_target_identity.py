@@ -12,6 +12,7 @@ import pytest
 from golive.bundle.store import BundleReader
 from golive.checks.identity import judge_identity
 from golive.results import Status
+from tests.helpers.record_lines import BARE
 
 CHAT = "http://127.0.0.1:8000/v1/chat/completions"
 MODELS = "http://127.0.0.1:8000/v1/models"
@@ -21,11 +22,13 @@ def _chat(asked: str, answered: str | None, status: int = 200) -> dict[str, Any]
     response: dict[str, Any] = {"choices": []}
     if answered is not None:
         response["model"] = answered
-    return {"url": CHAT, "http_status": status, "request": {"model": asked}, "response": response}
+    keys = {"url": CHAT, "http_status": status, "request": {"model": asked}, "response": response}
+    return {**BARE, **keys}
 
 
 def _models(*ids: str) -> dict[str, Any]:
-    return {"url": MODELS, "http_status": 200, "response": {"data": [{"id": i} for i in ids]}}
+    listed = {"data": [{"id": i} for i in ids]}
+    return {**BARE, "url": MODELS, "http_status": 200, "response": listed}
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,9 @@ checked against its schema before anything is judged: a missing key, a wrong typ
 that is not JSON is named with the file, the line and the field ("metrics/capacity-steps.jsonl
 line 3: Expected `int`, got `str` - at `$.completed`"), never a traceback and never read as
 a default. The schemas state what golive has written since these files exist: keys added
-later are optional, so older bundles still read; keys beyond them are allowed.
+later are optional, so older bundles still read; keys beyond them are allowed. The request
+records' schema is the struct golive writes and the judges read them as
+(`request_line.RequestRecordLine`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from typing import Any
 import msgspec
 
 from golive.bundle.layout import (
-    AGENT_FAILURES,
     CACHE_STEPS,
     CAPACITY_CALIBRATION,
     CAPACITY_KNEE_REPEATS,
@@ -32,41 +33,11 @@ from golive.bundle.layout import (
     TERMINATION,
     TERMINATION_AFTER_RESTART,
 )
+from golive.bundle.request_line import NOT_RECORDS, RequestRecordLine
 from golive.bundle.store import ZSTD, read_lines, record_streams
 from golive.errors import BundleError
 
 SHOWN = 3  # problems named per file; the count says how many more
-
-
-class RecordTimings(msgspec.Struct):
-    end: float | None = None
-    first_token: float | None = None
-    first_byte: float | None = None
-    schedule_lag: float | None = None
-    end_from_intended: float | None = None
-    first_token_from_intended: float | None = None
-    retry_wait: float | None = None  # a retried request's last attempt: the attempts before it
-    chunks: list[float] = []
-
-
-class RecordFailure(msgspec.Struct):
-    kind: str
-    message: str
-
-
-class RequestRecordLine(msgspec.Struct):
-    """One line of `requests/<stream>.jsonl` (`ParsedResponse.to_json`)."""
-
-    label: str
-    started_at: float
-    http_status: int | None
-    timings_ms: RecordTimings
-    failure: RecordFailure | None
-    request_id: str = ""
-    url: str = ""
-    stream: bool = False
-    problems: list[str] = []
-    resent: bool = False
 
 
 class WindowRow(msgspec.Struct):
@@ -169,7 +140,6 @@ SCHEMAS = (
     Schema(TERMINATION_AFTER_RESTART, Termination, False),
     Schema(RESTART, Restart, False),
 )
-NOT_RECORDS = (AGENT_FAILURES,)  # under requests/, but examples of failures, not records
 
 
 def schema_problems(root: Path) -> list[str]:

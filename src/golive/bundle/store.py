@@ -22,6 +22,7 @@ import zstandard
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from golive.bundle.layout import GOLIVE_TRACEBACK, MANIFEST, PARTS
+from golive.bundle.request_line import NOT_RECORDS, RequestRecordLine, decode_line
 from golive.bundle.signing import (
     SIGNATURE,
     SignatureCheck,
@@ -29,7 +30,7 @@ from golive.bundle.signing import (
     load_public_key,
     sign_manifest,
 )
-from golive.errors import BundleError, ConfigError
+from golive.errors import BundleError, ConfigError, RecordLineError
 
 SUBDIRS = ("config", "environment", "requests", "metrics", "memory")
 REDACTED = "***REDACTED***"
@@ -289,11 +290,9 @@ class BundleReader:
 
     def jsonl(self, rel: str) -> list[dict[str, Any]]:
         """The rows of a JSON-lines file, plain or zstd-compressed; [] when it is absent."""
-        path = locate(self.root, rel)
-        if not path.is_file():
-            path = locate(self.root, rel + ZSTD)
-            if not path.is_file():
-                return []
+        path = self._lines_file(rel)
+        if path is None:
+            return []
         rows = []
         for number, line in enumerate(read_lines(path), start=1):
             if not line.strip():
@@ -306,6 +305,48 @@ class BundleReader:
                 raise BundleError(f"{path}:{number}: a JSON object was expected")
             rows.append(row)
         return rows
+
+    def records(self, rel: str) -> list[RequestRecordLine]:
+        """The request records of a stream (`requests/<name>.jsonl`, plain or compressed); []
+        when it is absent. A line that is not a record is `RecordLineError`, naming the file, the
+        line and the field: never read as defaults."""
+        path = self._lines_file(rel)
+        if path is None:
+            return []
+        where = _relative(path, self.root)
+        return [
+            decode_line(line, f"{where} line {number}")
+            for number, line in enumerate(read_lines(path), start=1)
+            if line.strip()
+        ]
+
+    def _lines_file(self, rel: str) -> Path | None:
+        """A JSON-lines file as saved (plain, else compressed); None where it is absent."""
+        for name in (rel, rel + ZSTD):
+            path = locate(self.root, name)
+            if path.is_file():
+                return path
+        return None
+
+
+def stream_records(root: Path, path: Path) -> Iterator[RequestRecordLine]:
+    """The records of one stream under `root` (from `record_streams`), for a judge that scans
+    every stream: a line that is not a JSON object is left out (an unreadable line is the
+    ledger's finding); an object that is not a record is `RecordLineError`, named. The examples of
+    failures beside the streams (`NOT_RECORDS`) hold no records."""
+    where = _relative(path, root)
+    if where.removesuffix(ZSTD) in NOT_RECORDS:
+        return
+    for number, line in enumerate(read_lines(path), start=1):
+        try:
+            yield decode_line(line, f"{where} line {number}")
+        except RecordLineError as exc:
+            if exc.is_object:
+                raise
+
+
+def _relative(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 def require_trusted(root: Path, trusted: Sequence[Path]) -> None:

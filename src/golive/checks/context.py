@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from golive.bundle.request_line import line_text
 from golive.bundle.store import Bundle
 from golive.config import GoliveConfig
 from golive.errors import BadResponse, ConfigError
@@ -144,7 +145,7 @@ class CheckContext:
         parsed = parse(record)
         self.progress.record(record.ok)
         full = sample is None or sample.keep(stream_file, parsed)
-        self.bundle.append_jsonl(f"requests/{stream_file}.jsonl", parsed.to_json(full))
+        self.bundle.append_text(f"requests/{stream_file}.jsonl", line_text(parsed.saved_line(full)))
         return parsed
 
 

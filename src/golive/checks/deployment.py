@@ -20,12 +20,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from golive.bundle.layout import RESTART
-from golive.bundle.store import BundleReader, read_lines, record_streams
+from golive.bundle.store import BundleReader, record_streams, stream_records
 from golive.checks.context import CheckContext, scrape, served_entry, served_of
 from golive.checks.engine_name import ENGINE_IDENTITY, EngineTwin, engine_model_for
 from golive.checks.env.judge import serving_launch
 from golive.checks.gateway import asking_prompt
-from golive.traffic.records import record_line, saved_ok
 
 IDENTITY_FILE = "identity"  # requests/identity.jsonl: /version and /v1/models at the start
 FIELDS = (
@@ -126,11 +125,10 @@ def deployment_of(evidence: BundleReader, wanted: str | None) -> Deployment:
     for path in record_streams(evidence.root):
         if path.name.startswith(ENGINE_IDENTITY + "."):
             continue  # the engine behind a gateway lists the model under its own name
-        for line in read_lines(path):
-            record = record_line(line)
-            if record is None or not saved_ok(record):
+        for record in stream_records(evidence.root, path):
+            if not record.ok:
                 continue
-            url, body = str(record.get("url") or ""), record.get("response")
+            url, body = record.url, record.response
             if url.endswith("/version") and isinstance(body, Mapping):
                 version = body.get("version")
                 if isinstance(version, str):

@@ -34,9 +34,9 @@ def engine_model(evidence: BundleReader, asked: str | None) -> str | None:
     (`asked` itself where there is none: no gateway, or a bundle sealed before the record)."""
     if asked is None:
         return None
-    for line in evidence.jsonl(f"requests/{ENGINE_IDENTITY}.jsonl"):
-        body = line.get("response")
-        if str(line.get("url") or "").endswith("/v1/models") and isinstance(body, Mapping):
+    for line in evidence.records(f"requests/{ENGINE_IDENTITY}.jsonl"):
+        body = line.response
+        if line.url.endswith("/v1/models") and isinstance(body, Mapping):
             _, listed = served_entry(dict(body), None)
             return engine_model_for(asked, listed)
     return asked

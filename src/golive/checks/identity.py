@@ -14,10 +14,9 @@ import re
 from collections import Counter
 from typing import Any
 
-from golive.bundle.store import BundleReader, read_lines, record_streams
+from golive.bundle.store import BundleReader, record_streams, stream_records
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.client import CHAT_PATH
-from golive.traffic.records import record_line
 
 CHECK_ID = "target.identity"
 _MODELS_PATH = "/v1/models"
@@ -30,13 +29,10 @@ def judge_identity(evidence: BundleReader) -> list[CheckResult]:
     answers = unnamed = 0
     files = record_streams(evidence.root)
     for path in files:
-        for line in read_lines(path):
-            record = record_line(line)
-            if record is None:
-                continue  # an unreadable line is the ledger's finding
-            url = str(record.get("url") or "")
-            response = record.get("response")
-            if not isinstance(response, dict) or not _ok(record.get("http_status")):
+        for record in stream_records(evidence.root, path):  # unreadable: the ledger's finding
+            url = record.url
+            response = record.response
+            if not isinstance(response, dict) or not _ok(record.http_status):
                 continue
             if url.endswith(_MODELS_PATH):
                 served.update(_listed(response))
@@ -44,9 +40,9 @@ def judge_identity(evidence: BundleReader) -> list[CheckResult]:
             if not url.endswith(CHAT_PATH):
                 continue
             answers += 1
-            request = record.get("request")
+            request = record.request
             wanted = request.get("model") if isinstance(request, dict) else None
-            model = _raw_model(record.get("response_raw"), response.get("model"))
+            model = _raw_model(record.response_raw, response.get("model"))
             if not isinstance(model, str):
                 unnamed += 1  # sampled out (saved without its body) or the field stripped
                 continue

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from golive.bundle.store import BundleReader, read_lines, record_streams
+from golive.bundle.store import BundleReader, record_streams, stream_records
 from golive.checks.context import served_entry
 from golive.checks.deployment import deployment_of
 from golive.checks.engine_name import ENGINE_IDENTITY, engine_model
@@ -29,7 +29,6 @@ from golive.config import GoliveConfig
 from golive.evidence.image_ref import split_image
 from golive.profiles import ChainExpectation, Profile, load_profile
 from golive.results import CheckClass, CheckResult, Status
-from golive.traffic.records import record_line
 
 CHECK_ID = "target.profile"
 K3_PROFILE = "kimi-k3"
@@ -138,9 +137,9 @@ def _engine_signs(evidence: BundleReader, served: str | None) -> list[Sign]:
     model the gateway serves (`requests/engine-identity.jsonl`): a gateway may alias the
     name and hide the path the engine loaded."""
     name = engine_model(evidence, served)
-    for line in evidence.jsonl(f"requests/{ENGINE_IDENTITY}.jsonl"):
-        body = line.get("response")
-        if not str(line.get("url") or "").endswith("/v1/models") or not isinstance(body, dict):
+    for line in evidence.records(f"requests/{ENGINE_IDENTITY}.jsonl"):
+        body = line.response
+        if not line.url.endswith("/v1/models") or not isinstance(body, dict):
             continue
         entry, _ = served_entry(body, name)
         return [
@@ -155,11 +154,10 @@ def _parents(evidence: BundleReader, config: GoliveConfig) -> set[str]:
     """The base model a served LoRA adapter names (`parent` in its /v1/models entry)."""
     out: set[str] = set()
     for path in record_streams(evidence.root):
-        for line in read_lines(path):
-            record = record_line(line)
-            if record is None or not str(record.get("url") or "").endswith("/v1/models"):
+        for record in stream_records(evidence.root, path):
+            if not record.url.endswith("/v1/models"):
                 continue
-            entry, _ = served_entry(record.get("response"), config.target.model)
+            entry, _ = served_entry(record.response, config.target.model)
             if entry is not None and isinstance(entry.get("parent"), str):
                 out.add(entry["parent"])
     return out
@@ -194,12 +192,12 @@ def judge_model_profile(
 def _engine_answered(evidence: BundleReader) -> bool:
     """The engine's `/v1/models` answered (2xx, a model list) in the saved engine identity."""
     return any(
-        str(line.get("url") or "").endswith("/v1/models")
-        and line.get("failure") is None
-        and isinstance(line.get("http_status"), int)
-        and line["http_status"] // 100 == 2
-        and isinstance(line.get("response"), dict)
-        for line in evidence.jsonl(f"requests/{ENGINE_IDENTITY}.jsonl")
+        line.url.endswith("/v1/models")
+        and line.failure is None
+        and line.http_status is not None
+        and line.http_status // 100 == 2
+        and isinstance(line.response, dict)
+        for line in evidence.records(f"requests/{ENGINE_IDENTITY}.jsonl")
     )
 
 

@@ -10,7 +10,6 @@ Pure: the log text and the request spans in, the attribution out.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from golive.bundle.layout import AFTER_LOAD_PROBE, SERVER_LOG, SERVER_LOG_ERRORS
+from golive.bundle.request_line import decode_line
 from golive.bundle.store import Bundle, read_lines, record_streams
+from golive.errors import RecordLineError
 from golive.evidence.startup_log import parse_startup_log
 from golive.results import CheckResult
 
@@ -163,18 +164,17 @@ def request_spans(root: Path) -> list[Span]:
     spans = []
     for path in record_streams(root):
         stream = path.name.split(".jsonl")[0]
-        for line in read_lines(path):
+        for number, line in enumerate(read_lines(path), start=1):
             try:  # a line that does not read as a record is the ledger's finding, not a span
-                row = json.loads(line)
-                start = float(row["started_at"])
-                end_ms = (row.get("timings_ms") or {}).get("end")
-                end = start + (float(end_ms) / 1000 if end_ms is not None else 0.0)
-            except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OverflowError):
+                row = decode_line(line, f"{path.name} line {number}")
+            except RecordLineError:
                 continue
-            request = row.get("request") or {}
+            start, end_ms = row.started_at, row.timings_ms.end
+            end = start + (end_ms / 1000 if end_ms is not None else 0.0)
+            request = row.request or {}
             tools = request.get("tools") if isinstance(request, dict) else None
             parses = bool(tools) and request.get("tool_choice") != "none"
-            spans.append(Span(stream, str(row.get("label")), start, end, parses))
+            spans.append(Span(stream, row.label, start, end, parses))
     return spans
 
 

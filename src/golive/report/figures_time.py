@@ -153,7 +153,7 @@ def sustained_points(reader: BundleReader) -> list[tuple[float, float]]:
     row = reader.json(CAPACITY_SUSTAINED)
     if not isinstance(row, Mapping):
         return []
-    records = window_records(reader.jsonl(CAPACITY_SUSTAINED_REQUESTS), window_label(row))
+    records = window_records(reader.records(CAPACITY_SUSTAINED_REQUESTS), window_label(row))
     return drift_points(answers_of(records))
 
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from golive.bundle.request_line import NOT_RECORDS
 from golive.bundle.store import BundleReader
-from golive.traffic.records import saved_attempt_s, saved_e2e_s
 from golive.verdict.document import CheckEntry, VerdictDocument
 
 SLO_CHECK = "capacity.slo"
@@ -132,15 +132,13 @@ def record_spans(root: Path, verdict: VerdictDocument) -> dict[str, float]:
     list as evidence (`requests/*.jsonl`)."""
     reader = BundleReader(root)
     spans: dict[str, float] = {}
-    for path in {p for c in verdict.checks for p in c.evidence if p.startswith("requests/")}:
+    listed = {p for c in verdict.checks for p in c.evidence if p.startswith("requests/")}
+    for path in listed - set(NOT_RECORDS):
         starts, ends = [], []
-        for line in reader.jsonl(path):
-            started = line.get("started_at")
-            if not isinstance(started, int | float) or isinstance(started, bool):
-                continue
-            e2e = saved_e2e_s(line)
-            starts.append(float(started))
-            ends.append(float(started) + (saved_attempt_s(line, e2e) if e2e is not None else 0.0))
+        for line in reader.records(path):
+            e2e = line.e2e_s
+            starts.append(line.started_at)
+            ends.append(line.started_at + (line.attempt_s(e2e) if e2e is not None else 0.0))
         if starts:
             spans[path] = max(ends) - min(starts)
     return spans

@@ -21,9 +21,9 @@ from golive.bundle.layout import (
     WORKLOAD_SAMPLE,
     WORKLOAD_SAMPLE_TOKENS,
 )
+from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
 from golive.quantiles import percentile
-from golive.traffic.records import saved_answered
 
 QUANTILES = (50, 90, 99)
 
@@ -41,8 +41,8 @@ def _section(reader: BundleReader) -> str:
     sent = [
         line
         for rel in (CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_SUSTAINED_REQUESTS)
-        for line in reader.jsonl(rel)
-        if saved_answered(line)
+        for line in reader.records(rel)
+        if line.answered
     ]
     sample = reader.jsonl(WORKLOAD_SAMPLE)
     if not sent and not sample:
@@ -57,21 +57,21 @@ def _section(reader: BundleReader) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     if sample:
-        counted = sample_prompt_tokens(reader.jsonl(WORKLOAD_SAMPLE_TOKENS))
+        counted = sample_prompt_tokens(reader.records(WORKLOAD_SAMPLE_TOKENS))
         shapes = [_shape(body, counted.get(i)) for i, body in enumerate(sample)]
         lines.append(_row("your sample (each once)", shapes))
     lines.append(_row("sent, answered (concurrency + sustained)", [_sent(line) for line in sent]))
     return "\n".join(lines) + "\n"
 
 
-def sample_prompt_tokens(records: Sequence[Mapping[str, Any]]) -> dict[int, int]:
+def sample_prompt_tokens(records: Sequence[RequestRecordLine]) -> dict[int, int]:
     """Sample line index -> its prompt tokens, from the server's `/tokenize` answers saved as
     records labelled `sample-<index>` (an answer that is not a count is left out)."""
     counted: dict[int, int] = {}
     for line in records:
-        label, response = str(line.get("label") or ""), _mapping(line.get("response"))
+        label, response = line.label, _mapping(line.response)
         index = label.removeprefix("sample-")
-        ok = line.get("http_status") == 200 and line.get("failure") is None
+        ok = line.http_status == 200 and line.failure is None
         if ok and label.startswith("sample-") and re.fullmatch(r"[0-9]+", index):
             count = _int(response.get("count"))
             if count is not None:
@@ -125,11 +125,11 @@ def _shape(body: Mapping[str, Any], prompt_tokens: int | None = None) -> Shape:
     )
 
 
-def _sent(line: Mapping[str, Any]) -> Shape:
+def _sent(line: RequestRecordLine) -> Shape:
     """A saved record: its request (whole, or the digest a sampled-out record keeps) and the
     answer's usage and finish reasons (whole, or the summary kept)."""
-    request = _mapping(line.get("request"))
-    response = _mapping(line.get("response"))
+    request = _mapping(line.request)
+    response = _mapping(line.response)
     messages = request.get("messages")
     count = len(messages) if isinstance(messages, list) else messages
     tools = request.get("tools")

@@ -35,7 +35,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 
-from golive.bundle.store import jsonl_text
+from golive.bundle.request_line import line_text
 from golive.errors import ConfigError, LoadClientError
 from golive.evidence.sampling import running_beside
 from golive.traffic.body_sample import BodySample
@@ -332,7 +332,7 @@ class _Worker:
 
         def keep(record: RequestRecord) -> None:
             parsed = parse(record)
-            line = jsonl_text(parsed.to_json(sample.keep(w.stream, parsed)))
+            line = line_text(parsed.saved_line(sample.keep(w.stream, parsed)))
             batch.append((for_main(parsed), line))
             if len(batch) >= FLUSH_RECORDS:
                 flush()

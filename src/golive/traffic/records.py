@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from msgspec import UNSET, UnsetType
+
+from golive.bundle.request_line import SAMPLED_OUT, RecordFailure, RecordTimings, RequestRecordLine
 from golive.bundle.store import REDACTED
 from golive.traffic.body_sample import answer_summary, body_digest
 from golive.traffic.sse import StreamResult, decode_events, reassemble, token_ids
@@ -169,145 +172,106 @@ class ParsedResponse:
         details = (self.usage or {}).get("prompt_tokens_details") or {}
         return details.get("cached_tokens") if isinstance(details, dict) else None
 
-    def to_json(self, full: bool = True) -> dict[str, Any]:
-        """The JSONL line saved under `requests/` in the bundle. Not `full`: the timings,
-        status, ids, usage and failure stay; the bodies become their digest and size."""
+    def saved_line(self, full: bool = True) -> RequestRecordLine:
+        """The line saved under `requests/` in the bundle (`request_line.line_text` writes
+        it). Not `full`: the timings, status, ids, usage and failure stay; the bodies become
+        their digest and size."""
         record, timings = self.record, self.record.timings
-        line: dict[str, Any] = {
-            "request_id": record.request_id,
-            "label": record.label,
-            "method": record.method,
-            "url": record.url,
-            "started_at": record.started_at,
-            "stream": record.stream,
-            "request_headers": None
+        answer = self.completion
+        if answer is None:
+            answer = self.json_body
+        raw: str | UnsetType = UNSET
+        if full and (record.stream or self.json_body is None):
+            raw = record.raw_text
+        return RequestRecordLine(
+            request_id=record.request_id,
+            label=record.label,
+            method=record.method,
+            url=record.url,
+            started_at=record.started_at,
+            stream=record.stream,
+            request_headers=None
             if record.sent_headers is None
             else redact_headers(record.sent_headers),
-            "request": record.body,
-            "http_status": record.status,
-            "server_request_id": self.server_request_id,
-            "response": self.completion if self.completion is not None else self.json_body,
-            "timings_ms": {
-                "schedule_lag": (timings.sent_ns - timings.scheduled_ns) / NS_PER_MS,
-                "headers": timings.ms_since_sent(timings.headers_ns),
-                "first_byte": timings.ms_since_sent(timings.first_byte_ns),
-                "first_token": self.ttft_ms,
-                "end": self.e2e_ms,
-                "first_token_from_intended": self.ttft_from_intended_ms,
-                "end_from_intended": self.e2e_from_intended_ms,
-                **_retry_wait(timings),
-                "chunks": [timings.ms_since_sent(t) for t in timings.chunk_ns]
+            request=record.body if full else body_digest(record.body),
+            http_status=record.status,
+            server_request_id=self.server_request_id,
+            response=answer if full else answer_summary(answer),
+            timings_ms=RecordTimings(
+                schedule_lag=(timings.sent_ns - timings.scheduled_ns) / NS_PER_MS,
+                headers=timings.ms_since_sent(timings.headers_ns),
+                first_byte=timings.ms_since_sent(timings.first_byte_ns),
+                first_token=self.ttft_ms,
+                end=self.e2e_ms,
+                first_token_from_intended=self.ttft_from_intended_ms,
+                end_from_intended=self.e2e_from_intended_ms,
+                retry_wait=_retry_wait_ms(timings),
+                chunks=tuple((t - timings.sent_ns) / NS_PER_MS for t in timings.chunk_ns)
                 if record.stream
-                else [],
-            },
-            "failure": None
+                else (),
+            ),
+            failure=None
             if record.failure is None
-            else {"kind": record.failure.kind.value, "message": record.failure.message},
-            "problems": list(self.problems),
-        }
-        if record.resent:
-            line["resent"] = True
-        if not full:
-            line["body"] = "sampled-out"
-            line["request"] = body_digest(record.body)
-            line["response"] = answer_summary(line["response"])
-        elif record.stream or self.json_body is None:
-            line["response_raw"] = record.raw_text
-        return line
+            else RecordFailure(record.failure.kind.value, record.failure.message),
+            problems=self.problems,
+            resent=True if record.resent else UNSET,
+            body=UNSET if full else SAMPLED_OUT,
+            response_raw=raw,
+        )
 
 
-def record_line(line: str) -> dict[str, Any] | None:
-    """A saved record line (`ParsedResponse.to_json`) read back; None where it is not a JSON
-    object (an unreadable line is the ledger's finding)."""
-    try:
-        record = json.loads(line)
-    except (ValueError, RecursionError):  # (nested past the parser's depth: not a record)
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def saved_ok(line: Mapping[str, Any]) -> bool:
-    """A saved record line (`ParsedResponse.to_json`) whose request got a 2xx answer with no
-    transport failure: `RequestRecord.ok` read back from the bundle."""
-    status = line.get("http_status")
-    return line.get("failure") is None and isinstance(status, int) and 200 <= status < 300
-
-
-def saved_answered(line: Mapping[str, Any]) -> bool:
-    """`saved_ok` and the answer had no protocol problem."""
-    return saved_ok(line) and not line.get("problems")
-
-
-def _retry_wait(timings: Timings) -> dict[str, float]:
+def _retry_wait_ms(timings: Timings) -> float | UnsetType:
     """A retried request's last attempt: how long before it the first attempt was meant to
     leave (`retry_wait`, ms; the earlier attempts and backoffs), which its times from the
-    intended send include. Nothing for a first attempt."""
+    intended send include. Not written for a first attempt."""
     if timings.first_intended_ns is None:
-        return {}
-    return {"retry_wait": (timings.scheduled_ns - timings.first_intended_ns) / NS_PER_MS}
+        return UNSET
+    return (timings.scheduled_ns - timings.first_intended_ns) / NS_PER_MS
 
 
-def saved_e2e_s(line: Mapping[str, Any]) -> float | None:
-    """End-to-end seconds of a saved record line, from its intended send time to its last
-    byte (a bundle older than that figure: from its send)."""
-    timings = line.get("timings_ms") or {}
-    end = timings.get("end_from_intended", timings.get("end"))
-    return None if end is None else float(end) / 1000
-
-
-def saved_attempt_s(line: Mapping[str, Any], e2e_s: float) -> float:
-    """Seconds from a saved record's send to its end on the time axis: its end-to-end less
-    the earlier attempts a retried request's figure includes (`retry_wait`)."""
-    waited = (line.get("timings_ms") or {}).get("retry_wait")
-    return e2e_s - (float(waited) / 1000 if isinstance(waited, int | float) else 0.0)
-
-
-def reparsed(line: Mapping[str, Any]) -> ParsedResponse:
-    """A saved full record line (`ParsedResponse.to_json`) parsed again, as `golive decide`
+def reparsed(line: RequestRecordLine) -> ParsedResponse:
+    """A saved full record line (`ParsedResponse.saved_line`) parsed again, as `golive decide`
     reads an answer from the bundle: the same status, failure, bodies, problems and timings
     (relative to the send). A line saved without its body (sampled out) cannot be."""
-    if line.get("body") == "sampled-out":
-        raise ValueError(f"record {line.get('request_id')} was saved without its body")
-    timings = line.get("timings_ms") or {}
+    if line.sampled_out:
+        raise ValueError(f"record {line.request_id} was saved without its body")
+    timings = line.timings_ms
 
-    def stamp(key: str) -> int | None:
-        value = timings.get(key)
-        return None if value is None else round(float(value) * NS_PER_MS)
+    def stamp(value: float | None) -> int | None:
+        return None if value is None else round(value * NS_PER_MS)
 
-    failure = line.get("failure")
-    raw = line.get("response_raw")
-    if raw is None and line.get("response") is not None:
-        raw = json.dumps(line["response"], ensure_ascii=False)
-    server_id = line.get("server_request_id")
+    lag = timings.schedule_lag or 0.0
+    waited = timings.retry_wait
+    raw = None if isinstance(line.response_raw, UnsetType) else line.response_raw
+    if raw is None and line.response is not None:
+        raw = json.dumps(line.response, ensure_ascii=False)
+    server_id = line.server_request_id
     record = RequestRecord(
-        request_id=str(line["request_id"]),
-        label=str(line["label"]),
-        method=str(line.get("method") or "POST"),
-        url=str(line.get("url") or ""),
-        body=line.get("request"),
-        stream=bool(line.get("stream")),
-        started_at=float(line.get("started_at") or 0.0),
+        request_id=line.request_id,
+        label=line.label,
+        method=line.method or "POST",
+        url=line.url,
+        body=line.request,
+        stream=line.stream,
+        started_at=line.started_at,
         timings=Timings(
-            scheduled_ns=-round(float(timings.get("schedule_lag") or 0.0) * NS_PER_MS),
+            scheduled_ns=-round(lag * NS_PER_MS),
             first_intended_ns=None
-            if timings.get("retry_wait") is None
-            else -round(
-                (float(timings.get("schedule_lag") or 0.0) + float(timings["retry_wait"]))
-                * NS_PER_MS
-            ),
+            if not isinstance(waited, float)
+            else -round((lag + waited) * NS_PER_MS),
             sent_ns=0,
-            headers_ns=stamp("headers"),
-            first_byte_ns=stamp("first_byte"),
-            end_ns=stamp("end"),
-            chunk_ns=tuple(round(float(t) * NS_PER_MS) for t in timings.get("chunks") or ()),
+            headers_ns=stamp(timings.headers),
+            first_byte_ns=stamp(timings.first_byte),
+            end_ns=stamp(timings.end),
+            chunk_ns=tuple(round(t * NS_PER_MS) for t in timings.chunks),
         ),
-        status=line.get("http_status"),
-        headers={"x-request-id": server_id} if isinstance(server_id, str) else None,
+        status=line.http_status,
+        headers=None if server_id is None else {"x-request-id": server_id},
         chunks=(raw.encode(),) if raw else (),
         failure=None
-        if failure is None
-        else Failure(FailureKind(failure["kind"]), str(failure["message"])),
-        resent=bool(line.get("resent")),
+        if line.failure is None
+        else Failure(FailureKind(line.failure.kind), line.failure.message),
+        resent=line.resent is True,
     )
     parsed = parse(record)
     return ParsedResponse(
@@ -315,7 +279,7 @@ def reparsed(line: Mapping[str, Any]) -> ParsedResponse:
         parsed.json_body,
         parsed.stream,
         parsed.server_request_id,
-        stamp("first_token"),
+        stamp(timings.first_token),
         parsed.problems,
     )
 

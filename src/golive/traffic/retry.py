@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golive.bundle.request_line import RequestRecordLine
 from golive.config import ClientConfig
 from golive.traffic.records import FailureKind, RequestRecord
 
@@ -121,10 +122,11 @@ async def send_with_retries(
 SHED = (429, 503)  # load shedding: a retry is the remedy production applies
 
 
-def judged(label: object, status: object, failure: Mapping[str, Any] | None) -> bool:
+def judged(label: str, status: int | None, failure: str | None) -> bool:
     """Whether an attempt counts in its window's figures: a last attempt does, and a retried
     one that failed as a defect (a server error other than 429/503, a dropped connection);
-    one shed by the server or timed out by the client counts as a retry alone."""
+    one shed by the server or timed out by the client counts as a retry alone. `failure`:
+    its failure's kind (`FailureKind`'s value), None for none."""
     if not is_retried(label):
         return True
     return status not in SHED and not timed_out(failure)
@@ -135,8 +137,9 @@ def window_of(label: object) -> str:
     return str(label).split("@")[0].split(RETRIED)[0]
 
 
-def timed_out(failure: Mapping[str, Any] | None) -> bool:
-    return (failure or {}).get("kind") == FailureKind.TIMEOUT.value
+def timed_out(failure: str | None) -> bool:
+    """A failure of this kind is the client's own timeout."""
+    return failure == FailureKind.TIMEOUT.value
 
 
 class RetryTally:
@@ -165,8 +168,8 @@ def attempt_counts(attempts: Iterable[RequestRecord]) -> tuple[int, int]:
     return retries, timeouts
 
 
-def retry_counts(attempts: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+def retry_counts(attempts: Sequence[RequestRecordLine]) -> tuple[int, int]:
     """Retries and timeouts among a window's saved attempts: retried attempts, and attempts
     (retried or last) that ran out of time."""
-    retries = sum(1 for r in attempts if is_retried(r.get("label")))
-    return retries, sum(1 for r in attempts if timed_out(r.get("failure")))
+    retries = sum(1 for r in attempts if is_retried(r.label))
+    return retries, sum(1 for r in attempts if timed_out(r.failure_kind))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from golive.bundle.layout import AGENT_PLAN
+from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import AgentCase, Kind
 from golive.checks.agent.response import (
@@ -176,13 +177,13 @@ def judge_agent(
     unsent = _unsent(evidence, plan, behind_gateway or bool(plan.get("gateway")))
     for case in cases:
         contract = contract_of(case, profile)
-        answers = _by_label(evidence.jsonl(f"requests/{stream_file(case)}.jsonl"))
+        answers = _by_label(evidence.records(f"requests/{stream_file(case)}.jsonl"))
         every += answers.values()
         facts: dict[str, Any] = {}
         if case.kind is Kind.RETRY:
             runs, facts = _retry_runs(evidence, plan, case, contract, answers)
         pairs: list[tuple[str, tuple[ParsedResponse | None, ParsedResponse | None]]] = []
-        engine = _by_label(evidence.jsonl(f"requests/{stream_file(case, True)}.jsonl"))
+        engine = _by_label(evidence.records(f"requests/{stream_file(case, True)}.jsonl"))
         # behind a gateway: as the config or the plan says, or as the records show
         gateway = (
             behind_gateway
@@ -235,7 +236,7 @@ def _unsent(evidence: BundleReader, plan: Mapping[str, Any], gateway: bool) -> s
     if not isinstance(unsent, Mapping):
         return None
     rel = str(unsent.get("models_answer") or "")
-    lines = evidence.jsonl(rel) if rel else []
+    lines = evidence.records(rel) if rel else []
     what = "GET /v1/models" + (" through the gateway" if gateway else "")
     if not lines:
         return f"no served model, and the {what} answer is not in the bundle ({rel or 'unnamed'})"
@@ -273,8 +274,8 @@ def _reasoning_contract(
     )
 
 
-def _by_label(lines: Sequence[Mapping[str, Any]]) -> dict[str, ParsedResponse]:
-    return {str(line["label"]): reparsed(line) for line in lines}
+def _by_label(lines: Sequence[RequestRecordLine]) -> dict[str, ParsedResponse]:
+    return {line.label: reparsed(line) for line in lines}
 
 
 def _plain_runs(

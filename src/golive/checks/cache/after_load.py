@@ -22,12 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from golive.bundle.layout import (
     AFTER_LOAD_PROBE,
     CAPACITY_SUSTAINED,
     EFFECTIVE_CONFIG,
     MEMORY_CURVE,
 )
+from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
 from golive.checks.cache.retention import interval_unset
 from golive.checks.cache.rules import CACHE_FILE, CacheStep, cache_result, engine_reused_tokens
@@ -36,7 +39,7 @@ from golive.config import parse_config
 from golive.errors import BundleError, ConfigError
 from golive.metrics import MetricsDelta, Snapshot, vllm_snapshot
 from golive.results import NOT_USED, CheckResult, Status
-from golive.traffic.records import reparsed, saved_answered
+from golive.traffic.records import reparsed
 
 CHECK = "cache.after_load"
 PROBE_LABEL = AFTER_LOAD_PROBE
@@ -105,11 +108,11 @@ def _asks_probe(reader: BundleReader) -> bool:
         return True  # unreadable: judged by the rule
 
 
-def probe_body(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def probe_body(records: Sequence[RequestRecordLine]) -> dict[str, Any] | None:
     """The probe: the first warm request's body with another question (the same system
     prompt and tools, so the same prefix), or None where that record or its body is gone."""
     warm = _labelled(records, WARM_LABEL)
-    body = None if warm is None else warm.get("request")
+    body = None if warm is None else warm.request
     messages = body.get("messages") if isinstance(body, Mapping) else None
     if not isinstance(body, Mapping) or not isinstance(messages, list) or not messages:
         return None
@@ -141,7 +144,7 @@ def _judged(
     setting: CacheSetting,
     due: bool | None,
 ) -> list[CheckResult]:
-    records = evidence.jsonl(RECORDS)
+    records = evidence.records(RECORDS)
     probe = _labelled(records, PROBE_LABEL)
     if probe is None:
         scraped = [
@@ -174,8 +177,9 @@ def _judged(
         **_window_figures(evidence, window),
         "kv_cache_usage_peak_window": _window_kv_peak(evidence),
     }
-    if not saved_answered(probe):
-        why = probe.get("failure") or f"HTTP {probe.get('http_status')}"
+    if not probe.answered:
+        failure = probe.failure
+        why = f"HTTP {probe.http_status}" if failure is None else msgspec.structs.asdict(failure)
         return [_no_data(f"the probe after the sustained window was not answered ({why})", figures)]
     if not _same_prefix(probe, _labelled(records, WARM_LABEL)):
         return [
@@ -354,24 +358,18 @@ def _kv_usage(snapshot: Snapshot | None) -> float | None:
     return None if snapshot is None else snapshot.value("kv_cache_usage_perc", "max")
 
 
-def _idle_s(probe: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> float | None:
-    warm = [
-        float(r["started_at"])
-        for r in records
-        if str(r.get("label", "")).startswith("cache-warm-")
-        and isinstance(r.get("started_at"), int | float)
-    ]
-    sent = probe.get("started_at")
-    if not warm or not isinstance(sent, int | float):
+def _idle_s(probe: RequestRecordLine, records: Sequence[RequestRecordLine]) -> float | None:
+    warm = [r.started_at for r in records if r.label.startswith("cache-warm-")]
+    if not warm:
         return None
-    return round(float(sent) - max(warm), 1)
+    return round(probe.started_at - max(warm), 1)
 
 
-def _same_prefix(probe: Mapping[str, Any], warm: Mapping[str, Any] | None) -> bool:
+def _same_prefix(probe: RequestRecordLine, warm: RequestRecordLine | None) -> bool:
     """The probe's system prompt and tools are the warm request's, byte for byte."""
     if warm is None:
         return False
-    mine, theirs = probe.get("request"), warm.get("request")
+    mine, theirs = probe.request, warm.request
     if not isinstance(mine, Mapping) or not isinstance(theirs, Mapping):
         return False
     head = mine.get("messages") or []
@@ -386,8 +384,8 @@ def _same_prefix(probe: Mapping[str, Any], warm: Mapping[str, Any] | None) -> bo
     )
 
 
-def _labelled(records: Sequence[Mapping[str, Any]], label: str) -> Mapping[str, Any] | None:
-    return next((r for r in records if r.get("label") == label), None)
+def _labelled(records: Sequence[RequestRecordLine], label: str) -> RequestRecordLine | None:
+    return next((r for r in records if r.label == label), None)
 
 
 def _no_data(summary: str, figures: Mapping[str, Any] | None = None) -> CheckResult:

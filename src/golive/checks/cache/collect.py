@@ -136,7 +136,7 @@ async def probe_after_load(ctx: CheckContext) -> list[CheckResult]:
     where the config turns it off, no sustained window ran, or the proof left no warm request
     to repeat (the judge then says what is missing)."""
     reader = BundleReader(ctx.bundle.root)
-    body = probe_body(reader.jsonl(RECORDS))
+    body = probe_body(reader.records(RECORDS))
     if ctx.config.cache.after_load_probe and sustained_ran(reader) and body is not None:
         await scrape(ctx, BEFORE_SCRAPE)
         ctx.save(await ctx.target.chat(body, PROBE_LABEL), FILE)

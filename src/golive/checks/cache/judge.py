@@ -73,7 +73,7 @@ def judge_cache(
     mismatch = steps_differences(
         rows,
         lambda name: evidence.text(f"metrics/{name}.prom"),
-        evidence.jsonl(f"requests/{CACHE_FILE}.jsonl"),
+        evidence.records(f"requests/{CACHE_FILE}.jsonl"),
         CACHE_STEPS,
     )
     if mismatch:

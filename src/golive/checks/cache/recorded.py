@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from golive.bundle.request_line import RequestRecordLine
 from golive.checks.cache.rules import START_SCRAPE, cached_prompt_tokens
 from golive.metrics import MetricsDelta, vllm_snapshot
-from golive.traffic.records import saved_answered
 
 # Counters are floats in the exposition; a delta recomputed from the same text is exact.
 _COUNTERS = (
@@ -31,14 +31,14 @@ def scrape_name(index: int, step: str) -> str:
 def steps_differences(
     rows: Sequence[Mapping[str, Any]],
     scrape_text: Callable[[str], str | None],
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[RequestRecordLine],
     source: str,
 ) -> list[str]:
     """Each step's counter deltas against its two scrapes, its `ok` and prompt count against
     its record; a step named twice (one request, one row)."""
     out: list[str] = []
     before = vllm_snapshot(scrape_text(START_SCRAPE))
-    by_label = {str(r.get("label")): r for r in records}
+    by_label = {r.label: r for r in records}
     seen: set[str] = set()
     for index, row in enumerate(rows, start=1):
         step = str(row.get("step"))
@@ -53,7 +53,7 @@ def steps_differences(
             if row.get(key) != again:
                 out.append(f"{where}: {key} {row.get(key)!r}, but its scrapes say {again!r}")
         record = by_label.get(f"cache-{step}")
-        answered = record is not None and saved_answered(record)
+        answered = record is not None and record.answered
         if bool(row.get("ok")) != answered:
             out.append(f"{where}: ok {row.get('ok')!r}, but its request record says {answered}")
         counted = _prompt_tokens(record)
@@ -66,8 +66,8 @@ def steps_differences(
     return out
 
 
-def _prompt_tokens(record: Mapping[str, Any] | None) -> object:
+def _prompt_tokens(record: RequestRecordLine | None) -> object:
     """The prompt tokens the server counted for a request, as its record keeps the answer."""
-    response = None if record is None else record.get("response")
+    response = None if record is None else record.response
     usage = response.get("usage") if isinstance(response, Mapping) else None
     return usage.get("prompt_tokens") if isinstance(usage, Mapping) else None

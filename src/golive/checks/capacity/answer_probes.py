@@ -225,8 +225,8 @@ class ProbeAnswer:
 
 def _answers(evidence: BundleReader) -> list[ProbeAnswer]:
     out = []
-    for line in evidence.jsonl(EVIDENCE):
-        match = re.fullmatch(r"probe-([a-z_]+)-(.+)", str(line.get("label", "")))
+    for line in evidence.records(EVIDENCE):
+        match = re.fullmatch(r"probe-([a-z_]+)-(.+)", line.label)
         if match is None or match.group(1) not in BY_NAME:
             continue
         parsed = reparsed(line)

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from golive.bundle.layout import TERMINATION, TERMINATION_AFTER_RESTART
-from golive.bundle.store import BundleReader, read_lines, record_streams
-from golive.traffic.records import record_line, saved_ok
+from golive.bundle.store import BundleReader, record_streams, stream_records
 
 HEALTH_STREAM = "capacity-health"  # requests/capacity-health.jsonl: every /health asked
 
@@ -27,13 +26,9 @@ def failed_health(evidence: BundleReader) -> dict[str, float | None]:
     never came)."""
     out: dict[str, float | None] = {}
     for path in record_streams(evidence.root, HEALTH_STREAM):
-        for line in read_lines(path):
-            record = record_line(line)
-            if record is not None and not saved_ok(record):
-                sent = record.get("started_at")
-                out[str(record.get("request_id"))] = (
-                    float(sent) if isinstance(sent, int | float) else None
-                )
+        for record in stream_records(evidence.root, path):
+            if not record.ok:
+                out[record.request_id] = record.started_at
     return out
 
 

@@ -1,7 +1,7 @@
 """Every failed request is classified before it counts: a server that refuses a request
 class, rate-limits it or answers it with HTTP 500 has a configuration or software defect,
 and none of those is the capacity the checklist's "expand capacity" buys. Pure: read from
-the saved record lines (`ParsedResponse.to_json`), so `golive decide` classifies the same
+the saved record lines (`RequestRecordLine`), so `golive decide` classifies the same
 records the same way. A failed record is always kept whole in the bundle (`BodySample`), so
 its status, the server's words and the request it answered are there to quote.
 
@@ -12,11 +12,10 @@ not per-request classes.
 from __future__ import annotations
 
 import enum
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from golive.bundle.request_line import RequestRecordLine
 from golive.traffic.records import error_message
 
 QUOTE_CHARS = 200
@@ -31,27 +30,26 @@ class FailureClass(enum.StrEnum):
     CANCELLED = "cancelled"  # golive ended it when its window ran out
 
 
-def failure_class(line: Mapping[str, Any]) -> FailureClass | None:
+def failure_class(line: RequestRecordLine) -> FailureClass | None:
     """The class of one saved record; None when it was answered."""
-    status = line.get("http_status")
-    failure = line.get("failure")
-    kind = failure.get("kind") if isinstance(failure, Mapping) else None
-    if isinstance(status, int) and not isinstance(status, bool) and status >= 400:
+    status = line.http_status
+    kind = None if line.failure is None else line.failure.kind
+    if status is not None and status >= 400:
         if status == 429:
             return FailureClass.RATE_LIMITED
         return FailureClass.REFUSED if status < 500 else FailureClass.SERVER_ERROR
     if kind == "cancelled":
         return FailureClass.CANCELLED
-    if kind is not None or not (isinstance(status, int) and 200 <= status < 300):
+    if kind is not None or not (status is not None and 200 <= status < 300):
         return FailureClass.TRANSPORT
-    if line.get("problems"):  # as `saved_answered` reads it
+    if line.problems:  # as `RequestRecordLine.answered` reads it
         return FailureClass.BROKEN_ANSWER
     return None
 
 
-def request_class(line: Mapping[str, Any]) -> str:
+def request_class(line: RequestRecordLine) -> str:
     """What kind of request it was, from its body: tool-result, structured, tool-call, text."""
-    body = line.get("request")
+    body = line.request
     if not isinstance(body, Mapping):
         return "request"
     messages = body.get("messages")
@@ -68,19 +66,19 @@ def request_class(line: Mapping[str, Any]) -> str:
     return "text"
 
 
-def failure_quote(line: Mapping[str, Any]) -> str:
+def failure_quote(line: RequestRecordLine) -> str:
     """The class, status and the server's own words for one failed record."""
     kind = failure_class(line)
     if kind is None:
         return ""
-    status = line.get("http_status")
-    failure = line.get("failure")
+    status = line.http_status
+    failure = line.failure
     message = (
-        error_message(line.get("response"))
-        or (str(failure.get("message") or "") if isinstance(failure, Mapping) else "")
-        or "; ".join(str(p) for p in _listed(line.get("problems")))
+        error_message(line.response)
+        or ("" if failure is None else failure.message)
+        or "; ".join(line.problems)
     )
-    http = f" HTTP {status}" if isinstance(status, int) and status >= 300 else ""
+    http = f" HTTP {status}" if status is not None and status >= 300 else ""
     return f"{kind.value}{http} on a {request_class(line)} request: {clip(message)!r}"
 
 
@@ -95,17 +93,17 @@ def clip(text: str, limit: int = QUOTE_CHARS) -> str:
     return (text[:cut].rstrip() if cut > 0 else "") + " …"
 
 
-def server_errors(lines: Sequence[Mapping[str, Any]]) -> int:
+def server_errors(lines: Sequence[RequestRecordLine]) -> int:
     """HTTP 5xx answers: the server's own words that it failed, whoever sent too fast."""
     return sum(1 for line in lines if failure_class(line) is FailureClass.SERVER_ERROR)
 
 
-def cancelled(lines: Sequence[Mapping[str, Any]]) -> int:
+def cancelled(lines: Sequence[RequestRecordLine]) -> int:
     """Requests golive itself ended when their window (and its drain) ran out."""
     return sum(1 for line in lines if failure_class(line) is FailureClass.CANCELLED)
 
 
-def failure_detail(lines: Sequence[Mapping[str, Any]]) -> str:
+def failure_detail(lines: Sequence[RequestRecordLine]) -> str:
     """The window's failures, for its finding: the first one quoted, then how many of each
     class and request class ("" when every request was answered). The first is the earliest
     sent, so the records in any order give the same text. Requests golive cancelled at the
@@ -114,24 +112,9 @@ def failure_detail(lines: Sequence[Mapping[str, Any]]) -> str:
     if not failed:
         return ""
     real = [pair for pair in failed if pair[0] is not FailureClass.CANCELLED] or failed
-    first = min(real, key=lambda p: (_float(p[1].get("started_at")), str(p[1].get("request_id"))))
+    first = min(real, key=lambda p: (p[1].started_at, p[1].request_id))
     classes = Counter(kind.value for kind, _ in real)
     shapes = Counter(request_class(line) for _, line in real)
     counted = ", ".join(f"{n} {name}" for name, n in sorted(classes.items()))
     on = ", ".join(f"{n} {name}" for name, n in sorted(shapes.items()))
     return f"first: {failure_quote(first[1])}; failed: {counted}; on: {on}"
-
-
-def _float(value: object) -> float:
-    """A record's send time for ordering; anything not a finite number orders first."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return 0.0
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond a float's range
-        return 0.0
-    return number if math.isfinite(number) else 0.0
-
-
-def _listed(value: object) -> list[object]:
-    return value if isinstance(value, list) else []

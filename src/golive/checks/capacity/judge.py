@@ -20,6 +20,7 @@ from golive.bundle.layout import (
     RESTART,
     TERMINATION,
 )
+from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader, record_streams
 from golive.checks.capacity.api_server import api_server_finding, outside_engine_s
 from golive.checks.capacity.collect import cap_result, classified
@@ -59,7 +60,6 @@ from golive.checks.capacity.windows import (
 from golive.config import CapacityConfig
 from golive.results import CheckResult, Status
 from golive.traffic.headroom import headroom_check
-from golive.traffic.records import saved_answered, saved_attempt_s, saved_e2e_s
 
 
 def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
@@ -69,7 +69,7 @@ def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     if not rows and (dead := after_death(evidence, "capacity.concurrency")) is not None:
         return dead
     again = evidence.jsonl(CAPACITY_KNEE_REPEATS)
-    records = evidence.jsonl(CAPACITY_CONCURRENCY_REQUESTS)
+    records = evidence.records(CAPACITY_CONCURRENCY_REQUESTS)
     mismatch = steps_differences(rows, records, CAPACITY_STEPS)
     mismatch += repeats_differences(again, rows, records, CAPACITY_KNEE_REPEATS)
     labels = [f"c{r.get('concurrency')}" for r in rows] + [str(r.get("label")) for r in again]
@@ -256,7 +256,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         )
     stats = StepStats.from_json(row)
     label = str(row.get("label"))
-    attempts = window_records(evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS), label)
+    attempts = window_records(evidence.records(CAPACITY_SUSTAINED_REQUESTS), label)
     window = answers_of(attempts)
     mismatch = window_differences(row, attempts, f"{CAPACITY_SUSTAINED} ({label})")
     mismatch += unshown_deaths(evidence)
@@ -276,7 +276,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     edited = scrapes_edited(evidence, row, scrapes)
     if edited:
         return not_from_records("capacity.sustained", edited, CAPACITY_SUSTAINED)
-    t0 = min((float(r["started_at"]) for r in window), default=0.0)
+    t0 = min((r.started_at for r in window), default=0.0)
     done = drift_points(window)
     latency = trend(done)
     thirds = thirds_growth(done)
@@ -284,9 +284,7 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     # never longer than its records span: the tested envelope states the seconds held
     duration = row.get("window_s")
     duration_s = float(duration) if isinstance(duration, int | float) else config.duration_s
-    spanned = [
-        float(r["started_at"]) - t0 + saved_attempt_s(r, saved_e2e_s(r) or 0.0) for r in window
-    ]
+    spanned = [r.started_at - t0 + r.attempt_s(r.e2e_s or 0.0) for r in window]
     if spanned:
         duration_s = min(duration_s, round(max(spanned), 1))
     windows = window_throughput(sorted(t for t, _ in done), duration_s)
@@ -354,15 +352,15 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
     return classified("capacity.sustained", result, measurements, evidence_paths)
 
 
-def drift_points(window: Sequence[Mapping[str, Any]]) -> list[tuple[float, float]]:
+def drift_points(window: Sequence[RequestRecordLine]) -> list[tuple[float, float]]:
     """The sustained window's answers as the drift fit reads them: each on the time axis where
     its attempt ended (from the window's first send), with its latency from the intended
     send (a retried one's spans its earlier attempts, which ended before it was sent)."""
-    t0 = min((float(r["started_at"]) for r in window), default=0.0)
+    t0 = min((r.started_at for r in window), default=0.0)
     return [
-        (float(r["started_at"]) + saved_attempt_s(r, e2e) - t0, e2e)
+        (r.started_at + r.attempt_s(e2e) - t0, e2e)
         for r in window
-        if saved_answered(r) and (e2e := saved_e2e_s(r)) is not None
+        if r.answered and (e2e := r.e2e_s) is not None
     ]
 
 

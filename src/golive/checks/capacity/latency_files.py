@@ -18,6 +18,7 @@ from golive.bundle.layout import (
     CAPACITY_SUSTAINED,
     CAPACITY_SUSTAINED_REQUESTS,
 )
+from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import Bundle, BundleReader
 from golive.checks.capacity.latency_set import window_latency
 from golive.checks.capacity.recorded import window_label, window_records
@@ -27,20 +28,20 @@ from golive.slo_config import SloConfig
 def latency_rows(evidence: BundleReader, slo: SloConfig) -> list[dict[str, Any]]:
     """One row per load window, in the order the windows ran within each phase."""
     out: list[dict[str, Any]] = []
-    ramp = evidence.jsonl(CAPACITY_CONCURRENCY_REQUESTS)
+    ramp = evidence.records(CAPACITY_CONCURRENCY_REQUESTS)
     for source in (CAPACITY_STEPS, CAPACITY_KNEE_REPEATS):
         for row in evidence.jsonl(source):
             out.append(_row("concurrency", row, window_records(ramp, window_label(row)), slo))
     sustained = evidence.json(CAPACITY_SUSTAINED)
     if isinstance(sustained, Mapping):
         label = window_label(sustained)
-        records = window_records(evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS), label)
+        records = window_records(evidence.records(CAPACITY_SUSTAINED_REQUESTS), label)
         out.append(_row("sustained", sustained, records, slo))
     return out
 
 
 def _row(
-    phase: str, row: Mapping[str, Any], records: list[Mapping[str, Any]], slo: SloConfig
+    phase: str, row: Mapping[str, Any], records: list[RequestRecordLine], slo: SloConfig
 ) -> dict[str, Any]:
     level = row.get("concurrency")
     concurrency = level if isinstance(level, int) and not isinstance(level, bool) else None

@@ -23,10 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from golive.bundle.request_line import RequestRecordLine
 from golive.checks.capacity.recorded import answers_of
 from golive.quantiles import Quantile, percentile, quantile
 from golive.slo_config import SloConfig
-from golive.traffic.records import saved_answered, saved_attempt_s, saved_e2e_s
 
 PERCENTILES = (50, 90, 95, 99)
 ONE_READ_MS = 5.0  # an answer's end this close to its first token came in the same read
@@ -64,35 +64,30 @@ class Answer:
         return self.output_tokens > 1 and not self.gaps_ms and not self.one_read  # itl
 
 
-def _number(value: object) -> float | None:
-    """A saved time as a number: absent, not a number, not finite or negative is None (no
-    figure, never a fast one)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def _number(value: float | None) -> float | None:
+    """A saved time as a figure: absent, not finite or negative is None (no figure, never a
+    fast one)."""
+    if value is None:
         return None
-    found = float(value)
-    return found if math.isfinite(found) and found >= 0 else None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
-def _tokens(record: Mapping[str, Any], key: str) -> int | None:
-    response = record.get("response")
+def _tokens(record: RequestRecordLine, key: str) -> int | None:
+    response = record.response
     usage = response.get("usage") if isinstance(response, Mapping) else None
     value = usage.get(key) if isinstance(usage, Mapping) else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def answer_of(record: Mapping[str, Any]) -> Answer:
+def answer_of(record: RequestRecordLine) -> Answer:
     """An answered record's figures, from its saved timings and usage."""
-    timings = record.get("timings_ms")
-    timings = timings if isinstance(timings, Mapping) else {}
-    first, end = _number(timings.get("first_token")), _number(timings.get("end"))
+    timings = record.timings_ms
+    first, end = _number(timings.first_token), _number(timings.end)
     output = _tokens(record, "completion_tokens")
     tpot = None
     if first is not None and end is not None and output is not None and output > 1:
         tpot = (end - first) / (output - 1)
-    chunks = timings.get("chunks")
-    stamps = sorted(
-        t for c in (chunks if isinstance(chunks, list) else ()) if (t := _number(c)) is not None
-    )
+    stamps = sorted(t for c in timings.chunks if (t := _number(c)) is not None)
     gaps: tuple[float, ...] = ()
     fits = True  # its reads after the first token can carry its tokens
     if first is not None and output is not None and output > 1:
@@ -103,14 +98,14 @@ def answer_of(record: Mapping[str, Any]) -> Answer:
         # answer's (stamps added to dilute its gaps)
         fits = len(found) <= output + 1 + max(2, output // 10)
         gaps = found[: output - 1] if fits else ()
-    e2e = saved_e2e_s(record)
+    e2e = record.e2e_s
     # a short answer can arrive whole in the read that brought its first token: no gap to
     # time, its end there too (a record whose reads were taken out still ends later)
     one_read = (
         fits and first is not None and end is not None and not gaps and end - first <= ONE_READ_MS
     )
     return Answer(
-        ttft_ms=_number(timings.get("first_token_from_intended", timings.get("first_token"))),
+        ttft_ms=_number(timings.first_token_since_intended),
         e2e_ms=None if e2e is None else e2e * 1000,
         tpot_ms=tpot,
         gaps_ms=gaps,
@@ -202,12 +197,12 @@ class WindowLatency:
 def window_latency(
     label: str,
     concurrency: int | None,
-    attempts: Sequence[Mapping[str, Any]],
+    attempts: Sequence[RequestRecordLine],
     slo: SloConfig | None = None,
 ) -> WindowLatency:
     """The latency set of one window's attempts (its records, `recorded.window_records`)."""
     counted = answers_of(attempts)
-    answered = [r for r in counted if saved_answered(r)]
+    answered = [r for r in counted if r.answered]
     answers = tuple(answer_of(r) for r in answered)
     return WindowLatency(
         label=label,
@@ -220,16 +215,16 @@ def window_latency(
     )
 
 
-def _span(records: Iterable[Mapping[str, Any]]) -> float:
+def _span(records: Iterable[RequestRecordLine]) -> float:
     """Seconds from the window's first send to its last answer's end, from the records."""
     starts, ends = [], []
     for record in records:
-        started = _number(record.get("started_at"))
-        e2e = saved_e2e_s(record)
+        started = _number(record.started_at)
+        e2e = record.e2e_s
         if started is None:
             continue
         starts.append(started)
-        ends.append(started + (saved_attempt_s(record, e2e) if e2e is not None else 0.0))
+        ends.append(started + (record.attempt_s(e2e) if e2e is not None else 0.0))
     return max(ends) - min(starts) if starts else 0.0
 
 

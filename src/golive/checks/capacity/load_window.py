@@ -168,7 +168,7 @@ async def load_window(
         queue_mean = hist.mean if hist is not None else None
         preemptions = delta.counter("num_preemptions")
     refused = [p for p in parsed if p.record.refused]
-    failed = [p.to_json() for p in parsed if id(p) not in answered]
+    failed = [p.saved_line() for p in parsed if id(p) not in answered]
     e2e_p95 = quantile(e2e, 95)
     ttft_p95 = quantile([v for p in ok if (v := p.ttft_from_intended_ms) is not None], 95)
     stats = StepStats(
@@ -369,12 +369,12 @@ def _window_answers(
     counted = [
         p
         for p in parsed
-        if not is_probe(p.record) and judged(p.record.label, p.record.status, _failure(p.record))
+        if not is_probe(p.record) and judged(p.record.label, p.record.status, _kind(p.record))
     ]
     return attempts, counted, attempt_counts(r for r in attempts if not is_probe(r))
 
 
-def _failure(record: RequestRecord) -> dict[str, str] | None:
-    """A record's failure as its saved line has it (what `retry.judged` reads)."""
+def _kind(record: RequestRecord) -> str | None:
+    """A record's failure's kind as its saved line has it (what `retry.judged` reads)."""
     failure = record.failure
-    return None if failure is None else {"kind": failure.kind.value}
+    return None if failure is None else failure.kind.value

@@ -43,7 +43,7 @@ def judge_long_input(evidence: BundleReader, config: CapacityConfig) -> CheckRes
             (),
         )
     saved = ladder.get("steps") or ()
-    records = evidence.jsonl(CAPACITY_LONG_INPUT_REQUESTS)
+    records = evidence.records(CAPACITY_LONG_INPUT_REQUESTS)
     mismatch = ladder_differences(saved, records, CAPACITY_LADDER) + unshown_deaths(evidence)
     if mismatch:
         return not_from_records("capacity.long_input", mismatch, CAPACITY_LADDER)

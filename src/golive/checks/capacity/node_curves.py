@@ -183,7 +183,7 @@ def _timeline_problems(evidence: BundleReader, timeline: Sequence[PhaseSpan]) ->
         return [f"{CAPACITY_PHASES}: the phases' spans overlap"]
     out = []
     for phase, rel in PHASE_REQUESTS:
-        sent = [t for row in evidence.jsonl(rel) if (t := curve_number(row.get("started_at")))]
+        sent = [t for row in evidence.records(rel) if (t := curve_number(row.started_at))]
         spans = [s for s in timeline if s.phase == phase]
         if sent and not spans:
             out.append(f"{CAPACITY_PHASES} has no {phase} span, though {rel} holds its requests")

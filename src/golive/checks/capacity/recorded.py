@@ -18,11 +18,11 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from golive.bundle.request_line import RequestRecordLine
 from golive.checks.capacity.failures import cancelled, server_errors
 from golive.checks.capacity.memory_curve import curve_number
 from golive.metrics import MetricsDelta, Snapshot, vllm_snapshot
 from golive.quantiles import quantile
-from golive.traffic.records import saved_answered, saved_e2e_s
 from golive.traffic.retry import judged, retry_counts, window_of
 
 GAUGE_FIELDS = ("max_running", "mean_waiting", "max_waiting", "engine_held")  # sampled /metrics
@@ -31,31 +31,31 @@ GAUGE_FIELDS = ("max_running", "mean_waiting", "max_waiting", "engine_held")  # 
 TOLERANCE_S = 0.002
 
 
-def window_records(records: Iterable[Mapping[str, Any]], label: str) -> list[Mapping[str, Any]]:
+def window_records(records: Iterable[RequestRecordLine], label: str) -> list[RequestRecordLine]:
     """A window's workload records: its label, on any client (`c4@worker-1`), with the
     attempts its client retried (`c4~retried1`), no probes."""
-    return [r for r in records if window_of(r.get("label")) == label]
+    return [r for r in records if window_of(r.label) == label]
 
 
-def answers_of(attempts: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def answers_of(attempts: Iterable[RequestRecordLine]) -> list[RequestRecordLine]:
     """The attempts a window's figures count (`retry.judged`): each request's last, and the
     retried ones the server failed as a defect does."""
-    return [r for r in attempts if judged(r.get("label"), r.get("http_status"), r.get("failure"))]
+    return [r for r in attempts if judged(r.label, r.http_status, r.failure_kind)]
 
 
 def window_differences(
-    row: Mapping[str, Any], attempts: Sequence[Mapping[str, Any]], where: str
+    row: Mapping[str, Any], attempts: Sequence[RequestRecordLine], where: str
 ) -> list[str]:
     """How one window's summary row differs from its records (empty: it matches). A row
     written since retries are counted always has `retries`; one without it beside retried
     attempts was edited."""
     records = answers_of(attempts)
-    answered = [r for r in records if saved_answered(r)]
+    answered = [r for r in records if r.answered]
     retries, timeouts = retry_counts(attempts)
     counted = {
         "completed": len(answered),
         "errors": len(records) - len(answered),
-        "refused": sum(1 for r in records if _refused(r.get("http_status"))),
+        "refused": sum(1 for r in records if _refused(r.http_status)),
         "server_errors": server_errors(records),
         "cancelled": cancelled(records),
         "retries": retries,
@@ -66,7 +66,7 @@ def window_differences(
         for key, value in counted.items()
         if (key in row or (key == "retries" and value)) and row.get(key) != value
     ]
-    e2e = [v for r in answered if (v := saved_e2e_s(r)) is not None]
+    e2e = [v for r in answered if (v := r.e2e_s) is not None]
     p95 = quantile([v * 1000 for v in e2e], 95).value
     saved = row.get("e2e_p95_s")
     if isinstance(saved, (int, float)) and not isinstance(saved, bool):
@@ -79,7 +79,7 @@ def window_differences(
 
 
 def steps_differences(
-    rows: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], source: str
+    rows: Sequence[Mapping[str, Any]], records: Sequence[RequestRecordLine], source: str
 ) -> list[str]:
     """Each ramp step (`c<N>`) against its records; the ramp runs each level once (a second
     row of one level would count its records twice)."""
@@ -103,7 +103,7 @@ def window_label(row: Mapping[str, Any]) -> str:
 def repeats_differences(
     rows: Sequence[Mapping[str, Any]],
     steps: Sequence[Mapping[str, Any]],
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[RequestRecordLine],
     source: str,
 ) -> list[str]:
     """Each knee repeat (`c<N>r<k>`) against its records; its label must name its level and a
@@ -125,19 +125,19 @@ def repeats_differences(
 
 
 def orphan_windows(
-    records: Sequence[Mapping[str, Any]], labels: Iterable[str], source: str
+    records: Sequence[RequestRecordLine], labels: Iterable[str], source: str
 ) -> list[str]:
     """Records of ramp windows no row states (their rows deleted, with whatever they showed):
     every window the ramp ran writes its row, the calibration window its own record."""
     known = {*labels, "calibrate"}
-    orphans = sorted({window_of(r.get("label")) for r in records} - known)
+    orphans = sorted({window_of(r.label) for r in records} - known)
     if not orphans:
         return []
     return [f"{source}: records of window(s) {', '.join(orphans[:5])} that no row states"]
 
 
 def ladder_differences(
-    steps: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]], source: str
+    steps: Sequence[Mapping[str, Any]], records: Sequence[RequestRecordLine], source: str
 ) -> list[str]:
     """Each long-input step (`long-<tokens>`): served exactly when its record was answered."""
     out: list[str] = []
@@ -148,20 +148,20 @@ def ladder_differences(
             if row.get("outcome") == "accepted":
                 out.append(f"{source} step {label}: accepted, but it has no request record")
             continue
-        served = any(saved_answered(r) for r in mine)
+        served = any(r.answered for r in mine)
         if served != (row.get("outcome") == "accepted"):
             said = "served" if served else "not served"
             out.append(f"{source} step {label}: {row.get('outcome')}, but its record was {said}")
     return out
 
 
-def _refused(status: object) -> bool:
-    return isinstance(status, int) and 400 <= status < 500
+def _refused(status: int | None) -> bool:
+    return status is not None and 400 <= status < 500
 
 
 def engine_silent(
     row: Mapping[str, Any],
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[RequestRecordLine],
     before_text: str | None,
     after_text: str | None,
     where: str,
@@ -201,7 +201,7 @@ def engine_silent(
 
 
 def _tokens_beyond_engine(
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[RequestRecordLine],
     before: Snapshot,
     after: Snapshot,
     match: Mapping[str, str],
@@ -212,10 +212,10 @@ def _tokens_beyond_engine(
     (1% and 8 tokens of slack for counting at the window's edges)."""
     claimed = 0
     for record in records:
-        response = record.get("response")
+        response = record.response
         usage = response.get("usage") if isinstance(response, Mapping) else None
         tokens = usage.get("completion_tokens") if isinstance(usage, Mapping) else None
-        if saved_answered(record) and isinstance(tokens, int) and not isinstance(tokens, bool):
+        if record.answered and isinstance(tokens, int) and not isinstance(tokens, bool):
             claimed += tokens
     start = before.value(GENERATED, "sum", **match)
     end = after.value(GENERATED, "sum", **match)
@@ -286,8 +286,8 @@ def scraped_differences(
     return out
 
 
-def _asked(record: Mapping[str, Any]) -> object:
-    request = record.get("request")
+def _asked(record: RequestRecordLine) -> object:
+    request = record.request
     return request.get("model") if isinstance(request, Mapping) else None
 
 

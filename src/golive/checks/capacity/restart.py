@@ -109,9 +109,9 @@ async def _another_deployment(run: CapacityRun) -> str:
 
 
 def _version_at_start(evidence: BundleReader) -> str | None:
-    for line in evidence.jsonl(f"requests/{IDENTITY_FILE}.jsonl"):
-        body = line.get("response")
-        if str(line.get("url") or "").endswith("/version") and isinstance(body, dict):
+    for line in evidence.records(f"requests/{IDENTITY_FILE}.jsonl"):
+        body = line.response
+        if line.url.endswith("/version") and isinstance(body, dict):
             version = body.get("version")
             return version if isinstance(version, str) else None
     return None

@@ -25,6 +25,7 @@ from golive.bundle.layout import (
     CAPACITY_SUSTAINED,
     CAPACITY_SUSTAINED_REQUESTS,
 )
+from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import cap_result, classified
 from golive.checks.capacity.judge import stability_policy
@@ -188,7 +189,7 @@ def _unshown(level: Level, then: str) -> Classification:
 
 def slo_steps(
     rows: Sequence[Mapping[str, Any]],
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[RequestRecordLine],
     slo: SloConfig,
     policy: StabilityPolicy,
     phase: str = "concurrency",
@@ -243,7 +244,7 @@ def slo_windows(
         why = ramp.summary[:300] if rows else f"no ramp steps ({CAPACITY_STEPS})"
         return cap_result(CHECK, Status.NO_DATA, f"the SLOs cannot be judged: {why}", {}, PATHS)
     policy = stability_policy(config.capacity)
-    records = evidence.jsonl(CAPACITY_CONCURRENCY_REQUESTS)
+    records = evidence.records(CAPACITY_CONCURRENCY_REQUESTS)
     windows = [*rows, *evidence.jsonl(CAPACITY_KNEE_REPEATS)]
     steps = slo_steps(windows, records, config.slo, policy)
     row = evidence.json(CAPACITY_SUSTAINED)
@@ -251,7 +252,7 @@ def slo_windows(
         if _unjudged(sustained):
             why = f"the sustained window: {sustained.summary[:300]}"
             return cap_result(CHECK, Status.NO_DATA, f"the SLOs cannot be judged: {why}", {}, PATHS)
-        held = evidence.jsonl(CAPACITY_SUSTAINED_REQUESTS)
+        held = evidence.records(CAPACITY_SUSTAINED_REQUESTS)
         steps += slo_steps([row], held, config.slo, policy, "sustained")
     return steps
 

@@ -11,6 +11,7 @@ import itertools
 import re
 from collections.abc import Mapping, Sequence
 
+from golive.bundle.request_line import RecordFailure, RequestRecordLine
 from golive.checks.capacity.stalls import (
     Flight,
     idle_silence_s,
@@ -25,37 +26,35 @@ SPAN_SLACK_S = 2.0  # a window's records may outlast its wall time by this (+2%)
 SPAN_SLACK_SHARE = 0.02
 
 
-def _time_problem(line: Mapping[str, object]) -> str | None:
+def _time_problem(line: RequestRecordLine) -> str | None:
     """Why a saved record's times, numbers all, cannot be one attempt's as golive's client
     writes them (None: they can): chunks on a non-streamed answer, out of order or after its
     end; a first chunk that is not its first byte, a first token that is no chunk; an end
     that disagrees with the same end from the intended send; a read that timed out after N s
     without data, with a byte inside those N s."""
-    timings = line.get("timings_ms")
-    if not isinstance(timings, Mapping):
-        return None
-    chunks: list[float] = list(timings.get("chunks") or [])
-    end = number(timings.get("end"))
-    if chunks and not line.get("stream"):
+    timings = line.timings_ms
+    chunks = timings.chunks
+    end = timings.end
+    if chunks and not line.stream:
         return "a non-streamed answer with streamed chunks"
     if any(b < a for a, b in itertools.pairwise(chunks)) or any(c < 0 for c in chunks):
         return "its chunks are out of order"
     if end is not None and chunks and chunks[-1] > end:
         return "a chunk came after its end"
-    if chunks and number(timings.get("first_byte")) != chunks[0]:
+    if chunks and timings.first_byte != chunks[0]:
         return f"its first chunk ({chunks[0]} ms) is not its first byte"
-    token = timings.get("first_token")
+    token = timings.first_token
     if chunks and token is not None and token not in chunks:
         return f"its first token ({token} ms) is none of its chunks"
-    lag = number(timings.get("schedule_lag"))
-    waited = number(timings.get("retry_wait", 0.0))  # a retry: the attempts before it
+    lag = timings.schedule_lag
+    waited = timings.waited  # a retry: the attempts before it
     if waited is None or waited < 0:
-        return f"its wait for earlier attempts ({timings.get('retry_wait')!r}) is no time"
-    for name, since_sent, key in (
-        ("end", end, "end_from_intended"),
-        ("first token", number(token), "first_token_from_intended"),
+        return f"its wait for earlier attempts ({waited!r}) is no time"
+    for name, since_sent, given in (
+        ("end", end, timings.end_from_intended),
+        ("first token", token, timings.first_token_from_intended),
     ):
-        intended = number(timings.get(key))
+        intended = given if isinstance(given, float) else None
         if (
             since_sent is not None
             and intended is not None
@@ -66,18 +65,20 @@ def _time_problem(line: Mapping[str, object]) -> str | None:
                 f"its {name} ({since_sent} ms) is not its {name} from the intended send less "
                 "the lag and the earlier attempts"
             )
-    return _silent_timeout(line.get("failure"), chunks, end)
+    return _silent_timeout(line.failure, chunks, end)
 
 
 END_TOLERANCE_MS = 0.001
 _NO_DATA = re.compile(r"no data for ([\d.]+) s(?: \(read\) / ([\d.]+) s \(connect\))?")
 
 
-def _silent_timeout(failure: object, chunks: Sequence[float], end: float | None) -> str | None:
+def _silent_timeout(
+    failure: RecordFailure | None, chunks: Sequence[float], end: float | None
+) -> str | None:
     """A read timeout ("no data for N s") means N s passed after its last byte."""
-    if not isinstance(failure, Mapping) or failure.get("kind") != "timeout" or end is None:
+    if failure is None or failure.kind != "timeout" or end is None:
         return None
-    found = _NO_DATA.match(str(failure.get("message") or ""))
+    found = _NO_DATA.match(failure.message)
     if found is None:
         return None
     need = min(float(g) for g in found.groups() if g)
@@ -104,25 +105,24 @@ def peak(flights: Sequence[Flight]) -> int:
 
 
 def window_flights(
-    lines: Sequence[Mapping[str, object]], concurrency: int, wall_s: object, where: str
+    lines: Sequence[RequestRecordLine], concurrency: int, wall_s: object, where: str
 ) -> tuple[list[Flight], list[str]]:
     """The window's flights, read once, and how its records differ from a window's as sent:
     each attempt's times as the client writes them (`_time_problem`), no more in flight at
     once than the window's concurrency, all within the time the window ran."""
     flights: list[Flight] = []
-    bad: list[tuple[Mapping[str, object], str]] = []
+    bad: list[tuple[RequestRecordLine, str]] = []
     for line in lines:
-        found = saved_flight(line)
-        why = "its times are not numbers" if found is None else _time_problem(line)
+        why = _time_problem(line)
         if why is not None:
             bad.append((line, why))
-        elif found is not None:
-            flights.append(found)
+        else:
+            flights.append(saved_flight(line))
     if bad:
         line, why = bad[0]
         return flights, [
             f"{where}: {len(bad)} request record(s) with times no attempt has: "
-            f"{line.get('request_id')!r}: {why}"
+            f"{line.request_id!r}: {why}"
         ]
     out = []
     if flights and (most := peak(flights)) > concurrency:
@@ -141,7 +141,7 @@ def window_flights(
 
 
 def shape_differences(
-    lines: Sequence[Mapping[str, object]], concurrency: int, wall_s: object, where: str
+    lines: Sequence[RequestRecordLine], concurrency: int, wall_s: object, where: str
 ) -> list[str]:
     """How `lines` differ from a window's records as sent (`window_flights`)."""
     return window_flights(lines, concurrency, wall_s, where)[1]
@@ -149,7 +149,7 @@ def shape_differences(
 
 def stall_differences(
     row: Mapping[str, object],
-    lines: Sequence[Mapping[str, object]],
+    lines: Sequence[RequestRecordLine],
     stall_s: float,
     where: str,
 ) -> list[str]:
@@ -175,9 +175,9 @@ def stall_differences(
     return []
 
 
-def calibrated_stall_s(calibration: Sequence[Mapping[str, object]], stall_s: float) -> float:
+def calibrated_stall_s(calibration: Sequence[RequestRecordLine], stall_s: float) -> float:
     """The silence the run held every window to (`stall_after_s`), from the calibration
     window's counted attempts (`label` calibrate; `recorded.answers_of`), as the run measured
     it: the answered ones' longest silences."""
-    flights = [f for line in calibration if (f := saved_flight(line)) is not None]
+    flights = [saved_flight(line) for line in calibration]
     return stall_after_s(stall_s, idle_silence_s(flights))

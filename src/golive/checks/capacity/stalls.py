@@ -18,11 +18,12 @@ import asyncio
 import itertools
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from golive.bundle.request_line import RequestRecordLine
 from golive.checks.context import Target
-from golive.traffic.records import RequestRecord, saved_ok
+from golive.traffic.records import RequestRecord
 
 HEALTH_EVERY_S = 1.0
 HELD_SHARE = 0.9  # requests in flight for at least this share of a silence
@@ -57,31 +58,17 @@ class Flight:
 def flight(record: RequestRecord) -> Flight:
     """A live record's flight, as its saved line will give it (`saved_flight`)."""
     t = record.timings
-    # the figures `ParsedResponse.to_json` saves: chunks only for a streamed answer
+    # the figures `ParsedResponse.saved_line` saves: chunks only for a streamed answer
     chunks = [ms for c in t.chunk_ns if (ms := t.ms_since_sent(c)) is not None]
     chunks = chunks if record.stream else []
     end = t.ms_since_sent(t.end_ns)
     return _flight(record.started_at, chunks, end, record.ok, record.failure is not None)
 
 
-def saved_flight(line: Mapping[str, object]) -> Flight | None:
-    """A saved record line's flight (None: its times are not numbers)."""
-    timings = line.get("timings_ms")
-    started = number(line.get("started_at"))
-    if not isinstance(timings, Mapping) or started is None:
-        return None
-    saved = timings.get("chunks") or []
-    chunks = [number(c) for c in saved] if isinstance(saved, list) else [None]
-    end = timings.get("end")
-    if None in chunks or (end is not None and number(end) is None):
-        return None
-    return _flight(
-        started,
-        [c for c in chunks if c is not None],
-        number(end),
-        saved_ok(line),
-        line.get("failure") is not None,
-    )
+def saved_flight(line: RequestRecordLine) -> Flight:
+    """A saved record line's flight."""
+    timings = line.timings_ms
+    return _flight(line.started_at, timings.chunks, timings.end, line.ok, line.failure is not None)
 
 
 def number(value: object) -> float | None:

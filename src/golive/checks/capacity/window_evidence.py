@@ -14,6 +14,7 @@ from golive.bundle.layout import (
     CAPACITY_CONCURRENCY_REQUESTS,
     CAPACITY_SUSTAINED_REQUESTS,
 )
+from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.collect import cap_result
 from golive.checks.capacity.recorded import (
@@ -48,7 +49,7 @@ def not_from_records(check_id: str, mismatch: Sequence[str], source: str) -> Che
 def window_stalls(
     evidence: BundleReader,
     rows: Sequence[Mapping[str, Any]],
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[RequestRecordLine],
     config: CapacityConfig,
     source: str,
 ) -> list[str]:
@@ -57,7 +58,7 @@ def window_stalls(
     calibration = answers_of(
         line
         for stream in (CAPACITY_CONCURRENCY_REQUESTS, CAPACITY_SUSTAINED_REQUESTS)
-        for line in window_records(evidence.jsonl(stream), "calibrate")
+        for line in window_records(evidence.records(stream), "calibrate")
     )
     saved = evidence.json(CAPACITY_CALIBRATION)
     ran = saved.get("wall_s") if isinstance(saved, Mapping) else None
@@ -85,7 +86,7 @@ def window_stalls(
 def engine_silent_in(
     evidence: BundleReader,
     row: Mapping[str, Any],
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[RequestRecordLine],
     scrapes: str,
 ) -> str | None:
     where = f"{scrapes.removeprefix('capacity-')}"
@@ -101,7 +102,7 @@ def engine_silent_in(
     )
 
 
-def answers(records: Sequence[Mapping[str, Any]], label: str) -> list[Mapping[str, Any]]:
+def answers(records: Sequence[RequestRecordLine], label: str) -> list[RequestRecordLine]:
     """A window's requests as the user saw them (each one's last attempt)."""
     return answers_of(window_records(records, label))
 

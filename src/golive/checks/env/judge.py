@@ -181,13 +181,13 @@ def live_differences(
     """chain-inputs.json's live answers and cache config are what the saved `/version` and
     `/v1/models` records and the env scrape say: an edited copy is named, never judged."""
     said: dict[str, str | None] = dict.fromkeys(("vllm_version", "max_model_len", "model"))
-    for record in evidence.jsonl(ENV_REQUESTS):
-        status, body = record.get("http_status"), record.get("response")
-        if record.get("failure") is not None or not isinstance(status, int) or status // 100 != 2:
+    for record in evidence.records(ENV_REQUESTS):
+        status, body = record.http_status, record.response
+        if record.failure is not None or status is None or status // 100 != 2:
             continue
-        if record.get("label") == "env-version" and isinstance(body, dict) and "version" in body:
+        if record.label == "env-version" and isinstance(body, dict) and "version" in body:
             said["vllm_version"] = str(body["version"])
-        if record.get("label") == "env-models":
+        if record.label == "env-models":
             entry, _ = served_entry(body, wanted)
             if entry is not None:
                 length = entry.get("max_model_len")

@@ -48,7 +48,7 @@ def judge_smoke(evidence: BundleReader, config: GoliveConfig) -> list[CheckResul
     plan = evidence.json(SMOKE_PLAN)
     if not isinstance(plan, Mapping):
         return []
-    answers = {str(line["label"]): reparsed(line) for line in evidence.jsonl(SMOKE_REQUESTS)}
+    answers = {line.label: reparsed(line) for line in evidence.records(SMOKE_REQUESTS)}
     models = models_result(answers.get("models"), config.target.model)
     model = models.measurements.get("model")
     texts = [
@@ -121,7 +121,7 @@ def version_result(parsed: ParsedResponse | None) -> CheckResult:
 def saved_models(evidence: BundleReader, wanted: str | None) -> CheckResult:
     """smoke.models from the saved /v1/models answer alone: what sizes the requests after it
     (the model the text requests go to, the max_model_len the classes are sized by)."""
-    line = next((x for x in evidence.jsonl(SMOKE_REQUESTS) if x.get("label") == "models"), None)
+    line = next((x for x in evidence.records(SMOKE_REQUESTS) if x.label == "models"), None)
     return models_result(None if line is None else reparsed(line), wanted)
 
 

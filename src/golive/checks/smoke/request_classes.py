@@ -203,7 +203,7 @@ async def short_sustained(ctx: CheckContext, model: str) -> CheckResult:
 def judge_sessions(evidence: BundleReader, config: GoliveConfig) -> CheckResult:
     """`smoke.concurrent_sessions` from the `sessions` lines of the classes' stream."""
     n = config.smoke.concurrent_sessions
-    lines = labelled(evidence.jsonl(f"requests/{FILE}.jsonl"), "sessions")
+    lines = labelled(evidence.records(f"requests/{FILE}.jsonl"), "sessions")
     return load_result(
         "smoke.concurrent_sessions", lines, f"{n} concurrent multi-turn Agent sessions"
     )
@@ -214,7 +214,7 @@ def judge_short_sustained(evidence: BundleReader, config: GoliveConfig) -> Check
     smoke = config.smoke
     result = load_result(
         "smoke.sustained",
-        labelled(evidence.jsonl(SUSTAINED_STREAM), "sustained"),
+        labelled(evidence.records(SUSTAINED_STREAM), "sustained"),
         f"{smoke.sustained_s:g} s at concurrency {smoke.sustained_concurrency}",
     )
     return dataclasses.replace(result, evidence=(SUSTAINED_STREAM,))

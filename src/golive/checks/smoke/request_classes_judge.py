@@ -42,9 +42,9 @@ def judge_classes(
 ) -> list[CheckResult]:
     """The four classes in the order they run; `max_model_len` as smoke.models read it."""
     answers = {
-        str(line["label"]): reparsed(line)
-        for line in evidence.jsonl(f"requests/{FILE}.jsonl")
-        if str(line.get("label", "")).endswith(VIA)
+        line.label: reparsed(line)
+        for line in evidence.records(f"requests/{FILE}.jsonl")
+        if line.label.endswith(VIA)
     }
 
     def pair(label: str) -> Pair:
@@ -237,5 +237,5 @@ def judge_smoke_coverage(evidence: BundleReader, config: GoliveConfig) -> list[C
     if config.programme is None or evidence.json(SMOKE_PLAN) is None:
         return []
     stream = f"requests/{FILE}.jsonl"
-    ran = bool(evidence.jsonl(stream))
+    ran = bool(evidence.records(stream))
     return [smoke_coverage(config.programme, ran, config.smoke.classes, stream)]

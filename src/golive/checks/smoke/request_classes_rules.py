@@ -7,9 +7,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from golive.bundle.request_line import RequestRecordLine
 from golive.checks.gateway import request_rewritten
 from golive.results import CheckClass, CheckResult, Status
-from golive.traffic.records import ParsedResponse, saved_answered, saved_e2e_s, saved_ok
+from golive.traffic.records import ParsedResponse
 
 EVIDENCE = ("requests/smoke-classes.jsonl",)
 
@@ -153,11 +154,11 @@ def judge_shared_prompt(
     )
 
 
-def load_result(check_id: str, lines: Sequence[Mapping[str, Any]], what: str) -> CheckResult:
+def load_result(check_id: str, lines: Sequence[RequestRecordLine], what: str) -> CheckResult:
     """A short load of the smoke classes, judged from its saved record lines: every request
     must be answered in full."""
-    bad = [line for line in lines if not saved_answered(line)]
-    e2e = sorted(saved_e2e_s(line) or 0.0 for line in lines if saved_ok(line))
+    bad = [line for line in lines if not line.answered]
+    e2e = sorted(line.e2e_s or 0.0 for line in lines if line.ok)
     measurements = {
         "requests": len(lines),
         "failed": len(bad),
@@ -167,12 +168,7 @@ def load_result(check_id: str, lines: Sequence[Mapping[str, Any]], what: str) ->
         return smoke_result(check_id, Status.NO_DATA, f"{what}: no request completed", measurements)
     if bad:
         first = bad[0]
-        failure = first.get("failure")
-        reason = (
-            str(failure.get("message"))
-            if isinstance(failure, Mapping)
-            else "; ".join(str(p) for p in first.get("problems") or ())
-        )
+        reason = first.failure.message if first.failure is not None else "; ".join(first.problems)
         return smoke_result(
             check_id,
             Status.FAIL,
@@ -187,5 +183,5 @@ def load_result(check_id: str, lines: Sequence[Mapping[str, Any]], what: str) ->
     )
 
 
-def labelled(lines: Sequence[Mapping[str, Any]], label: str) -> list[Mapping[str, Any]]:
-    return [line for line in lines if line.get("label") == label]
+def labelled(lines: Sequence[RequestRecordLine], label: str) -> list[RequestRecordLine]:
+    return [line for line in lines if line.label == label]
