@@ -48,7 +48,7 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
         trusted = list(args.trust_key)
         # --config, else $GOLIVE_CONFIG, and GOLIVE_SIGNOFF_TRUSTED_KEYS, as a run reads them
         trusted += [Path(k) for k in _config(args.config).signoff.trusted_keys]
-        signature = sign_bundle(
+        signed = sign_bundle(
             args.bundle,
             args.reviewer,
             Outcome(args.outcome),
@@ -58,11 +58,11 @@ def bundle_command(args: argparse.Namespace, err: Console) -> int:
             trusted,
         )
         print(
-            f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
-            f"{signature['signed_at']}; re-sealed (see signoff.md)"
+            f"{args.bundle}: signed {signed.signature.outcome} by {signed.signature.reviewer} "
+            f"at {signed.signature.signed_at}; re-sealed (see signoff.md)"
         )
-        if signature["registered"]:
-            print(f"registered as a rollback artifact: {signature['registered']}")
+        if signed.registered is not None:
+            print(f"registered as a rollback artifact: {signed.registered}")
         return 0
     if args.command == "rollback":
         return _rollback_show(args)
