@@ -108,7 +108,8 @@ class CheckLimits:
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """One check's finding (verdict.json `checks`: `verdict.document.CheckEntry`, which
-    writes `classification` and `limits` back among the measurements)."""
+    writes `classification`, `limits` and `skip_reason` back among the measurements:
+    `verdict/recorded.py`)."""
 
     id: str
     check_class: CheckClass
