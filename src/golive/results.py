@@ -6,9 +6,6 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-# The skip reason of a check that the config itself rules out (not a gap in the evidence).
-NOT_USED = "not-used"
-
 
 class Status(enum.StrEnum):
     """What a single check found. Only `pass` counts as evidence of health."""
@@ -68,9 +65,51 @@ EXIT_INTERNAL = 3
 EXIT_NOT_MEASURABLE = 4  # preflight: the target cannot be measured at all (no bundle)
 
 
+class SkipReason(enum.StrEnum):
+    """Why a check was skipped on purpose (verdict.json keeps it as the check's measurement
+    `skip_reason`); a skipped check with none is evidence that is missing."""
+
+    NOT_USED = "not-used"  # the config itself rules the class out (not a gap in the evidence)
+    LEFT_OUT = "left-out"  # a part of the programme did not run (`checks/coverage.py`)
+
+
+NOT_USED = SkipReason.NOT_USED
+
+
+class Classification(enum.StrEnum):
+    """What a classified check concluded: the decision's rules read it (verdict.json keeps it
+    as the check's measurement `classification`). The capacity phases' actions
+    (`checks/capacity/rules.Action`), a bounded non-critical Agent defect, a coverage gap."""
+
+    STABLE = "stable"
+    ADJUST_CONFIGURATION = "adjust-configuration"
+    LIMIT_TRAFFIC = "limit-traffic"
+    EXPAND_CAPACITY = "expand-capacity"
+    FIRST_STEP_FAILED = "first-step-failure"
+    NO_DATA = "no-data"
+    SERVER_REFUSED = "server-refused"
+    INCONSISTENT = "inconsistent-limits"
+    STALLED = "engine-stalled"
+    CONTINUES = "failure-continues"
+    LIMIT_FEATURE = "limit-feature"  # a bounded defect of a non-critical Agent feature
+    PROGRAMME_INCOMPLETE = "programme-incomplete"  # a coverage gap (`checks/coverage.py`)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckLimits:
+    """The limits a check's finding sets (verdict.json keeps each as the check's measurement
+    `limit_<name>`; `verdict.decide.limits` gathers them into verdict.json `limits`)."""
+
+    max_concurrency: int | None = None  # stable only up to this concurrency
+    max_context: int | None = None  # stable only up to this context (tokens)
+    disable_feature: str | None = None  # go live without this Agent feature
+
+
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """One check's finding (verdict.json `checks`: `verdict.document.CheckEntry`)."""
+    """One check's finding (verdict.json `checks`: `verdict.document.CheckEntry`, which
+    writes `classification`, `limits` and `skip_reason` back among the measurements:
+    `verdict/recorded.py`)."""
 
     id: str
     check_class: CheckClass
@@ -79,6 +118,9 @@ class CheckResult:
     summary: str
     measurements: Mapping[str, float | int | str | bool | None] = field(default_factory=dict)
     evidence: tuple[str, ...] = ()
+    classification: Classification | None = None
+    limits: CheckLimits = CheckLimits()
+    skip_reason: SkipReason | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,12 +53,14 @@ def proven(checks: Iterable[CheckResult]) -> list[CheckResult]:
         if check.status not in (Status.WARN, Status.NO_DATA):
             out.append(check)
             continue
-        measurements = {
-            k: v
-            for k, v in check.measurements.items()
-            if k not in ("classification", "limit_disable_feature")
-        }
-        out.append(dataclasses.replace(check, status=Status.PASS, measurements=measurements))
+        out.append(
+            dataclasses.replace(
+                check,
+                status=Status.PASS,
+                classification=None,
+                limits=dataclasses.replace(check.limits, disable_feature=None),
+            )
+        )
     return out
 
 

@@ -683,7 +683,7 @@ async def no_vision_and_the_config_says_so(tmp: Path) -> Verdict:
 async def multimodal_skipped_without_a_reason(tmp: Path) -> Verdict:
     """ "One multimodal request if the application uses vision." — skipped with no word from
     the config: unproven, named."""
-    checks = mutate(proven(demo_checks()), "smoke.multimodal", measurements={})
+    checks = mutate(proven(demo_checks()), "smoke.multimodal", measurements={}, skip_reason=None)
     return await sealed(tmp / "b", checks)
 
 

@@ -36,7 +36,7 @@ from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge
 from golive.cli.main import main
 from golive.config_sources import load_config
 from golive.errors import ConfigError
-from golive.operate.rollback import register
+from golive.operate.rollback import Signature, register
 from golive.orchestration.combine import combine
 from golive.orchestration.rederive import Rederived, rederive, require_rederived
 from golive.results import EXIT_USAGE, Outcome, Status
@@ -213,8 +213,9 @@ async def test_signoff_and_the_registry_refuse_a_forged_bundle(
     assert await asyncio.to_thread(main, [*argv, *reason]) == EXIT_USAGE
     assert "golive decide does not re-derive" in capsys.readouterr().err
     assert not registry.exists()
+    signature = Signature("Ana", "t", Outcome.GO_LIVE, Outcome.GO_LIVE, "sha256:x", "x")
     with pytest.raises(ConfigError, match="does not re-derive"):
-        register(root, {"outcome": "go-live", "override_reason": "x"}, registry, require_rederived)
+        register(root, signature, registry, require_rederived)
 
 
 async def test_a_check_no_judge_owns_needs_an_override_to_be_accepted(

@@ -56,7 +56,7 @@ def test_the_loaded_model_leaves_too_little_of_the_gpu(tight: Path) -> None:
     assert "leaving the KV cache 3.9 GiB (13,520 tokens): no concurrency makes room" in (
         memory.summary
     )
-    assert "limit_max_concurrency" not in memory.measurements
+    assert memory.limits.max_concurrency is None
     assert limits(again.checks).max_concurrency is None
     assert "capacity.memory" in {i for r in again.decision.rules_fired for i in r.check_ids}
 

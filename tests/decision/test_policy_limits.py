@@ -210,7 +210,7 @@ def test_a_non_critical_case_failing_in_most_runs_is_not_bounded() -> None:
     assert auto.critical
     assert auto.status is Status.FAIL
     assert "failing in 100% of its runs, more than the 20%" in auto.summary
-    assert "classification" not in auto.measurements
+    assert auto.classification is None
 
 
 @pytest.mark.tampers_bundle

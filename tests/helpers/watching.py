@@ -11,8 +11,9 @@ from typing import Any
 
 from golive.checks.cache.judge import cache_labels
 from golive.cli.main import main
-from golive.operate.rollback import register
+from golive.operate.rollback import Signature, register
 from golive.orchestration.rederive import require_rederived
+from golive.results import Outcome
 from tests.helpers.fakes.vllm import FakeState
 from tests.helpers.sections import Edit, programme_bundle
 
@@ -40,12 +41,14 @@ def _earlier_image(root: Path) -> None:
 async def registry_with_previous(tmp_path: Path) -> Path:
     """A registry whose last accepted artifact is an earlier deployment of the same model."""
     previous = await accepted_bundle(tmp_path / "previous", _earlier_image)
-    signature = {
-        "reviewer": "Ana",
-        "signed_at": "2026-11-01T10:00:00+00:00",
-        "outcome": "observe-with-limits",
-        "bundle_digest": "sha256:" + "cd" * 32,
-    }
+    signature = Signature(
+        reviewer="Ana",
+        signed_at="2026-11-01T10:00:00+00:00",
+        outcome=Outcome.OBSERVE_WITH_LIMITS,
+        verdict_outcome=Outcome.OBSERVE_WITH_LIMITS,
+        bundle_digest="sha256:" + "cd" * 32,
+        override_reason=None,
+    )
     registry = tmp_path / "registry"
     register(previous, signature, registry, require_rederived)
     return registry

@@ -21,7 +21,7 @@ import yaml
 from golive.bundle.store import BundleReader
 from golive.orchestration.rederive import request_differences
 from golive.report.capacity_request import capacity_request, render_capacity_request
-from golive.results import CheckClass, CheckResult, Outcome, Status
+from golive.results import CheckClass, CheckResult, Classification, Outcome, Status
 
 GOLDEN = Path(__file__).parents[1] / "data/demo-sealed-2026-12-01"
 EXPAND = CheckResult(
@@ -30,7 +30,8 @@ EXPAND = CheckResult(
     True,
     Status.FAIL,
     "expand-capacity: queue grew at 4; stable up to concurrency 2; production needs 8",
-    {"classification": "expand-capacity", "ceiling": 2, "capacity_ceiling": 2},
+    {"ceiling": 2, "capacity_ceiling": 2},
+    classification=Classification.EXPAND_CAPACITY,
 )
 LONG = CheckResult(  # asked for 2048; 1024 was the longest input served
     "capacity.long_input",
@@ -46,7 +47,8 @@ SUSTAINED_AT_4 = CheckResult(  # the ramp's ceiling 4 did not hold for the windo
     True,
     Status.FAIL,
     "expand-capacity: preempted at 4",
-    {"classification": "expand-capacity", "capacity_ceiling": 2, "concurrency": 4},
+    {"capacity_ceiling": 2, "concurrency": 4},
+    classification=Classification.EXPAND_CAPACITY,
 )
 
 
@@ -101,7 +103,9 @@ def test_only_an_expand_capacity_verdict_gets_a_request(tmp_path: Path) -> None:
     """No request beside any other outcome, nor without a check that said expand-capacity."""
     reader = _bundle(tmp_path, required_concurrency=8)
     assert capacity_request(reader, Outcome.OBSERVE_WITH_LIMITS, [EXPAND]) is None
-    limited = dataclasses.replace(EXPAND, measurements={"classification": "limit-traffic"})
+    limited = dataclasses.replace(
+        EXPAND, measurements={}, classification=Classification.LIMIT_TRAFFIC
+    )
     assert capacity_request(reader, Outcome.EXPAND_CAPACITY, [limited]) is None
 
 
@@ -151,7 +155,10 @@ def test_a_ceiling_that_did_not_hold_sustained_is_not_what_a_replica_holds(
     (16 / 2 = 8 replicas), and its source says the cap was not itself sustained and how to
     confirm it. (Sized at the ramp's 4, a need of 4 asked for the one replica there is.)"""
     ramp = dataclasses.replace(
-        EXPAND, status=Status.PASS, measurements={"classification": "stable", "ceiling": 4}
+        EXPAND,
+        status=Status.PASS,
+        measurements={"ceiling": 4},
+        classification=Classification.STABLE,
     )
     sustained = SUSTAINED_AT_4
     reader = _bundle(tmp_path, required_concurrency=16, headroom=0.0)
@@ -223,7 +230,7 @@ def test_the_lowest_limit_of_the_expanding_checks_sizes_the_request(tmp_path: Pa
     replicas), whichever check comes first."""
     ramp = dataclasses.replace(
         EXPAND,
-        measurements={"classification": "expand-capacity", "ceiling": 4, "capacity_ceiling": 4},
+        measurements={"ceiling": 4, "capacity_ceiling": 4},
     )
     sustained = SUSTAINED_AT_4
     reader = _bundle(tmp_path, required_concurrency=16, headroom=0.0)

@@ -26,6 +26,7 @@ from golive.checks.capacity.windows import (
 )
 from golive.results import CheckClass, CheckResult, Outcome, Status
 from golive.verdict.decide import decide, limits
+from golive.verdict.recorded import typed_measurements
 
 POLICY = StabilityPolicy()
 
@@ -394,9 +395,18 @@ def test_sustained(slope: float, errors: int, died: bool, action: Action) -> Non
 
 
 def _cap(cid: str, classification: str, **m: int) -> CheckResult:
+    """A capacity check as verdict.json records it, read back as `golive decide` reads it."""
     status = Status.FAIL if classification == "expand-capacity" else Status.WARN
+    typed = typed_measurements({"classification": classification, **m})
     return CheckResult(
-        cid, CheckClass.CAPACITY, True, status, cid, {"classification": classification, **m}
+        cid,
+        CheckClass.CAPACITY,
+        True,
+        status,
+        cid,
+        typed.measurements,
+        classification=typed.classification,
+        limits=typed.limits,
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from golive.results import NOT_USED, CheckClass, CheckResult, Outcome, Status
 from golive.verdict.decide import decide, limits
+from golive.verdict.recorded import typed_measurements
 from golive.verdict.scope import PROGRAMME, Scope, missing_parts
 
 ENV, STARTUP, SMOKE = CheckClass.ENVIRONMENT, CheckClass.STARTUP, CheckClass.SMOKE
@@ -22,7 +23,20 @@ def _c(
     cls: CheckClass = SMOKE,
     **measurements: str | int,
 ) -> CheckResult:
-    return CheckResult(cid, cls, critical, status, f"{cid} {status}", measurements)
+    """A check as verdict.json records it: `classification`, `skip_reason` and `limit_*` are
+    read as the result's typed fields, as `golive decide` reads a bundle's."""
+    typed = typed_measurements(measurements)
+    return CheckResult(
+        cid,
+        cls,
+        critical,
+        status,
+        f"{cid} {status}",
+        typed.measurements,
+        classification=typed.classification,
+        limits=typed.limits,
+        skip_reason=typed.skip_reason,
+    )
 
 
 # Every part of the programme, each passed: the only shape that may be go-live.

@@ -135,7 +135,7 @@ def test_the_real_h200_load_leaves_most_of_the_gpu(tmp_path: Path) -> None:
     assert result.measurements["gpu0_load_headroom"] == pytest.approx(
         1 - (130289.9375 - 124826) / H200_MIB, abs=1e-3
     )
-    assert "limit_max_concurrency" not in result.measurements
+    assert result.limits.max_concurrency is None
 
 
 def test_a_model_filling_the_gpu_at_load_is_a_limit_no_concurrency_lifts(tmp_path: Path) -> None:
@@ -157,7 +157,7 @@ def test_a_model_filling_the_gpu_at_load_is_a_limit_no_concurrency_lifts(tmp_pat
     )
     assert "9.3% spare, under the 10% capacity.min_memory_headroom" in result.summary
     assert "leaving the KV cache 6.0 GiB" in result.summary
-    assert "limit_max_concurrency" not in result.measurements
+    assert result.limits.max_concurrency is None
     assert limits([result]).to_json() == {}
     # a config that lowers the minimum to 5% (a relaxation with an owner) holds it within
     assert judged(default_util_run(tmp_path / "w", log), min_memory_headroom=0.05).status is (

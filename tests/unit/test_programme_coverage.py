@@ -27,7 +27,14 @@ from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.orchestration.pipeline import run_inputs
 from golive.profiles import load_profile
-from golive.results import CheckClass, CheckResult, Outcome, Status
+from golive.results import (
+    CheckClass,
+    CheckResult,
+    Classification,
+    Outcome,
+    SkipReason,
+    Status,
+)
 from golive.verdict.decide import decide
 from golive.verdict.scope import PROGRAMME
 
@@ -83,8 +90,8 @@ def test_agent_coverage(
         return
     assert result.status is Status.SKIPPED
     assert result.critical
-    assert result.measurements["classification"] == "programme-incomplete"
-    assert result.measurements["skip_reason"] == "left-out"
+    assert result.classification is Classification.PROGRAMME_INCOMPLETE
+    assert result.skip_reason is SkipReason.LEFT_OUT
     for gap in gaps:
         assert gap in result.summary, result.summary
     assert "programme.not_used" in result.summary
@@ -161,7 +168,7 @@ def test_sustained_coverage(
     assert (coverage.status if coverage else None) is expected
     if coverage is not None and expected is Status.SKIPPED:
         assert coverage.critical
-        assert coverage.measurements["classification"] == "programme-incomplete"
+        assert coverage.classification is Classification.PROGRAMME_INCOMPLETE
         assert "--duration 600" in coverage.summary or "at least 30 answers" in coverage.summary
     assert len(with_sustained_coverage(_sustained(50.0, 400), None, CapacityConfig(), GENERIC)) == 1
 
@@ -233,7 +240,7 @@ def test_a_weakened_rule_needs_an_owner(
     how to close it, unless `programme.relaxed` names who answers for it."""
     gap = _relaxed_coverage(family, settings, owned=False)
     assert gap.status is Status.SKIPPED, gap.summary
-    assert gap.measurements["classification"] == "programme-incomplete"
+    assert gap.classification is Classification.PROGRAMME_INCOMPLETE
     assert named in gap.summary, gap.summary
     assert "programme.relaxed" in gap.summary
     setting = f"{family}.{next(iter(settings))}"

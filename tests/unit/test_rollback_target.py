@@ -111,5 +111,5 @@ def test_every_variable_the_probe_reads_is_kept_for_a_rollback(tmp_path: Path) -
     container["environment"] = {**container.get("environment", {}), **added}
     (root / CONTAINER).write_text(json.dumps(container))
     after = identity(root)
-    assert added.items() <= after["runtime_variables"].items()
-    assert after["launch_config_digest"] != before["launch_config_digest"]
+    assert added.items() <= after.runtime_variables.items()
+    assert after.launch_config_digest != before.launch_config_digest

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from golive.operate.rollback import Signature
 from golive.orchestration.signoff import ITEMS, build_signoff, render_signoff
 from golive.profiles import load_profile
+from golive.results import Outcome
 from tests.helpers.verdicts import action, verdict
 from tests.helpers.verdicts import check as _check
 
@@ -64,14 +66,14 @@ def test_unassigned_failures_and_signature() -> None:
         (_check("agent.retry", "fail"),),
         (action("agent.retry", "unassigned", "unassigned", "unassigned"),),
     )
-    signature = {
-        "reviewer": "Ana",
-        "signed_at": "t",
-        "outcome": "hold",
-        "verdict_outcome": "hold",
-        "bundle_digest": "sha256:x",
-        "override_reason": None,
-    }
+    signature = Signature(
+        reviewer="Ana",
+        signed_at="t",
+        outcome=Outcome.HOLD,
+        verdict_outcome=Outcome.HOLD,
+        bundle_digest="sha256:x",
+        override_reason=None,
+    )
     record = build_signoff(held, ["config/effective.yaml"], signature)
     states = _states(record)
     assert states[15] == "failed"

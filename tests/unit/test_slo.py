@@ -27,6 +27,7 @@ from golive.config import GoliveConfig
 from golive.errors import RecordLineError
 from golive.quantiles import lower_bound, quantile, rate_bounds
 from golive.report.markdown import bundle_markdown
+from golive.results import Classification
 from golive.slo_config import SloConfig
 from golive.verdict.document import VerdictDocument
 from tests.helpers.record_lines import record_line
@@ -297,7 +298,7 @@ def test_the_demo_bundle_held_to_slos_from_its_records() -> None:
     assert met.measurements["c4_min_output_tokens_per_s_per_user_samples"] == 16 + 1421
     assert met.measurements["c4_windows"] == "c4, sustained"
     missed = _judged(GOLDEN, SloConfig(e2e_p95_ms=1000))
-    assert missed.measurements["classification"] == "first-step-failure"
+    assert missed.classification is Classification.FIRST_STEP_FAILED
     assert "concurrency 1 misses the SLO" in missed.summary
 
 

@@ -22,10 +22,8 @@ from pydantic import BaseModel
 
 from golive.config import AgentConfig, GoliveConfig, ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.profiles import Profile
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CheckClass, CheckResult, Classification, SkipReason, Status
 
-INCOMPLETE = "programme-incomplete"  # the classification of a coverage gap
-LEFT_OUT = "left-out"  # its skip_reason: a part of the programme that did not run
 MIN_AGENT_REPEAT = 3  # agent.repeat of a programme decision (runs per case and mode)
 MIN_WARM_REPEATS = 2  # cache.warm_repeats of a programme decision
 # the sustained window of a programme decision: 10 minutes and 30 answers (a window may be
@@ -259,9 +257,7 @@ def coverage_result(
         return CheckResult(
             check_id, check_class, True, Status.PASS, covered + said, measurements, evidence
         )
-    measurements.update(
-        classification=INCOMPLETE, skip_reason=LEFT_OUT, gaps=GAP_SEPARATOR.join(gaps)
-    )
+    measurements["gaps"] = GAP_SEPARATOR.join(gaps)
     return CheckResult(
         check_id,
         check_class,
@@ -270,6 +266,8 @@ def coverage_result(
         "; ".join(gaps) + said + f". A go-live decision needs the whole programme: {remedy}",
         measurements,
         evidence,
+        classification=Classification.PROGRAMME_INCOMPLETE,
+        skip_reason=SkipReason.LEFT_OUT,
     )
 
 

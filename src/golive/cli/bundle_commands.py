@@ -61,7 +61,7 @@ def signoff(args: argparse.Namespace) -> int:
     trusted = list(args.trust_key)
     # --config, else $GOLIVE_CONFIG, and GOLIVE_SIGNOFF_TRUSTED_KEYS, as a run reads them
     trusted += [Path(k) for k in command_config(args, announce=False).signoff.trusted_keys]
-    signature = sign_bundle(
+    signed = sign_bundle(
         args.bundle,
         args.reviewer,
         Outcome(args.outcome),
@@ -71,11 +71,11 @@ def signoff(args: argparse.Namespace) -> int:
         trusted,
     )
     print(
-        f"{args.bundle}: signed {signature['outcome']} by {signature['reviewer']} at "
-        f"{signature['signed_at']}; re-sealed (see signoff.md)"
+        f"{args.bundle}: signed {signed.signature.outcome} by {signed.signature.reviewer} "
+        f"at {signed.signature.signed_at}; re-sealed (see signoff.md)"
     )
-    if signature["registered"]:
-        print(f"registered as a rollback artifact: {signature['registered']}")
+    if signed.registered is not None:
+        print(f"registered as a rollback artifact: {signed.registered}")
     return 0
 
 

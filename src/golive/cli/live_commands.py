@@ -208,30 +208,30 @@ async def watch(args: argparse.Namespace) -> int:
     with RichProgress(err) as progress:
         summary = await sections.watch(config, out, request, progress)
     if args.json:
-        print(json.dumps(summary, indent=2))
-    if summary.get("tool_probes") == 0:
+        print(json.dumps(summary.to_json(), indent=2))
+    if summary.tool_probes == 0:
         err.print(
-            f"note: the tool probe ({summary['probe_case']}) never answered in this window: the "
+            f"note: the tool probe ({summary.probe_case}) never answered in this window: the "
             "critical workflow was not watched (watch.tool_every)",
             highlight=False,
         )
-    if summary.get("launch_not_compared"):
-        err.print(f"note: {escape(summary['launch_not_compared'])}", highlight=False)
-    for trigger in summary["triggers"]:
-        kind = "ROLLBACK" if trigger["rollback"] else "alert"
-        err.print(f"{kind} {trigger['rule']}: {escape(trigger['reason'])}", highlight=False)
-    status = summary.get("http_status")
+    if summary.launch_not_compared:
+        err.print(f"note: {escape(summary.launch_not_compared)}", highlight=False)
+    for trigger in summary.triggers:
+        kind = "ROLLBACK" if trigger.rollback else "alert"
+        err.print(f"{kind} {trigger.rule}: {escape(trigger.reason)}", highlight=False)
+    status = summary.http_status
     answers = (
         ", ".join(f"{k} {v:g}" for k, v in status.items())
         if status
         else "HTTP status counts not exposed by the server"
     )
     err.print(
-        f"watch: {summary['intervals']} intervals; engine restarts {summary['engine_restarts']}; "
-        f"answers {answers}; tool probe {summary['probe_case']}; bundle: {out}",
+        f"watch: {summary.intervals} intervals; engine restarts {summary.engine_restarts}; "
+        f"answers {answers}; tool probe {summary.probe_case}; bundle: {out}",
         highlight=False,
     )
-    return 0 if summary["clean"] else 1
+    return 0 if summary.clean else 1
 
 
 async def demo(args: argparse.Namespace) -> int:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -67,7 +69,46 @@ RUNTIME_PREFIXES = (
 )
 
 
-def identity(root: Path) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class DeploymentIdentity:
+    """What a rollback relaunches: image, launch, runtime variables and parsers, read from a
+    bundle's evidence (a registry entry keeps them: `RollbackArtifact`)."""
+
+    image: str | None
+    image_digest: str | None
+    runtime_source: (
+        str | None
+    )  # where the variables were read: the serving process, or only the probe's own
+    vllm_version: str | None
+    launch_command: tuple[Any, ...]
+    non_default_args: Mapping[str, Any]
+    runtime_variables: Mapping[str, Any]
+    parallel: Mapping[str, Any]
+    parsers: Mapping[str, Any]
+    # None when neither the container's serve command nor the startup args are known
+    launch_config_digest: str | None
+    # the startup log's arguments alone: what every section given --log can compute the
+    # same way (the container's variables are known only where --container-info was given)
+    launch_args_digest: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The identity's part of a registry entry."""
+        return {
+            "image": self.image,
+            "image_digest": self.image_digest,
+            "runtime_source": self.runtime_source,
+            "vllm_version": self.vllm_version,
+            "launch_command": list(self.launch_command),
+            "non_default_args": dict(self.non_default_args),
+            "runtime_variables": dict(self.runtime_variables),
+            "parallel": dict(self.parallel),
+            "parsers": dict(self.parsers),
+            "launch_config_digest": self.launch_config_digest,
+            "launch_args_digest": self.launch_args_digest,
+        }
+
+
+def identity(root: Path) -> DeploymentIdentity:
     """Image, launch command, runtime variables and parsers, from the bundle's evidence; the
     launch-config digest covers the command, the non-default args and the variables."""
     container = _json(locate(root, CONTAINER)) or {}
@@ -89,58 +130,110 @@ def identity(root: Path) -> dict[str, Any]:
     given = chain.get("image")
     image = container.get("image") or (given.get("value") if isinstance(given, dict) else given)
     blob = json.dumps([launch, args, runtime], sort_keys=True, default=str).encode()
-    return {
-        "image": image,
-        "image_digest": digests[0] if digests else _digest_of(image),
-        # where the variables were read: the serving process, or only the probe's own
-        "runtime_source": container.get("environment_source"),
-        "vllm_version": facts.vllm_version if facts else container.get("vllm_version"),
-        "launch_command": launch,
-        "non_default_args": args,
-        "runtime_variables": runtime,
-        "parallel": {
-            k: args.get(k)
-            for k in (
-                "tensor_parallel_size",
-                "pipeline_parallel_size",
-                "data_parallel_size",
-                "enable_expert_parallel",
-            )
-        },
-        "parsers": {k: args.get(k) for k in ("tool_call_parser", "reasoning_parser")},
-        # None when neither the container's serve command nor the startup args are known
-        "launch_config_digest": "sha256:" + hashlib.sha256(blob).hexdigest()
-        if launch_known
-        else None,
-        # the startup log's arguments alone: what every section given --log can compute the
-        # same way (the container's variables are known only where --container-info was given)
-        "launch_args_digest": _sha256(json.dumps(args, sort_keys=True, default=str))
+    parallel = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+    return DeploymentIdentity(
+        image=image,
+        image_digest=digests[0] if digests else _digest_of(image),
+        runtime_source=container.get("environment_source"),
+        vllm_version=facts.vllm_version if facts else container.get("vllm_version"),
+        launch_command=tuple(launch),
+        non_default_args=args,
+        runtime_variables=runtime,
+        parallel={k: args.get(k) for k in (*parallel, "enable_expert_parallel")},
+        parsers={k: args.get(k) for k in ("tool_call_parser", "reasoning_parser")},
+        launch_config_digest="sha256:" + hashlib.sha256(blob).hexdigest() if launch_known else None,
+        launch_args_digest=_sha256(json.dumps(args, sort_keys=True, default=str))
         if facts
         else None,
-    }
+    )
 
 
 def _sha256(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def artifact(root: Path, signature: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """The reviewer's signature over a bundle (signoff.json `signature`)."""
+
+    reviewer: str
+    signed_at: str
+    outcome: Outcome
+    verdict_outcome: Outcome
+    bundle_digest: str  # sha256 of the manifest signed
+    override_reason: str | None
+    taken_as_sealed: tuple[str, ...] = ()  # accepted on the bundle's word, by the override
+
+    @property
+    def override(self) -> bool:
+        """A better outcome than the verdict's, or checks on the bundle's word: the registry
+        keeps it "accepted with override", never the default rollback target."""
+        return overridden(self.recorded())
+
+    def recorded(self) -> dict[str, Any]:
+        return {
+            "reviewer": self.reviewer,
+            "signed_at": self.signed_at,
+            "outcome": self.outcome.value,
+            "verdict_outcome": self.verdict_outcome.value,
+            "bundle_digest": self.bundle_digest,
+            "override_reason": self.override_reason,
+            "taken_as_sealed": list(self.taken_as_sealed),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """signoff.json `signature`."""
+        return {**self.recorded(), "override": self.override}
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackArtifact:
+    """A registry entry: what a rollback needs, from the bundle's evidence and its signature."""
+
+    bundle: str
+    accepted_at: str
+    outcome: Outcome
+    verdict_outcome: Outcome
+    reviewer: str
+    bundle_digest: str
+    identity: DeploymentIdentity
+    limits: Mapping[str, Any]  # verdict.json `limits`
+    accepted_with_override: bool
+    override_reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The registry file's content."""
+        return {
+            "bundle": self.bundle,
+            "accepted_at": self.accepted_at,
+            "outcome": self.outcome.value,
+            "verdict_outcome": self.verdict_outcome.value,
+            "reviewer": self.reviewer,
+            "bundle_digest": self.bundle_digest,
+            **self.identity.to_json(),
+            "limits": dict(self.limits),
+            "accepted_with_override": self.accepted_with_override,
+            "override_reason": self.override_reason,
+        }
+
+
+def artifact(root: Path, signature: Signature) -> RollbackArtifact:
     """What a rollback needs, gathered from the bundle's own evidence and the signature."""
     verdict = VerdictDocument.read(root)
-    return {
-        "bundle": str(root.resolve()),
-        "accepted_at": signature["signed_at"],
-        "outcome": signature["outcome"],
-        "verdict_outcome": verdict.outcome.value,
-        "reviewer": signature["reviewer"],
-        "bundle_digest": signature["bundle_digest"],
-        **identity(root),
-        "limits": verdict.limits.to_json(),
-        "accepted_with_override": overridden(
-            {**signature, "verdict_outcome": verdict.outcome.value}
+    return RollbackArtifact(
+        bundle=str(root.resolve()),
+        accepted_at=signature.signed_at,
+        outcome=signature.outcome,
+        verdict_outcome=verdict.outcome,
+        reviewer=signature.reviewer,
+        bundle_digest=signature.bundle_digest,
+        identity=identity(root),
+        limits=verdict.limits.to_json(),
+        accepted_with_override=overridden(
+            {**signature.to_json(), "verdict_outcome": verdict.outcome.value}
         ),
-        "override_reason": signature.get("override_reason"),
-    }
+        override_reason=signature.override_reason,
+    )
 
 
 def overridden(entry: dict[str, Any]) -> bool:
@@ -168,9 +261,12 @@ def _json(path: Path) -> Any:
         return None
 
 
-def artifact_gaps(found: dict[str, Any]) -> list[str]:
+def artifact_gaps(found: DeploymentIdentity | Mapping[str, Any]) -> list[str]:
     """What a rollback to this deployment would lack, each with how to give it: the image
-    digest, the launch configuration, the serving process's own runtime variables."""
+    digest, the launch configuration, the serving process's own runtime variables. `found`:
+    a bundle's identity, or a registry entry as its file holds it."""
+    if isinstance(found, DeploymentIdentity):
+        found = found.to_json()
     gaps = []
     # entries registered before 2026-12 keep Docker's RepoDigest (`repo@sha256:…`)
     if not DIGEST.search(str(found.get("image_digest") or "")):
@@ -194,7 +290,7 @@ def artifact_gaps(found: dict[str, Any]) -> list[str]:
     return gaps
 
 
-def require_artifact(root: Path, use: str, found: dict[str, Any] | None = None) -> None:
+def require_artifact(root: Path, use: str, found: DeploymentIdentity | None = None) -> None:
     """Refuse `use` (signing an accepted outcome, registering) for a bundle that cannot be
     rolled back to: the checklist's artifact is the accepted image and launch configuration,
     never an untracked rebuild. `found`: the bundle's identity, where already read."""
@@ -206,19 +302,19 @@ def require_artifact(root: Path, use: str, found: dict[str, Any] | None = None) 
         )
 
 
-def register(root: Path, signature: dict[str, Any], registry: Path, vouch: Vouch) -> Path | None:
+def register(root: Path, signature: Signature, registry: Path, vouch: Vouch) -> Path | None:
     """Add a signed, accepted bundle to the registry; other outcomes are not artifacts."""
-    if signature["outcome"] not in ACCEPTED:
+    if signature.outcome.value not in ACCEPTED:
         return None
     programme_scope(VerdictDocument.read(root), root, "the rollback registry")
-    vouch(root, "the rollback registry", signature.get("override_reason"))
+    vouch(root, "the rollback registry", signature.override_reason)
     entry = artifact(root, signature)  # the identity read once, for the check and the entry
-    require_artifact(root, "registering it", entry)
+    require_artifact(root, "registering it", entry.identity)
     try:
         registry.mkdir(parents=True, exist_ok=True)
-        stamp = entry["accepted_at"].replace(":", "").replace("-", "")
-        path = registry / f"{stamp}-{entry['bundle_digest'][7:19]}.json"
-        path.write_text(json.dumps(entry, indent=2) + "\n", encoding="utf-8")
+        stamp = entry.accepted_at.replace(":", "").replace("-", "")
+        path = registry / f"{stamp}-{entry.bundle_digest[7:19]}.json"
+        path.write_text(json.dumps(entry.to_json(), indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot write to the registry {registry}: {exc}") from exc
     return path

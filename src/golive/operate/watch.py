@@ -54,6 +54,7 @@ from golive.operate.watch_rules import (
     probe_reuse_ratio,
 )
 from golive.operate.watch_signals import Background, PodRestarts, interval_values, probe_case
+from golive.operate.watch_summary import TriggerRecord, WatchSummary
 from golive.verdict.document import VerdictDocument
 
 
@@ -133,7 +134,7 @@ class Watcher:
         self.fired: dict[str, float] = {}
         self.rollback_lock = asyncio.Lock()
         self.last_rollback = -1e18
-        self.triggers: list[dict[str, Any]] = []
+        self.triggers: list[TriggerRecord] = []
         self.log_offset = 0
         self.gpu = nvml_probe()
         self.tool_case = probe_case(ctx.config, ctx.profile)
@@ -144,7 +145,7 @@ class Watcher:
         self.last_health: tuple[bool, str, int] | None = None
         self.tool: Background[tuple[bool, str]] = Background()
         self.cache_check: Background[float | None] = Background()
-        self.pods = PodRestarts(settings.k8s, identity(accepted)["image_digest"])
+        self.pods = PodRestarts(settings.k8s, identity(accepted).image_digest)
         self.target = rollback_target(registry_dir(settings.registry), settings.accepted)
 
     async def prepare(self) -> None:
@@ -155,7 +156,7 @@ class Watcher:
             self.log_offset = self.s.log_file.stat().st_size  # only what happens from now on
         await self.pods.baseline()
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> WatchSummary:
         await self.prepare()
         start = time.monotonic()
         index = 0
@@ -172,23 +173,20 @@ class Watcher:
             await asyncio.sleep(max(0.0, self.s.config.interval_s - (time.monotonic() - began)))
         for probe in (self.health_probe, self.tool, self.cache_check, self.pods.reading):
             await probe.cancel()
-        summary = {
-            "accepted": str(self.s.accepted),
-            "intervals": index,
-            "interval_s": self.s.config.interval_s,
-            "thresholds": asdict(self.th),
-            "probe_case": self.tool_case.name,
-            # the critical workflow's probe answered in so many intervals (0: this watch did
-            # not show the tool path, whatever else it saw; watch.tool_every sets how often)
-            "tool_probes": sum(o.tool_probe_ok is not None for o in self.history),
-            "engine_restarts": sum(bool(o.engine_restart) for o in self.history),
-            "http_status": http_totals(self.history),
-            "triggers": self.triggers,
-            "rollback_target": self.target,
-            "clean": not any(t["rollback"] for t in self.triggers),
-            "launch_not_compared": self.launch_not_compared,
-        }
-        self.ctx.bundle.write_json(WATCH_SUMMARY, summary)
+        summary = WatchSummary(
+            accepted=str(self.s.accepted),
+            intervals=index,
+            interval_s=self.s.config.interval_s,
+            thresholds=self.th,
+            probe_case=self.tool_case.name,
+            tool_probes=sum(o.tool_probe_ok is not None for o in self.history),
+            engine_restarts=sum(bool(o.engine_restart) for o in self.history),
+            http_status=http_totals(self.history),
+            triggers=tuple(self.triggers),
+            rollback_target=self.target,
+            launch_not_compared=self.launch_not_compared,
+        )
+        self.ctx.bundle.write_json(WATCH_SUMMARY, summary.to_json())
         return summary
 
     async def observe(self, index: int, t: float) -> Observation:
@@ -314,20 +312,22 @@ class Watcher:
         if now - self.fired.get(trigger.rule, -1e18) < self.s.config.cooldown_s:
             return  # de-duplicated: the same rule within its cool-down
         self.fired[trigger.rule] = now
-        record: dict[str, Any] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "interval": index,
-            "rule": trigger.rule,
-            "rollback": trigger.rollback,
-            "reason": trigger.reason,
-            "evidence": trigger.evidence,
-            "rollback_target": _target_summary(self.target),
-            "command": None,
-        }
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        command = None
         if trigger.rollback and self.s.config.on_rollback:
-            record["command"] = await self.run_rollback(trigger, len(self.triggers))
+            command = await self.run_rollback(trigger, len(self.triggers))
+        record = TriggerRecord(
+            time=at,
+            interval=index,
+            rule=trigger.rule,
+            rollback=trigger.rollback,
+            reason=trigger.reason,
+            evidence=trigger.evidence,
+            rollback_target=_target_summary(self.target),
+            command=command,
+        )
         self.triggers.append(record)
-        self.ctx.bundle.append_jsonl(WATCH_RECORDS, record)
+        self.ctx.bundle.append_jsonl(WATCH_RECORDS, record.to_json())
         self.s.progress.phase(
             f"watch — {trigger.rule}: {trigger.reason[:80]}", self.s.config.duration_s
         )
@@ -389,7 +389,7 @@ def _target_summary(target: Mapping[str, Any] | None) -> dict[str, Any] | str:
     return {k: target.get(k) for k in keys}
 
 
-async def run_watch(ctx: CheckContext, settings: WatchSettings) -> dict[str, Any]:
+async def run_watch(ctx: CheckContext, settings: WatchSettings) -> WatchSummary:
     unread = await require_accepted_deployment(ctx, settings.accepted, settings.log_file)
     served = await served_model(ctx, "watch-setup")
     if served is None:

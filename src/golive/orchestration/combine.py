@@ -104,7 +104,7 @@ def deployment_facts(root: Path, verdict: VerdictDocument) -> dict[str, Any]:
     return {
         "target": verdict.target,
         "profile": verdict.profile,
-        "image_digest": identity(root)["image_digest"],
+        "image_digest": identity(root).image_digest,
         **{key: getattr(seen, key) for key in FIELDS},
         "problems": seen.problems,
     }

@@ -42,6 +42,7 @@ from golive.evidence.metric_reference import bundle_scrapes, metric_reference
 from golive.evidence.runtime_log import server_log_evidence
 from golive.operate.rollback import identity
 from golive.operate.watch import WatchSettings, run_watch
+from golive.operate.watch_summary import WatchSummary
 from golive.orchestration.interrupt import Guard
 from golive.orchestration.rederive import judged_from_evidence
 from golive.orchestration.signature import write_signoff
@@ -233,9 +234,9 @@ def write_verdict(bundle: Bundle, document: VerdictDocument) -> None:
 def rollback_target(root: Path) -> RollbackTarget:
     found = identity(root)
     return RollbackTarget(
-        image=found["image"],
-        image_digest=found["image_digest"],
-        launch_config_digest=found["launch_config_digest"],
+        image=found.image,
+        image_digest=found.image_digest,
+        launch_config_digest=found.launch_config_digest,
         becomes_rollback_artifact="when signed go-live or observe-with-limits",
     )
 
@@ -350,7 +351,7 @@ def require_target_url(config: GoliveConfig) -> None:
         )
 
 
-async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings) -> dict[str, Any]:
+async def watch_bundle(config: GoliveConfig, out: Path, settings: WatchSettings) -> WatchSummary:
     """Open a watch bundle, watch the target, seal it (also when interrupted)."""
     require_target_url(config)
     profile = load_profile(config.profile)

@@ -23,6 +23,7 @@ from golive.profiles import PROFILES, Profile, load_profile, parse_profile, prof
 from golive.results import CheckClass, CheckResult, Status
 from golive.verdict.document import VerdictDocument
 from golive.verdict.policy import Policy, apply_policy
+from golive.verdict.recorded import recorded_measurements
 from golive.verdict.scope import PROGRAMME, SECTIONS, Scope, skipped_by_config
 
 _SECTION_CLASS = {
@@ -310,8 +311,10 @@ def differences(sealed: Sequence[CheckResult], again: Sequence[CheckResult]) -> 
             a, b = getattr(old, field), getattr(new, field)
             if a != b:
                 out.append(f"{check_id} {field}: sealed {_short(a)}, re-derived {_short(b)}")
-        for key in sorted({*old.measurements, *new.measurements}):
-            a, b = old.measurements.get(key, "absent"), new.measurements.get(key, "absent")
+        # as verdict.json records them: the classification and limits among the measurements
+        was, now_is = recorded_measurements(old), recorded_measurements(new)
+        for key in sorted({*was, *now_is}):
+            a, b = was.get(key, "absent"), now_is.get(key, "absent")
             if a != b:
                 out.append(f"{check_id} measurements.{key}: sealed {a!r}, re-derived {b!r}")
     return out

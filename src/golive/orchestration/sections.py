@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from golive.bundle.layout import STARTUP_LOG
 from golive.checks.agent.cases import AgentCase
@@ -28,6 +28,7 @@ from golive.evidence.ray_env import RaySource
 from golive.evidence.ray_gpu_curve import RayGpuCurves
 from golive.evidence.startup_log import StartupFacts, parse_startup_log
 from golive.operate.watch import WatchSettings
+from golive.operate.watch_summary import WatchSummary
 from golive.orchestration.pipeline import Programme, RemoteClients, Verdict, judge, watch_bundle
 from golive.orchestration.programme import RunPlan, run_programme
 from golive.orchestration.rederive import require_rederived
@@ -274,7 +275,7 @@ async def whole_programme(
 
 async def watch(
     config: GoliveConfig, out: Path, request: WatchRequest, progress: PhaseProgress
-) -> dict[str, Any]:
+) -> WatchSummary:
     """`golive watch`: the window against the accepted bundle, sealed; its summary."""
     # a probe's answer is awaited no longer than its deadline
     deadline = {"read_timeout_s": config.watch.probe_deadline_s}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from golive.bundle.layout import MANIFEST, PROFILE, REPORT_HTML, SIGNOFF_JSON, SIGNOFF_MD
 from golive.bundle.signing import SIGNATURE, load_private_key
@@ -16,7 +16,7 @@ from golive.bundle.store import Bundle, BundleReader, require_trusted, verify
 from golive.errors import ConfigError
 from golive.operate.rollback import (
     ACCEPTED,
-    overridden,
+    Signature,
     programme_scope,
     register,
     registry_dir,
@@ -36,7 +36,7 @@ from golive.results import Outcome
 from golive.verdict.document import ExercisedEnvelope, VerdictDocument, timestamp
 
 
-def write_signoff(bundle: Bundle, document: VerdictDocument, signature: Any) -> None:
+def write_signoff(bundle: Bundle, document: VerdictDocument, signature: Signature | None) -> None:
     """signoff.json/.md from what the bundle holds, then report.html (which shows them)."""
     bundle.close()
     record = build_signoff(document, bundle_files(bundle.root), signature, _chain(bundle, document))
@@ -65,7 +65,7 @@ def sign_bundle(
     registry: Path | None = None,
     sign_key: Path | None = None,
     trusted: Sequence[Path] = (),
-) -> dict[str, Any]:
+) -> Signed:
     """Record the reviewer's signature over an intact bundle and re-seal it; an accepted
     outcome registers the bundle as a rollback artifact (`operate/rollback.py`). With
     `trusted` public keys, the bundle must have been sealed by one of them."""
@@ -99,18 +99,15 @@ def sign_bundle(
         # `tested` deleted from it (older bundles never had one) cannot hide it
         document = document.model_copy(update={"tested": ExercisedEnvelope.of(again.checks)})
     manifest = (root / MANIFEST).read_bytes()
-    signature: dict[str, Any] = {
-        "reviewer": reviewer.strip(),
-        "signed_at": timestamp(),
-        "outcome": outcome.value,
-        "verdict_outcome": verdict_outcome.value,
-        "bundle_digest": "sha256:" + hashlib.sha256(manifest).hexdigest(),
-        "override_reason": (override_reason or "").strip() or None,
-        "taken_as_sealed": list(taken),  # accepted on the bundle's word, by the override
-    }
-    # a better outcome than the verdict's, or checks on the bundle's word: the registry keeps
-    # it "accepted with override", never the default rollback target
-    signature["override"] = overridden(signature)
+    signature = Signature(
+        reviewer=reviewer.strip(),
+        signed_at=timestamp(),
+        outcome=outcome,
+        verdict_outcome=verdict_outcome,
+        bundle_digest="sha256:" + hashlib.sha256(manifest).hexdigest(),
+        override_reason=(override_reason or "").strip() or None,
+        taken_as_sealed=taken,  # accepted on the bundle's word, by the override
+    )
     registry_path = registry_dir(registry)
     if outcome.value in ACCEPTED:
         writable_registry(registry_path)  # before the bundle is touched: signing is atomic
@@ -128,7 +125,16 @@ def sign_bundle(
             else:
                 (root / rel).write_bytes(content)
         raise
-    return {**signature, "registered": None if registered is None else str(registered)}
+    return Signed(signature, registered)
+
+
+@dataclass(frozen=True, slots=True)
+class Signed:
+    """A signature recorded, and where the registry keeps the bundle (None: not an accepted
+    outcome, so not a rollback artifact)."""
+
+    signature: Signature
+    registered: Path | None
 
 
 # what signing writes: restored as they were when signing cannot finish

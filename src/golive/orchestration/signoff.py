@@ -25,8 +25,9 @@ from golive.bundle.layout import (
 )
 from golive.errors import ConfigError
 from golive.evidence.image_ref import split_image
+from golive.operate.rollback import Signature
 from golive.profiles import ChainExpectation, load_profile
-from golive.results import NOT_USED
+from golive.results import SkipReason
 from golive.verdict.document import ActionEntry, CheckEntry, VerdictDocument, tested_sentence
 
 TICKED, FAILED, MISSING, WATCHED = "ticked", "failed", "missing", "watched"
@@ -162,7 +163,7 @@ def _in_part(path: str) -> str:
 def build_signoff(
     verdict: VerdictDocument,
     files: Sequence[str],
-    signature: Mapping[str, Any] | None = None,
+    signature: Signature | None = None,
     chain: ChainExpectation | None = None,
 ) -> dict[str, Any]:
     """signoff.json: every item with its state, the checks and files behind it. `chain`: the
@@ -176,7 +177,7 @@ def build_signoff(
         elif number == 17:
             state = TICKED if signature else MISSING
             why = (
-                f"signed by {signature['reviewer']} at {signature['signed_at']}"
+                f"signed by {signature.reviewer} at {signature.signed_at}"
                 if signature
                 else "not signed yet: golive signoff BUNDLE --reviewer NAME --outcome OUTCOME"
             )
@@ -212,7 +213,7 @@ def build_signoff(
         "tested_sentence": tested_sentence(verdict.tested),
         "items": items,
         "evidence_package": package,
-        "signature": dict(signature) if signature else None,
+        "signature": signature.to_json() if signature else None,
     }
 
 
@@ -220,7 +221,7 @@ def _passed(check: CheckEntry) -> bool:
     """pass, or skipped because the config says the class is not used."""
     if check.status == "pass":
         return True
-    return check.status == "skipped" and check.measurements.get("skip_reason") == NOT_USED
+    return check.status == "skipped" and check.result().skip_reason is SkipReason.NOT_USED
 
 
 def _item_state(

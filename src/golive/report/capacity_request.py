@@ -25,7 +25,7 @@ from golive.checks.cache.judge import cache_labels
 from golive.checks.capacity.stalls import number
 from golive.checks.env.judge import serving_launch
 from golive.config import parse_config
-from golive.results import CheckResult, Outcome
+from golive.results import CheckResult, Classification, Outcome
 from golive.verdict.document import ExercisedEnvelope
 
 ENV_SCRAPE = "metrics/env.prom"
@@ -49,7 +49,7 @@ def _expanding(checks: Sequence[CheckResult]) -> CheckResult | None:
     """The expand-capacity check a request is sized from: the one whose limit is lowest (a
     sustained window that did not hold at the ramp's ceiling sets a lower one than the ramp
     beside it), else the first."""
-    expanding = [c for c in checks if c.measurements.get("classification") == "expand-capacity"]
+    expanding = [c for c in checks if c.classification is Classification.EXPAND_CAPACITY]
     limits = [
         (limit, n)
         for n, c in enumerate(expanding)

@@ -11,9 +11,17 @@ wins (rebuild > expand-capacity > hold > observe-with-limits > section-passed > 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
 
-from golive.results import CheckClass, CheckResult, Decision, Outcome, RuleFired, Status
+from golive.checks.capacity.judge import ramp_ceiling
+from golive.results import (
+    CheckClass,
+    CheckResult,
+    Classification,
+    Decision,
+    Outcome,
+    RuleFired,
+    Status,
+)
 from golive.verdict.document import Limits
 from golive.verdict.scope import (
     PROGRAMME,
@@ -27,23 +35,23 @@ from golive.verdict.scope import (
 Rule = Callable[[Sequence[CheckResult]], RuleFired | None]
 # Classifications that a capacity or Agent rule already judges (with limits named).
 _CLASSIFIED = (
-    "expand-capacity",
-    "limit-traffic",
-    "adjust-configuration",
-    "limit-feature",
-    "engine-stalled",
-    "first-step-failure",
-    "failure-continues",
+    Classification.EXPAND_CAPACITY,
+    Classification.LIMIT_TRAFFIC,
+    Classification.ADJUST_CONFIGURATION,
+    Classification.LIMIT_FEATURE,
+    Classification.STALLED,
+    Classification.FIRST_STEP_FAILED,
+    Classification.CONTINUES,
 )
 
 # Findings no capacity fixes: a failure at the lowest load, a hung engine, a failure that
 # continued under the limit its own death set (with no saturation behind it).
 _DEFECTS = (  # findings no capacity fixes: judged before any capacity is concluded
-    "first-step-failure",
-    "engine-stalled",
-    "failure-continues",
-    "server-refused",
-    "inconsistent-limits",
+    Classification.FIRST_STEP_FAILED,
+    Classification.STALLED,
+    Classification.CONTINUES,
+    Classification.SERVER_REFUSED,
+    Classification.INCONSISTENT,
 )
 
 # Where a failed critical check points, by the checklist layer it belongs to.
@@ -106,11 +114,6 @@ def environment_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
     )
 
 
-def _classification(check: CheckResult) -> str | None:
-    value = check.measurements.get("classification")
-    return str(value) if value is not None else None
-
-
 def _environment_proven(checks: Sequence[CheckResult]) -> bool:
     """Every critical chain/startup check present and passed: a failure under load is then
     the capacity's, not an unknown environment's."""
@@ -121,7 +124,7 @@ def _environment_proven(checks: Sequence[CheckResult]) -> bool:
 def engine_stalled(checks: Sequence[CheckResult]) -> RuleFired | None:
     """No token with requests in flight (while /health may still say 200): a hung engine is a
     software fault to fix, never a capacity limit or a reason to buy GPUs."""
-    hit = [c.id for c in checks if _classification(c) == "engine-stalled"]
+    hit = [c.id for c in checks if c.classification is Classification.STALLED]
     if not hit:
         return None
     return RuleFired(
@@ -138,7 +141,7 @@ def first_step_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
     """Failures at the lowest load (concurrency 1, the smallest input): a software or
     configuration defect, or a deployment that cannot serve one request. Never capacity:
     buying GPUs does not fix a server that fails its first request."""
-    hit = [c.id for c in checks if _classification(c) == "first-step-failure"]
+    hit = [c.id for c in checks if c.classification is Classification.FIRST_STEP_FAILED]
     if not hit:
         return None
     return RuleFired(
@@ -154,7 +157,7 @@ def first_step_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
 def failure_continued(checks: Sequence[CheckResult]) -> RuleFired | None:
     """The engine died above a stable step, was restarted, and failed again at that step: the
     failure is not explained by the load above it, and no limit is known to hold."""
-    hit = [c.id for c in checks if _classification(c) == "failure-continues"]
+    hit = [c.id for c in checks if c.classification is Classification.CONTINUES]
     if not hit:
         return None
     return RuleFired(
@@ -170,7 +173,7 @@ def failure_continued(checks: Sequence[CheckResult]) -> RuleFired | None:
 
 def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
     """OOM, queue collapse, stalls or restarts after reasonable limits, on a proven chain."""
-    hit = [c.id for c in checks if _classification(c) == "expand-capacity"]
+    hit = [c.id for c in checks if c.classification is Classification.EXPAND_CAPACITY]
     if not hit:
         return None
     if not _environment_proven(checks):
@@ -183,7 +186,7 @@ def capacity_exhausted(checks: Sequence[CheckResult]) -> RuleFired | None:
             "--image) and run again before concluding expand-capacity",
             tuple(hit),
         )
-    defects = [c.id for c in checks if _classification(c) in _DEFECTS]
+    defects = [c.id for c in checks if c.classification in _DEFECTS]
     # the long-input ladder's own expand already rests on smaller inputs it served
     ramp_needed = any(h != "capacity.long_input" for h in hit)
     if defects or (ramp_needed and not _stable_step(checks)):
@@ -219,13 +222,14 @@ def _no_ceiling(checks: Sequence[CheckResult]) -> str:
 def _stable_step(checks: Sequence[CheckResult]) -> bool:
     """The ramp found a ceiling: at least one step of load was stable."""
     ramp = next((c for c in checks if c.id == "capacity.concurrency"), None)
-    ceiling = None if ramp is None else ramp.measurements.get("ceiling")
-    return isinstance(ceiling, int) and not isinstance(ceiling, bool) and ceiling >= 1
+    ceiling = None if ramp is None else ramp_ceiling(ramp.measurements)
+    return ceiling is not None and ceiling >= 1
 
 
 def capacity_limited(checks: Sequence[CheckResult]) -> RuleFired | None:
     """Stable only under a lower ceiling, or context above the intended envelope."""
-    hit = [c.id for c in checks if _classification(c) in ("limit-traffic", "adjust-configuration")]
+    limited = (Classification.LIMIT_TRAFFIC, Classification.ADJUST_CONFIGURATION)
+    hit = [c.id for c in checks if c.classification in limited]
     if not hit:
         return None
     return RuleFired(
@@ -238,7 +242,7 @@ def capacity_limited(checks: Sequence[CheckResult]) -> RuleFired | None:
 
 def agent_feature_limited(checks: Sequence[CheckResult]) -> RuleFired | None:
     """A bounded defect on a non-critical Agent feature: go live without that feature."""
-    hit = [c.id for c in checks if _classification(c) == "limit-feature"]
+    hit = [c.id for c in checks if c.classification is Classification.LIMIT_FEATURE]
     if not hit:
         return None
     return RuleFired(
@@ -267,33 +271,23 @@ def agent_protocol_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
 
 
 def limits(checks: Sequence[CheckResult]) -> Limits:
-    """The envelope the measurements allow (verdict.json `limits`)."""
-    found: dict[str, Any] = {}
-    features = sorted(
-        {
-            str(c.measurements["limit_disable_feature"])
-            for c in checks
-            if c.measurements.get("limit_disable_feature")
-        }
-    )
-    if features:
-        found["disable_features"] = features
+    """The envelope the measurements allow (verdict.json `limits`): the lowest of each limit
+    the checks set, and every feature to go live without."""
+    features = sorted({f for c in checks if (f := c.limits.disable_feature)})
     # A run in which golive itself was the bottleneck in any load window sets no concurrency
     # limit: its client was not shown to keep up, so no window of it measures the server's.
     starved = any(
         c.id.split("@")[0] == "golive.client_headroom" and c.status is Status.FAIL for c in checks
     )
-    for check in checks:
-        for key, name in (
-            ("limit_max_concurrency", "max_concurrency"),
-            ("limit_max_context", "max_context"),
-        ):
-            if starved and name == "max_concurrency":
-                continue
-            value = check.measurements.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                found[name] = min(value, found.get(name, value))
-    return Limits.model_validate(found)
+    concurrency = (
+        [] if starved else [n for c in checks if (n := c.limits.max_concurrency) is not None]
+    )
+    context = [n for c in checks if (n := c.limits.max_context) is not None]
+    return Limits(
+        max_concurrency=min(concurrency, default=None),
+        max_context=min(context, default=None),
+        disable_features=tuple(features),
+    )
 
 
 def critical_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
@@ -304,7 +298,7 @@ def critical_failed(checks: Sequence[CheckResult]) -> RuleFired | None:
         and c.status is Status.FAIL
         and c.check_class not in _FAILURE_OUTCOME
         and c.check_class is not CheckClass.AGENT
-        and _classification(c) not in _CLASSIFIED
+        and c.classification not in _CLASSIFIED
     ]
     if not failed:
         return None
@@ -323,7 +317,7 @@ def non_critical_defect(checks: Sequence[CheckResult]) -> RuleFired | None:
         for c in checks
         if not c.critical
         and (c.status is Status.FAIL or _unmeasured(c))
-        and _classification(c) not in _CLASSIFIED
+        and c.classification not in _CLASSIFIED
     ]
     if not hit:
         return None
@@ -341,7 +335,7 @@ def warned(checks: Sequence[CheckResult], waived: Collection[str] = ()) -> RuleF
     hit = [
         c.id
         for c in checks
-        if c.status is Status.WARN and _classification(c) not in _CLASSIFIED and c.id not in waived
+        if c.status is Status.WARN and c.classification not in _CLASSIFIED and c.id not in waived
     ]
     if not hit:
         return None

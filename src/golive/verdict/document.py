@@ -17,9 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from golive.bundle.layout import PARTS, VERDICT
 from golive.errors import ConfigError
-from golive.results import EXIT_INTERNAL, CheckClass, CheckResult, Decision, Outcome, Status
-
-Measurement = float | int | str | bool | None
+from golive.results import (
+    EXIT_INTERNAL,
+    CheckClass,
+    CheckResult,
+    Decision,
+    Outcome,
+    Status,
+)
+from golive.verdict.recorded import Measurement, recorded_measurements, typed_measurements
 
 
 class _Entry(BaseModel):
@@ -45,19 +51,23 @@ class CheckEntry(_Entry):
             critical=result.critical,
             status=result.status,
             summary=result.summary,
-            measurements=dict(result.measurements),
+            measurements=recorded_measurements(result),
             evidence=result.evidence,
         )
 
     def result(self) -> CheckResult:
+        typed = typed_measurements(self.measurements)
         return CheckResult(
             self.id,
             self.check_class,
             self.critical,
             self.status,
             self.summary,
-            dict(self.measurements),
+            typed.measurements,
             self.evidence,
+            classification=typed.classification,
+            limits=typed.limits,
+            skip_reason=typed.skip_reason,
         )
 
 

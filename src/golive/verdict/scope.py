@@ -10,8 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from golive.checks.coverage import COVERAGE, GAP_SEPARATOR, INCOMPLETE
-from golive.results import NOT_USED, CheckClass, CheckResult, Outcome, RuleFired, Status
+from golive.checks.coverage import COVERAGE, GAP_SEPARATOR
+from golive.results import (
+    CheckClass,
+    CheckResult,
+    Classification,
+    Outcome,
+    RuleFired,
+    SkipReason,
+    Status,
+)
 
 PROGRAMME = "programme"
 SECTIONS: tuple[str, ...] = ("env", "smoke", "capacity", "cache", "agent")
@@ -71,13 +79,16 @@ def sections_missing(scope: Scope) -> list[str]:
 
 def skipped_by_config(check: CheckResult) -> bool:
     """Skipped because the config says the class is not used (not evidence that is missing)."""
-    return check.status is Status.SKIPPED and check.measurements.get("skip_reason") == NOT_USED
+    return check.status is Status.SKIPPED and check.skip_reason is SkipReason.NOT_USED
 
 
 def left_out(check: CheckResult) -> bool:
     """A family's coverage check saying a part of the programme did not run (or too few
     times): the programme-incomplete rule judges it, not as missing evidence."""
-    return check.status is Status.SKIPPED and check.measurements.get("classification") == INCOMPLETE
+    return (
+        check.status is Status.SKIPPED
+        and check.classification is Classification.PROGRAMME_INCOMPLETE
+    )
 
 
 def coverage_gaps(checks: Sequence[CheckResult]) -> tuple[list[str], tuple[str, ...]]:

@@ -12,7 +12,7 @@ from typing import Any
 from golive.bundle.layout import AGENT_FAILURES
 from golive.checks.agent.cases import AgentCase
 from golive.checks.agent.rules import Finding, Layer, summarise
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CheckClass, CheckLimits, CheckResult, Classification, Status
 
 EXAMPLES_PER_SIGNATURE = 3
 
@@ -130,14 +130,16 @@ def case_result(
             evidence,
         )
     if not case.critical:
-        measurements["classification"] = "limit-feature"
-        measurements["limit_disable_feature"] = case.feature or case.name
-        return agent_check(
-            case,
-            Status.WARN,
-            f"{text}. Non-critical: disable or rate-limit {case.feature or case.name}",
-            measurements,
-            evidence,
+        return replace(
+            agent_check(
+                case,
+                Status.WARN,
+                f"{text}. Non-critical: disable or rate-limit {case.feature or case.name}",
+                measurements,
+                evidence,
+            ),
+            classification=Classification.LIMIT_FEATURE,
+            limits=CheckLimits(disable_feature=case.feature or case.name),
         )
     if len(failed) >= repeated_failures:
         return agent_check(

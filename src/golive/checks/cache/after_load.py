@@ -17,6 +17,7 @@ check is not critical; where the probe was due and is missing it is `no_data`.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,7 @@ from golive.checks.capacity.memory_curve import read_curve
 from golive.config import parse_config
 from golive.errors import BundleError, ConfigError
 from golive.metrics import MetricsDelta, Snapshot, vllm_snapshot
-from golive.results import NOT_USED, CheckResult, Status
+from golive.results import CheckResult, SkipReason, Status
 from golive.traffic.records import reparsed
 
 CHECK = "cache.after_load"
@@ -158,14 +159,17 @@ def _judged(
             return []
         if due is False:
             return [
-                cache_result(
-                    CHECK,
-                    False,
-                    Status.SKIPPED,
-                    "not probed after the sustained window: cache.after_load_probe is false "
-                    "in the run's config",
-                    {"skip_reason": NOT_USED},
-                    EVIDENCE,
+                dataclasses.replace(
+                    cache_result(
+                        CHECK,
+                        False,
+                        Status.SKIPPED,
+                        "not probed after the sustained window: cache.after_load_probe is "
+                        "false in the run's config",
+                        {},
+                        EVIDENCE,
+                    ),
+                    skip_reason=SkipReason.NOT_USED,
                 )
             ]
         return [_no_data("the warm prefix was not probed again after the sustained window")]

@@ -10,6 +10,7 @@ in-flight request shapes, the concurrency and the context configuration.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -32,7 +33,8 @@ from golive.checks.context import CheckContext, PhaseProgress, Quiet
 from golive.evidence.ray_gpu_curve import RayGpuCurves
 from golive.evidence.sampling import Curve, Probe, host_probe
 from golive.evidence.startup_log import StartupFacts
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CheckClass, CheckLimits, CheckResult, Status
+from golive.results import Classification as Classified
 from golive.traffic.records import (
     FailureKind,
     ParsedResponse,
@@ -116,15 +118,23 @@ _ACTION_STATUS = {
 def classified(
     check_id: str, c: Classification, extra: Mapping[str, Any], evidence: Sequence[str]
 ) -> CheckResult:
-    measurements: dict[str, Any] = {"classification": c.action.value, **extra}
-    if c.action is Action.LIMIT_TRAFFIC and c.ceiling is not None:
-        measurements["limit_max_concurrency"] = c.ceiling
+    measurements: dict[str, Any] = dict(extra)
     if c.action is Action.EXPAND_CAPACITY and c.ceiling is not None:
         measurements["capacity_ceiling"] = c.ceiling  # what a capacity request sizes from
-    if c.action is Action.ADJUST_CONFIGURATION and c.max_context is not None:
-        measurements["limit_max_context"] = c.max_context
-    return cap_result(
-        check_id, _ACTION_STATUS[c.action], f"{c.action.value}: {c.reason}", measurements, evidence
+    limits = CheckLimits(
+        max_concurrency=c.ceiling if c.action is Action.LIMIT_TRAFFIC else None,
+        max_context=c.max_context if c.action is Action.ADJUST_CONFIGURATION else None,
+    )
+    return dataclasses.replace(
+        cap_result(
+            check_id,
+            _ACTION_STATUS[c.action],
+            f"{c.action.value}: {c.reason}",
+            measurements,
+            evidence,
+        ),
+        classification=Classified(c.action.value),
+        limits=limits,
     )
 
 

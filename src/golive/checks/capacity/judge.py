@@ -61,6 +61,14 @@ from golive.config import CapacityConfig
 from golive.results import CheckResult, Status
 from golive.traffic.headroom import headroom_check
 
+CEILING = "ceiling"  # capacity.concurrency's measurement: the ramp's highest stable step
+
+
+def ramp_ceiling(measurements: Mapping[str, object]) -> int | None:
+    """`capacity.concurrency`'s ceiling (None: no stable step, or no ramp)."""
+    value = measurements.get(CEILING)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
 
 def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     """`capacity.concurrency` from the bundle: the step rows, once they match the request
@@ -154,7 +162,7 @@ def ramp_from_steps(
         stats = StepStats.from_json(row)
         repeats.setdefault(stats.concurrency, []).append(stats)
     result = classify_concurrency(steps, stability_policy(config), repeats)
-    measurements: dict[str, Any] = {"steps": len(steps), "ceiling": result.ceiling}
+    measurements: dict[str, Any] = {"steps": len(steps), CEILING: result.ceiling}
     for level, runs in sorted(repeats.items()):
         rates = ", ".join(f"{r.throughput_rps:.3f}" for r in runs)
         measurements[f"c{level}_repeat_rps"] = rates
@@ -222,7 +230,7 @@ def after_no_ceiling(evidence: BundleReader, config: CapacityConfig) -> CheckRes
     refused or not judged): there is no level to sustain, and load on it proves nothing
     more (the collector does not run it; `phases.sustained`)."""
     ramp = judge_ramp(evidence, config)
-    if ramp.measurements.get("ceiling") is not None:
+    if ramp_ceiling(ramp.measurements) is not None:
         return None
     return cap_result(
         "capacity.sustained",

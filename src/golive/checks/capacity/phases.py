@@ -38,6 +38,7 @@ from golive.checks.capacity.judge import (
     judge_headroom,
     judge_ramp,
     judge_sustained,
+    ramp_ceiling,
     stability_policy,
 )
 from golive.checks.capacity.latency_files import save_latency_set
@@ -322,8 +323,7 @@ async def concurrency_ramp(run: CapacityRun) -> CheckResult:
             break  # the ceiling is known; more load past it proves nothing
         stable_so_far.append(stats)
     ramp_check = judge_ramp(BundleReader(run.ctx.bundle.root), config)
-    ceiling = ramp_check.measurements.get("ceiling")
-    run.concurrency_ceiling = ceiling if isinstance(ceiling, int) else None
+    run.concurrency_ceiling = ramp_ceiling(ramp_check.measurements)
     return ramp_check
 
 

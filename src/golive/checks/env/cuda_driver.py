@@ -4,12 +4,13 @@ cuda-compat)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from golive.checks.env.chain_inputs import ChainInputs, env_result
 from golive.evidence.facts import ContainerInfo
 from golive.evidence.nvidia import cuda_major, driver_major
-from golive.results import NOT_USED, CheckResult, Status
+from golive.results import CheckResult, SkipReason, Status
 
 # CUDA major -> minimum driver branch (NVIDIA's minor-version compatibility table).
 DRIVER_FLOOR = {13: 580, 12: 525, 11: 450}
@@ -266,13 +267,16 @@ def check_driver_runtime(inputs: ChainInputs) -> CheckResult:
             where,
         )
     if runtime is None or container.torch_cuda is None:
-        return env_result(
-            "environment.driver_runtime",
-            False,
-            Status.SKIPPED,
-            "the container does not use CUDA; nothing to compare with the driver",
-            {"skip_reason": NOT_USED},
-            where,
+        return dataclasses.replace(
+            env_result(
+                "environment.driver_runtime",
+                False,
+                Status.SKIPPED,
+                "the container does not use CUDA; nothing to compare with the driver",
+                {},
+                where,
+            ),
+            skip_reason=SkipReason.NOT_USED,
         )
     floor = DRIVER_FLOOR.get(runtime)
     problems: list[str] = []

@@ -6,6 +6,7 @@ tools with structured output and the shared system prompt from their saved answe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,7 +27,7 @@ from golive.checks.smoke.request_classes_rules import (
     smoke_result,
 )
 from golive.config import GoliveConfig
-from golive.results import NOT_USED, CheckResult, Status
+from golive.results import CheckResult, SkipReason, Status
 from golive.traffic.records import ParsedResponse, reparsed
 from golive.traffic.workload import STRUCTURED_SCHEMA
 
@@ -135,12 +136,15 @@ def long_context_result(answer: Pair, max_model_len: int | None, fraction: float
 
 def multimodal_result(vision: bool, image: Pair, text_only: ParsedResponse | None) -> CheckResult:
     if not vision:
-        return smoke_result(
-            "smoke.multimodal",
-            Status.SKIPPED,
-            "the config says the application sends no images (smoke.vision: false)",
-            {"skip_reason": NOT_USED},
-            critical=False,
+        return dataclasses.replace(
+            smoke_result(
+                "smoke.multimodal",
+                Status.SKIPPED,
+                "the config says the application sends no images (smoke.vision: false)",
+                {},
+                critical=False,
+            ),
+            skip_reason=SkipReason.NOT_USED,
         )
     parsed = _answered("smoke.multimodal", image[0], "image request")
     if isinstance(parsed, CheckResult):
