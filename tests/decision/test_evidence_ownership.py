@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from golive.bundle.layout import (
+    AGENT_PLAN,
     CAPACITY_CONCURRENCY_REQUESTS,
     CAPACITY_LADDER,
     CAPACITY_LONG_INPUT_REQUESTS,
@@ -39,7 +40,8 @@ from golive.errors import ConfigError
 from golive.operate.rollback import Signature, register
 from golive.orchestration.combine import combine
 from golive.orchestration.rederive import Rederived, rederive, require_rederived
-from golive.results import EXIT_USAGE, Outcome, Status
+from golive.results import EXIT_USAGE, CheckLimits, Outcome, Status
+from golive.verdict.decide import limits
 from golive.verdict.policy import default_text, load_policy, parse_policy
 from tests.helpers.sections import (
     all_sections,
@@ -559,3 +561,55 @@ def test_an_edited_copy_of_the_live_servers_answers_is_named(
     assert not again.agrees
     assert any("chain-inputs.json" in p and key in p for p in again.problems), again.problems
     assert again.decision.outcome is Outcome.HOLD
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"classification": "expand-capacity"},
+        {"classification": "limit-traffic", "limit_max_concurrency": 1, "limit_max_context": 7},
+    ],
+    ids=["expand-capacity", "limits"],
+)
+def test_a_check_with_no_evidence_carries_no_sealed_classification_or_limit(
+    recorded: Path, tmp_path: Path, forged: dict[str, Any]
+) -> None:
+    """A sealed check its judge does not give (here a forged `agent.bogus`) is `no_data` with
+    nothing the bundle said of it: its classification and limits never reach the decision,
+    so no capacity rule fires and no limit is derived from it."""
+    root = _copy(recorded, tmp_path)
+    data = json.loads((root / VERDICT).read_text())
+    bogus = {
+        "id": "agent.bogus",
+        "class": "agent",
+        "critical": False,
+        "status": "warn",
+        "summary": "forged",
+        "measurements": forged,
+        "evidence": [],
+    }
+    _edit_verdict(root, checks=[*data["checks"], bogus])
+    Bundle(root).seal()
+    again = rederive(root)
+    (check,) = [c for c in again.checks if c.id == "agent.bogus"]
+    assert check.status is Status.NO_DATA
+    assert check.classification is None
+    assert check.limits == CheckLimits()
+    rules = {r.rule for r in again.decision.rules_fired}
+    assert not rules & {"capacity-unattributed", "capacity-exhausted", "capacity-limited"}
+    assert limits(again.checks).max_concurrency is None
+    _not_better(again)
+
+
+def test_deleted_agent_plan_keeps_no_sealed_feature_limit(recorded: Path, tmp_path: Path) -> None:
+    """An honest bundle whose Agent plan is deleted: the Agent checks are `no_data`, and the
+    features the sealed verdict told to disable are not derived from checks with no data."""
+    root = _copy(recorded, tmp_path)
+    (root / AGENT_PLAN).unlink()
+    Bundle(root).seal()
+    again = rederive(root)
+    agent = [c for c in again.checks if c.id.startswith("agent.")]
+    assert agent
+    assert all(c.limits == CheckLimits() for c in agent if c.status is Status.NO_DATA)
+    assert "agent-feature-limited" not in {r.rule for r in again.decision.rules_fired}
+    _not_better(again)

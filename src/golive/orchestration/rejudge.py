@@ -20,7 +20,7 @@ from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, Saved, sections
 from golive.config import GoliveConfig, ProgrammeConfig, config_digest, parse_config
 from golive.evidence.runtime_log import corroborate, request_spans, runtime_errors
 from golive.profiles import PROFILES, Profile, load_profile, parse_profile, profile_text
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CheckClass, CheckLimits, CheckResult, Status
 from golive.verdict.document import VerdictDocument
 from golive.verdict.policy import Policy, apply_policy
 from golive.verdict.recorded import recorded_measurements
@@ -170,9 +170,7 @@ def _unjudgeable(judge: EvidenceJudge, mine: Sequence[CheckResult], why: str) ->
     return [
         c
         if c.critical and c.status in (Status.FAIL, Status.ERROR)
-        else dataclasses.replace(
-            c, critical=True, status=Status.NO_DATA, summary=why, measurements={}
-        )
+        else _wiped(c, why)
         for c in mine
     ]
 
@@ -182,12 +180,22 @@ def _unproduced(check: CheckResult) -> CheckResult:
     critical failure stays, since missing evidence never makes a check better)."""
     if check.critical and check.status in (Status.FAIL, Status.ERROR):
         return check
+    return _wiped(check, "its judge does not give this check from the bundle's evidence")
+
+
+def _wiped(check: CheckResult, why: str) -> CheckResult:
+    """A sealed check whose evidence gives nothing: critical `no_data` keeping nothing the
+    bundle said of it, neither its figures nor its classification, limits or skip reason
+    (a sealed `expand-capacity` or limit on a check with no data would reach the decision)."""
     return dataclasses.replace(
         check,
         critical=True,
         status=Status.NO_DATA,
-        summary="its judge does not give this check from the bundle's evidence",
+        summary=why,
         measurements={},
+        classification=None,
+        limits=CheckLimits(),
+        skip_reason=None,
     )
 
 
