@@ -93,7 +93,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
 
 
-NICE = 10  # a worker running the other tiers yields the CPU to the real engine's worker
+NICE = 15  # below the engine too, which the local target itself runs at nice 5 on small hosts
 _niced: list[bool] = []
 
 
