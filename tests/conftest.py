@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,32 +66,53 @@ def _every_bundle_rederives(request: pytest.FixtureRequest, tmp_path: Path) -> I
 
 TARGET_TESTS = Path(__file__).parent / "target"
 PACKAGE_TESTS = Path(__file__).parent / "package"
-# Under `pytest -n N --dist loadgroup` (make test), the real vLLM tier runs in one worker, in
+# Under `pytest -n N --dist loadgroup` (make test), the real vLLM tier runs on one worker, in
 # order, on its one session-scoped server, while the other workers take the rest; the local
-# Ray cluster's tests join it, so two Ray clusters never start on one host at once.
+# Ray cluster's tests join it, so two Ray clusters never start on one host at once. The group
+# is chosen by the scheduler below from each test's node id: pytest 9.2 no longer lets
+# xdist's own `xdist_group` mark rename a node id, so that mark groups nothing.
 SERIAL_GROUP = "one-worker"
 ONE_WORKER = ("test_ray.py",)
 
 
+def in_serial_group(nodeid: str) -> bool:
+    """A test of the one-worker group: the target tier, or a file named in ONE_WORKER."""
+    path = nodeid.split("::", 1)[0]
+    return path.startswith("tests/target/") or path.rsplit("/", 1)[-1] in ONE_WORKER
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadgroup with one group: the one-worker tests are one unit of work (the largest,
+    so the first a worker takes), every other test a unit of its own."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class OneWorkerGroup(LoadGroupScheduling):  # type: ignore[misc]  # xdist is untyped
+        def _split_scope(self, nodeid: str) -> str:
+            return SERIAL_GROUP if in_serial_group(nodeid) else nodeid
+
+    return OneWorkerGroup(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test under tests/target (the real local vLLM) is a `target` test, so `make unit`
     (-m "not target") never starts vLLM; no test elsewhere may be marked `target`. Every test
-    under tests/package (the built wheel in a fresh venv) is a `package` test. The target
-    tier and the Ray cluster tests share one xdist worker (`SERIAL_GROUP`)."""
+    under tests/package (the built wheel in a fresh venv) is a `package` test. The one-worker
+    group's tests come first."""
     for item in items:
         if item.path.is_relative_to(PACKAGE_TESTS):
             item.add_marker(pytest.mark.package)
-        inside = item.path.is_relative_to(TARGET_TESTS)
-        if inside:
+        if item.path.is_relative_to(TARGET_TESTS):
             item.add_marker(pytest.mark.target)
         elif item.get_closest_marker("target") is not None:
             raise pytest.UsageError(
                 f"{item.nodeid} is marked target but is not under tests/target: move it there"
             )
-        if inside or item.path.name in ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
     # The one-worker group is the longest pole: it goes first, so a worker starts it at once.
-    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+    items.sort(key=lambda item: not in_serial_group(item.nodeid))
 
 
 NICE = 15  # below the engine too, which the local target itself runs at nice 5 on small hosts
@@ -103,6 +125,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     and the other tiers use what it leaves."""
     if _niced or "PYTEST_XDIST_WORKER" not in os.environ:
         return
-    if item.get_closest_marker("xdist_group") is None:
+    if not in_serial_group(item.nodeid):
         os.nice(NICE)
         _niced.append(True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SERIAL_GROUP
+from tests.conftest import in_serial_group
 
 TESTS = Path(__file__).parents[1]
 
@@ -45,23 +45,17 @@ def test_only_tests_under_target_start_a_real_engine() -> None:
 
 
 def test_make_test_keeps_the_real_engine_tier_on_one_worker(request: pytest.FixtureRequest) -> None:
-    """`make test` runs the tiers in parallel only with --dist loadgroup, which keeps every
-    test of the one-worker group (the real vLLM tier, the Ray cluster tests) on one worker:
-    without it each worker would start its own vLLM on the 2-core machine."""
+    """`make test` runs the tiers in parallel with --dist loadgroup, whose scheduler
+    (tests/conftest.py) keeps the one-worker group (the real vLLM tier, the Ray cluster tests)
+    on one worker: otherwise each worker would start its own vLLM, or its own Ray cluster."""
     makefile = (TESTS.parent / "Makefile").read_text()
     (command,) = [
         line for line in makefile.splitlines() if line.startswith("\t$(BIN)/pytest -q -n")
     ]
     assert "--dist loadgroup" in command
-    grouped = [
-        item
-        for item in request.session.items
-        if any(
-            m.kwargs.get("name", m.args[0] if m.args else None) == SERIAL_GROUP
-            for m in item.iter_markers("xdist_group")
-        )
-    ]
+    assert in_serial_group("tests/target/test_demo.py::test_demo_runs")
+    assert in_serial_group("tests/integration/test_ray.py::test_a[1-3]")
+    assert not in_serial_group("tests/unit/test_layers.py::test_target_like_name")
+    assert not in_serial_group("tests/integration/test_target_faults.py::test_x")
     target = [i for i in request.session.items if i.get_closest_marker("target") is not None]
-    if not target:
-        pytest.skip("the target tier is not collected in this session")
-    assert set(target) <= set(grouped)
+    assert all(in_serial_group(i.nodeid) for i in target)
