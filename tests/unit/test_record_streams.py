@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import zstandard
 
-from golive.bundle.layout import LEDGER_SENT
+from golive.bundle.layout import AGENT_FAILURES, LEDGER_SENT
 from golive.bundle.request_line import line_text
 from golive.bundle.store import Bundle, BundleReader, read_lines, record_streams, size_bytes
 from golive.checks.ledger import judge_ledger, ledger_check, write_ledger
@@ -225,3 +225,22 @@ def test_the_ledger_is_judged_again_from_the_saved_count(tmp_path: Path) -> None
     assert again.measurements == {"sent": 12, "recorded": 11}
     (tmp_path / "b" / LEDGER_SENT).unlink()
     assert judge_ledger(BundleReader(tmp_path / "b")).status is Status.NO_DATA
+
+
+def test_a_record_moved_among_the_failure_examples_is_missing_to_the_ledger(
+    tmp_path: Path,
+) -> None:
+    """requests/agent-failures.jsonl holds examples of failures, not records, and the judges
+    that scan the streams skip it: a record moved there out of its stream is counted missing
+    by the ledger too, never balanced while no judge sees it."""
+    bundle = Bundle.create(tmp_path / "b")
+    _write_phase(bundle, "capacity-concurrency", 12, None)
+    assert write_ledger(bundle, 12).status is Status.PASS
+    bundle.close()
+    stream = tmp_path / "b/requests/capacity-concurrency.jsonl"
+    first, *rest = stream.read_text().splitlines(keepends=True)
+    stream.write_text("".join(rest))
+    (tmp_path / "b" / AGENT_FAILURES).write_text(first)
+    again = judge_ledger(BundleReader(tmp_path / "b"))
+    assert again.status is Status.ERROR
+    assert again.measurements == {"sent": 12, "recorded": 11}

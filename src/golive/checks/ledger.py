@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 from golive.bundle.layout import LEDGER_SENT
-from golive.bundle.store import Bundle, BundleReader, read_lines, record_streams
+from golive.bundle.request_line import NOT_RECORDS
+from golive.bundle.store import ZSTD, Bundle, BundleReader, read_lines, record_streams
 from golive.errors import BundleError
 from golive.results import CheckClass, CheckResult, Status
 from golive.traffic.client import CHAT_PATH
@@ -24,7 +25,13 @@ def count_records(root: Path) -> tuple[int, list[str], tuple[str, ...]]:
     files."""
     recorded = 0
     unreadable: list[str] = []
-    files = record_streams(root)
+    # the examples of failures beside the streams hold no records: a record moved there is
+    # missing from its stream, as the judges that scan the streams see it (`stream_records`)
+    files = [
+        p
+        for p in record_streams(root)
+        if f"requests/{p.name.removesuffix(ZSTD)}" not in NOT_RECORDS
+    ]
     for path in files:
         try:
             for number, line in enumerate(read_lines(path), start=1):

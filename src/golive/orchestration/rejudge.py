@@ -168,9 +168,7 @@ def _unjudgeable(judge: EvidenceJudge, mine: Sequence[CheckResult], why: str) ->
             )
         ]
     return [
-        c
-        if c.critical and c.status in (Status.FAIL, Status.ERROR)
-        else _wiped(c, why)
+        c if c.critical and c.status in (Status.FAIL, Status.ERROR) else _wiped(c, why)
         for c in mine
     ]
 

@@ -316,8 +316,11 @@ class _Fold:
             raw_error = payload.get("error", payload)
             self.error = raw_error if isinstance(raw_error, dict) else {"message": str(raw_error)}
             return
-        self.response_id = self.response_id or payload.get("id")
-        self.model = self.model or payload.get("model")
+        # only text: a server's odd `id` or `model` (a number) is not the record's to carry
+        if isinstance(payload.get("id"), str):
+            self.response_id = self.response_id or payload["id"]
+        if isinstance(payload.get("model"), str):
+            self.model = self.model or payload["model"]
         if isinstance(payload.get("usage"), dict):
             self.usage = payload["usage"]
         if self.prompt_token_ids is None and "prompt_token_ids" in payload:
