@@ -60,8 +60,11 @@ def oracle_reassemble(events: Sequence[SSEEvent]) -> StreamResult:
             raw_error = payload.get("error", payload)
             error = raw_error if isinstance(raw_error, dict) else {"message": str(raw_error)}
             continue
-        response_id = response_id or payload.get("id")
-        model = model or payload.get("model")
+        # only text is carried: a number where the id or model should be is not the record's
+        if isinstance(payload.get("id"), str):
+            response_id = response_id or payload["id"]
+        if isinstance(payload.get("model"), str):
+            model = model or payload["model"]
         if isinstance(payload.get("usage"), dict):
             usage = payload["usage"]
         choices = payload.get("choices")
