@@ -72,7 +72,9 @@ PACKAGE_TESTS = Path(__file__).parent / "package"
 # is chosen by the scheduler below from each test's node id: pytest 9.2 no longer lets
 # xdist's own `xdist_group` mark rename a node id, so that mark groups nothing.
 SERIAL_GROUP = "one-worker"
-ONE_WORKER = ("test_ray.py",)
+# test_knee_repeats asserts a 100 ms event-loop lag limit: beside the engine on a niced worker
+# its client starved (lag p99 0.46 s), so it runs on the unniced worker, between engine tests
+ONE_WORKER = ("test_ray.py", "test_knee_repeats.py")
 
 
 def in_serial_group(nodeid: str) -> bool:
@@ -115,7 +117,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not in_serial_group(item.nodeid))
 
 
-NICE = 10  # yields to the engine's worker; at 15 a client beside it starved (lag p99 0.46 s)
+NICE = 15  # at 10 the engine answered too few for the SLO test's bounds (55 of 59 at c1)
 _niced: list[bool] = []
 
 
