@@ -50,9 +50,14 @@ unit: $(STAMP)
 	$(BIN)/pytest -m "not target" -q
 
 # -n auto: one worker per core; the real-vLLM tier (and the Ray cluster tests) stay on one
-# worker, in order, on one server (tests/conftest.py); the ten slowest tests are printed.
+# worker, in order, on one server (tests/conftest.py), beside the pure tiers; the integration
+# tier (golive's own client timed against fakes) runs after it, in a second pass. Both passes
+# always run; the ten slowest tests of the first are printed.
 test: lint typecheck target tools
-	$(BIN)/pytest -q -n auto --dist loadgroup --durations=10
+	@rc=0; \
+	$(BIN)/pytest -q -n auto --dist loadgroup --durations=10 -m "not client_timed" || rc=$$?; \
+	$(BIN)/pytest -q -n auto --durations=5 -m client_timed || rc=$$?; \
+	exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache src/*.egg-info

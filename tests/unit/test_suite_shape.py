@@ -49,13 +49,18 @@ def test_make_test_keeps_the_real_engine_tier_on_one_worker(request: pytest.Fixt
     (tests/conftest.py) keeps the one-worker group (the real vLLM tier, the Ray cluster tests)
     on one worker: otherwise each worker would start its own vLLM, or its own Ray cluster."""
     makefile = (TESTS.parent / "Makefile").read_text()
-    (command,) = [
+    beside, after = [
         line for line in makefile.splitlines() if line.startswith("\t$(BIN)/pytest -q -n")
     ]
-    assert "--dist loadgroup" in command
+    assert "--dist loadgroup" in beside
+    assert '-m "not client_timed"' in beside
+    assert "-m client_timed" in after
     assert in_serial_group("tests/target/test_demo.py::test_demo_runs")
     assert in_serial_group("tests/integration/test_ray.py::test_a[1-3]")
     assert not in_serial_group("tests/unit/test_layers.py::test_target_like_name")
     assert not in_serial_group("tests/integration/test_target_faults.py::test_x")
     target = [i for i in request.session.items if i.get_closest_marker("target") is not None]
     assert all(in_serial_group(i.nodeid) for i in target)
+    timed = [i for i in request.session.items if i.get_closest_marker("client_timed") is not None]
+    assert not any(in_serial_group(i.nodeid) for i in timed)
+    assert all(i.nodeid.startswith("tests/integration/") for i in timed)
