@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -121,6 +121,51 @@ class CheckResult:
     classification: Classification | None = None
     limits: CheckLimits = CheckLimits()
     skip_reason: SkipReason | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResultsOf:
+    """The one place a `CheckResult` is assembled: a family binds its check class, the
+    evidence its checks cite unless one says otherwise, and whether they are critical unless
+    one says otherwise; each result then names its id, status and summary (and measurements),
+    everything else by keyword. Measurements are copied into a dict, evidence into a tuple."""
+
+    check_class: CheckClass
+    evidence: tuple[str, ...] = ()
+    critical: bool = True
+
+    def __call__(
+        self,
+        check_id: str,
+        status: Status,
+        summary: str,
+        measurements: Mapping[str, float | int | str | bool | None] | None = None,
+        *,
+        critical: bool | None = None,
+        evidence: Sequence[str] | None = None,
+        classification: Classification | None = None,
+        limits: CheckLimits = CheckLimits(),
+        skip_reason: SkipReason | None = None,
+    ) -> CheckResult:
+        return CheckResult(
+            check_id,
+            self.check_class,
+            self.critical if critical is None else critical,
+            status,
+            summary,
+            dict(measurements or {}),
+            self.evidence if evidence is None else tuple(evidence),
+            classification,
+            limits,
+            skip_reason,
+        )
+
+
+ENVIRONMENT_RESULT = ResultsOf(CheckClass.ENVIRONMENT)
+STARTUP_RESULT = ResultsOf(CheckClass.STARTUP)
+CAPACITY_RESULT = ResultsOf(CheckClass.CAPACITY)
+AGENT_RESULT = ResultsOf(CheckClass.AGENT)
+INTEGRITY_RESULT = ResultsOf(CheckClass.INTEGRITY)
 
 
 @dataclass(frozen=True, slots=True)

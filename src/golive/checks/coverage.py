@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from golive.config import AgentConfig, GoliveConfig, ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.profiles import Profile
-from golive.results import CheckClass, CheckResult, Classification, SkipReason, Status
+from golive.results import CheckClass, CheckResult, Classification, ResultsOf, SkipReason, Status
 
 MIN_AGENT_REPEAT = 3  # agent.repeat of a programme decision (runs per case and mode)
 MIN_WARM_REPEATS = 2  # cache.warm_repeats of a programme decision
@@ -253,19 +253,15 @@ def coverage_result(
     measurements: dict[str, str | None] = {"not_used": not_used.removeprefix("; ") or None}
     if relaxed:
         measurements["relaxed"] = weaker.removeprefix("; ")
+    result = ResultsOf(check_class, evidence)
     if not gaps:
-        return CheckResult(
-            check_id, check_class, True, Status.PASS, covered + said, measurements, evidence
-        )
+        return result(check_id, Status.PASS, covered + said, measurements)
     measurements["gaps"] = GAP_SEPARATOR.join(gaps)
-    return CheckResult(
+    return result(
         check_id,
-        check_class,
-        True,
         Status.SKIPPED,
         "; ".join(gaps) + said + f". A go-live decision needs the whole programme: {remedy}",
         measurements,
-        evidence,
         classification=Classification.PROGRAMME_INCOMPLETE,
         skip_reason=SkipReason.LEFT_OUT,
     )

@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any
 
 from golive.bundle.store import BundleReader, record_streams, stream_records
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import INTEGRITY_RESULT, CheckResult, Status
 from golive.traffic.client import CHAT_PATH
 
 CHECK_ID = "target.identity"
@@ -93,27 +93,23 @@ def _result(
     }
     evidence = ("requests/",)
     if another:
-        return CheckResult(
+        return INTEGRITY_RESULT(
             CHECK_ID,
-            CheckClass.INTEGRITY,
-            True,
             Status.FAIL,
             f"{sum(another.values())} of {answers} answers came from another model than the "
             f"one asked: {_tally(another)}; served {', '.join(sorted(served)) or 'unknown'}. "
             "Another deployment answered, so nothing measured here can be judged",
             measurements,
-            evidence,
+            evidence=evidence,
         )
     if unnamed == answers:
-        return CheckResult(
+        return INTEGRITY_RESULT(
             CHECK_ID,
-            CheckClass.INTEGRITY,
-            True,
             Status.NO_DATA,
             f"none of the {answers} answers named its model (vLLM always does): which "
             "deployment answered cannot be shown; is a gateway stripping the field?",
             measurements,
-            evidence,
+            evidence=evidence,
         )
     summary = (
         f"every answer came from the model asked: {seen} of {answers} answers in {files} "
@@ -125,15 +121,7 @@ def _result(
             f"asked ({seen}) in {files} record file(s) ({unnamed} more were saved without "
             "their body or named no model)"
         )
-    return CheckResult(
-        CHECK_ID,
-        CheckClass.INTEGRITY,
-        True,
-        Status.PASS,
-        summary,
-        measurements,
-        evidence,
-    )
+    return INTEGRITY_RESULT(CHECK_ID, Status.PASS, summary, measurements, evidence=evidence)
 
 
 def _tally(counts: Counter[str]) -> str:

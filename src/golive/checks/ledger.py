@@ -14,7 +14,7 @@ from golive.bundle.layout import LEDGER_SENT
 from golive.bundle.request_line import NOT_RECORDS
 from golive.bundle.store import ZSTD, Bundle, BundleReader, read_lines, record_streams
 from golive.errors import BundleError
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import INTEGRITY_RESULT, CheckResult, Status
 from golive.traffic.client import CHAT_PATH
 
 CHECK_ID = "golive.ledger"
@@ -62,10 +62,8 @@ def judge_ledger(evidence: BundleReader) -> CheckResult:
     lines under `requests/` (the run calls it, and `golive decide` again)."""
     saved = evidence.json(LEDGER_SENT)
     if not isinstance(saved, dict) or not isinstance(saved.get("sent"), int):
-        return CheckResult(
+        return INTEGRITY_RESULT(
             CHECK_ID,
-            CheckClass.INTEGRITY,
-            True,
             Status.NO_DATA,
             f"no count of the requests sent ({LEDGER_SENT}): the records cannot be balanced",
         )
@@ -77,33 +75,28 @@ def ledger_check(root: Path, sent: int) -> CheckResult:
     measurements: dict[str, int | str] = {"sent": sent, "recorded": recorded}
     if unreadable:
         measurements["unreadable_lines"] = len(unreadable)
-        return CheckResult(
+        return INTEGRITY_RESULT(
             CHECK_ID,
-            CheckClass.INTEGRITY,
-            True,
             Status.ERROR,
             f"{len(unreadable)} request record line(s) cannot be read as JSON "
             f"(first: {unreadable[0]})",
             measurements,
-            files,
+            evidence=files,
         )
     if recorded != sent:
-        return CheckResult(
+        return INTEGRITY_RESULT(
             CHECK_ID,
-            CheckClass.INTEGRITY,
-            True,
             Status.ERROR,
             f"golive sent {sent} chat request(s) but the bundle records {recorded}: "
             "evidence was lost",
             measurements,
-            files,
+            evidence=files,
         )
-    return CheckResult(
+    return INTEGRITY_RESULT(
         CHECK_ID,
-        CheckClass.INTEGRITY,
-        False,
         Status.PASS,
         f"every chat request sent has its record ({sent} sent, {recorded} recorded)",
         measurements,
-        ("requests/",),
+        critical=False,
+        evidence=("requests/",),
     )

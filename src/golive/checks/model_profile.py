@@ -28,7 +28,7 @@ from golive.checks.env.judge import serving_launch
 from golive.config import GoliveConfig
 from golive.evidence.image_ref import split_image
 from golive.profiles import ChainExpectation, Profile, load_profile
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import INTEGRITY_RESULT, CheckResult, Status
 
 CHECK_ID = "target.profile"
 K3_PROFILE = "kimi-k3"
@@ -174,16 +174,13 @@ def judge_model_profile(
         return [model_profile_result(found, profile, config.not_k3)]
     if config.target.engine_url is not None and not _engine_answered(evidence):
         return [
-            CheckResult(
+            INTEGRITY_RESULT(
                 CHECK_ID,
-                CheckClass.INTEGRITY,
-                True,
                 Status.NO_DATA,
                 f"behind the gateway, the engine's own /v1/models answer is not in the bundle "
                 f"(requests/{ENGINE_IDENTITY}.jsonl): which model the engine serves, and so "
                 "whether it is Kimi K3, is unknown",
-                {},
-                (f"requests/{ENGINE_IDENTITY}.jsonl",),
+                evidence=(f"requests/{ENGINE_IDENTITY}.jsonl",),
             )
         ]
     return []
@@ -214,9 +211,7 @@ def model_profile_result(found: list[Sign], profile: Profile, not_k3: str | None
     evidence = ("requests/", "environment/startup.log")
 
     def result(status: Status, summary: str) -> CheckResult:
-        return CheckResult(
-            CHECK_ID, CheckClass.INTEGRITY, True, status, summary, measurements, evidence
-        )
+        return INTEGRITY_RESULT(CHECK_ID, status, summary, measurements, evidence=evidence)
 
     if not gaps:
         return result(

@@ -25,7 +25,7 @@ from golive.bundle.layout import K8S_PODS
 from golive.bundle.store import BundleReader
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.facts import GpuInfo, HostInfo
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import ENVIRONMENT_RESULT, CheckResult, Status
 
 LOG_LIMIT = 32 << 20
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -266,14 +266,11 @@ def k8s_results(report: K8sReport, image: str | None) -> list[CheckResult]:
     evidence = (K8S_PODS,)
     if not report.pods:
         return [
-            CheckResult(
+            ENVIRONMENT_RESULT(
                 "environment.k8s_images",
-                CheckClass.ENVIRONMENT,
-                True,
                 Status.NO_DATA,
                 f"no pod matches {where}: check --k8s-namespace and --selector",
-                {},
-                evidence,
+                evidence=evidence,
             )
         ]
     digests = {pod.name: pod.digest for pod in report.pods}
@@ -308,22 +305,14 @@ def k8s_results(report: K8sReport, image: str | None) -> list[CheckResult]:
             + (" (as --image says)" if expected else ""),
         )
     results = [
-        CheckResult(
-            "environment.k8s_images",
-            CheckClass.ENVIRONMENT,
-            True,
-            status,
-            summary,
-            measurements,
-            evidence,
+        ENVIRONMENT_RESULT(
+            "environment.k8s_images", status, summary, measurements, evidence=evidence
         )
     ]
     restarted = {p.name: p.restarts for p in report.pods if p.restarts}
     results.append(
-        CheckResult(
+        ENVIRONMENT_RESULT(
             "environment.k8s_restarts",
-            CheckClass.ENVIRONMENT,
-            False,
             Status.WARN if restarted else Status.PASS,
             (
                 "engine container restarts: "
@@ -332,7 +321,8 @@ def k8s_results(report: K8sReport, image: str | None) -> list[CheckResult]:
                 else f"no engine container restarted ({len(report.pods)} pod(s))"
             ),
             {f"restarts[{p.name}]": p.restarts for p in report.pods},
-            evidence,
+            critical=False,
+            evidence=evidence,
         )
     )
     return results
@@ -370,6 +360,4 @@ def judge_pods(evidence: BundleReader) -> list[CheckResult]:
 
 
 def _unreadable(why: str) -> CheckResult:
-    return CheckResult(
-        "environment.k8s_images", CheckClass.ENVIRONMENT, True, Status.NO_DATA, why, {}, (K8S_PODS,)
-    )
+    return ENVIRONMENT_RESULT("environment.k8s_images", Status.NO_DATA, why, evidence=(K8S_PODS,))

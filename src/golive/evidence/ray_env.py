@@ -33,7 +33,7 @@ from golive.bundle.layout import RAY_NODES
 from golive.bundle.store import BundleReader
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.facts import ContainerInfo, HostInfo
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import ENVIRONMENT_RESULT, CheckResult, Status
 
 MARKER = "GOLIVE-RAY-NODES"
 SETUP_S = 300.0  # runtime-env setup and job start, on top of the collection timeout
@@ -174,10 +174,8 @@ def node_results(
     evidence = (RAY_NODES,) if cluster is not None else ()
     if cluster is None:
         return [
-            CheckResult(
+            ENVIRONMENT_RESULT(
                 "environment.node_count",
-                CheckClass.ENVIRONMENT,
-                True,
                 Status.NO_DATA,
                 f"no node evidence from the Ray cluster: {problem}",
                 {"expected_nodes": source.expect_nodes},
@@ -192,42 +190,35 @@ def node_results(
     results = []
     if source.expect_nodes is not None and cluster.alive_nodes < source.expect_nodes:
         results.append(
-            CheckResult(
+            ENVIRONMENT_RESULT(
                 "environment.node_count",
-                CheckClass.ENVIRONMENT,
-                True,
                 Status.FAIL,
                 f"the Ray cluster has {cluster.alive_nodes} alive node(s), but "
                 f"{source.expect_nodes} were declared (--expect-nodes)",
                 measurements,
-                evidence,
+                evidence=evidence,
             )
         )
     else:
         results.append(
-            CheckResult(
+            ENVIRONMENT_RESULT(
                 "environment.node_count",
-                CheckClass.ENVIRONMENT,
-                True,
                 Status.PASS,
                 f"{cluster.alive_nodes} alive node(s) in the Ray cluster, {len(reported)} "
                 "reported their facts"
                 + ("" if source.expect_nodes is None else f" ({source.expect_nodes} declared)"),
                 measurements,
-                evidence,
+                evidence=evidence,
             )
         )
     for node in cluster.nodes:
         if node.host is None or node.error is not None:
             results.append(
-                CheckResult(
+                ENVIRONMENT_RESULT(
                     f"environment.node.{node.name}",
-                    CheckClass.ENVIRONMENT,
-                    True,
                     Status.NO_DATA,
                     f"node {node.name} (Ray node {node.node_id[:12]}) did not report: {node.error}",
-                    {},
-                    evidence,
+                    evidence=evidence,
                 )
             )
     return results
@@ -280,12 +271,4 @@ def judge_ray_nodes(evidence: BundleReader) -> list[CheckResult]:
 
 
 def _unreadable(why: str) -> CheckResult:
-    return CheckResult(
-        "environment.node_count",
-        CheckClass.ENVIRONMENT,
-        True,
-        Status.NO_DATA,
-        why,
-        {},
-        (RAY_NODES,),
-    )
+    return ENVIRONMENT_RESULT("environment.node_count", Status.NO_DATA, why, evidence=(RAY_NODES,))

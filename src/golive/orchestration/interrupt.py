@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import INTEGRITY_RESULT, CheckResult, Status
 from golive.verdict.document import InterruptionEntry
 
 T = TypeVar("T")
@@ -46,10 +46,8 @@ class Interruption:
         )
 
     def check(self) -> CheckResult:
-        return CheckResult(
+        return INTEGRITY_RESULT(
             CHECK_ID,
-            CheckClass.INTEGRITY,
-            True,
             Status.ERROR,
             f"golive was interrupted by {self.signal}: the load stopped "
             f"{self.stopped_in_s:.2f} s later ({self.aborted_in_flight} request(s) in flight "

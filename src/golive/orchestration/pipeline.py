@@ -52,7 +52,7 @@ from golive.orchestration.signoff import (
 from golive.profiles import Profile, load_profile, profile_text
 from golive.report.capacity_request import capacity_request, render_capacity_request
 from golive.report.markdown import bundle_markdown
-from golive.results import CheckClass, CheckResult, Decision, Outcome, Status
+from golive.results import INTEGRITY_RESULT, CheckResult, Decision, Outcome, Status
 from golive.traffic.client import ClientSettings, TargetClient, read_api_key
 from golive.traffic.preflight import preflight
 from golive.verdict.decide import decide, limits
@@ -187,10 +187,8 @@ async def judge(
 def _crashed(bundle: Bundle, exc: Exception) -> CheckResult:
     """golive's own error: a critical `golive.internal` (hold), its traceback in the bundle."""
     bundle.keep_traceback("golive", exc)
-    return CheckResult(
+    return INTEGRITY_RESULT(
         "golive.internal",
-        CheckClass.INTEGRITY,
-        True,
         Status.ERROR,
         f"golive stopped early on an unexpected error: {type(exc).__name__}: {exc}",
     )

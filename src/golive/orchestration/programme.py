@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from golive.checks import agent, cache, capacity, env, smoke
 from golive.checks.context import CheckContext
-from golive.results import CheckClass, CheckResult, Outcome, Status
+from golive.results import CheckClass, CheckResult, Outcome, ResultsOf, Status
 from golive.verdict.decide import decide
 
 SECTIONS: tuple[tuple[str, CheckClass], ...] = (
@@ -38,9 +38,8 @@ class RunPlan:
 
 
 def section_result(section: str, status: Status, summary: str) -> CheckResult:
-    check_class = dict(SECTIONS)[section]
-    return CheckResult(
-        f"{section}.programme", check_class, status is Status.ERROR, status, summary, {}, ()
+    return ResultsOf(dict(SECTIONS)[section])(
+        f"{section}.programme", status, summary, critical=status is Status.ERROR
     )
 
 

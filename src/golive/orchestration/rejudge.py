@@ -20,7 +20,7 @@ from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, Saved, sections
 from golive.config import GoliveConfig, ProgrammeConfig, config_digest, parse_config
 from golive.evidence.runtime_log import corroborate, request_spans, runtime_errors
 from golive.profiles import PROFILES, Profile, load_profile, parse_profile, profile_text
-from golive.results import CheckClass, CheckLimits, CheckResult, Status
+from golive.results import CheckClass, CheckLimits, CheckResult, ResultsOf, Status
 from golive.verdict.document import VerdictDocument
 from golive.verdict.policy import Policy, apply_policy
 from golive.verdict.recorded import recorded_measurements
@@ -157,14 +157,8 @@ def _unjudgeable(judge: EvidenceJudge, mine: Sequence[CheckResult], why: str) ->
     if not mine:
         check_class = _SECTION_CLASS.get(judge.section or "", CheckClass.INTEGRITY)
         return [
-            CheckResult(
-                judge.placeholder_id,
-                check_class,
-                True,
-                Status.NO_DATA,
-                why,
-                {},
-                (judge.marker,),
+            ResultsOf(check_class)(
+                judge.placeholder_id, Status.NO_DATA, why, evidence=(judge.marker,)
             )
         ]
     return [

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from golive.bundle.layout import CAPACITY_WATCHDOG
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import INTEGRITY_RESULT, CheckResult, Status
 from golive.traffic.records import NS_PER_MS, RequestRecord
 
 TICK_S = 0.01
@@ -213,14 +213,11 @@ def headroom_check(windows: Sequence[Mapping[str, Any]]) -> CheckResult:
     measured = [w for w in windows if isinstance(w.get("client"), Mapping)]
     evidence = (CAPACITY_WATCHDOG,)
     if not measured:
-        return CheckResult(
+        return INTEGRITY_RESULT(
             CHECK_ID,
-            CheckClass.INTEGRITY,
-            True,
             Status.NO_DATA,
             "no load window measured golive's own send lag, loop lag and CPU",
-            {},
-            evidence,
+            evidence=evidence,
         )
     worst = {
         key: max(
@@ -232,28 +229,24 @@ def headroom_check(windows: Sequence[Mapping[str, Any]]) -> CheckResult:
     measurements: dict[str, Any] = {"windows": len(measured), "bottlenecked": len(short), **worst}
     if short:
         first = short[0]
-        return CheckResult(
+        return INTEGRITY_RESULT(
             CHECK_ID,
-            CheckClass.INTEGRITY,
-            True,
             Status.FAIL,
             f"{len(short)} of {len(measured)} load window(s) were limited by golive itself "
             f"(first: {first.get('phase')} at concurrency {first.get('concurrency_cap')}: "
             f"{first['client_bottleneck']}); those windows are not judged",
             measurements,
-            evidence,
+            evidence=evidence,
         )
-    return CheckResult(
+    return INTEGRITY_RESULT(
         CHECK_ID,
-        CheckClass.INTEGRITY,
-        True,
         Status.PASS,
         f"golive had headroom in every load window ({len(measured)}): send lag mean at most "
         f"{_ms(worst['send_lag_mean_ms'])} and p99 at most {_ms(worst['send_lag_p99_ms'])}, "
         "event-loop lag p99 at most "
         f"{_ms(worst['loop_lag_p99_ms'])}, CPU at most {_share(worst['cpu_share'])} of a core",
         measurements,
-        evidence,
+        evidence=evidence,
     )
 
 

@@ -23,6 +23,7 @@ from golive.results import (
     CheckResult,
     Decision,
     Outcome,
+    ResultsOf,
     Status,
 )
 from golive.verdict.recorded import Measurement, recorded_measurements, typed_measurements
@@ -57,14 +58,13 @@ class CheckEntry(_Entry):
 
     def result(self) -> CheckResult:
         typed = typed_measurements(self.measurements)
-        return CheckResult(
+        return ResultsOf(self.check_class)(
             self.id,
-            self.check_class,
-            self.critical,
             self.status,
             self.summary,
             typed.measurements,
-            self.evidence,
+            critical=self.critical,
+            evidence=self.evidence,
             classification=typed.classification,
             limits=typed.limits,
             skip_reason=typed.skip_reason,

@@ -49,7 +49,7 @@ from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
 from golive.profiles import Profile
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import AGENT_RESULT, CheckResult, Status
 from golive.traffic.records import FailureKind, ParsedResponse, reparsed
 
 MODES = ("stream", "plain")
@@ -263,14 +263,13 @@ def _reasoning_contract(
     messages = [message_of(parsed)[0] for parsed in answers]
     counts = reasoning_fields_written(messages)
     status, summary = classify_reasoning_field(counts, client_field)
-    return CheckResult(
+    return AGENT_RESULT(
         REASONING_CHECK,
-        CheckClass.AGENT,
-        False,
         Status(status),
         summary,
         {"client_field": client_field, **{f"answers_with_{k}": v for k, v in counts.items()}},
-        files,
+        critical=False,
+        evidence=files,
     )
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from golive.bundle.layout import AGENT_FAILURES
 from golive.checks.agent.cases import AgentCase
 from golive.checks.agent.rules import Finding, Layer, summarise
-from golive.results import CheckClass, CheckLimits, CheckResult, Classification, Status
+from golive.results import CheckClass, CheckLimits, CheckResult, Classification, ResultsOf, Status
 
 EXAMPLES_PER_SIGNATURE = 3
 
@@ -56,6 +56,8 @@ def case_result(
         evidence += (f"requests/agent.{case.name}.engine.jsonl",)
     if failed:
         evidence += (AGENT_FAILURES,)
+    check_id = f"agent.{case.name}"
+    result = ResultsOf(CheckClass.AGENT, evidence, critical=case.critical)
     measurements: dict[str, Any] = {
         "runs": summary.runs,
         "passed": summary.passed,
@@ -78,40 +80,38 @@ def case_result(
     )
     if not runs:
         why = "no run" if unsent is None else f"not sent: {unsent}"
-        return agent_check(case, Status.NO_DATA, f"{case.name}: {why}", measurements, evidence)
+        return result(check_id, Status.NO_DATA, f"{case.name}: {why}", measurements)
     note = retry_note(facts or {})
     # an engine that took in more requests than the client sent fails whether or not the
     # client's deadline fired (a layer retries by itself); without that, no timeout, no proof
     if facts and facts.get("timeouts_exercised") == 0 and not failed:
-        return agent_check(
-            case,
+        return result(
+            check_id,
             Status.NO_DATA,
             f"{case.name}: no attempt hit the client deadline, so the retry path was not "
             f"exercised{note}",
             measurements,
-            evidence,
         )
     if not failed and facts and "attempts_sent" in facts and facts.get("engine_admitted") is None:
-        return agent_check(
-            case,
+        return result(
+            check_id,
             Status.NO_DATA,
             f"{case.name}: {rate} at the client, but the engine's own request counters could "
             "not be read, so a duplicate admitted behind the client's back cannot be ruled "
             f"out{note}",
             measurements,
-            evidence,
         )
     if not failed:
-        return agent_check(
-            case, Status.PASS, f"{case.name}: {rate} — {case.proves}{note}", measurements, evidence
+        return result(
+            check_id, Status.PASS, f"{case.name}: {rate} — {case.proves}{note}", measurements
         )
     top = next(iter(summary.signatures))
     example = next(f for r in failed for f in r.all_findings if f.signature == top)
     where = f"blamed on {layer.value}" + ("" if gateway else " (target measured as the engine)")
     text = f"{case.name}: {rate}; most often {top} ({example.detail}); {where}{note}"
     if len(failed) == len(runs) and all(s.startswith("transport.") for s in summary.signatures):
-        return agent_check(
-            case, Status.ERROR, f"{case.name}: no answer at all — {text}", measurements, evidence
+        return result(
+            check_id, Status.ERROR, f"{case.name}: no answer at all — {text}", measurements
         )
     if (
         not case.critical
@@ -119,38 +119,34 @@ def case_result(
         and len(failed) / len(runs) > bounded_share
     ):
         # the checklist's "known and bounded" defect: one that fails now and then
-        return agent_check(
-            replace(case, critical=True),
+        return result(
+            check_id,
             Status.FAIL,
             f"{text}. Non-critical, but failing in {len(failed) / len(runs):.0%} of its runs, "
             f"more than the {bounded_share:.0%} a known, bounded defect may "
             "(agent.max_bounded_failure_share): not bounded — fix it before go-live, or "
             f"remove {case.feature or case.name} from the application and the programme",
             {**measurements, "max_bounded_failure_share": bounded_share},
-            evidence,
+            critical=True,
         )
     if not case.critical:
-        return replace(
-            agent_check(
-                case,
-                Status.WARN,
-                f"{text}. Non-critical: disable or rate-limit {case.feature or case.name}",
-                measurements,
-                evidence,
-            ),
+        return result(
+            check_id,
+            Status.WARN,
+            f"{text}. Non-critical: disable or rate-limit {case.feature or case.name}",
+            measurements,
             classification=Classification.LIMIT_FEATURE,
             limits=CheckLimits(disable_feature=case.feature or case.name),
         )
     if len(failed) >= repeated_failures:
-        return agent_check(
-            case,
+        return result(
+            check_id,
             Status.FAIL,
             f"{text}. Repeated failure on a critical path",
             measurements,
-            evidence,
         )
-    return agent_check(
-        case, Status.WARN, f"{text}. One isolated failure (not repeated)", measurements, evidence
+    return result(
+        check_id, Status.WARN, f"{text}. One isolated failure (not repeated)", measurements
     )
 
 
@@ -169,24 +165,6 @@ def retry_note(facts: Mapping[str, Any]) -> str:
         f" [{facts['timeouts_exercised']} attempts given up at a "
         f"{facts['client_deadline_s']:.1f} s client deadline, each retried with the same "
         f"Idempotency-Key; {engine}]"
-    )
-
-
-def agent_check(
-    case: AgentCase,
-    status: Status,
-    summary: str,
-    measurements: Mapping[str, Any],
-    evidence: tuple[str, ...],
-) -> CheckResult:
-    return CheckResult(
-        f"agent.{case.name}",
-        CheckClass.AGENT,
-        case.critical,
-        status,
-        summary,
-        dict(measurements),
-        evidence,
     )
 
 

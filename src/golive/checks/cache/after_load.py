@@ -34,7 +34,7 @@ from golive.bundle.layout import (
 from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
 from golive.checks.cache.retention import interval_unset
-from golive.checks.cache.rules import CACHE_FILE, CacheStep, cache_result, engine_reused_tokens
+from golive.checks.cache.rules import CACHE_FILE, CACHE_RESULT, CacheStep, engine_reused_tokens
 from golive.checks.capacity.memory_curve import read_curve
 from golive.config import parse_config
 from golive.errors import BundleError, ConfigError
@@ -160,14 +160,13 @@ def _judged(
         if due is False:
             return [
                 dataclasses.replace(
-                    cache_result(
+                    CACHE_RESULT(
                         CHECK,
-                        False,
                         Status.SKIPPED,
                         "not probed after the sustained window: cache.after_load_probe is "
                         "false in the run's config",
-                        {},
-                        EVIDENCE,
+                        critical=False,
+                        evidence=EVIDENCE,
                     ),
                     skip_reason=SkipReason.NOT_USED,
                 )
@@ -272,26 +271,26 @@ def _verdict(
     seen = _context(figures)
     if reused >= reference - setting.block:
         figures["state"] = "kept"
-        return cache_result(
+        return CACHE_RESULT(
             CHECK,
-            False,
             Status.PASS,
             f"the warm prefix was kept through the load: {reused:g} of {reference:g} tokens "
             f"reused again after the sustained window ({seen})",
             figures,
-            EVIDENCE,
+            critical=False,
+            evidence=EVIDENCE,
         )
     state = "evicted" if reused < setting.block else "partly evicted"
     figures["state"] = state.replace(" ", "-")
-    return cache_result(
+    return CACHE_RESULT(
         CHECK,
-        False,
         Status.WARN,
         f"the warm prefix was {state} by the load: {reused:g} of the {reference:g} tokens the "
         f"warm requests reused were reused after the sustained window ({seen}); "
         + _retention_advice(setting, figures.get("idle_s")),
         figures,
-        EVIDENCE,
+        critical=False,
+        evidence=EVIDENCE,
     )
 
 
@@ -393,4 +392,4 @@ def _labelled(records: Sequence[RequestRecordLine], label: str) -> RequestRecord
 
 
 def _no_data(summary: str, figures: Mapping[str, Any] | None = None) -> CheckResult:
-    return cache_result(CHECK, False, Status.NO_DATA, summary, figures, EVIDENCE)
+    return CACHE_RESULT(CHECK, Status.NO_DATA, summary, figures, critical=False, evidence=EVIDENCE)

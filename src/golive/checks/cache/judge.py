@@ -21,10 +21,10 @@ from golive.checks.cache.recorded import steps_differences
 from golive.checks.cache.retention import retention_result, retention_setting
 from golive.checks.cache.rules import (
     CACHE_FILE,
+    CACHE_RESULT,
     START_SCRAPE,
     CacheStep,
     LoggedCache,
-    cache_result,
     control_invalidated,
     judge_reuse,
     rank_test,
@@ -52,21 +52,19 @@ def judge_cache(
     protocol = evidence.json(CACHE_PROTOCOL)
     if not isinstance(protocol, Mapping):
         return [
-            cache_result(
+            CACHE_RESULT(
                 "cache.prefix_reuse",
-                True,
                 Status.NO_DATA,
                 f"no cache evidence: {CACHE_PROTOCOL} is missing from the bundle",
             )
         ]
     if protocol.get("problem"):
         return [
-            cache_result(
+            CACHE_RESULT(
                 "cache.prefix_reuse",
-                True,
                 Status.NO_DATA,
                 str(protocol["problem"]),
-                evidence=tuple(protocol.get("evidence") or ()),
+                evidence=protocol.get("evidence") or None,  # none named: the default
             )
         ]
     rows = evidence.jsonl(CACHE_STEPS)
@@ -83,7 +81,7 @@ def judge_cache(
             f"{'; '.join(mismatch[:3])}{more}; reuse is not judged from it"
         )
         return [
-            cache_result(check_id, critical, Status.NO_DATA, why, evidence=(CACHE_STEPS,))
+            CACHE_RESULT(check_id, Status.NO_DATA, why, critical=critical, evidence=(CACHE_STEPS,))
             for check_id, critical in (
                 ("cache.prefix_reuse", True),
                 ("cache.controls", False),
@@ -132,9 +130,8 @@ def cache_from_steps(
     steps = {row["step"]: CacheStep.from_json(row) for row in rows}
     if "cold-0" not in steps:
         return [
-            cache_result(
+            CACHE_RESULT(
                 "cache.prefix_reuse",
-                True,
                 Status.NO_DATA,
                 f"the cold request's step is missing from {CACHE_STEPS}: reuse not judged",
             )
@@ -234,17 +231,15 @@ def reuse_result(
         )
     ) + warmup_note(steps.get("warmup"), test.cold_median if test is not None else None)
     if not verdict.accepted:
-        return cache_result(
+        return CACHE_RESULT(
             "cache.prefix_reuse",
-            True,
             Status.FAIL,
             f"cache not accepted — {verdict.diagnosis}{timing}",
             measurements,
         )
     if verdict.shared_server:
-        return cache_result(
+        return CACHE_RESULT(
             "cache.prefix_reuse",
-            True,
             Status.WARN,
             f"{verdict.diagnosis}{timing}; the counters also moved for traffic that is not ours "
             "(a shared server): deltas are attributed with care",
@@ -260,9 +255,8 @@ def reuse_result(
     ):
         # the checklist's cold/warm comparison counts: reuse that buys no time is a finding
         measurements["warm_not_faster"] = True
-        return cache_result(
+        return CACHE_RESULT(
             "cache.prefix_reuse",
-            True,
             Status.WARN,
             f"{verdict.diagnosis}{timing}; but the warm requests were not faster than the cold "
             "one: the reused prefix bought no time to first token here (a prefix too short "
@@ -271,8 +265,8 @@ def reuse_result(
             "on the cache for latency",
             measurements,
         )
-    return cache_result(
-        "cache.prefix_reuse", True, Status.PASS, f"{verdict.diagnosis}{timing}", measurements
+    return CACHE_RESULT(
+        "cache.prefix_reuse", Status.PASS, f"{verdict.diagnosis}{timing}", measurements
     )
 
 
@@ -312,23 +306,23 @@ def controls_result(
     warm = [s.reused for n, s in steps.items() if n.startswith("warm-")]
     reference = max(warm, default=0.0)
     if reference < block:
-        return cache_result(
+        return CACHE_RESULT(
             "cache.controls",
-            False,
             Status.NO_DATA,
             "no warm reuse to compare the controls against, so they say nothing here",
+            critical=False,
         )
     found: dict[str, float | int | None] = {}
     kept = []
     for control in controls:
         step = steps.get(f"control:{control}")
         if step is None:
-            return cache_result(
+            return CACHE_RESULT(
                 "cache.controls",
-                False,
                 Status.NO_DATA,
                 f"the control {control!r} has no step in {CACHE_STEPS}: the controls are not "
                 "judged",
+                critical=False,
             )
         found[f"{control}_reused_tokens"] = step.reused
         found[f"{control}_cached_tokens"] = step.cached_tokens
@@ -343,4 +337,4 @@ def controls_result(
     summary = "; ".join(parts)
     if kept:
         summary += " — changes that kept the prefix are invisible to the cache manager here"
-    return cache_result("cache.controls", False, status, summary, found)
+    return CACHE_RESULT("cache.controls", status, summary, found, critical=False)

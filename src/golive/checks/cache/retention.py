@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golive.checks.cache.rules import LoggedCache, cache_result
+from golive.checks.cache.rules import CACHE_RESULT, LoggedCache
 from golive.results import CheckResult, Status
 
 
@@ -46,12 +46,12 @@ def retention_result(
         "prompt_tokens": prompt_tokens,
     }
     if not labels and logged is None:
-        return cache_result(
+        return CACHE_RESULT(
             "cache.retention",
-            False,
             Status.NO_DATA,
             "retention policy unknown (no cache_config_info, no log)",
             measurements,
+            critical=False,
         )
     return judge_retention(measurements, hybrid, boundaries)
 
@@ -61,31 +61,31 @@ def judge_retention(measurements: Mapping[str, Any], hybrid: bool, boundaries: s
     hybrid cache, a documented retention interval."""
     enabled = measurements.get("enable_prefix_caching")
     if enabled is not None and str(enabled) != "True":
-        return cache_result(
+        return CACHE_RESULT(
             "cache.retention",
-            False,
             Status.FAIL,
             "prefix caching is off in the engine config: no prefix is retained at all",
             measurements,
+            critical=False,
         )
     if hybrid and interval_unset(measurements.get("retention_interval")):
-        return cache_result(
+        return CACHE_RESULT(
             "cache.retention",
-            False,
             Status.WARN,
             f"hybrid cache (mamba cache mode {measurements.get('mamba_cache_mode')}) with no "
             "retention interval: recurrent state is kept only at prompt ends, so a shared "
             "prefix is reused only where a checkpoint falls; document the retention policy "
             "(--prefix-cache-retention-interval)",
             measurements,
+            critical=False,
         )
     if not hybrid and measurements.get("block_size") is None:
-        return cache_result(
+        return CACHE_RESULT(
             "cache.retention",
-            False,
             Status.NO_DATA,
             "the cache's block size is unknown (no cache_config_info block_size): its reuse "
             "granularity cannot be stated",
             measurements,
+            critical=False,
         )
-    return cache_result("cache.retention", False, Status.PASS, boundaries, measurements)
+    return CACHE_RESULT("cache.retention", Status.PASS, boundaries, measurements, critical=False)

@@ -10,7 +10,7 @@ from typing import Any
 
 from golive.bundle.layout import CACHE_STEPS
 from golive.metrics import MetricsDelta
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CheckClass, ResultsOf
 
 START_SCRAPE = "cache-00-start"  # metrics/cache-00-start.prom: the engine's cache config
 
@@ -275,20 +275,4 @@ def control_invalidated(control: CacheStep, warm_reused: float, block: int) -> b
 CACHE_FILE = "cache"  # requests/cache.jsonl
 
 
-def cache_result(
-    check_id: str,
-    critical: bool,
-    status: Status,
-    summary: str,
-    measurements: Mapping[str, Any] | None = None,
-    evidence: tuple[str, ...] = (),
-) -> CheckResult:
-    return CheckResult(
-        check_id,
-        CheckClass.CACHE,
-        critical,
-        status,
-        summary,
-        dict(measurements or {}),
-        evidence or (f"requests/{CACHE_FILE}.jsonl", CACHE_STEPS),
-    )
+CACHE_RESULT = ResultsOf(CheckClass.CACHE, (f"requests/{CACHE_FILE}.jsonl", CACHE_STEPS))

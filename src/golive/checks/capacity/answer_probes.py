@@ -25,9 +25,8 @@ from golive.bundle.layout import ANSWER_PROBES_PLAN, CAPACITY_SUSTAINED
 from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import shipped_tool
 from golive.checks.agent.response import message_of
-from golive.checks.capacity.collect import cap_result
 from golive.checks.context import CheckContext
-from golive.results import CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckResult, Status
 from golive.traffic.records import ParsedResponse, RequestRecord, reparsed
 
 STREAM = "answer-probes"
@@ -325,4 +324,8 @@ def judge_answers(evidence: BundleReader, critical: bool) -> list[CheckResult]:
     if isinstance(plan, Mapping) and plan.get("lanes") == 0 and not under_load and none_spared:
         return []  # (the plan is believed only where the sustained window spared no slot)
     status, summary, measurements = classify_answers(answers)
-    return [cap_result(CHECK, status, summary, measurements, (EVIDENCE,), critical=critical)]
+    return [
+        CAPACITY_RESULT(
+            CHECK, status, summary, measurements, critical=critical, evidence=(EVIDENCE,)
+        )
+    ]

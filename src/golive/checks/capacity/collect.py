@@ -33,7 +33,7 @@ from golive.checks.context import CheckContext, PhaseProgress, Quiet
 from golive.evidence.ray_gpu_curve import RayGpuCurves
 from golive.evidence.sampling import Curve, Probe, host_probe
 from golive.evidence.startup_log import StartupFacts
-from golive.results import CheckClass, CheckLimits, CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckLimits, CheckResult, Status
 from golive.results import Classification as Classified
 from golive.traffic.records import (
     FailureKind,
@@ -82,25 +82,6 @@ class CapacityInputs:
     relaunch: Callable[[], Awaitable[int]] | None = None  # golive's own launch again: new PID
 
 
-def cap_result(
-    check_id: str,
-    status: Status,
-    summary: str,
-    measurements: Mapping[str, float | int | str | bool | None],
-    evidence: Sequence[str],
-    critical: bool = True,
-) -> CheckResult:
-    return CheckResult(
-        check_id,
-        CheckClass.CAPACITY,
-        critical,
-        status,
-        summary,
-        dict(measurements),
-        tuple(evidence),
-    )
-
-
 _ACTION_STATUS = {
     Action.STABLE: Status.PASS,
     Action.ADJUST_CONFIGURATION: Status.WARN,
@@ -126,12 +107,12 @@ def classified(
         max_context=c.max_context if c.action is Action.ADJUST_CONFIGURATION else None,
     )
     return dataclasses.replace(
-        cap_result(
+        CAPACITY_RESULT(
             check_id,
             _ACTION_STATUS[c.action],
             f"{c.action.value}: {c.reason}",
             measurements,
-            evidence,
+            evidence=evidence,
         ),
         classification=Classified(c.action.value),
         limits=limits,

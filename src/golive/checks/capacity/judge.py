@@ -23,7 +23,7 @@ from golive.bundle.layout import (
 from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader, record_streams
 from golive.checks.capacity.api_server import api_server_finding, outside_engine_s
-from golive.checks.capacity.collect import cap_result, classified
+from golive.checks.capacity.collect import classified
 from golive.checks.capacity.deaths import unshown_deaths
 from golive.checks.capacity.failures import failure_detail
 from golive.checks.capacity.recorded import (
@@ -58,7 +58,7 @@ from golive.checks.capacity.windows import (
     trend,
 )
 from golive.config import CapacityConfig
-from golive.results import CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckResult, Status
 from golive.traffic.headroom import headroom_check
 
 CEILING = "ceiling"  # capacity.concurrency's measurement: the ramp's highest stable step
@@ -216,12 +216,11 @@ def after_death(evidence: BundleReader, check_id: str) -> CheckResult | None:
         )
     else:
         hint = ""
-    return cap_result(
+    return CAPACITY_RESULT(
         check_id,
         Status.NO_DATA,
         f"not run: the engine terminated earlier, {where} ({record.get('reason')}){hint}",
-        {},
-        (TERMINATION, *((RESTART,) if isinstance(restart, Mapping) else ())),
+        evidence=(TERMINATION, *((RESTART,) if isinstance(restart, Mapping) else ())),
     )
 
 
@@ -232,12 +231,11 @@ def after_no_ceiling(evidence: BundleReader, config: CapacityConfig) -> CheckRes
     ramp = judge_ramp(evidence, config)
     if ramp_ceiling(ramp.measurements) is not None:
         return None
-    return cap_result(
+    return CAPACITY_RESULT(
         "capacity.sustained",
         Status.NO_DATA,
         f"not run: the ramp found no stable step to sustain ({ramp.summary[:300]})",
-        {},
-        (CAPACITY_STEPS,),
+        evidence=(CAPACITY_STEPS,),
     )
 
 
@@ -254,12 +252,10 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         return (
             after_death(evidence, "capacity.sustained")
             or after_no_ceiling(evidence, config)
-            or cap_result(
+            or CAPACITY_RESULT(
                 "capacity.sustained",
                 Status.NO_DATA,
                 f"no sustained window in the bundle ({CAPACITY_SUSTAINED} is missing)",
-                {},
-                (),
             )
         )
     stats = StepStats.from_json(row)

@@ -14,7 +14,7 @@ from golive.bundle.layout import (
     TERMINATION,
 )
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.collect import cap_result, classified
+from golive.checks.capacity.collect import classified
 from golive.checks.capacity.context_rules import (
     LongOutcome,
     LongStep,
@@ -26,7 +26,7 @@ from golive.checks.capacity.judge import after_death
 from golive.checks.capacity.recorded import ladder_differences
 from golive.checks.capacity.window_evidence import not_from_records
 from golive.config import CapacityConfig
-from golive.results import CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckResult, Status
 
 
 def judge_long_input(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
@@ -35,12 +35,10 @@ def judge_long_input(evidence: BundleReader, config: CapacityConfig) -> CheckRes
     the context production needs (`capacity.required_context`)."""
     ladder = evidence.json(CAPACITY_LADDER)
     if not isinstance(ladder, Mapping):
-        return after_death(evidence, "capacity.long_input") or cap_result(
+        return after_death(evidence, "capacity.long_input") or CAPACITY_RESULT(
             "capacity.long_input",
             Status.NO_DATA,
             f"no long-input ladder ({CAPACITY_LADDER})",
-            {},
-            (),
         )
     saved = ladder.get("steps") or ()
     records = evidence.records(CAPACITY_LONG_INPUT_REQUESTS)

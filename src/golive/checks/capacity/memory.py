@@ -49,7 +49,6 @@ from golive.bundle.layout import (
     STARTUP_LOG,
 )
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.collect import cap_result
 from golive.checks.capacity.memory_curve import SavedCurve, read_curve
 from golive.checks.capacity.memory_gpus import engine_gpus
 from golive.checks.capacity.memory_limits import (
@@ -66,7 +65,7 @@ from golive.checks.capacity.windows import Trend, trend_of_gauge
 from golive.checks.env.judge import serving_launch
 from golive.config import GoliveConfig
 from golive.evidence.startup_log import StartupFacts
-from golive.results import CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckResult, Status
 
 CHECK = "capacity.memory"
 _NO_GPU = (
@@ -244,7 +243,11 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
         )
     if loaded or low or grown:
         summary = "memory limit: " + "; ".join([*loaded, *low, *grown])
-        return [cap_result(CHECK, Status.WARN, summary, measurements, files, critical=False)]
+        return [
+            CAPACITY_RESULT(
+                CHECK, Status.WARN, summary, measurements, critical=False, evidence=files
+            )
+        ]
     if unmeasured:
         return [_unmeasured("; ".join(unmeasured), measurements, files)]
     summary = (
@@ -253,7 +256,9 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
         "GPU memory and KV "
         "cache usage flat under sustained load"
     )
-    return [cap_result(CHECK, Status.PASS, summary, measurements, files, critical=False)]
+    return [
+        CAPACITY_RESULT(CHECK, Status.PASS, summary, measurements, critical=False, evidence=files)
+    ]
 
 
 def _growth(
@@ -384,4 +389,6 @@ def _judged_gpus(
 
 
 def _unmeasured(reason: str, measurements: Mapping[str, Any], files: Sequence[str]) -> CheckResult:
-    return cap_result(CHECK, Status.NO_DATA, reason, measurements, files, critical=False)
+    return CAPACITY_RESULT(
+        CHECK, Status.NO_DATA, reason, measurements, critical=False, evidence=files
+    )

@@ -8,9 +8,8 @@ from typing import Any
 
 from golive.bundle.layout import LOAD_CURVE, STARTUP_LOG
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.collect import cap_result
 from golive.checks.env.judge import serving_launch
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CAPACITY_RESULT, STARTUP_RESULT, CheckResult, Status
 
 
 def judge_model_load(evidence: BundleReader) -> CheckResult:
@@ -18,12 +17,10 @@ def judge_model_load(evidence: BundleReader) -> CheckResult:
     and the load curve when golive started it (`memory/load.csv`)."""
     facts = serving_launch(evidence)
     if facts is None:
-        return cap_result(
+        return CAPACITY_RESULT(
             "capacity.model_load",
             Status.NO_DATA,
             "no startup log: model-load memory and timing unknown (pass --log)",
-            {},
-            (),
             critical=False,
         )
     rows = (evidence.text(LOAD_CURVE) or "").splitlines()[1:]
@@ -38,15 +35,13 @@ def judge_model_load(evidence: BundleReader) -> CheckResult:
     evidence_files = [STARTUP_LOG] + ([LOAD_CURVE] if curve else [])
     if facts.fatal:
         kinds = ", ".join(sorted({s.kind for s in facts.fatal}))
-        return CheckResult(
+        return STARTUP_RESULT(
             "capacity.model_load",
-            CheckClass.STARTUP,
-            True,
             Status.FAIL,
             f"the model did not load cleanly ({kinds}): rebuild the environment or "
             "fix the topology, not traffic",
             measurements,
-            tuple(evidence_files),
+            evidence=evidence_files,
         )
     fallbacks = [s for s in facts.signatures if s.kind == "fallback"]
     summary = (
@@ -54,11 +49,11 @@ def judge_model_load(evidence: BundleReader) -> CheckResult:
         + (f", peak {measurements['peak_load_rss_mib']:.0f} MiB host RSS" if curve else "")
         + (f"; {len(fallbacks)} fallback message(s)" if fallbacks else "")
     )
-    return cap_result(
+    return CAPACITY_RESULT(
         "capacity.model_load",
         Status.WARN if fallbacks else Status.PASS,
         summary,
         measurements,
-        evidence_files,
         critical=False,
+        evidence=evidence_files,
     )

@@ -36,13 +36,12 @@ from golive.bundle.layout import (
     RAY_GPU_CURVE,
 )
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.collect import cap_result
 from golive.checks.capacity.memory_curve import curve_number
 from golive.config import GoliveConfig
 from golive.evidence import dcgm
 from golive.evidence.gpu_curve import PhaseSpan, merge_gpu_curve
 from golive.evidence.ray_gpu_curve import node_curves
-from golive.results import CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckResult, Status
 
 CHECK = "capacity.gpu_memory"
 COPY_PREFIX = "memory/node-curve-"
@@ -292,4 +291,6 @@ def gpu_memory_of(found: NodeCurveSet | None) -> list[CheckResult]:
     if found.problems:
         summary += f"; not measured: {'; '.join(found.problems)}"
     status = Status.PASS if measurements and not found.problems else Status.NO_DATA
-    return [cap_result(CHECK, status, summary, measurements, found.files, critical=False)]
+    return [
+        CAPACITY_RESULT(CHECK, status, summary, measurements, critical=False, evidence=found.files)
+    ]

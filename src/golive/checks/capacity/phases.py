@@ -24,7 +24,6 @@ from golive.checks.capacity.answer_probes import ProbeSlots, judge_answers, prob
 from golive.checks.capacity.collect import (
     CapacityInputs,
     CapacityRun,
-    cap_result,
     refusal,
 )
 from golive.checks.capacity.context_rules import LongOutcome, LongStep, top_step
@@ -69,7 +68,7 @@ from golive.checks.coverage import with_sustained_coverage
 from golive.evidence.gpu_curve import PhaseSpan
 from golive.evidence.ray_gpu_curve import ray_gpu_sampling
 from golive.evidence.sampling import Probe, host_probe, nvml_inventory, nvml_probe, sampling
-from golive.results import CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckResult, Status
 from golive.traffic.headroom import thaw
 from golive.traffic.records import ParsedResponse, error_message, parse
 from golive.traffic.workload import filler
@@ -84,12 +83,10 @@ async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckR
     served = await served_model(ctx, "capacity-setup")
     if served is None:
         return [
-            cap_result(
+            CAPACITY_RESULT(
                 "capacity.long_input",
                 Status.NO_DATA,
                 "no served model: /v1/models did not answer",
-                {},
-                (),
             )
         ]
     run = CapacityRun(ctx, inputs, served.model, served.max_model_len)
@@ -170,8 +167,10 @@ def not_run(run: CapacityRun, check_id: str) -> CheckResult:
     """A phase after the engine's death, as `golive decide` reads it from the termination
     record (`after_death`)."""
     reader = BundleReader(run.ctx.bundle.root)
-    return after_death(reader, check_id) or cap_result(
-        check_id, Status.NO_DATA, f"not run: the engine terminated earlier ({run.death})", {}, ()
+    return after_death(reader, check_id) or CAPACITY_RESULT(
+        check_id,
+        Status.NO_DATA,
+        f"not run: the engine terminated earlier ({run.death})",
     )
 
 

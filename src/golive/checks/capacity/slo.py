@@ -27,7 +27,7 @@ from golive.bundle.layout import (
 )
 from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.collect import cap_result, classified
+from golive.checks.capacity.collect import classified
 from golive.checks.capacity.judge import stability_policy
 from golive.checks.capacity.latency_set import WindowLatency, pooled, window_latency
 from golive.checks.capacity.node_curves import capacity_run_config
@@ -43,7 +43,7 @@ from golive.checks.capacity.rules import (
 from golive.checks.capacity.slo_objectives import Objective, State, objectives, step_state
 from golive.checks.context import CheckContext
 from golive.config import GoliveConfig
-from golive.results import CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckResult, Status
 from golive.slo_config import SloConfig
 
 CHECK = "capacity.slo"
@@ -242,7 +242,9 @@ def slo_windows(
     rows = evidence.jsonl(CAPACITY_STEPS)
     if _unjudged(ramp) or not rows:
         why = ramp.summary[:300] if rows else f"no ramp steps ({CAPACITY_STEPS})"
-        return cap_result(CHECK, Status.NO_DATA, f"the SLOs cannot be judged: {why}", {}, PATHS)
+        return CAPACITY_RESULT(
+            CHECK, Status.NO_DATA, f"the SLOs cannot be judged: {why}", evidence=PATHS
+        )
     policy = stability_policy(config.capacity)
     records = evidence.records(CAPACITY_CONCURRENCY_REQUESTS)
     windows = [*rows, *evidence.jsonl(CAPACITY_KNEE_REPEATS)]
@@ -251,7 +253,9 @@ def slo_windows(
     if isinstance(row, Mapping) and sustained is not None:
         if _unjudged(sustained):
             why = f"the sustained window: {sustained.summary[:300]}"
-            return cap_result(CHECK, Status.NO_DATA, f"the SLOs cannot be judged: {why}", {}, PATHS)
+            return CAPACITY_RESULT(
+                CHECK, Status.NO_DATA, f"the SLOs cannot be judged: {why}", evidence=PATHS
+            )
         held = evidence.records(CAPACITY_SUSTAINED_REQUESTS)
         steps += slo_steps([row], held, config.slo, policy, "sustained")
     return steps
@@ -305,7 +309,7 @@ def slo_of(ctx: CheckContext, results: Sequence[CheckResult]) -> CheckResult:
     found = {r.id: r for r in results}
     ramp = found.get("capacity.concurrency")
     if ramp is None:
-        return cap_result(CHECK, Status.NO_DATA, "the SLOs cannot be judged: no ramp ran", {}, ())
+        return CAPACITY_RESULT(CHECK, Status.NO_DATA, "the SLOs cannot be judged: no ramp ran")
     sustained = found.get("capacity.sustained")
     reader = BundleReader(ctx.bundle.root)
     steps = slo_windows(reader, ctx.config, ramp, sustained)

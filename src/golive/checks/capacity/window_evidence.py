@@ -16,7 +16,6 @@ from golive.bundle.layout import (
 )
 from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
-from golive.checks.capacity.collect import cap_result
 from golive.checks.capacity.recorded import (
     answers_of,
     engine_silent,
@@ -31,18 +30,18 @@ from golive.checks.capacity.stall_evidence import (
 )
 from golive.checks.engine_name import engine_model
 from golive.config import CapacityConfig
-from golive.results import CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckResult, Status
 
 
 def not_from_records(check_id: str, mismatch: Sequence[str], source: str) -> CheckResult:
     """A summary that its request records contradict: the check cannot be judged from it."""
     more = f" (and {len(mismatch) - 3} more)" if len(mismatch) > 3 else ""
-    return cap_result(
+    return CAPACITY_RESULT(
         check_id,
         Status.NO_DATA,
         f"{source} does not match the request records behind it: {'; '.join(mismatch[:3])}{more}",
         {"record_mismatches": len(mismatch)},
-        (source,),
+        evidence=(source,),
     )
 
 
@@ -119,11 +118,11 @@ def scrapes_edited(evidence: BundleReader, row: Mapping[str, Any], scrapes: str)
 def not_the_engines(check_id: str, silent: Sequence[str], source: str) -> CheckResult:
     """Engine metrics that did not move with the load: the window's engine figures are not
     the engine's, so nothing is judged from them."""
-    return cap_result(
+    return CAPACITY_RESULT(
         check_id,
         Status.NO_DATA,
         f"metrics frozen or from another engine: {'; '.join(silent[:3])}; the engine's "
         f"figures in {source} are not judged (is --metrics-url this deployment's /metrics?)",
         {"silent_windows": len(silent)},
-        (source,),
+        evidence=(source,),
     )

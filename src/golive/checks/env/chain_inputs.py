@@ -1,6 +1,7 @@
 """What the version chain's rules judge (`ChainInputs`: the profile, the live API's answers, the
 startup log, the container and host facts, the pods' images, each with where it lives in the
-bundle) and the one constructor of their results (`env_result`).
+bundle); their results are built by `golive.results.ENVIRONMENT_RESULT` (and
+`STARTUP_RESULT`).
 
 The checklist's gate: "the image, runtime, host driver, and startup path must describe one
 coherent environment". A rule judges what it was given; a rule that needs evidence the
@@ -10,7 +11,7 @@ Every result cites its evidence (bundle path, and line or field).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from golive.bundle.layout import CONTAINER, K8S_PODS, STARTUP_LOG
@@ -18,7 +19,6 @@ from golive.config import CustomBuild, ParallelConfig
 from golive.evidence.facts import ContainerInfo, HostInfo
 from golive.evidence.startup_log import StartupFacts
 from golive.profiles import Profile
-from golive.results import CheckClass, CheckResult, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,24 +60,3 @@ class ChainInputs:
     # each engine pod's image as the cluster says it runs it (environment/k8s-pods.json)
     pods: tuple[PodImage, ...] = ()
     pods_path: str = K8S_PODS
-
-
-def env_result(
-    check_id: str,
-    critical: bool,
-    status: Status,
-    summary: str,
-    measurements: Mapping[str, float | int | str | bool | None] | None = None,
-    evidence: Sequence[str] = (),
-    check_class: CheckClass = CheckClass.ENVIRONMENT,
-) -> CheckResult:
-    """A chain rule's result; startup rules pass their own class."""
-    return CheckResult(
-        check_id,
-        check_class,
-        critical,
-        status,
-        summary,
-        dict(measurements or {}),
-        tuple(evidence),
-    )

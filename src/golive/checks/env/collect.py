@@ -39,7 +39,7 @@ from golive.evidence.image_ref import same_repository, split_image
 from golive.evidence.k8s_env import K8sSource, k8s_results, node_hosts, read_cluster
 from golive.evidence.nvidia import parse_nvidia_smi_xml
 from golive.evidence.ray_env import RaySource, collect_cluster, node_results, saved_cluster
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import ENVIRONMENT_RESULT, CheckResult, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,12 +174,8 @@ async def _from_k8s(
         report = await asyncio.to_thread(read_cluster, source)
     except EvidenceError as exc:
         return evidence, [
-            CheckResult(
-                "environment.k8s_images",
-                CheckClass.ENVIRONMENT,
-                True,
-                Status.NO_DATA,
-                f"no pod evidence from Kubernetes: {exc}",
+            ENVIRONMENT_RESULT(
+                "environment.k8s_images", Status.NO_DATA, f"no pod evidence from Kubernetes: {exc}"
             )
         ]
     pods = [{k: v for k, v in asdict(p).items() if k != "log"} for p in report.pods]

@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from golive.checks.env.chain_inputs import ChainInputs, env_result
+from golive.checks.env.chain_inputs import ChainInputs
 from golive.evidence.facts import ContainerInfo
 from golive.evidence.nvidia import cuda_major, driver_major
-from golive.results import CheckResult, SkipReason, Status
+from golive.results import ENVIRONMENT_RESULT, CheckResult, SkipReason, Status
 
 # CUDA major -> minimum driver branch (NVIDIA's minor-version compatibility table).
 DRIVER_FLOOR = {13: 580, 12: 525, 11: 450}
@@ -92,67 +92,65 @@ def check_container_cuda(inputs: ChainInputs) -> CheckResult:
     problems = runtime_problems(inputs)
     if problems:
         where = sorted({inputs.container_path, *(p for _, p in inputs.node_containers)})
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.container_cuda",
-            True,
             Status.FAIL,
             "the serving runtime is not one build that sees its GPUs: "
             + "; ".join(problems)
             + ": rebuild so every node runs the same image with its GPUs exposed",
             {} if container is None else _cuda_facts(container),
-            where,
+            evidence=where,
         )
     if container is None:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.container_cuda",
-            critical,
             Status.NO_DATA,
             "no container evidence: run `golive env collect --container` inside the serving "
             "container and pass --container-info",
+            critical=critical,
         )
     where = [inputs.container_path]
     measurements = _cuda_facts(container)
     if container.torch_version is None:  # torch did not import: nothing is known of CUDA
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.container_cuda",
-            critical,
             Status.NO_DATA,
             "the container probe could not import torch, so its CUDA build is unknown ("
             + ("; ".join(e for e in container.errors if "torch" in e) or "no torch facts")
             + "): run `golive env collect --container --python` with the Python that serves",
             measurements,
-            where,
+            critical=critical,
+            evidence=where,
         )
     if container.torch_cuda is None:
         status = Status.FAIL if critical else Status.PASS
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.container_cuda",
-            critical,
             status,
             f"the container's torch {container.torch_version} has no CUDA (a CPU build)"
             + (f"; the profile needs CUDA {want}" if critical else ""),
             measurements,
-            where,
+            critical=critical,
+            evidence=where,
         )
     major = container_cuda(container)
     if want is not None and major != want:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.container_cuda",
-            True,
             Status.FAIL,
             f"the container runs CUDA {container.torch_cuda} (torch {container.torch_version}); "
             f"the profile needs CUDA {want}.x",
             measurements,
-            where,
+            evidence=where,
         )
-    return env_result(
+    return ENVIRONMENT_RESULT(
         "environment.container_cuda",
-        critical,
         Status.PASS,
         f"torch {container.torch_version} built for CUDA {container.torch_cuda}, runtime "
         f"{container.cudart_version}, NCCL {container.nccl_version}",
         measurements,
-        where,
+        critical=critical,
+        evidence=where,
     )
 
 
@@ -170,24 +168,24 @@ def check_host_driver(inputs: ChainInputs) -> CheckResult:
     minimum = inputs.profile.chain.min_driver_major
     critical = minimum is not None or bool(inputs.hosts)
     if not inputs.hosts:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.host_driver",
-            critical,
             Status.NO_DATA,
             "no host evidence: pass --nvidia-smi-xml or --host-info for every node",
+            critical=critical,
         )
     where = [path for _, path in inputs.hosts]
     drivers = {host.node: host.driver_version for host, _ in inputs.hosts}
     measurements = {f"driver[{node}]": version for node, version in drivers.items()}
     unknown = [node for node, version in drivers.items() if driver_major(version) is None]
     if unknown:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.host_driver",
-            critical,
             Status.NO_DATA,
             f"driver version unreadable on {', '.join(unknown)}",
             measurements,
-            where,
+            critical=critical,
+            evidence=where,
         )
     split = [
         f"{host.node}: kernel module {host.proc_driver_version}, NVML {host.driver_version}"
@@ -195,49 +193,46 @@ def check_host_driver(inputs: ChainInputs) -> CheckResult:
         if host.proc_driver_version and host.proc_driver_version != host.driver_version
     ]
     if split:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.host_driver",
-            True,
             Status.FAIL,
             "the loaded kernel module and the user-space driver disagree ("
             + "; ".join(split)
             + "): a driver change without a reboot is not one coherent driver",
             measurements,
-            where,
+            evidence=where,
         )
     branches = {node: driver_major(version) for node, version in drivers.items()}
     if len(set(branches.values())) > 1:
         mix = ", ".join(f"{node}: R{branch}" for node, branch in sorted(branches.items()))
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.host_driver",
-            True,
             Status.FAIL,
             f"mixed driver families across nodes ({mix}): every node must run the same branch",
             measurements,
-            where,
+            evidence=where,
         )
     if minimum is not None:
         old = sorted(node for node, branch in branches.items() if (branch or 0) < minimum)
         if old:
-            return env_result(
+            return ENVIRONMENT_RESULT(
                 "environment.host_driver",
-                True,
                 Status.FAIL,
                 f"driver {drivers[old[0]]} on {', '.join(old)} is below R{minimum}: a CUDA "
                 f"{inputs.profile.chain.cuda_major} image needs R{minimum}+ even if nvidia-smi "
                 "prints a CUDA line",
                 measurements,
-                where,
+                evidence=where,
             )
     branch = next(iter(branches.values()))
-    return env_result(
+    return ENVIRONMENT_RESULT(
         "environment.host_driver",
-        critical,
         Status.PASS,
         f"{len(drivers)} node(s) on driver branch R{branch}"
         + (f" (>= R{minimum})" if minimum else ""),
         measurements,
-        where,
+        critical=critical,
+        evidence=where,
     )
 
 
@@ -248,33 +243,31 @@ def check_driver_runtime(inputs: ChainInputs) -> CheckResult:
         container is not None and bool(inputs.hosts)
     )
     if container is None or not inputs.hosts:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.driver_runtime",
-            critical,
             Status.NO_DATA,
             "needs both container and host evidence to compare the CUDA runtime with the driver",
+            critical=critical,
         )
     where = [inputs.container_path, *(path for _, path in inputs.hosts)]
     runtime = container_cuda(container)
     if container.torch_version is None:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.driver_runtime",
-            critical,
             Status.NO_DATA,
             "the container probe could not import torch: its CUDA runtime is unknown, so it "
             "cannot be compared with the driver",
-            {},
-            where,
+            critical=critical,
+            evidence=where,
         )
     if runtime is None or container.torch_cuda is None:
         return dataclasses.replace(
-            env_result(
+            ENVIRONMENT_RESULT(
                 "environment.driver_runtime",
-                False,
                 Status.SKIPPED,
                 "the container does not use CUDA; nothing to compare with the driver",
-                {},
-                where,
+                critical=False,
+                evidence=where,
             ),
             skip_reason=SkipReason.NOT_USED,
         )
@@ -314,22 +307,21 @@ def check_driver_runtime(inputs: ChainInputs) -> CheckResult:
         "cuda_compat_libs": len(container.cuda_compat_libs),
     }
     if problems:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.driver_runtime",
-            True,
             Status.FAIL,
             "; ".join(problems),
             measurements,
-            where,
+            evidence=where,
         )
     note = " (cuda-compat libraries in use on datacenter GPUs)" if compat_used else ""
-    return env_result(
+    return ENVIRONMENT_RESULT(
         "environment.driver_runtime",
-        critical,
         Status.WARN if compat_used else Status.PASS,
         f"CUDA {runtime} runtime is supported by every host driver{note}",
         measurements,
-        where,
+        critical=critical,
+        evidence=where,
     )
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from golive.checks.env.chain_inputs import ChainInputs, env_result
+from golive.checks.env.chain_inputs import ChainInputs
 from golive.evidence.fabric import fabric_findings
-from golive.results import CheckResult, Status
+from golive.results import ENVIRONMENT_RESULT, CheckResult, Status
 
 
 def is_gpu_class(name: str, wanted: str) -> bool:
@@ -29,13 +29,13 @@ def check_gpus(inputs: ChainInputs) -> CheckResult:
     declared = inputs.gpu_class is not None or inputs.gpu_total is not None
     critical = want is not None or declared or bool(inputs.hosts)
     if not inputs.hosts:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.gpus",
-            critical,
             Status.NO_DATA,
             "no host evidence, so GPU count and class are unknown"
             + (f" (the profile needs at least {want})" if want else "")
             + (" (declared: give --host-info from each node)" if declared else ""),
+            critical=critical,
         )
     where = [path for _, path in inputs.hosts]
     gpus = [(host.node, gpu) for host, _ in inputs.hosts for gpu in host.gpus]
@@ -68,17 +68,19 @@ def check_gpus(inputs: ChainInputs) -> CheckResult:
         if gpu.persistence_mode == "Disabled":
             warnings.append(f"{node} GPU {gpu.index}: persistence mode off")
     if failures:
-        return env_result(
-            "environment.gpus", True, Status.FAIL, "; ".join(failures), measurements, where
+        return ENVIRONMENT_RESULT(
+            "environment.gpus", Status.FAIL, "; ".join(failures), measurements, evidence=where
         )
     summary = f"{len(gpus)} x {', '.join(names) or 'no GPU'} on {len(inputs.hosts)} node(s)"
     if warnings:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.gpus",
-            critical,
             Status.WARN,
             f"{summary}; {'; '.join(warnings)}",
             measurements,
-            where,
+            critical=critical,
+            evidence=where,
         )
-    return env_result("environment.gpus", critical, Status.PASS, summary, measurements, where)
+    return ENVIRONMENT_RESULT(
+        "environment.gpus", Status.PASS, summary, measurements, critical=critical, evidence=where
+    )

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from golive.checks.env.chain_inputs import ChainInputs, env_result
+from golive.checks.env.chain_inputs import ChainInputs
 from golive.evidence.image_ref import DIGEST, same_repository, split_image
-from golive.results import CheckResult, Status
+from golive.results import ENVIRONMENT_RESULT, CheckResult, Status
 
 CHECK = "environment.image"
 _SCHEMES = ("docker-pullable://", "docker://", "containerd://")
@@ -64,11 +64,11 @@ def check_image(inputs: ChainInputs) -> CheckResult:
     expected = inputs.profile.chain.image
     critical = expected is not None
     if inputs.image is None:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             CHECK,
-            critical,
             Status.NO_DATA,
             "no image reference given (--image, environment.image, or container info)",
+            critical=critical,
         )
     name, tag, digest = split_image(inputs.image.value)
     measurements: dict[str, str | None] = {"image": inputs.image.value, "digest": digest}
@@ -77,7 +77,9 @@ def check_image(inputs: ChainInputs) -> CheckResult:
     def result(
         status: Status, summary: str, also: list[str] | None = None, weight: bool = critical
     ) -> CheckResult:
-        return env_result(CHECK, weight, status, summary, measurements, [*where, *(also or [])])
+        return ENVIRONMENT_RESULT(
+            CHECK, status, summary, measurements, critical=weight, evidence=[*where, *(also or [])]
+        )
 
     if expected is not None:
         want_name, want_tag, _ = split_image(expected)

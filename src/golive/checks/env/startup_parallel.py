@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 
 from golive.checks.env.chain_inputs import ChainInputs
-from golive.checks.env.startup_rules import NO_LOG, startup_result
+from golive.checks.env.startup_rules import NO_LOG
 from golive.evidence.startup_log import StartupFacts
-from golive.results import CheckResult, Status
+from golive.results import STARTUP_RESULT, CheckResult, Status
 
 _RANK = re.compile(r"\bworld_size=(\d+) rank=(\d+) local_rank=(\d+)")
 _PID = re.compile(r"\bpid=(\d+)")
@@ -100,16 +100,15 @@ def check_parallel(inputs: ChainInputs) -> CheckResult:
     facts = inputs.startup
     critical = declared is not None
     if facts is None:
-        return startup_result("startup.parallel", critical, Status.NO_DATA, NO_LOG)
+        return STARTUP_RESULT("startup.parallel", Status.NO_DATA, NO_LOG, critical=critical)
     if facts.args_line is None and facts.engine_line is None:
-        return startup_result(
+        return STARTUP_RESULT(
             "startup.parallel",
-            critical,
             Status.NO_DATA,
             "the startup log has neither the `non-default args:` nor the engine-config line, "
             "so the parallel layout is unknown: give the first complete initialization log",
-            {},
-            [inputs.startup_path],
+            critical=critical,
+            evidence=[inputs.startup_path],
         )
     actual = facts.parallel()
     where = [f"{inputs.startup_path}#L{facts.engine_line or facts.args_line}"]
@@ -141,10 +140,15 @@ def check_parallel(inputs: ChainInputs) -> CheckResult:
         measurements["max_local_rank"] = max(r.local_rank for r in ranks)
         where.append(f"{inputs.startup_path}#L{ranks[0].line}")
     if problems:
-        return startup_result(
-            "startup.parallel", True, Status.FAIL, "; ".join(problems), measurements, where
+        return STARTUP_RESULT(
+            "startup.parallel", Status.FAIL, "; ".join(problems), measurements, evidence=where
         )
     layout = ", ".join(f"{k}={v}" for k, v in actual.items())
-    return startup_result(
-        "startup.parallel", critical, Status.PASS, f"started with {layout}", measurements, where
+    return STARTUP_RESULT(
+        "startup.parallel",
+        Status.PASS,
+        f"started with {layout}",
+        measurements,
+        critical=critical,
+        evidence=where,
     )

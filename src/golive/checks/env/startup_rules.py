@@ -9,25 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from golive.checks.env.chain_inputs import ChainInputs, env_result
+from golive.checks.env.chain_inputs import ChainInputs
 from golive.evidence.startup_log import LiveServer, StartupFacts
 from golive.evidence.startup_signatures import Severity, Signature, explain
-from golive.results import CheckClass, CheckResult, Status
-
-
-def startup_result(
-    check_id: str,
-    critical: bool,
-    status: Status,
-    summary: str,
-    measurements: Mapping[str, float | int | str | bool | None] | None = None,
-    evidence: Sequence[str] = (),
-    check_class: CheckClass = CheckClass.STARTUP,
-) -> CheckResult:
-    return env_result(check_id, critical, status, summary, measurements, evidence, check_class)
-
+from golive.results import STARTUP_RESULT, CheckClass, CheckResult, ResultsOf, Status
 
 NO_LOG = "no startup log: pass --log with the first complete engine initialization log"
 
@@ -76,7 +63,7 @@ def _self_contradiction(facts: StartupFacts) -> str | None:
 def check_startup_log(inputs: ChainInputs) -> CheckResult:
     facts, path = inputs.startup, inputs.startup_path
     if facts is None:
-        return startup_result("startup.log", True, Status.NO_DATA, NO_LOG)
+        return STARTUP_RESULT("startup.log", Status.NO_DATA, NO_LOG)
     fatal = facts.fatal
     warnings = [s for s in facts.signatures if s.severity is Severity.WARNING]
     measurements: dict[str, float | int | str | bool | None] = {
@@ -106,23 +93,21 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
         found = "; ".join(_quote(s) for s in fatal[:5])
         kinds = sorted({s.kind for s in fatal})
         measurements["failure_kinds"] = ", ".join(kinds)
-        return startup_result(
+        return STARTUP_RESULT(
             "startup.log",
-            True,
             Status.FAIL,
             f"startup failed: {found}{history}",
             measurements,
-            [f"{path}#L{s.line}" for s in fatal[:10]],
+            evidence=[f"{path}#L{s.line}" for s in fatal[:10]],
         )
     if facts.ready_line is None:
-        return startup_result(
+        return STARTUP_RESULT(
             "startup.log",
-            True,
             Status.NO_DATA,
             "the log never shows the server ready (no 'Starting vLLM server' line): it is not a "
             f"complete initialization log{history}",
             measurements,
-            [path],
+            evidence=[path],
         )
     contradiction = _self_contradiction(facts)
     if later:
@@ -144,21 +129,19 @@ def check_startup_log(inputs: ChainInputs) -> CheckResult:
             [*([contradiction] if contradiction else []), *(_quote(s) for s in warnings[:5])]
         )
         lines = [facts.version_line, facts.engine_line] if contradiction else []
-        return startup_result(
+        return STARTUP_RESULT(
             "startup.log",
-            True,
             Status.WARN,
             f"started, with warnings: {found}{history}",
             measurements,
-            [f"{path}#L{n}" for n in [*lines, *(s.line for s in warnings[:10])] if n],
+            evidence=[f"{path}#L{n}" for n in [*lines, *(s.line for s in warnings[:10])] if n],
         )
-    return startup_result(
+    return STARTUP_RESULT(
         "startup.log",
-        True,
         Status.PASS,
         f"started cleanly: no failure signature{history}",
         measurements,
-        [path],
+        evidence=[path],
     )
 
 
@@ -168,16 +151,15 @@ def check_parsers(inputs: ChainInputs) -> CheckResult:
     critical = chain.tool_parser is not None or chain.reasoning_parser is not None
     facts = inputs.startup
     if facts is None:
-        return startup_result("startup.parsers", critical, Status.NO_DATA, NO_LOG)
+        return STARTUP_RESULT("startup.parsers", Status.NO_DATA, NO_LOG, critical=critical)
     if facts.args_line is None:  # the log does not say: not evidence of a wrong parser
-        return startup_result(
+        return STARTUP_RESULT(
             "startup.parsers",
-            critical,
             Status.NO_DATA,
             "the startup log has no `non-default args:` line, so the parsers it started with "
             "are unknown: give the first complete engine-initialization log (--log)",
-            {},
-            [inputs.startup_path],
+            critical=critical,
+            evidence=[inputs.startup_path],
         )
     where = (
         [f"{inputs.startup_path}#L{facts.args_line}"] if facts.args_line else [inputs.startup_path]
@@ -202,16 +184,16 @@ def check_parsers(inputs: ChainInputs) -> CheckResult:
             f"the profile needs {chain.reasoning_parser!r}"
         )
     if problems:
-        return startup_result(
-            "startup.parsers", True, Status.FAIL, "; ".join(problems), measurements, where
+        return STARTUP_RESULT(
+            "startup.parsers", Status.FAIL, "; ".join(problems), measurements, evidence=where
         )
-    return startup_result(
+    return STARTUP_RESULT(
         "startup.parsers",
-        critical,
         Status.PASS,
         f"tool-call parser {facts.tool_parser!r}, reasoning parser {facts.reasoning_parser!r}",
         measurements,
-        where,
+        critical=critical,
+        evidence=where,
     )
 
 
@@ -249,30 +231,24 @@ def check_prefix_caching_flag(inputs: ChainInputs) -> CheckResult:
         where.append(f"{inputs.startup_path}#L{facts.engine_line or facts.args_line}")
     if labels:
         where.append("metrics/env.prom#vllm:cache_config_info")
+    prefix_caching = ResultsOf(CheckClass.CACHE, tuple(where), critical=required)
     if enabled is None:
-        return startup_result(
+        return prefix_caching(
             "startup.prefix_caching",
-            required,
             Status.NO_DATA,
             "prefix-caching state unknown: needs the startup log or the engine's metrics",
             measurements,
-            where,
-            CheckClass.CACHE,
         )
     if not enabled:
-        return startup_result(
+        return prefix_caching(
             "startup.prefix_caching",
-            required,
             Status.FAIL if required else Status.WARN,
             "prefix caching is disabled in the engine config"
             + (" but the profile requires it (pass --enable-prefix-caching)" if required else ""),
             measurements,
-            where,
-            CheckClass.CACHE,
         )
-    return startup_result(
+    return prefix_caching(
         "startup.prefix_caching",
-        required,
         Status.PASS,
         "prefix caching is enabled (the flag only; `golive cache` proves reuse)"
         + (
@@ -281,8 +257,6 @@ def check_prefix_caching_flag(inputs: ChainInputs) -> CheckResult:
             else ""
         ),
         measurements,
-        where,
-        CheckClass.CACHE,
     )
 
 
@@ -290,7 +264,7 @@ def check_kv_cache(inputs: ChainInputs) -> CheckResult:
     """KV cache size and concurrency as logged; max_model_len as served agrees with the log."""
     facts = inputs.startup
     if facts is None:
-        return startup_result("startup.kv_cache", False, Status.NO_DATA, NO_LOG)
+        return STARTUP_RESULT("startup.kv_cache", Status.NO_DATA, NO_LOG, critical=False)
     where = (
         [f"{inputs.startup_path}#L{facts.kv_cache_line}"]
         if facts.kv_cache_line
@@ -312,32 +286,32 @@ def check_kv_cache(inputs: ChainInputs) -> CheckResult:
         and facts.max_model_len is not None
         and str(facts.max_model_len) != live.value
     ):
-        return startup_result(
+        return STARTUP_RESULT(
             "startup.kv_cache",
-            False,
             Status.WARN,
             f"the log says max_model_len {facts.max_model_len} but the server reports "
             f"{live.value}: the log may be from another launch",
             measurements,
-            [*where, live.where],
+            critical=False,
+            evidence=[*where, live.where],
         )
     if facts.kv_cache_tokens is None:
-        return startup_result(
+        return STARTUP_RESULT(
             "startup.kv_cache",
-            False,
             Status.NO_DATA,
             "no KV cache size line in the log",
             measurements,
-            where,
+            critical=False,
+            evidence=where,
         )
-    return startup_result(
+    return STARTUP_RESULT(
         "startup.kv_cache",
-        False,
         Status.PASS,
         f"{facts.kv_cache_device} KV cache {facts.kv_cache_tokens:,} tokens, max concurrency "
         f"{facts.max_concurrency}x at max_model_len {facts.max_model_len}",
         measurements,
-        where,
+        critical=False,
+        evidence=where,
     )
 
 

@@ -8,9 +8,9 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
-from golive.checks.env.chain_inputs import ChainInputs, Source, env_result
+from golive.checks.env.chain_inputs import ChainInputs, Source
 from golive.evidence.image_ref import same_repository, split_image
-from golive.results import CheckResult, Status
+from golive.results import ENVIRONMENT_RESULT, CheckResult, Status
 
 _CUSTOM = re.compile(r"\.dev\d+|\+g[0-9a-f]{6,}|\+[0-9a-f]{7,}")
 
@@ -50,9 +50,8 @@ def check_vllm_version(inputs: ChainInputs) -> CheckResult:
         )
     where = [s.where for s in sources]
     if not sources:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.vllm_version",
-            True,
             Status.NO_DATA,
             "no vLLM version known: give --target, --log or --container-info",
         )
@@ -60,25 +59,23 @@ def check_vllm_version(inputs: ChainInputs) -> CheckResult:
     measurements: dict[str, float | int | str | bool | None] = {"vllm_version": versions[0]}
     if len(versions) > 1:
         seen = ", ".join(f"{s.value} ({s.where})" for s in sources)
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.vllm_version",
-            True,
             Status.FAIL,
             f"the layers disagree on the vLLM version: {seen}",
             measurements,
-            where,
+            evidence=where,
         )
     version = versions[0]
     minimum = inputs.profile.chain.min_vllm
     parsed = _parse_version(version)
     if minimum is not None and (parsed is None or parsed.release < Version(minimum).release):
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.vllm_version",
-            True,
             Status.FAIL,
             f"vLLM {version} is older than the profile's minimum {minimum}",
             measurements,
-            where,
+            evidence=where,
         )
     nightly_in_official = _CUSTOM.search(version) is not None and _official_image(inputs)
     if nightly_in_official:  # e.g. the Kimi K3 image, built from a nightly: not a custom build
@@ -86,55 +83,50 @@ def check_vllm_version(inputs: ChainInputs) -> CheckResult:
     elif _CUSTOM.search(version):
         measurements["custom_build"] = True
         if inputs.profile.chain.image is not None:
-            return env_result(
+            return ENVIRONMENT_RESULT(
                 "environment.vllm_version",
-                True,
                 Status.FAIL,
                 f"vLLM {version} is a custom/dev build: it goes on a separate evidence track and "
                 "never counts as the official recipe",
                 measurements,
-                where,
+                evidence=where,
             )
         if inputs.custom_build is None:
-            return env_result(
+            return ENVIRONMENT_RESULT(
                 "environment.vllm_version",
-                True,
                 Status.FAIL,
                 f"vLLM {version} is a custom/dev build with no build record: give "
                 "environment.custom_build (source branch, commit, lockfile, build command, "
                 "image digest, rollback image)",
                 measurements,
-                where,
+                evidence=where,
             )
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.vllm_version",
-            True,
             Status.PASS,
             f"vLLM {version}: custom build on its own evidence track (commit "
             f"{inputs.custom_build.commit}, rollback {inputs.custom_build.rollback_image})",
             measurements,
-            where,
+            evidence=where,
         )
     floor = "" if minimum is None else f" (minimum {minimum})"
     if nightly_in_official:
         floor += f", the nightly the profile's image {inputs.profile.chain.image} is built from"
     measurements["sources"] = len(sources)
     if len(sources) < 2:
-        return env_result(
+        return ENVIRONMENT_RESULT(
             "environment.vllm_version",
-            True,
             Status.WARN,
             f"vLLM {version}{floor} from one source only ({sources[0].where}): nothing "
             "corroborates it; give a second one (--target for the live /version, --log, "
             "--container-info)",
             measurements,
-            where,
+            evidence=where,
         )
-    return env_result(
+    return ENVIRONMENT_RESULT(
         "environment.vllm_version",
-        True,
         Status.PASS,
         f"vLLM {version}{floor}, agreed by {len(sources)} source(s)",
         measurements,
-        where,
+        evidence=where,
     )

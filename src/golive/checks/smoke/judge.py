@@ -18,29 +18,14 @@ from golive.checks.engine_name import engine_model
 from golive.config import GoliveConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CheckClass, CheckResult, ResultsOf, Status
 from golive.traffic.records import ParsedResponse, reparsed
 
 TEXT_CHECKS = ("smoke.text", "smoke.text_stream")  # also their requests' labels
 CHECKS = ("smoke.health", "smoke.version", "smoke.models", *TEXT_CHECKS, "smoke.metrics")
 
 
-def _result(
-    check_id: str,
-    status: Status,
-    summary: str,
-    measurements: Mapping[str, float | int | str | bool | None] | None = None,
-    evidence: tuple[str, ...] = (SMOKE_REQUESTS,),
-) -> CheckResult:
-    return CheckResult(
-        id=check_id,
-        check_class=CheckClass.SMOKE,
-        critical=True,
-        status=status,
-        summary=summary,
-        measurements=dict(measurements or {}),
-        evidence=evidence,
-    )
+SMOKE_RESULT = ResultsOf(CheckClass.SMOKE, (SMOKE_REQUESTS,))
 
 
 def judge_smoke(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:
@@ -72,7 +57,7 @@ def judge_smoke(evidence: BundleReader, config: GoliveConfig) -> list[CheckResul
 
 
 def _unsaved(check_id: str, what: str) -> CheckResult:
-    return _result(check_id, Status.NO_DATA, f"no saved answer to {what} in {SMOKE_REQUESTS}")
+    return SMOKE_RESULT(check_id, Status.NO_DATA, f"no saved answer to {what} in {SMOKE_REQUESTS}")
 
 
 def health_result(parsed: ParsedResponse | None) -> CheckResult:
@@ -80,8 +65,8 @@ def health_result(parsed: ParsedResponse | None) -> CheckResult:
         return _unsaved("smoke.health", "/health")
     problem = transport_problem(parsed, "/health")
     if problem:
-        return _result("smoke.health", *problem)
-    return _result(
+        return SMOKE_RESULT("smoke.health", *problem)
+    return SMOKE_RESULT(
         "smoke.health",
         Status.PASS,
         f"/health answered {parsed.record.status} in {parsed.e2e_ms:.0f} ms",
@@ -94,11 +79,11 @@ def version_result(parsed: ParsedResponse | None) -> CheckResult:
         return _unsaved("smoke.version", "/version")
     problem = transport_problem(parsed, "/version (is this a vLLM server?)")
     if problem:
-        return _result("smoke.version", *problem)
+        return SMOKE_RESULT("smoke.version", *problem)
     body = parsed.json_body
     version = body.get("version") if isinstance(body, dict) else None
     if not isinstance(version, str):
-        return _result(
+        return SMOKE_RESULT(
             "smoke.version",
             Status.FAIL,
             f"/version did not return vLLM's {{'version': ...}}: {parsed.record.raw_text[:120]!r}",
@@ -106,14 +91,14 @@ def version_result(parsed: ParsedResponse | None) -> CheckResult:
     try:
         Version(version)
     except InvalidVersion:
-        return _result(
+        return SMOKE_RESULT(
             "smoke.version",
             Status.FAIL,
             f"/version says {version[:80]!r}, which is not a package version (vLLM reports e.g. "
             "'0.32.0' or '0.11.1rc2.dev12+gabc'): the server is not vLLM, or hides its build",
             {"vllm_version": version[:80]},
         )
-    return _result(
+    return SMOKE_RESULT(
         "smoke.version", Status.PASS, f"vLLM reports version {version}", {"vllm_version": version}
     )
 
@@ -132,12 +117,12 @@ def models_result(parsed: ParsedResponse | None, wanted: str | None) -> CheckRes
         return _unsaved("smoke.models", "/v1/models")
     problem = transport_problem(parsed, "/v1/models")
     if problem:
-        return _result("smoke.models", *problem)
+        return SMOKE_RESULT("smoke.models", *problem)
     entry, served = served_entry(parsed.json_body, wanted)
     if not served:
-        return _result("smoke.models", Status.FAIL, "/v1/models lists no models")
+        return SMOKE_RESULT("smoke.models", Status.FAIL, "/v1/models lists no models")
     if entry is None:
-        return _result(
+        return SMOKE_RESULT(
             "smoke.models",
             Status.FAIL,
             f"model {wanted!r} is not served here; served: {', '.join(served)} "
@@ -146,7 +131,7 @@ def models_result(parsed: ParsedResponse | None, wanted: str | None) -> CheckRes
         )
     model = str(entry["id"])
     max_len = entry.get("max_model_len")
-    return _result(
+    return SMOKE_RESULT(
         "smoke.models",
         Status.PASS,
         f"serves {model!r} (max_model_len {max_len})",
@@ -158,13 +143,15 @@ def text_result(parsed: ParsedResponse | None, check_id: str, sent: bool) -> Che
     stream = check_id == "smoke.text_stream"
     mode = "streamed" if stream else "non-streamed"
     if not sent:
-        return _result(check_id, Status.NO_DATA, f"no {mode} request sent: no served model known")
+        return SMOKE_RESULT(
+            check_id, Status.NO_DATA, f"no {mode} request sent: no served model known"
+        )
     if parsed is None:
         return _unsaved(check_id, f"the {mode} text request")
     record = parsed.record
     problem = transport_problem(parsed, f"{mode} text request")
     if problem:
-        return _result(check_id, *problem)
+        return SMOKE_RESULT(check_id, *problem)
     completion = parsed.completion or {}
     choices = completion.get("choices") or [{}]
     message = choices[0].get("message") or {}
@@ -182,28 +169,28 @@ def text_result(parsed: ParsedResponse | None, check_id: str, sent: bool) -> Che
         "server_request_id": parsed.server_request_id,
     }
     if parsed.problems:
-        return _result(
+        return SMOKE_RESULT(
             check_id,
             Status.FAIL,
             f"{mode} answer is broken: {'; '.join(parsed.problems)}",
             measurements,
         )
     if not (message.get("content") or "").strip():
-        return _result(
+        return SMOKE_RESULT(
             check_id,
             Status.FAIL,
             f"{mode} answer has no content (finish_reason {finish})",
             measurements,
         )
     if finish not in ("stop", "length"):
-        return _result(
+        return SMOKE_RESULT(
             check_id,
             Status.FAIL,
             f"{mode} answer ended with finish_reason {finish!r}",
             measurements,
         )
     timing = f"first token {parsed.ttft_ms:.0f} ms, " if stream and parsed.ttft_ms else ""
-    return _result(
+    return SMOKE_RESULT(
         check_id,
         Status.PASS,
         f"{mode} text answer: {usage.get('completion_tokens')} tokens, {timing}"
@@ -246,18 +233,18 @@ def metrics_result(
     after, after_problem = saved_snapshot(evidence, after_scrape)
     if before is None or after is None:
         problem = before_problem or after_problem
-        return _result(
+        return SMOKE_RESULT(
             "smoke.metrics", Status.NO_DATA, f"no engine metrics: {problem}", evidence=files
         )
     named = {v for x in after.series("request_success") if (v := x.label("model_name"))}
     if model is not None and named and model not in named:
-        return _result(
+        return SMOKE_RESULT(
             "smoke.metrics",
             Status.NO_DATA,
             f"the metrics carry no series for the served model {model!r}, only for "
             f"{', '.join(sorted(named))}: the metrics URL describes another engine or model",
             {"models_in_metrics": ", ".join(sorted(named))},
-            files,
+            evidence=files,
         )
 
     def mine(name: str) -> dict[str, str]:
@@ -289,38 +276,38 @@ def metrics_result(
     }
     files = (*files, SMOKE_DELTA)
     if served == 0:
-        return _result(
+        return SMOKE_RESULT(
             "smoke.metrics",
             Status.NO_DATA,
             "no request was served before the second scrape, so the counters account for "
             "nothing: the request classes before this check must succeed first",
             measurements,
-            files,
+            evidence=files,
         )
     if successes is None:
-        return _result(
+        return SMOKE_RESULT(
             "smoke.metrics",
             Status.NO_DATA,
             "metrics have no request_success counter",
             measurements,
-            files,
+            evidence=files,
         )
     if successes < served:
-        return _result(
+        return SMOKE_RESULT(
             "smoke.metrics",
             Status.FAIL,
             f"metrics counted {successes:g} finished requests, but {served} were served: "
             "the metrics URL does not describe the engine that answered",
             measurements,
-            files,
+            evidence=files,
         )
     shared = (
         f"; {successes - served:g} more than ours (a shared server?)" if successes > served else ""
     )
-    return _result(
+    return SMOKE_RESULT(
         "smoke.metrics",
         Status.PASS,
         f"engine metrics counted our {served} request(s){shared}",
         measurements,
-        files,
+        evidence=files,
     )

@@ -20,11 +20,11 @@ from golive.checks.coverage import smoke_coverage
 from golive.checks.gateway import asked_prompt, held_to_engine
 from golive.checks.smoke.judge import saved_models
 from golive.checks.smoke.request_classes_rules import (
+    CLASS_RESULT,
     answer_text,
     gateway_difference,
     judge_multimodal,
     judge_shared_prompt,
-    smoke_result,
 )
 from golive.config import GoliveConfig
 from golive.results import CheckResult, SkipReason, Status
@@ -91,18 +91,18 @@ def _answered(
 ) -> ParsedResponse | CheckResult:
     """The answer, or the check's result where there is no usable one."""
     if parsed is None:
-        return smoke_result(check_id, Status.NO_DATA, f"{what}: no saved answer in {FILE}")
+        return CLASS_RESULT(check_id, Status.NO_DATA, f"{what}: no saved answer in {FILE}")
     problem = transport_problem(parsed, what)
     if problem:
-        return smoke_result(check_id, *problem)
+        return CLASS_RESULT(check_id, *problem)
     if parsed.problems:
-        return smoke_result(check_id, Status.FAIL, f"{what}: {'; '.join(parsed.problems)}")
+        return CLASS_RESULT(check_id, Status.FAIL, f"{what}: {'; '.join(parsed.problems)}")
     return parsed
 
 
 def long_context_result(answer: Pair, max_model_len: int | None, fraction: float) -> CheckResult:
     if max_model_len is None:
-        return smoke_result(
+        return CLASS_RESULT(
             "smoke.long_context",
             Status.NO_DATA,
             "max_model_len unknown: cannot size a long-context request",
@@ -120,13 +120,13 @@ def long_context_result(answer: Pair, max_model_len: int | None, fraction: float
         "e2e_ms": parsed.e2e_ms,
     }
     if diff := gateway_difference(parsed, engine):
-        return smoke_result(
+        return CLASS_RESULT(
             "smoke.long_context",
             Status.FAIL,
             f"the gateway altered the answer: {diff}",
             measurements,
         )
-    return smoke_result(
+    return CLASS_RESULT(
         "smoke.long_context",
         Status.PASS,
         f"{usage.get('prompt_tokens')}-token input served, first token {parsed.ttft_ms:.0f} ms",
@@ -137,11 +137,10 @@ def long_context_result(answer: Pair, max_model_len: int | None, fraction: float
 def multimodal_result(vision: bool, image: Pair, text_only: ParsedResponse | None) -> CheckResult:
     if not vision:
         return dataclasses.replace(
-            smoke_result(
+            CLASS_RESULT(
                 "smoke.multimodal",
                 Status.SKIPPED,
                 "the config says the application sends no images (smoke.vision: false)",
-                {},
                 critical=False,
             ),
             skip_reason=SkipReason.NOT_USED,
@@ -150,7 +149,7 @@ def multimodal_result(vision: bool, image: Pair, text_only: ParsedResponse | Non
     if isinstance(parsed, CheckResult):
         return parsed
     if diff := gateway_difference(parsed, image[1]):
-        return smoke_result(
+        return CLASS_RESULT(
             "smoke.multimodal", Status.FAIL, f"the gateway altered the answer: {diff}"
         )
     twin = _answered("smoke.multimodal", text_only, "the same request without the image")
@@ -191,10 +190,10 @@ def tools_structured_result(tool_answer: Pair, structured_answer: Pair) -> Check
             problems.append(f"the gateway altered the answer: {diff}")
     measurements = {"tool_calls": len(calls)}
     if problems:
-        return smoke_result(
+        return CLASS_RESULT(
             "smoke.tools_structured", Status.FAIL, "; ".join(problems), measurements
         )
-    return smoke_result(
+    return CLASS_RESULT(
         "smoke.tools_structured",
         Status.PASS,
         f"{len(calls)} tool call(s) and the structured answer validate against their schemas",
@@ -226,7 +225,7 @@ def shared_prompt_result(repeats: Sequence[Pair]) -> CheckResult:
         if isinstance(parsed, CheckResult):
             return parsed
         if diff := gateway_difference(parsed, engine):
-            return smoke_result(
+            return CLASS_RESULT(
                 "smoke.shared_prompt", Status.FAIL, f"the gateway altered the answer: {diff}"
             )
         cached.append(parsed.cached_tokens)

@@ -4,27 +4,18 @@ reached the model, whether a shared system prompt arrived unchanged. Table-teste
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from golive.bundle.request_line import RequestRecordLine
 from golive.checks.gateway import request_rewritten
-from golive.results import CheckClass, CheckResult, Status
+from golive.results import CheckClass, CheckResult, ResultsOf, Status
 from golive.traffic.records import ParsedResponse
 
 EVIDENCE = ("requests/smoke-classes.jsonl",)
 
 
-def smoke_result(
-    check_id: str,
-    status: Status,
-    summary: str,
-    measurements: Mapping[str, Any] | None = None,
-    critical: bool = True,
-) -> CheckResult:
-    return CheckResult(
-        check_id, CheckClass.SMOKE, critical, status, summary, dict(measurements or {}), EVIDENCE
-    )
+CLASS_RESULT = ResultsOf(CheckClass.SMOKE, EVIDENCE)  # a request class's check
 
 
 def gateway_difference(target: ParsedResponse, engine: ParsedResponse | None) -> str | None:
@@ -73,7 +64,7 @@ def judge_multimodal(image: ParsedResponse, text_only: ParsedResponse) -> CheckR
     without = (text_only.usage or {}).get("prompt_tokens")
     measurements = {"prompt_tokens_with_image": with_image, "prompt_tokens_text_only": without}
     if not isinstance(with_image, int) or not isinstance(without, int):
-        return smoke_result(
+        return CLASS_RESULT(
             "smoke.multimodal",
             Status.NO_DATA,
             "the answers carry no usage.prompt_tokens, so whether the image reached the model "
@@ -81,7 +72,7 @@ def judge_multimodal(image: ParsedResponse, text_only: ParsedResponse) -> CheckR
             measurements,
         )
     if with_image <= without:
-        return smoke_result(
+        return CLASS_RESULT(
             "smoke.multimodal",
             Status.FAIL,
             f"the image added no prompt tokens ({with_image} with it, {without} without): it "
@@ -89,10 +80,10 @@ def judge_multimodal(image: ParsedResponse, text_only: ParsedResponse) -> CheckR
             measurements,
         )
     if not answer_text(image):
-        return smoke_result(
+        return CLASS_RESULT(
             "smoke.multimodal", Status.FAIL, "the image request got an empty answer"
         )
-    return smoke_result(
+    return CLASS_RESULT(
         "smoke.multimodal",
         Status.PASS,
         f"an image request was answered; the image added {with_image - without} prompt tokens",
@@ -119,7 +110,7 @@ def judge_shared_prompt(
     measurements.update({f"prompt_tokens_{i}": p for i, p in enumerate(prompts)})
     empty = [i for i, a in enumerate(answers) if not a]
     if empty:
-        return smoke_result(
+        return CLASS_RESULT(
             "smoke.shared_prompt",
             Status.FAIL,
             f"repeat(s) {empty} of the shared system prompt got an empty answer",
@@ -127,7 +118,7 @@ def judge_shared_prompt(
         )
     counted = [p for p in prompts if isinstance(p, int)]
     if len(counted) < len(prompts) or not counted:
-        return smoke_result(
+        return CLASS_RESULT(
             "smoke.shared_prompt",
             Status.NO_DATA,
             "the answers carry no usage.prompt_tokens: whether the shared prompt arrived "
@@ -136,7 +127,7 @@ def judge_shared_prompt(
         )
     spread = max(counted) - min(counted)
     if spread > SHARED_PROMPT_SPREAD:
-        return smoke_result(
+        return CLASS_RESULT(
             "smoke.shared_prompt",
             Status.FAIL,
             f"one system prompt arrived as {min(counted)} to {max(counted)} prompt tokens: it "
@@ -144,7 +135,7 @@ def judge_shared_prompt(
             "shared or cached",
             measurements,
         )
-    return smoke_result(
+    return CLASS_RESULT(
         "smoke.shared_prompt",
         Status.PASS,
         f"{len(counted)} requests with one system prompt answered, {min(counted)}-"
@@ -165,17 +156,17 @@ def load_result(check_id: str, lines: Sequence[RequestRecordLine], what: str) ->
         "e2e_max_s": round(e2e[-1], 3) if e2e else None,
     }
     if not lines:
-        return smoke_result(check_id, Status.NO_DATA, f"{what}: no request completed", measurements)
+        return CLASS_RESULT(check_id, Status.NO_DATA, f"{what}: no request completed", measurements)
     if bad:
         first = bad[0]
         reason = first.failure.message if first.failure is not None else "; ".join(first.problems)
-        return smoke_result(
+        return CLASS_RESULT(
             check_id,
             Status.FAIL,
             f"{what}: {len(bad)}/{len(lines)} failed ({reason})",
             measurements,
         )
-    return smoke_result(
+    return CLASS_RESULT(
         check_id,
         Status.PASS,
         f"{what}: {len(lines)} requests served, slowest {e2e[-1]:.1f} s",
