@@ -105,6 +105,18 @@ class CheckLimits:
     disable_feature: str | None = None  # go live without this Agent feature
 
 
+def measured_int(value: object) -> int | None:
+    """A measurement read back as an integer (None: absent, or not an integer; a bool is
+    not one). The typed accessors beside each measurement's writer use it."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def measured_number(value: object) -> float | None:
+    """A measurement read back as a number, int or float as it was written (None: absent, or
+    not a number; a bool is not one)."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """One check's finding (verdict.json `checks`: `verdict.document.CheckEntry`, which

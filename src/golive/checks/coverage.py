@@ -37,7 +37,8 @@ AGENT = "agent" + COVERAGE
 CACHE = "cache" + COVERAGE
 CAPACITY = "capacity" + COVERAGE
 CLASSES_PART = "smoke.classes"
-GAP_SEPARATOR = " | "  # between the gaps in a coverage check's `gaps` measurement
+GAPS = "gaps"  # a coverage check's measurement: what was left out (verdict/scope.py reads it)
+GAP_SEPARATOR = " | "  # between the gaps in it
 # The Agent cases golive shipped when the rule came: required of every bundle judged on it,
 # whatever list a plan carries (a plan also records the cases shipped when it ran, which a
 # later golive may have added to). A case removed from the shipped set must leave here too.
@@ -256,7 +257,7 @@ def coverage_result(
     result = ResultsOf(check_class, evidence)
     if not gaps:
         return result(check_id, Status.PASS, covered + said, measurements)
-    measurements["gaps"] = GAP_SEPARATOR.join(gaps)
+    measurements[GAPS] = GAP_SEPARATOR.join(gaps)
     return result(
         check_id,
         Status.SKIPPED,
@@ -265,6 +266,12 @@ def coverage_result(
         classification=Classification.PROGRAMME_INCOMPLETE,
         skip_reason=SkipReason.LEFT_OUT,
     )
+
+
+def named_gaps(measurements: Mapping[str, object]) -> tuple[str, ...]:
+    """The gaps a coverage check named (`coverage_result`); () where it named none."""
+    named = measurements.get(GAPS)
+    return tuple(named.split(GAP_SEPARATOR)) if isinstance(named, str) and named else ()
 
 
 def smoke_coverage(
@@ -350,9 +357,12 @@ def sustained_coverage(
     measured them from the records — whatever floor the config set
     (`capacity.min_sustained_s` may be lowered for a quick look, never for a decision).
     None where the window did not run (capacity.sustained says why)."""
-    held = sustained.measurements.get("duration_s")
-    answered = sustained.measurements.get("completed")
-    if not isinstance(held, int | float) or not isinstance(answered, int):
+    # (here, not at the top: the capacity package imports this module)
+    from golive.checks.capacity.measured import sustained_window
+
+    window = sustained_window(sustained.measurements)
+    held, answered = window.duration_s, window.completed
+    if held is None or answered is None:
         return None
     gaps = []
     if held < MIN_SUSTAINED_S * SUSTAINED_COVERED_SHARE:

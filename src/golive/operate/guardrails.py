@@ -20,6 +20,8 @@ import yaml
 
 from golive.bundle.layout import CAPACITY_STEPS, SIGNOFF_JSON
 from golive.bundle.store import locate
+from golive.checks.cache.judge import prefix_reuse
+from golive.checks.capacity.measured import ramp_ceiling
 from golive.errors import ConfigError
 from golive.metrics import Snapshot
 from golive.operate.alert_scope import (
@@ -71,10 +73,7 @@ def envelope(
     """The envelope from the verdict and the ramp's steps (`metrics/capacity-steps.jsonl`).
     The TTFT SLO defaults to 1.5x the p95 TTFT measured at the accepted ceiling."""
     lim = verdict.limits
-    reuse = verdict.measurements("cache.prefix_reuse")
-    ceiling = lim.max_concurrency or _num(
-        verdict.measurements("capacity.concurrency").get("ceiling")
-    )
+    ceiling = lim.max_concurrency or ramp_ceiling(verdict.measurements("capacity.concurrency"))
     inside = [s for s in steps if not ceiling or (s.get("concurrency") or 0) <= ceiling]
     waiting = [w for s in inside if (w := _num(s.get("max_waiting"))) is not None]
     measured = [s for s in inside if _num(s.get("ttft_p95_s")) is not None]
@@ -93,16 +92,11 @@ def envelope(
             f"the p95 TTFT inside the envelope came from at most {most} requests per step; a "
             f"p95 needs {needed} to be bounded at 95% confidence: give --ttft-slo"
         )
-    # the API's cached_tokens where reported, else the engine's own reuse count
-    warm = _num(reuse.get("warm_cached_tokens_min"))
-    if warm is None:
-        warm = _num(reuse.get("warm_engine_reused_min"))
-    cold = _num(reuse.get("cold_prompt_tokens"))
     return Envelope(
-        max_concurrency=int(ceiling) if isinstance(ceiling, (int, float)) else None,
+        max_concurrency=ceiling,
         max_waiting=max(waiting) if waiting else None,
         ttft_slo_s=ttft_slo_s or (round(1.5 * max(ttfts), 3) if ttfts else None),
-        cache_hit_ratio=warm / cold if warm and cold else None,
+        cache_hit_ratio=prefix_reuse(verdict.measurements("cache.prefix_reuse")).hit_ratio,
         max_context=lim.max_context,
         disable_features=lim.disable_features,
         ttft_slo_note=note,

@@ -28,6 +28,7 @@ from typing import Any
 from golive.bundle.layout import WATCH_OBSERVATIONS, WATCH_RECORDS, WATCH_SUMMARY
 from golive.checks.agent.response import Contract, response_findings
 from golive.checks.cache import CacheProtocol
+from golive.checks.cache.judge import prefix_reuse
 from golive.checks.cache.rules import engine_reused_tokens
 from golive.checks.context import (
     CheckContext,
@@ -101,8 +102,8 @@ def thresholds(env: Envelope, config: WatchConfig) -> Thresholds:
 
 def probe_prefix_tokens(verdict: VerdictDocument) -> int:
     """The cache probe's prefix: the accepted proof's shared prefix plus its user turn."""
-    shared = verdict.measurements("cache.prefix_reuse").get("shared_prefix_tokens")
-    if isinstance(shared, int) and not isinstance(shared, bool) and shared > 0:
+    shared = prefix_reuse(verdict.measurements("cache.prefix_reuse")).shared_prefix_tokens
+    if shared is not None and shared > 0:
         return shared + 24
     return 640
 

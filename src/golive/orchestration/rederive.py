@@ -32,6 +32,7 @@ from golive.bundle.layout import (
 from golive.bundle.schemas import schema_problems
 from golive.bundle.store import BundleReader, verify
 from golive.checks.cache.after_load import combined_gap
+from golive.checks.capacity.measured import sustained_window
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, sections_with_evidence
 from golive.errors import BundleError, ConfigError
 from golive.orchestration.rejudge import bundle_profile, differences, rejudge
@@ -213,7 +214,7 @@ def _as_stated_before(
         sustained is None
         or sustained.status is not Status.WARN
         or derived.sustained_s is not None
-        or stated.sustained_s != sustained.measurements.get("duration_s")
+        or stated.sustained_s != sustained_window(sustained.measurements).duration_s
     ):
         return derived
     return derived.model_copy(update={"sustained_s": stated.sustained_s})

@@ -22,6 +22,7 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader
 from golive.checks.cache.judge import cache_labels
+from golive.checks.capacity.measured import capacity_ceiling
 from golive.checks.capacity.stalls import number
 from golive.checks.env.judge import serving_launch
 from golive.config import parse_config
@@ -53,7 +54,7 @@ def _expanding(checks: Sequence[CheckResult]) -> CheckResult | None:
     limits = [
         (limit, n)
         for n, c in enumerate(expanding)
-        if (limit := number(c.measurements.get("capacity_ceiling"))) is not None
+        if (limit := capacity_ceiling(c.measurements)) is not None
     ]
     if limits:
         return expanding[min(limits)[1]]
@@ -90,7 +91,7 @@ def _ceiling(expanding: CheckResult, envelope: ExercisedEnvelope) -> tuple[int |
     """The concurrency one replica is sized at: the limit the expanding check set
     (`capacity_ceiling`), which is below the ramp's highest stable step where that step did
     not hold for the sustained window; else the ramp's ceiling."""
-    limit = number(expanding.measurements.get("capacity_ceiling"))
+    limit = capacity_ceiling(expanding.measurements)
     ramp = envelope.max_concurrency
     if limit is None or limit < 1:
         return ramp, f"{VERDICT}#capacity.concurrency"

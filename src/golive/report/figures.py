@@ -17,7 +17,9 @@ from pydantic import ValidationError
 from golive.bundle.layout import CAPACITY_STEPS, EFFECTIVE_CONFIG
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.latency_files import latency_rows
+from golive.checks.capacity.measured import ramp_ceiling
 from golive.checks.capacity.recorded import window_label
+from golive.checks.capacity.slo import slo_ceiling
 from golive.report.plots import Mark, Ref, category_chart
 from golive.report.plots_latency import percentile_chart
 from golive.slo_config import SloConfig
@@ -49,14 +51,12 @@ class LoadWindows:
     @classmethod
     def read(cls, reader: BundleReader, verdict: VerdictDocument) -> LoadWindows:
         slo = stated_slo(reader)
-        knee = verdict.measurements("capacity.concurrency").get("ceiling")
-        held = verdict.measurements("capacity.slo").get("slo_ceiling")
         return cls(
             finite_rows(reader.jsonl(CAPACITY_STEPS)),
             finite_rows(latency_rows(reader, slo)),
             slo,
-            knee if isinstance(knee, int) and not isinstance(knee, bool) else None,
-            held if isinstance(held, int) and not isinstance(held, bool) else None,
+            ramp_ceiling(verdict.measurements("capacity.concurrency")),
+            slo_ceiling(verdict.measurements("capacity.slo")),
         )
 
     def step_marks(self, concurrency: Sequence[object]) -> list[Mark]:

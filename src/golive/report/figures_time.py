@@ -18,6 +18,7 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.judge import drift_points
+from golive.checks.capacity.memory import headroom_floor
 from golive.checks.capacity.memory_curve import SavedCurve, curve_number, read_curve
 from golive.checks.capacity.recorded import answers_of, window_label, window_records
 from golive.checks.capacity.windows import trend
@@ -116,8 +117,8 @@ def _gpu_figures(
         for g in (inventory if isinstance(inventory, list) else ())
         if isinstance(g, Mapping) and isinstance(g.get("memory_total_mib"), int | float)
     }
-    minimum = verdict.measurements("capacity.memory").get("min_memory_headroom")
-    share = float(minimum) if isinstance(minimum, int | float) else _DEFAULT_HEADROOM
+    minimum = headroom_floor(verdict.measurements("capacity.memory"))
+    share = _DEFAULT_HEADROOM if minimum is None else float(minimum)
     out = []
     for index, total in sorted(totals.items()):
         column = f"gpu{index}_used_mib"

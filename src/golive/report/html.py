@@ -20,6 +20,7 @@ from golive.bundle.layout import (
     SIGNOFF_JSON,
 )
 from golive.bundle.store import BundleReader, locate
+from golive.checks.agent.results import pass_rate
 from golive.report.figures import Figure, LoadWindows, concurrency_figures, distribution_figures
 from golive.report.figures_time import memory_figures, sustained_figures
 from golive.report.markdown import chain_rows, scope_line
@@ -126,15 +127,14 @@ def cache_charts(path: Path) -> list[Figure]:
 def agent_chart(verdict: VerdictDocument) -> list[Figure]:
     rows = []
     for check in verdict.checks:
-        m = check.measurements
-        rate = m.get("pass_rate")
-        if check.check_class is CheckClass.AGENT and isinstance(rate, (int, float)):
+        rate = pass_rate(check.measurements)
+        if check.check_class is CheckClass.AGENT and rate is not None:
             rows.append(
                 (
                     check.id.removeprefix("agent."),
-                    float(rate),
-                    float(m.get("wilson_low") or 0.0),
-                    float(m.get("wilson_high") or 1.0),
+                    float(rate.rate),
+                    float(rate.low or 0.0),
+                    float(rate.high or 1.0),
                 )
             )
     svg = interval_chart("Pass rate per case (Wilson 95% interval)", rows)

@@ -14,7 +14,6 @@ the outcome is a property of each suite."""
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -22,11 +21,10 @@ from typing import Any
 
 from golive.bundle.request_line import NOT_RECORDS
 from golive.bundle.store import BundleReader
+from golive.checks.capacity.slo import level_objectives
 from golive.verdict.document import CheckEntry, VerdictDocument
 
 SLO_CHECK = "capacity.slo"
-# `<window>_<objective>_state` in capacity.slo's measurements (slo.slo_result)
-_SLO_STATE = re.compile(r"^(?P<window>c\d+)_(?P<slo>[a-z0-9_]+)_state$")
 
 
 def junit_xml(verdict: VerdictDocument, spans: Mapping[str, float] | None = None) -> str:
@@ -102,29 +100,15 @@ def slo_cases(
 ) -> list[tuple[str, str, str, tuple[str, ...], float]]:
     """(name, state, message, evidence, seconds) for each objective at each window."""
     out: list[tuple[str, str, str, tuple[str, ...], float]] = []
-    for key, state in measurements.items():
-        found = _SLO_STATE.match(key)
-        if found is None or not isinstance(state, str):
-            continue
-        window, slo = found["window"], found["slo"]
-        value = measurements.get(f"{window}_{slo}")
-        samples = measurements.get(f"{window}_{slo}_samples")
-        duration = measurements.get(f"{window}_duration_s")
-        target = _target(measurements.get("slo_targets"), slo)
+    for o in level_objectives(measurements):
+        target = "?" if o.target is None else o.target
         message = (
-            f"{slo} at {window}: {state}, measured {value} from {samples} samples (target {target})"
+            f"{o.objective} at {o.level}: {o.state}, measured {o.measured} from {o.samples} "
+            f"samples (target {target})"
         )
-        seconds = float(duration) if isinstance(duration, int | float) else 0.0
-        out.append((f"{window}.{slo}", state, message, (), seconds))
+        seconds = 0.0 if o.duration_s is None else float(o.duration_s)
+        out.append((f"{o.level}.{o.objective}", o.state, message, (), seconds))
     return out
-
-
-def _target(targets: object, slo: str) -> str:
-    for part in str(targets or "").split(", "):
-        key, _, value = part.partition("=")
-        if key == slo:
-            return value
-    return "?"
 
 
 def record_spans(root: Path, verdict: VerdictDocument) -> dict[str, float]:

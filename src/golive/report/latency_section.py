@@ -13,6 +13,8 @@ from pydantic import ValidationError
 from golive.bundle.layout import EFFECTIVE_CONFIG, WORKLOAD_SAMPLE
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.latency_files import latency_rows
+from golive.checks.capacity.measured import ramp_ceiling
+from golive.checks.capacity.slo import slo_ceiling, slo_targets
 from golive.config import GoliveConfig
 from golive.report.junit import slo_cases
 from golive.verdict.document import VerdictDocument
@@ -46,12 +48,12 @@ def _section(reader: BundleReader, verdict: VerdictDocument) -> str:
     ramp = checks.get("capacity.concurrency")
     slo = checks.get("capacity.slo")
     lines = ["", "## Latency, throughput and goodput", ""]
-    knee = ramp.measurements.get("ceiling") if ramp is not None else None
+    knee = ramp_ceiling(ramp.measurements) if ramp is not None else None
     lines.append(f"- throughput ceiling (the ramp's): **{_level(knee)}**")
     if slo is not None:
         lines.append(
-            f"- SLO ceiling: **{_level(slo.measurements.get('slo_ceiling'))}** "
-            f"({slo.measurements.get('slo_targets')}; {slo.status.value})"
+            f"- SLO ceiling: **{_level(slo_ceiling(slo.measurements))}** "
+            f"({slo_targets(slo.measurements)}; {slo.status.value})"
         )
     sampled = bool(reader.jsonl(WORKLOAD_SAMPLE))
     lines.append(f"- workload behind these ceilings: {shape(rows, config, sampled)}")
@@ -108,8 +110,8 @@ def _objectives(measurements: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _level(value: object) -> str:
-    return f"concurrency {value}" if isinstance(value, int) else "none shown"
+def _level(value: int | None) -> str:
+    return "none shown" if value is None else f"concurrency {value}"
 
 
 def _num(value: object) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
-from golive.checks.capacity.judge import ramp_ceiling
+from golive.checks.capacity.measured import ramp_ceiling
 from golive.results import (
     CheckClass,
     CheckResult,

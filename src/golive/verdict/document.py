@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from golive.bundle.layout import PARTS, VERDICT
+from golive.checks.capacity.long_input import served_context
+from golive.checks.capacity.measured import ramp_ceiling, sustained_window
 from golive.errors import ConfigError
 from golive.results import (
     EXIT_INTERNAL,
@@ -123,24 +125,18 @@ class ExercisedEnvelope(_Entry):
         # it did not (a drift, failures, a death)
         held = (Status.PASS,)
 
-        def number(check_id: str, key: str, statuses: tuple[Status, ...]) -> float | None:
+        def judged(check_id: str, statuses: tuple[Status, ...]) -> Mapping[str, object]:
+            """The check's measurements where it judged with one of `statuses`, else {}."""
             check = by_id.get(check_id)
-            value = None if check is None else check.measurements.get(key)
-            if check is None or check.status not in statuses or isinstance(value, bool):
-                return None
-            return value if isinstance(value, int | float) and value > 0 else None
+            return {} if check is None or check.status not in statuses else check.measurements
 
-        ceiling = number("capacity.concurrency", "ceiling", measured)
-        ladder = by_id.get("capacity.long_input")
-        context = (
-            served_context(ladder.measurements)
-            if ladder is not None and ladder.status in measured
-            else None
-        )
+        ceiling = ramp_ceiling(judged("capacity.concurrency", measured))
+        context = served_context(judged("capacity.long_input", measured))
+        sustained_s = sustained_window(judged("capacity.sustained", held)).duration_s
         return cls(
-            max_concurrency=None if ceiling is None else int(ceiling),
-            max_context=None if context is None else int(context),
-            sustained_s=number("capacity.sustained", "duration_s", held),
+            max_concurrency=ceiling if ceiling is not None and ceiling > 0 else None,
+            max_context=context,
+            sustained_s=sustained_s if sustained_s is not None and sustained_s > 0 else None,
         )
 
     def sentence(self) -> str:
@@ -158,17 +154,6 @@ class ExercisedEnvelope(_Entry):
             + "; ".join(parts)
             + ". Beyond it nothing was measured: traffic past it is outside this verdict."
         )
-
-
-def served_context(measurements: Mapping[str, object]) -> int | None:
-    """The longest input the long-input ladder saw served (`step_<tokens>: accepted`), not the
-    context it was asked to reach."""
-    served = [
-        int(key.removeprefix("step_"))
-        for key, value in measurements.items()
-        if key.startswith("step_") and key.removeprefix("step_").isdigit() and value == "accepted"
-    ]
-    return max(served, default=None)
 
 
 def tested_sentence(tested: ExercisedEnvelope | None) -> str:

@@ -10,9 +10,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from golive.checks.coverage import GAPS
+from golive.evidence.runtime_log import LOGGED_ERRORS
 from golive.results import CheckLimits, CheckResult, Classification, SkipReason
 
 Measurement = float | int | str | bool | None
+
+# verdict.json keeps a check's typed classification and skip reason among its measurements
+CLASSIFICATION = "classification"
+SKIP_REASON = "skip_reason"
 
 # verdict.json keeps a check's typed limits among its measurements, under these names
 _LIMIT_KEYS = (
@@ -22,7 +28,7 @@ _LIMIT_KEYS = (
 )
 # measurements a later stage adds to a judged check (`evidence/runtime_log.corroborate`):
 # written after the limits, as they were added after them
-_ADDED_LATER = ("server_log_errors",)
+_ADDED_LATER = (LOGGED_ERRORS,)
 
 
 def recorded_measurements(result: CheckResult) -> dict[str, Measurement]:
@@ -38,11 +44,11 @@ def recorded_measurements(result: CheckResult) -> dict[str, Measurement]:
     head: list[tuple[str, Measurement]] = []
     tail: list[tuple[str, Measurement]] = []
     c = result.classification
-    typed = [("classification", c.value)] if c is not None else []
+    typed = [(CLASSIFICATION, c.value)] if c is not None else []
     if result.skip_reason is not None:
-        typed.append(("skip_reason", result.skip_reason.value))
+        typed.append((SKIP_REASON, result.skip_reason.value))
     if c is Classification.PROGRAMME_INCOMPLETE:
-        at = next((i for i, (k, _) in enumerate(items) if k == "gaps"), len(items))
+        at = next((i for i, (k, _) in enumerate(items) if k == GAPS), len(items))
         items[at:at] = typed
     elif c is Classification.LIMIT_FEATURE:
         tail += typed
@@ -62,19 +68,19 @@ _SKIP_REASONS = frozenset(r.value for r in SkipReason)
 def _classification(measurements: dict[str, Measurement]) -> Classification | None:
     """The check's classification, taken out of its recorded measurements (a value golive
     does not write stays a plain measurement, which no rule reads)."""
-    value = measurements.get("classification")
+    value = measurements.get(CLASSIFICATION)
     if not isinstance(value, str) or value not in _CLASSIFICATIONS:
         return None
-    del measurements["classification"]
+    del measurements[CLASSIFICATION]
     return Classification(value)
 
 
 def _skip_reason(measurements: dict[str, Measurement]) -> SkipReason | None:
     """Why the check was skipped on purpose, taken out of its recorded measurements."""
-    value = measurements.get("skip_reason")
+    value = measurements.get(SKIP_REASON)
     if not isinstance(value, str) or value not in _SKIP_REASONS:
         return None
-    del measurements["skip_reason"]
+    del measurements[SKIP_REASON]
     return SkipReason(value)
 
 

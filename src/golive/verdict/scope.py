@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from golive.checks.coverage import COVERAGE, GAP_SEPARATOR
+from golive.checks.coverage import COVERAGE, named_gaps
 from golive.results import (
     CheckClass,
     CheckResult,
@@ -95,10 +95,9 @@ def coverage_gaps(checks: Sequence[CheckResult]) -> tuple[list[str], tuple[str, 
     """What the families' coverage checks say was left out or run too few times, and their
     ids (`checks/coverage.py`)."""
     hit = [c for c in checks if left_out(c)]
-    gaps = []
+    gaps: list[str] = []
     for c in hit:
-        named = c.measurements.get("gaps")
-        gaps += named.split(GAP_SEPARATOR) if isinstance(named, str) and named else [c.summary]
+        gaps += named_gaps(c.measurements) or [c.summary]
     return gaps, tuple(c.id for c in hit)
 
 

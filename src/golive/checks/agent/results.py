@@ -12,7 +12,21 @@ from typing import Any
 from golive.bundle.layout import AGENT_FAILURES
 from golive.checks.agent.cases import AgentCase
 from golive.checks.agent.rules import Finding, Layer, summarise
-from golive.results import CheckClass, CheckLimits, CheckResult, Classification, ResultsOf, Status
+from golive.results import (
+    CheckClass,
+    CheckLimits,
+    CheckResult,
+    Classification,
+    ResultsOf,
+    Status,
+    measured_number,
+)
+
+# an Agent case's pass rate and its Wilson 95% interval (the report charts them: `pass_rate`)
+PASS_RATE = "pass_rate"
+WILSON_LOW = "wilson_low"
+WILSON_HIGH = "wilson_high"
+
 
 EXAMPLES_PER_SIGNATURE = 3
 
@@ -61,9 +75,9 @@ def case_result(
     measurements: dict[str, Any] = {
         "runs": summary.runs,
         "passed": summary.passed,
-        "pass_rate": round(summary.rate, 4),
-        "wilson_low": round(summary.low, 4),
-        "wilson_high": round(summary.high, 4),
+        PASS_RATE: round(summary.rate, 4),
+        WILSON_LOW: round(summary.low, 4),
+        WILSON_HIGH: round(summary.high, 4),
         # pass^k over all the runs (1 only when every run passed) and at k = 8, as tau-bench
         "pass_hat_k": _rounded(summary.pass_hat(summary.runs)),
         "pass_hat_8": _rounded(summary.pass_hat(8)),
@@ -204,3 +218,21 @@ def failure_examples(case: AgentCase, runs: Sequence[AgentAnswer]) -> list[dict[
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class PassRate:
+    """An Agent case's share of passing runs and its Wilson 95% interval (None: not stated)."""
+
+    rate: float
+    low: float | None
+    high: float | None
+
+
+def pass_rate(measurements: Mapping[str, object]) -> PassRate | None:
+    """An Agent case's pass rate (None: the check measured none)."""
+    rate = measured_number(measurements.get(PASS_RATE))
+    if rate is None:
+        return None
+    low, high = (measured_number(measurements.get(k)) for k in (WILSON_LOW, WILSON_HIGH))
+    return PassRate(rate, low, high)

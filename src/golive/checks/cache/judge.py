@@ -11,6 +11,7 @@ size, calibration, controls, the startup log's cache facts, or why it stopped),
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from golive.bundle.layout import CACHE_PROTOCOL, CACHE_STEPS
@@ -34,7 +35,14 @@ from golive.config import CacheConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import Snapshot, parse_metrics
 from golive.profiles import Profile
-from golive.results import CheckResult, Status
+from golive.results import CheckResult, Status, measured_int, measured_number
+
+# cache.prefix_reuse's measurements that guardrails and watch read (`prefix_reuse`)
+SHARED_PREFIX_TOKENS = "shared_prefix_tokens"
+COLD_PROMPT_TOKENS = "cold_prompt_tokens"
+WARM_CACHED_TOKENS_MIN = "warm_cached_tokens_min"  # the API's usage field, where reported
+WARM_ENGINE_REUSED_MIN = "warm_engine_reused_min"  # the engine's own reuse count
+
 
 USER_TURN_TOKENS = 24  # the part of a cold prompt that is not shared with the warm ones
 
@@ -201,17 +209,17 @@ def reuse_result(
     verdict = judge_reuse(cold, warm, shared, block, enabled)
     measurements: dict[str, Any] = {
         "block_size": block,
-        "shared_prefix_tokens": shared,
+        SHARED_PREFIX_TOKENS: shared,
         "calibration": calibration,
         "enable_prefix_caching": enabled,
-        "cold_prompt_tokens": cold.prompt_tokens,
+        COLD_PROMPT_TOKENS: cold.prompt_tokens,
         "cold_cached_tokens": cold.cached_tokens,
         "cold_d_queries": cold.queries,
         "cold_d_hits": cold.hits,
         # the API's usage field: None where the server does not report it (never 0)
-        "warm_cached_tokens_min": _least(w.cached_tokens for w in warm),
+        WARM_CACHED_TOKENS_MIN: _least(w.cached_tokens for w in warm),
         "warm_cached_tokens_max": _most(w.cached_tokens for w in warm),
-        "warm_engine_reused_min": _least(w.engine_reused for w in warm),
+        WARM_ENGINE_REUSED_MIN: _least(w.engine_reused for w in warm),
         "warm_engine_reused_max": _most(w.engine_reused for w in warm),
         "warm_d_hits_total": sum(w.hits or 0 for w in warm),
         "warm_d_prompt_tokens_cached_total": sum(w.cached_counter or 0 for w in warm),
@@ -338,3 +346,30 @@ def controls_result(
     if kept:
         summary += " — changes that kept the prefix are invisible to the cache manager here"
     return CACHE_RESULT("cache.controls", status, summary, found, critical=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixReuse:
+    """What `cache.prefix_reuse` measured of golive's cache probe (None: not measured)."""
+
+    shared_prefix_tokens: int | None
+    cold_prompt_tokens: float | None
+    warm_reused_tokens: float | None  # the API's cached_tokens where reported, else the engine's
+
+    @property
+    def hit_ratio(self) -> float | None:
+        """The probe's warm reuse over its cold prompt (None: either is not measured)."""
+        warm, cold = self.warm_reused_tokens, self.cold_prompt_tokens
+        return warm / cold if warm and cold else None
+
+
+def prefix_reuse(measurements: Mapping[str, object]) -> PrefixReuse:
+    """`cache.prefix_reuse`'s probe figures, from a check or a verdict.json entry."""
+    warm = measured_number(measurements.get(WARM_CACHED_TOKENS_MIN))
+    if warm is None:
+        warm = measured_number(measurements.get(WARM_ENGINE_REUSED_MIN))
+    return PrefixReuse(
+        measured_int(measurements.get(SHARED_PREFIX_TOKENS)),
+        measured_number(measurements.get(COLD_PROMPT_TOKENS)),
+        warm,
+    )

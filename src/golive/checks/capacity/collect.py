@@ -25,6 +25,7 @@ from golive.bundle.layout import (
 )
 from golive.checks.capacity.deaths import HEALTH_STREAM
 from golive.checks.capacity.failures import clip
+from golive.checks.capacity.measured import CAPACITY_CEILING
 from golive.checks.capacity.rules import (
     Action,
     Classification,
@@ -101,7 +102,7 @@ def classified(
 ) -> CheckResult:
     measurements: dict[str, Any] = dict(extra)
     if c.action is Action.EXPAND_CAPACITY and c.ceiling is not None:
-        measurements["capacity_ceiling"] = c.ceiling  # what a capacity request sizes from
+        measurements[CAPACITY_CEILING] = c.ceiling  # what a capacity request sizes from
     limits = CheckLimits(
         max_concurrency=c.ceiling if c.action is Action.LIMIT_TRAFFIC else None,
         max_context=c.max_context if c.action is Action.ADJUST_CONFIGURATION else None,

@@ -26,6 +26,7 @@ from golive.checks.capacity.api_server import api_server_finding, outside_engine
 from golive.checks.capacity.collect import classified
 from golive.checks.capacity.deaths import unshown_deaths
 from golive.checks.capacity.failures import failure_detail
+from golive.checks.capacity.measured import CEILING, COMPLETED, DURATION_S, ramp_ceiling
 from golive.checks.capacity.recorded import (
     answers_of,
     curve_differences,
@@ -60,14 +61,6 @@ from golive.checks.capacity.windows import (
 from golive.config import CapacityConfig
 from golive.results import CAPACITY_RESULT, CheckResult, Status
 from golive.traffic.headroom import headroom_check
-
-CEILING = "ceiling"  # capacity.concurrency's measurement: the ramp's highest stable step
-
-
-def ramp_ceiling(measurements: Mapping[str, object]) -> int | None:
-    """`capacity.concurrency`'s ceiling (None: no stable step, or no ramp)."""
-    value = measurements.get(CEILING)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def judge_ramp(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
@@ -328,8 +321,8 @@ def judge_sustained(evidence: BundleReader, config: CapacityConfig) -> CheckResu
         )
     measurements: dict[str, Any] = {
         "concurrency": level,
-        "duration_s": duration_s,
-        "completed": stats.completed,
+        DURATION_S: duration_s,
+        COMPLETED: stats.completed,
         "errors": stats.errors,
         "throughput_rps": round(stats.throughput_rps, 3),
         "e2e_p50_s": stats.e2e_p50_s,

@@ -28,6 +28,8 @@ from golive.checks.capacity.window_evidence import not_from_records
 from golive.config import CapacityConfig
 from golive.results import CAPACITY_RESULT, CheckResult, Status
 
+STEP = "step_"  # capacity.long_input's `step_<tokens>`: how the ladder's step at it ended
+
 
 def judge_long_input(evidence: BundleReader, config: CapacityConfig) -> CheckResult:
     """`capacity.long_input` from the ladder the collector saved: each context size and how
@@ -71,7 +73,7 @@ def judge_long_input(evidence: BundleReader, config: CapacityConfig) -> CheckRes
         "generation_limit": ladder.get("generation_limit"),
         "sampling": "temperature=0",
         "recovered_after_rejections": ladder.get("recovered_after_rejections"),
-        **{f"step_{s.context_tokens}": s.outcome.value for s in steps},
+        **{f"{STEP}{s.context_tokens}": s.outcome.value for s in steps},
         **{
             f"prompt_tokens_{s.context_tokens}": s.prompt_tokens
             for s in steps
@@ -89,3 +91,16 @@ def judge_long_input(evidence: BundleReader, config: CapacityConfig) -> CheckRes
         (CAPACITY_LONG_INPUT_REQUESTS, CAPACITY_LADDER, MEMORY_CURVE)
         + ((TERMINATION,) if saturated_by and isinstance(death, Mapping) else ()),
     )
+
+
+def served_context(measurements: Mapping[str, object]) -> int | None:
+    """The longest input the long-input ladder saw served (`step_<tokens>: accepted`), not the
+    context it was asked to reach."""
+    served = [
+        int(key.removeprefix(STEP))
+        for key, value in measurements.items()
+        if key.startswith(STEP)
+        and key.removeprefix(STEP).isdigit()
+        and value == LongOutcome.ACCEPTED.value
+    ]
+    return max(served, default=None)

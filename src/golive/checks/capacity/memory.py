@@ -65,9 +65,10 @@ from golive.checks.capacity.windows import Trend, trend_of_gauge
 from golive.checks.env.judge import serving_launch
 from golive.config import GoliveConfig
 from golive.evidence.startup_log import StartupFacts
-from golive.results import CAPACITY_RESULT, CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckResult, Status, measured_number
 
 CHECK = "capacity.memory"
+HEADROOM_FLOOR = "min_memory_headroom"  # its measurement: the spare share it held GPUs to
 _NO_GPU = (
     f"GPU memory unmeasured: capacity's NVML sampler saw no GPU where golive ran ({GPU_DEVICES}); "
     "run golive on the GPU host"
@@ -122,7 +123,7 @@ def judge_memory(evidence: BundleReader, config: GoliveConfig) -> list[CheckResu
     facts = serving_launch(evidence)
     own = evidence.json(GPU_DEVICES)
     measurements: dict[str, Any] = {
-        "min_memory_headroom": limits.min_memory_headroom,
+        HEADROOM_FLOOR: limits.min_memory_headroom,
         "max_memory_growth": limits.max_memory_growth,
     }
     files = [
@@ -392,3 +393,8 @@ def _unmeasured(reason: str, measurements: Mapping[str, Any], files: Sequence[st
     return CAPACITY_RESULT(
         CHECK, Status.NO_DATA, reason, measurements, critical=False, evidence=files
     )
+
+
+def headroom_floor(measurements: Mapping[str, object]) -> float | None:
+    """The spare GPU memory share capacity.memory held each GPU to (None: not stated)."""
+    return measured_number(measurements.get(HEADROOM_FLOOR))

@@ -37,7 +37,6 @@ from golive.checks.capacity.judge import (
     judge_headroom,
     judge_ramp,
     judge_sustained,
-    ramp_ceiling,
     stability_policy,
 )
 from golive.checks.capacity.latency_files import save_latency_set
@@ -49,6 +48,7 @@ from golive.checks.capacity.load_window import (
     window_cap,
 )
 from golive.checks.capacity.long_input import judge_long_input
+from golive.checks.capacity.measured import ramp_ceiling
 from golive.checks.capacity.memory import judge_memory
 from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.capacity.restart import served_again

@@ -12,6 +12,7 @@ missing one is no traffic limit at all (hold). Pure below `judge_slo`.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,12 +42,18 @@ from golive.checks.capacity.rules import (
     step_saturation,
 )
 from golive.checks.capacity.slo_objectives import Objective, State, objectives, step_state
+from golive.checks.capacity.window_evidence import rows_contradicted
 from golive.checks.context import CheckContext
 from golive.config import GoliveConfig
-from golive.results import CAPACITY_RESULT, CheckResult, Status
+from golive.results import CAPACITY_RESULT, CheckResult, Status, measured_int, measured_number
 from golive.slo_config import SloConfig
 
 CHECK = "capacity.slo"
+# capacity.slo's measurements, as other stages read them (`slo_ceiling`, `level_objectives`)
+SLO_CEILING = "slo_ceiling"
+SLO_TARGETS = "slo_targets"  # `name=value, …`, as the config states them
+_DURATION, _STATE, _SAMPLES = "_duration_s", "_state", "_samples"  # after `c<N>`, `c<N>_<slo>`
+_STATE_KEY = re.compile(rf"^(?P<level>c\d+)_(?P<objective>[a-z0-9_]+){_STATE}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +271,7 @@ def slo_windows(
 def _unjudged(phase: CheckResult) -> bool:
     """A phase whose summary its records contradict, or whose engine figures are not the
     engine's: nothing of its rows (its saturation) is read here."""
-    return any(k in phase.measurements for k in ("record_mismatches", "silent_windows"))
+    return rows_contradicted(phase.measurements)
 
 
 def slo_result(
@@ -277,24 +284,73 @@ def slo_result(
     result = classify_slo(found_levels, required)
     stated = {k: v for k, v in slo.model_dump().items() if v is not None}
     measurements: dict[str, Any] = {
-        "slo_ceiling": result.ceiling if result.action is not Action.NO_DATA else None,
-        "slo_targets": ", ".join(f"{k}={v:g}" for k, v in stated.items()),
+        SLO_CEILING: result.ceiling if result.action is not Action.NO_DATA else None,
+        SLO_TARGETS: ", ".join(f"{k}={v:g}" for k, v in stated.items()),
     }
     stop = next((level for level in found_levels if level.blocks), None)
     for level in found_levels:
         name, window = f"c{level.concurrency}", level.pooled()
         unread = stop is not None and level.concurrency > stop.concurrency
         measurements[f"{name}_windows"] = ", ".join(w.name for w in level.windows)
-        measurements[f"{name}_duration_s"] = round(window.duration_s, 3)
+        measurements[f"{name}{_DURATION}"] = round(window.duration_s, 3)
         goodput = window.goodput
         measurements[f"{name}_goodput_rps"] = None if goodput is None else window.per_s(goodput)
         for found in level.objectives:
             measured = found.measured
             measurements[f"{name}_{found.name}"] = None if measured is None else round(measured, 4)
             # a level above the one that blocks is not read: its state says so
-            measurements[f"{name}_{found.name}_state"] = "not-read" if unread else found.state.value
-            measurements[f"{name}_{found.name}_samples"] = found.samples
+            measurements[f"{name}_{found.name}{_STATE}"] = (
+                "not-read" if unread else found.state.value
+            )
+            measurements[f"{name}_{found.name}{_SAMPLES}"] = found.samples
     return classified(CHECK, result, measurements, paths)
+
+
+def slo_ceiling(measurements: Mapping[str, object]) -> int | None:
+    """The highest level shown to meet every SLO (None: none, or not judged)."""
+    return measured_int(measurements.get(SLO_CEILING))
+
+
+def slo_targets(measurements: Mapping[str, object]) -> str | None:
+    """The SLOs the windows were held to, as stated (`ttft_p95_s=0.5, …`)."""
+    value = measurements.get(SLO_TARGETS)
+    return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class LevelObjective:
+    """One SLO at one load level, as capacity.slo measured it (the level's windows pooled)."""
+
+    level: str  # `c<N>`
+    objective: str
+    state: str  # the objective's `State`, or `not-read` above the level that blocked
+    measured: float | None
+    samples: int | None
+    duration_s: float | None  # the level's windows together
+    target: str | None  # as stated (None: not among the targets)
+
+
+def level_objectives(measurements: Mapping[str, object]) -> list[LevelObjective]:
+    """Each objective at each level, in the order `slo_result` wrote them."""
+    stated = [p.partition("=") for p in (slo_targets(measurements) or "").split(", ")]
+    out = []
+    for key, state in measurements.items():
+        found = _STATE_KEY.match(key)
+        if found is None or not isinstance(state, str):
+            continue
+        level, slo = found["level"], found["objective"]
+        out.append(
+            LevelObjective(
+                level,
+                slo,
+                state,
+                measured_number(measurements.get(f"{level}_{slo}")),
+                measured_int(measurements.get(f"{level}_{slo}{_SAMPLES}")),
+                measured_number(measurements.get(f"{level}{_DURATION}")),
+                next((value for name, _, value in stated if name == slo), None),
+            )
+        )
+    return out
 
 
 def asked_slo(root: Path) -> bool:

@@ -32,6 +32,16 @@ from golive.checks.engine_name import engine_model
 from golive.config import CapacityConfig
 from golive.results import CAPACITY_RESULT, CheckResult, Status
 
+# a phase judged from nothing of its rows, and why (capacity.slo reads no saturation there)
+RECORD_MISMATCHES = "record_mismatches"  # its summary file contradicts its records
+SILENT_WINDOWS = "silent_windows"  # its engine figures are not the engine's
+
+
+def rows_contradicted(measurements: Mapping[str, object]) -> bool:
+    """A phase whose summary its records contradict, or whose engine figures are not the
+    engine's (`not_from_records`, `not_the_engines`)."""
+    return RECORD_MISMATCHES in measurements or SILENT_WINDOWS in measurements
+
 
 def not_from_records(check_id: str, mismatch: Sequence[str], source: str) -> CheckResult:
     """A summary that its request records contradict: the check cannot be judged from it."""
@@ -40,7 +50,7 @@ def not_from_records(check_id: str, mismatch: Sequence[str], source: str) -> Che
         check_id,
         Status.NO_DATA,
         f"{source} does not match the request records behind it: {'; '.join(mismatch[:3])}{more}",
-        {"record_mismatches": len(mismatch)},
+        {RECORD_MISMATCHES: len(mismatch)},
         evidence=(source,),
     )
 
@@ -123,6 +133,6 @@ def not_the_engines(check_id: str, silent: Sequence[str], source: str) -> CheckR
         Status.NO_DATA,
         f"metrics frozen or from another engine: {'; '.join(silent[:3])}; the engine's "
         f"figures in {source} are not judged (is --metrics-url this deployment's /metrics?)",
-        {"silent_windows": len(silent)},
+        {SILENT_WINDOWS: len(silent)},
         evidence=(source,),
     )

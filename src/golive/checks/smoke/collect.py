@@ -14,7 +14,7 @@ from typing import Any
 from golive.bundle.layout import SMOKE_DELTA, SMOKE_PLAN, SMOKE_REQUESTS
 from golive.bundle.store import BundleReader
 from golive.checks.context import CheckContext, Scrape, ServedModel, scrape
-from golive.checks.smoke.judge import TEXT_CHECKS, judge_smoke, saved_models
+from golive.checks.smoke.judge import TEXT_CHECKS, judge_smoke, listed_model, saved_models
 from golive.checks.smoke.request_classes_judge import judge_smoke_coverage
 from golive.results import CheckResult
 
@@ -54,8 +54,7 @@ async def run_smoke(ctx: CheckContext) -> list[CheckResult]:
     if SMOKE_DELTA in metrics.evidence:
         ctx.bundle.write_json(SMOKE_DELTA, metrics.measurements)
     listed = next(r for r in results if r.id == "smoke.models")
-    length = listed.measurements.get("max_model_len")
-    max_len = length if isinstance(length, int) else None
+    max_len = listed_model(listed.measurements).max_model_len
     if model is not None:  # the families after smoke send to this model: no second ask
         ctx.facts.served = ServedModel(model, max_len, SMOKE_REQUESTS)
     if ctx.config.smoke.classes and model is not None:
@@ -69,8 +68,7 @@ def _served_model(ctx: CheckContext) -> str | None:
     """The model the text requests go to: the one smoke.models accepts from the answer just
     saved (the configured one if served, else the first listed)."""
     listed = saved_models(BundleReader(ctx.bundle.root), ctx.config.target.model)
-    model = listed.measurements.get("model")
-    return model if isinstance(model, str) else None
+    return listed_model(listed.measurements).model
 
 
 def _noted(scraped: Scrape) -> dict[str, Any]:

@@ -7,6 +7,7 @@ this on the bundle it has just written; `golive decide` calls it again."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -18,11 +19,14 @@ from golive.checks.engine_name import engine_model
 from golive.config import GoliveConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
-from golive.results import CheckClass, CheckResult, ResultsOf, Status
+from golive.results import CheckClass, CheckResult, ResultsOf, Status, measured_int
 from golive.traffic.records import ParsedResponse, reparsed
 
 TEXT_CHECKS = ("smoke.text", "smoke.text_stream")  # also their requests' labels
 CHECKS = ("smoke.health", "smoke.version", "smoke.models", *TEXT_CHECKS, "smoke.metrics")
+# smoke.models' measurements that size the requests after it (`listed_model`)
+MODEL = "model"
+MAX_MODEL_LEN = "max_model_len"
 
 
 SMOKE_RESULT = ResultsOf(CheckClass.SMOKE, (SMOKE_REQUESTS,))
@@ -35,7 +39,7 @@ def judge_smoke(evidence: BundleReader, config: GoliveConfig) -> list[CheckResul
         return []
     answers = {line.label: reparsed(line) for line in evidence.records(SMOKE_REQUESTS)}
     models = models_result(answers.get("models"), config.target.model)
-    model = models.measurements.get("model")
+    model = listed_model(models.measurements).model
     texts = [
         text_result(answers.get(check_id), check_id, model is not None) for check_id in TEXT_CHECKS
     ]
@@ -51,7 +55,7 @@ def judge_smoke(evidence: BundleReader, config: GoliveConfig) -> list[CheckResul
             scrapes.get("before") or {},
             scrapes.get("after") or {},
             served,
-            engine_model(evidence, model if isinstance(model, str) else None),
+            engine_model(evidence, model),
         ),
     ]
 
@@ -135,7 +139,7 @@ def models_result(parsed: ParsedResponse | None, wanted: str | None) -> CheckRes
         "smoke.models",
         Status.PASS,
         f"serves {model!r} (max_model_len {max_len})",
-        {"model": model, "max_model_len": max_len if isinstance(max_len, int) else None},
+        {MODEL: model, MAX_MODEL_LEN: max_len if isinstance(max_len, int) else None},
     )
 
 
@@ -310,4 +314,21 @@ def metrics_result(
         f"engine metrics counted our {served} request(s){shared}",
         measurements,
         evidence=files,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ListedModel:
+    """The model smoke.models accepted from /v1/models (None: none accepted) and the
+    max_model_len it listed for it (None: not listed)."""
+
+    model: str | None
+    max_model_len: int | None
+
+
+def listed_model(measurements: Mapping[str, object]) -> ListedModel:
+    """smoke.models' model and max_model_len."""
+    model = measurements.get(MODEL)
+    return ListedModel(
+        model if isinstance(model, str) else None, measured_int(measurements.get(MAX_MODEL_LEN))
     )

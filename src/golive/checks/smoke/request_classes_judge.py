@@ -18,7 +18,7 @@ from golive.bundle.store import BundleReader
 from golive.checks.context import transport_problem
 from golive.checks.coverage import smoke_coverage
 from golive.checks.gateway import asked_prompt, held_to_engine
-from golive.checks.smoke.judge import saved_models
+from golive.checks.smoke.judge import listed_model, saved_models
 from golive.checks.smoke.request_classes_rules import (
     CLASS_RESULT,
     answer_text,
@@ -77,8 +77,8 @@ def judge_classes(
 def judge_saved_classes(evidence: BundleReader, config: GoliveConfig) -> list[CheckResult]:
     """The four classes as `golive decide` judges them: max_model_len as the saved /v1/models
     answer gives it."""
-    max_len = saved_models(evidence, config.target.model).measurements.get("max_model_len")
-    return judge_classes(evidence, config, max_len if isinstance(max_len, int) else None)
+    listed = saved_models(evidence, config.target.model)
+    return judge_classes(evidence, config, listed_model(listed.measurements).max_model_len)
 
 
 def long_context_target(max_model_len: int, fraction: float) -> int:
