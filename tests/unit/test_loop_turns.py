@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable
 
@@ -108,7 +109,8 @@ async def test_a_failing_work_raises_in_its_own_lane_only() -> None:
     results = await asyncio.gather(
         turns.run(lambda: 1), turns.run(fails), turns.run(lambda: 3), return_exceptions=True
     )
-    assert results[0] == 1 and results[2] == 3
+    assert results[0] == 1
+    assert results[2] == 3
     assert isinstance(results[1], ValueError)
 
 
@@ -125,3 +127,15 @@ async def test_a_lane_cancelled_while_waiting_still_has_its_work_done() -> None:
     for _ in range(3):
         await asyncio.sleep(0)
     assert done == ["saved"]
+
+
+async def test_a_windows_end_settles_the_work_still_waiting_in_order() -> None:
+    """At a window's end (`run_schedule` settles the turns) every work still waiting runs at
+    once and in order: a record is written in its own window's stream, never in the next."""
+    turns = LoopTurns(budget_ns=0)
+    done: list[int] = []
+    lanes = [asyncio.ensure_future(turns.run(functools.partial(done.append, i))) for i in range(3)]
+    await asyncio.sleep(0)
+    turns.settle()
+    assert done == [0, 1, 2]
+    await asyncio.gather(*lanes)

@@ -55,6 +55,12 @@ class LoopTurns:
             self._drain = asyncio.ensure_future(self._drain_waiting())
         return await future
 
+    def settle(self) -> None:
+        """Run every work still waiting, now (a window's end: a lane cancelled while its
+        answer waited for a slice still has it saved, and in its own window)."""
+        while self._waiting:
+            _settle(*self._waiting.popleft())
+
     def _next_turn(self) -> None:
         self._turn_started = None
 
@@ -67,8 +73,7 @@ class LoopTurns:
                 while self._waiting and time.perf_counter_ns() - start < self.budget_ns:
                     _settle(*self._waiting.popleft())
         finally:  # cancelled with work waiting (the loop is closing): nothing is dropped
-            while self._waiting:
-                _settle(*self._waiting.popleft())
+            self.settle()
             self._drain = None
 
 
