@@ -52,13 +52,15 @@ http {{
       return 200 '{{"object":"list","data":[{{"id":"bench-model","object":"model"}}]}}';
     }}
     location ~ ^/(o[0-9]+)/v1/chat/completions$ {{ try_files /$1.sse =404; }}
+    # alias, not try_files: try_files redirects internally to /oN.sse, a location without
+    # the limit, so the answer went out at once (measured: a /slow answer in 3.6 ms)
     location ~ ^/slow/(o[0-9]+)/v1/chat/completions$ {{
       limit_rate {slow_rate};
-      try_files /$1.sse =404;
+      alias {root}/www/$1.sse;
     }}
     location ~ ^/drip/(o[0-9]+)/v1/chat/completions$ {{
       limit_rate 1k;
-      try_files /$1.sse =404;
+      alias {root}/www/$1.sse;
     }}
   }}
 }}

@@ -10,7 +10,9 @@ timing error = client stamp - server stamp.
 
 Answers stream `max_tokens` tokens (default 16): the first after `--ttft-ms`, then one per
 `--itl-ms`, each its own write with TCP_NODELAY (the role chunk rides with the first token,
-as in vLLM). `/health` and `/v1/models` answer at once.
+as in vLLM). With `--step-ms`, an answer starts at the close of the step it arrived in, as
+an engine's batch does: every request that arrived in one step is answered together.
+`/health` and `/v1/models` answer at once.
 On SIGTERM it writes one JSON line per request to LOG and exits.
 """
 
@@ -95,9 +97,12 @@ def _chunk(data: bytes) -> bytes:
 
 
 class TimingServer:
-    def __init__(self, ttft_ms: float, itl_ms: float, default_tokens: int) -> None:
+    def __init__(
+        self, ttft_ms: float, itl_ms: float, default_tokens: int, step_ms: float = 0.0
+    ) -> None:
         self.ttft_s = ttft_ms / 1000
         self.itl_s = itl_ms / 1000
+        self.step_s = step_ms / 1000
         self.default_tokens = default_tokens
         self.log: list[dict[str, Any]] = []
 
@@ -128,6 +133,8 @@ class TimingServer:
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n"
         )
+        if self.step_s:  # an engine's step: every answer due in a step ends at its close
+            await asyncio.sleep(self.step_s - time.monotonic() % self.step_s)
         if self.ttft_s == 0 and self.itl_s == 0:  # no pacing asked: the whole answer at once
             events = [head_event()] + [token_event(i) for i in range(tokens)]
             body = b"".join(events) + tail_events(16, tokens)
@@ -158,8 +165,9 @@ async def main() -> None:
     parser.add_argument("--ttft-ms", type=float, default=0.0)
     parser.add_argument("--itl-ms", type=float, default=0.0)
     parser.add_argument("--tokens", type=int, default=16)
+    parser.add_argument("--step-ms", type=float, default=0.0)  # answers end in steps, together
     args = parser.parse_args()
-    server = TimingServer(args.ttft_ms, args.itl_ms, args.tokens)
+    server = TimingServer(args.ttft_ms, args.itl_ms, args.tokens, args.step_ms)
     loop = asyncio.get_running_loop()
     listener = await loop.create_server(
         lambda: _Handler(server), "127.0.0.1", args.port, backlog=16384

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import multiprocessing
 import os
 import signal
@@ -50,6 +51,7 @@ from golive.traffic.load_split import (
     split,
     window_result,
 )
+from golive.traffic.loop_turns import loop_turns
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
 from golive.traffic.retry import RetryPolicy, send_with_retries
 from golive.traffic.schedule import ABORT_GRACE_S, LoadResult, MakeBody, Schedule, run_schedule
@@ -341,7 +343,7 @@ class _Worker:
             record = await send_with_retries(
                 client.chat, body, label, scheduled_ns, w.retry, keep, None, self.stopped
             )
-            keep(record)
+            await loop_turns().run(functools.partial(keep, record))  # within the turn budget
             return record
 
         def end(reason: str) -> int:  # the window's end: no more retries either

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from golive.traffic.loop_turns import loop_turns
 from golive.traffic.pacing import pacer
 from golive.traffic.records import RequestRecord
 
@@ -154,6 +155,7 @@ async def run_schedule(
         # outlive it, or they go on sending and saving into a bundle already sealed
         await cancel_all(tasks)
         raise
+    loop_turns().settle()  # answers of lanes cancelled while they waited for a slice
     wall_s = (time.perf_counter_ns() - start_ns) / 1e9
     stopped_by: StoppedBy = "duration"
     if overran:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -36,6 +37,7 @@ from golive.evidence.sampling import Curve, Probe, host_probe
 from golive.evidence.startup_log import StartupFacts
 from golive.results import CAPACITY_RESULT, CheckLimits, CheckResult, Status
 from golive.results import Classification as Classified
+from golive.traffic.loop_turns import loop_turns
 from golive.traffic.records import (
     FailureKind,
     ParsedResponse,
@@ -175,7 +177,10 @@ class CapacityRun:
             )
         finally:
             self.in_flight.pop(key, None)
-        self.parsed[record.request_id] = self.ctx.save(record, self.stream_file, self.bodies)
+        # parsed and written within the loop's turn budget: a batch of answers that end together
+        # does not hold the loop (and every read's stamp) for the whole batch's work
+        save = functools.partial(self.ctx.save, record, self.stream_file, self.bodies)
+        self.parsed[record.request_id] = await loop_turns().run(save)
         self.tally.count(record)
         await self._lost(record, body)
         return record

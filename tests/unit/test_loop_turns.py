@@ -1,0 +1,141 @@
+"""The loop's turn budget for answers' work (traffic/loop_turns.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Callable
+
+import pytest
+
+from golive.traffic.loop_turns import LoopTurns
+
+WORK_NS = 200_000  # an answer's parse and bundle line, about
+
+
+def _busy(ns: int) -> None:
+    end = time.perf_counter_ns() + ns
+    while time.perf_counter_ns() < end:
+        pass
+
+
+class _TurnCounter:
+    """Counts the loop's turns: a callback that re-arms itself once a turn."""
+
+    def __init__(self) -> None:
+        self.turn = 0
+        self._handle: asyncio.Handle | None = None
+
+    def start(self) -> None:
+        self.turn += 1
+        self._handle = asyncio.get_running_loop().call_soon(self.start)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+
+
+async def _burst(lanes: int, run: Callable[[Callable[[], int]], object]) -> dict[int, int]:
+    """`lanes` lanes wake in one turn and each does one answer's work: how many works each
+    turn of the loop ran."""
+    counter = _TurnCounter()
+    per_turn: dict[int, int] = {}
+    wake = asyncio.Event()
+
+    def work() -> int:
+        _busy(WORK_NS)
+        per_turn[counter.turn] = per_turn.get(counter.turn, 0) + 1
+        return counter.turn
+
+    async def lane() -> None:
+        await wake.wait()
+        result = run(work)
+        if asyncio.iscoroutine(result):
+            await result
+
+    lanes_run = [asyncio.ensure_future(lane()) for _ in range(lanes)]
+    await asyncio.sleep(0)
+    counter.start()
+    wake.set()
+    await asyncio.gather(*lanes_run)
+    counter.stop()
+    return per_turn
+
+
+async def test_a_burst_of_answers_is_spread_over_turns_a_budget_each() -> None:
+    """200 answers that end together (a GPU engine's batch): without the budget all 200 are
+    parsed in one turn of the loop (40 ms of CPU with no read or timer served between); with
+    a 1 ms budget no turn runs more than the budget's worth (5 works of 0.2 ms) plus the one
+    that crosses it, and every answer's work still runs."""
+    unbounded = await _burst(200, lambda work: work())
+    assert max(unbounded.values()) == 200
+    turns = LoopTurns(budget_ns=1_000_000)
+    bounded = await _burst(200, turns.run)
+    assert sum(bounded.values()) == 200
+    assert max(bounded.values()) <= 1_000_000 // WORK_NS + 1
+    assert len(bounded) >= 200 // (1_000_000 // WORK_NS + 1)
+    assert turns.deferred > 0
+
+
+async def test_work_runs_in_the_order_asked_and_at_once_when_the_turn_has_budget() -> None:
+    """A lone answer's work runs at once (no extra turn); queued work keeps the order in which
+    lanes asked, so the bundle's records keep the order their answers ended in."""
+    turns = LoopTurns(budget_ns=1_000_000)
+    assert await turns.run(lambda: "now") == "now"
+    assert turns.deferred == 0
+    order: list[int] = []
+
+    def work(i: int) -> Callable[[], None]:
+        def run() -> None:
+            _busy(WORK_NS)
+            order.append(i)
+
+        return run
+
+    await asyncio.gather(*(turns.run(work(i)) for i in range(40)))
+    assert order == list(range(40))
+    assert turns.deferred > 0
+
+
+async def test_a_failing_work_raises_in_its_own_lane_only() -> None:
+    """The work that raises raises in the lane that asked for it; the others get their
+    results."""
+    turns = LoopTurns(budget_ns=0)  # every work waits for a slice
+
+    def fails() -> int:
+        raise ValueError("unreadable")
+
+    results = await asyncio.gather(
+        turns.run(lambda: 1), turns.run(fails), turns.run(lambda: 3), return_exceptions=True
+    )
+    assert results[0] == 1
+    assert results[2] == 3
+    assert isinstance(results[1], ValueError)
+
+
+async def test_a_lane_cancelled_while_waiting_still_has_its_work_done() -> None:
+    """A record waiting for its slice is saved even when its lane is cancelled meanwhile (a
+    window aborted): nothing sent goes unrecorded."""
+    turns = LoopTurns(budget_ns=0)
+    done: list[str] = []
+    lane = asyncio.ensure_future(turns.run(lambda: done.append("saved")))
+    await asyncio.sleep(0)
+    lane.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await lane
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert done == ["saved"]
+
+
+async def test_a_windows_end_settles_the_work_still_waiting_in_order() -> None:
+    """At a window's end (`run_schedule` settles the turns) every work still waiting runs at
+    once and in order: a record is written in its own window's stream, never in the next."""
+    turns = LoopTurns(budget_ns=0)
+    done: list[int] = []
+    lanes = [asyncio.ensure_future(turns.run(functools.partial(done.append, i))) for i in range(3)]
+    await asyncio.sleep(0)
+    turns.settle()
+    assert done == [0, 1, 2]
+    await asyncio.gather(*lanes)
