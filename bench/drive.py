@@ -30,7 +30,8 @@ from typing import Any
 
 from golive.bundle.store import Bundle
 from golive.checks.context import CheckContext, body_sample
-from golive.config import GoliveConfig, load_profile
+from golive.config import GoliveConfig
+from golive.profiles import load_profile
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.headroom import collector_paused
 from golive.traffic.process_load import ProcessLoad
