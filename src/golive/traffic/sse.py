@@ -262,7 +262,7 @@ class _Fold:
                 continue
             if chunk.error is not unset:
                 return False
-            if not self.response_id or not self.model or chunk.usage is not None:
+            if chunk.usage is not None or not (self.response_id and self.model):
                 self.ids(chunk)
             for choice in chunk.choices or ():
                 if choice.index != 0:
