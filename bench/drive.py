@@ -9,8 +9,9 @@ driven exactly as the load phases drive it, one measure per call; prints one JSO
     python drive.py streams  URL --streams 1000 --hold 15
     python drive.py long     URL_LONG URL_SHORT --prompt-tokens 200000
 
-max_rps parses and records every answer as it arrives, as a capacity window does; the other
-measures parse after the load. An answer counts only when it is a complete stream with the
+max_rps parses and records every answer as it arrives, as a capacity window does (the cyclic
+garbage collector paused, as in every capacity window); the other measures parse after the
+load. An answer counts only when it is a complete stream with the
 expected number of token events.
 """
 
@@ -30,7 +31,8 @@ from typing import Any
 
 from golive.bundle.store import Bundle
 from golive.checks.context import CheckContext, body_sample
-from golive.config import GoliveConfig, load_profile
+from golive.config import GoliveConfig
+from golive.profiles import load_profile
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.headroom import collector_paused
 from golive.traffic.process_load import ProcessLoad
@@ -102,7 +104,8 @@ async def max_rps(url: str, concurrency: int, duration: float, tokens: int) -> d
             valid = 0
             cpu0 = _cpu_s()
             load = Schedule("concurrency", duration, 10**8, concurrency=concurrency, drain_s=5)
-            result = await run_schedule(load, send, lambda n: _body(tokens, n=n), "max")
+            with collector_paused():  # as a capacity window runs (`load_window`)
+                result = await run_schedule(load, send, lambda n: _body(tokens, n=n), "max")
             cpu = _cpu_s() - cpu0
             opened = client.connections_opened
         bundle.close()
@@ -121,9 +124,10 @@ async def max_rps_send_only(
         await run_schedule(warm, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "warm")
         cpu0 = _cpu_s()
         load = Schedule("concurrency", duration, 10**8, concurrency=concurrency, drain_s=5)
-        result = await run_schedule(
-            load, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "max"
-        )
+        with collector_paused():  # as a capacity window runs
+            result = await run_schedule(
+                load, lambda b, lab, s: client.chat(b, lab, s), lambda n: body, "max"
+            )
         cpu = _cpu_s() - cpu0
     return _window(result, sum(_valid(r, tokens) for r in result.records), cpu)
 

@@ -256,6 +256,51 @@ async def test_a_server_that_never_begins_answering_is_cut_at_the_first_byte_lim
     assert plain_s > 1.1
 
 
+async def test_a_kept_alive_connection_times_out_each_request_at_its_own_limits() -> None:
+    """On one kept-alive connection, answered requests leave no timeout behind to cut the
+    next, and a request the server then never begins answering is still cut at its
+    first-byte limit counted from its own send, as is one that goes silent at the read
+    timeout."""
+    answered = 0
+
+    async def answer_three_then_mute(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        nonlocal answered
+        answered += 1
+        if answered == 4:
+            await asyncio.sleep(5)  # takes the request, never answers
+        elif answered == 5:
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(5)  # begins, then goes silent
+        else:
+            await paced_stream(reader, writer)
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    async with scripted(answer_three_then_mute) as (url, server):
+        settings = ClientSettings(url, read_timeout_s=0.6, first_byte_timeout_s=0.3)
+        async with TargetClient(settings) as client:
+            for _ in range(3):  # each well inside the limits, together past them
+                record = await client.chat(body, "ok")
+                assert record.ok
+                await asyncio.sleep(0.15)
+            started = time.monotonic()
+            mute = await client.chat(body, "mute")
+            mute_s = time.monotonic() - started
+            started = time.monotonic()
+            silent = await client.chat(body, "silent")
+            silent_s = time.monotonic() - started
+    assert server.connections == 2  # the mute one was kept alive; it is closed after
+    assert mute.failure is not None
+    assert "no data for 0.3 s after sending" in mute.failure.message
+    assert 0.25 < mute_s < 0.9
+    assert silent.failure is not None
+    assert silent.failure.kind is FailureKind.TIMEOUT
+    assert "no data for 0.6 s" in silent.failure.message
+    assert 0.55 < silent_s < 1.5
+
+
 async def test_slow_drip_is_not_a_read_timeout_but_the_deadline_stops_it() -> None:
     """Bytes every 0.1 s keep a 0.3 s read timeout happy; a 0.5 s deadline ends the request
     and the chunks that came before it stay on the record."""

@@ -4,6 +4,7 @@ capacity streams are zstd-compressed, readable by golive and by standard zstd to
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ from golive.bundle.request_line import line_text
 from golive.bundle.store import Bundle, BundleReader, read_lines, record_streams, size_bytes
 from golive.checks.ledger import judge_ledger, ledger_check, write_ledger
 from golive.results import Status
-from golive.traffic.body_sample import BodySample
+from golive.traffic.body_sample import BodySample, body_digest
 from golive.traffic.records import (
     Failure,
     FailureKind,
@@ -104,6 +105,25 @@ def test_a_sampled_out_record_keeps_timings_status_ids_and_usage_but_no_text() -
     assert "operations agent" not in text
     assert "response_raw" not in slim
     assert len(text) * 4 < len(json.dumps(full))
+
+
+def test_a_sampled_out_body_is_the_digest_of_its_sorted_json() -> None:
+    """A sampled-out body's digest is the sha256 and size of the body's JSON with sorted
+    keys and text as written (not escaped), so a user can match it against the body sent."""
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "héllo \u2028 \n\t"}],
+        "temperature": 0.7,
+        "max_tokens": 64,
+        "stream": True,
+        "extra": {"b": [1, 2.5e-7, None], "a": "ü"},
+    }
+    raw = json.dumps(body, sort_keys=True, ensure_ascii=False).encode()
+    digest = body_digest(body)
+    assert digest is not None
+    assert digest["sha256"] == hashlib.sha256(raw).hexdigest()
+    assert digest["bytes"] == len(raw)
+    assert digest["messages"] == 1
 
 
 def test_the_sample_keeps_every_failure_the_first_records_and_one_in_n() -> None:

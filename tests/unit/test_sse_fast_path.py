@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,9 +18,11 @@ from golive.traffic.sse import (
     SSEEvent,
     StreamResult,
     ToolCall,
+    _read_whole,
     _ToolCallParts,
     decode_events,
     decode_events_by_line,
+    read_stream,
     reassemble,
 )
 from tests.unit.test_fuzz import FUZZ, JSON
@@ -236,3 +239,104 @@ def test_typed_reassembly_equals_the_general_reading(datas: list[str], names: li
     same answer, token positions included, as reading every event as a dict does."""
     events = [SSEEvent(d, names[i], i) for i, d in enumerate(datas)]
     assert reassemble(events) == oracle_reassemble(events)
+
+
+def _framed_then_folded(chunks: list[bytes]) -> tuple[StreamResult, str]:
+    """The general reading of a whole answer: framed event by event, then folded."""
+    events, leftover = decode_events(chunks)
+    return reassemble(events), leftover
+
+
+# what a `data:` line may carry, near the common shape and just off it: typed chunks, a chunk
+# with an error, `[DONE]`, JSON spread over two lines, not JSON, bytes that are not UTF-8
+PAYLOAD = st.one_of(
+    CHUNK.map(lambda c: json.dumps(c).encode()),
+    CHUNK.map(lambda c: json.dumps(c, ensure_ascii=False).encode()),
+    st.sampled_from(
+        [
+            b"[DONE]",
+            b" [DONE] ",
+            b'{"choices":\n[]}',
+            b'{"choices":[{"delta":{"content":"\xe2\x82"}}]}',
+            b'{"error":{"message":"overloaded"}}',
+            b"x",
+            b"",
+        ]
+    ),
+)
+LINE_START = st.sampled_from([b"data: ", b"data: ", b"data: ", b"data:", b"event: error\ndata: "])
+LINE_END = st.sampled_from([b"\n\n", b"\n\n", b"\n\n", b"\n", b"\r\n\r\n", b"\n\n\n", b""])
+
+
+@FUZZ
+@given(
+    st.lists(st.tuples(LINE_START, PAYLOAD, LINE_END), max_size=8),
+    st.booleans(),
+    st.lists(st.integers(0, 10**6), max_size=6),
+)
+def test_whole_stream_reading_equals_framing_then_folding(
+    events: list[tuple[bytes, bytes, bytes]], done: bool, cuts: list[int]
+) -> None:
+    """A streamed answer read in one pass (the common shape: one `data: ` line per event, LF,
+    UTF-8, typed chunks, a last [DONE]) gives the same answer, token reads included, and the
+    same unframed text as framing it event by event and folding the events, for streams of
+    that shape and streams just off it, cut into reads anywhere."""
+    raw = b"".join(start + payload + end for start, payload, end in events)
+    if done:
+        raw += b"data: [DONE]\n\n"
+    chunks = _cut(raw, cuts)
+    assert read_stream(chunks) == _framed_then_folded(chunks)
+
+
+def test_common_stream_read_whole_keeps_each_token_read() -> None:
+    """A vLLM-shaped answer split over reads at every byte: each token counted in the read
+    that completed its event, as the event-by-event reading counts it."""
+    events = [
+        {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": word}}]}
+        for word in ("a", " b", " c")
+    ]
+    raw = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    raw += b"data: [DONE]\n\n"
+    for at in range(len(raw) + 1):
+        for chunks in ([raw[:at], raw[at:]], [raw[i : i + 1] for i in range(len(raw))]):
+            stream, leftover = read_stream(chunks)
+            assert (stream, leftover) == _framed_then_folded(chunks)
+            assert _read_whole(chunks) == stream  # the one-pass reading took it
+            assert stream.content == "a b c"
+
+
+TOKEN = b'data: {"id":"c","choices":[{"delta":{"content":"a"}}]}\n\n'
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        TOKEN + b'data: {"choices":\n[{"delta":{"content":"b"}}]}\n\ndata: [DONE]\n\n',
+        TOKEN + b'data:{"choices":[{"delta":{"content":"b"}}]}\n\ndata: [DONE]\n\n',
+        TOKEN + b'data: {"choices":[{"delta":{"content":"b"}}]}\r\n\r\ndata: [DONE]\n\n',
+        TOKEN + b'data: {"choices":[{"delta":{"content":"\xe2\x82"}}]}\n\ndata: [DONE]\n\n',
+        TOKEN + b"data: [DONE]\n\n" + TOKEN,
+        TOKEN + b'data: {"error":{"message":"overloaded"}}\n\ndata: [DONE]\n\n',
+        TOKEN + b'event: ping\ndata: {"choices":[]}\n\ndata: [DONE]\n\n',
+        TOKEN + b"data: [DONE]\n",
+    ],
+)
+def test_streams_off_the_common_shape_read_as_framed_then_folded(raw: bytes) -> None:
+    """A stream just off the common shape (JSON over two lines, `data:` without its space,
+    CRLF, bytes that are not UTF-8, an event after [DONE], an error chunk, a named event, no
+    last blank line) is read event by event: the same answer and leftover as framing it and
+    folding its events."""
+    assert _read_whole([raw]) is None
+    assert read_stream([raw]) == _framed_then_folded([raw])
+
+
+def test_real_streams_read_whole_as_framed_then_folded() -> None:
+    """Every captured vLLM stream in tests/data, read whole, in two reads and byte by byte,
+    gives what framing and folding it gives."""
+    streams = [p for p in REAL if p.read_bytes().startswith(b"data:")]
+    assert streams
+    for path in streams:
+        raw = path.read_bytes()
+        half = len(raw) // 2
+        for chunks in ([raw], [raw[:half], raw[half:]], [raw[i : i + 1] for i in range(len(raw))]):
+            assert read_stream(chunks) == _framed_then_folded(chunks), path

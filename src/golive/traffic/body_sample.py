@@ -18,11 +18,15 @@ if TYPE_CHECKING:
     from golive.traffic.records import ParsedResponse
 
 
+# what `json.dumps(body, sort_keys=True, ensure_ascii=False)` writes, its encoder made once
+_DIGESTED_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+
+
 def body_digest(body: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A request body kept as what identifies it: sha256 and size of its JSON, its shape."""
     if body is None:
         return None
-    raw = json.dumps(body, sort_keys=True, ensure_ascii=False).encode()
+    raw = _DIGESTED_JSON.encode(body).encode()
     return {
         "sha256": hashlib.sha256(raw).hexdigest(),
         "bytes": len(raw),

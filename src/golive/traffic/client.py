@@ -38,6 +38,10 @@ from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings
 
 _KEPT_HEADERS = ("x-request-id", "content-type", "server", "retry-after", "location")
 CHAT_PATH = "/v1/chat/completions"
+# a request body as `json.dumps(body, separators=(",", ":"), ensure_ascii=False)` writes it,
+# its encoder made once
+_BODY_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_ROUTES_KEPT = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,7 @@ class TargetClient:
         self.base_url = settings.base_url.rstrip("/")
         self._api_key = read_api_key(settings.api_key_env)
         self._pools: dict[Origin, Pool] | None = None
+        self._routes: dict[str, tuple[Pool, str]] = {}  # URL -> its pool and request target
         self._headers: dict[str, str] = {}
         self._ssl: ssl.SSLContext | None = None
         self._ids = itertools.count(1)
@@ -90,7 +95,7 @@ class TargetClient:
         self._headers = {"User-Agent": "golive", "Accept": "*/*"}
         if self._api_key:
             self._headers["Authorization"] = f"Bearer {self._api_key}"
-        self._pools = {}
+        self._pools, self._routes = {}, {}
         return self
 
     async def __aexit__(
@@ -101,7 +106,7 @@ class TargetClient:
     ) -> None:
         for pool in (self._pools or {}).values():
             pool.close()
-        self._pools = None
+        self._pools, self._routes = None, {}
 
     def abort_in_flight(self, reason: str) -> int:
         """End every request in flight now; each still returns its record, with a
@@ -171,8 +176,12 @@ class TargetClient:
         )
 
     def _pool(self, url: str) -> tuple[Pool, str]:
+        """The pool of a URL's origin and the request target (path and query) to send."""
         if self._pools is None:
             raise RuntimeError("TargetClient used outside `async with`")
+        route = self._routes.get(url)
+        if route is not None:
+            return route
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"target URL {url!r} is not an http(s) URL with a host")
@@ -193,7 +202,10 @@ class TargetClient:
             )
             self._pools[origin] = pool
         target = parts.path or "/"
-        return pool, f"{target}?{parts.query}" if parts.query else target
+        route = pool, f"{target}?{parts.query}" if parts.query else target
+        if len(self._routes) < _ROUTES_KEPT:  # a load sends to a few URLs, over and over
+            self._routes[url] = route
+        return route
 
     async def _send(
         self,
@@ -214,7 +226,7 @@ class TargetClient:
         headers = {**self._headers, **(extra_headers or {}), "X-Request-Id": request_id}
         payload: bytes | None = None
         if body is not None:
-            payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+            payload = _BODY_JSON.encode(body).encode()
             headers["Content-Type"] = "application/json"
         raw = request_bytes(method, target, pool.origin, headers, payload)
         started_at = time.time()

@@ -103,6 +103,9 @@ class _Connection(asyncio.Protocol):
         self.last_read_ns = 0
         self._complete = False
         self._delimited = False
+        # the connection's one timer (`_watch`): armed while an exchange may still time out
+        self._timer: asyncio.TimerHandle | None = None
+        self._first_ns = self._read_ns = 0
 
     # -- asyncio.Protocol --------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -137,6 +140,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._unwatch()
         done = self._done
         if done is None or done.done():
             return
@@ -177,7 +181,12 @@ class _Connection(asyncio.Protocol):
         self._reusable = self._parser.should_keep_alive()
 
     # -- used by the pool --------------------------------------------------------------
-    def start(self, payload: bytes, exchange: Exchange) -> asyncio.Future[None]:
+    def start(
+        self, payload: bytes, exchange: Exchange, first_ns: int, read_ns: int
+    ) -> asyncio.Future[None]:
+        """Send one request; the future ends with its answer, or with `FirstByteTimedOut`
+        when no byte of it has come within `first_ns`, `ReadTimedOut` when none has come for
+        `read_ns` since the last."""
         assert self.transport is not None
         self._parser = httptools.HttpResponseParser(self)
         self._exchange = exchange
@@ -187,8 +196,49 @@ class _Connection(asyncio.Protocol):
         self._delimited = False
         self._done = self._loop.create_future()
         self.last_read_ns = exchange.written_ns = time.perf_counter_ns()
+        self._watch(first_ns, read_ns)
         self.transport.write(payload)
         return self._done
+
+    def _watch(self, first_ns: int, read_ns: int) -> None:
+        """Have the timer fire by this exchange's first-byte deadline. A timer still armed
+        from an earlier exchange that fires sooner is kept (firing, it re-arms for what is
+        left), so a kept-alive connection does not make and cancel a timer per request."""
+        self._first_ns, self._read_ns = first_ns, read_ns
+        due = self._loop.time() + first_ns / 1e9
+        timer = self._timer
+        if timer is not None:
+            if timer.when() <= due:
+                return
+            timer.cancel()
+        self._timer = self._loop.call_at(due, self._check)
+
+    def _check(self) -> None:
+        """The timer fired: fail the exchange in flight whose first byte has not come within
+        its limit, or that has had no byte for the read timeout; else re-arm for what is
+        left of the nearer limit. Nothing in flight: the timer stays off."""
+        self._timer = None
+        done = self._done
+        if done is None or done.done() or self.closed:
+            return
+        ex = self._exchange
+        now_ns = time.perf_counter_ns()
+        if not ex.received:
+            left_ns = self._first_ns - (now_ns - (ex.written_ns or now_ns))
+            if left_ns <= 0:
+                done.set_exception(FirstByteTimedOut(f"{self._first_ns / 1e9:g}"))
+                return
+        else:
+            left_ns = self._read_ns - (now_ns - self.last_read_ns)
+            if left_ns <= 0:
+                done.set_exception(ReadTimedOut("no data"))
+                return
+        self._timer = self._loop.call_later(left_ns / 1e9, self._check)
+
+    def _unwatch(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def finish(self) -> bool:
         """Whether the connection may carry another request."""
@@ -201,6 +251,7 @@ class _Connection(asyncio.Protocol):
 
     def abort(self) -> None:
         self.closed = True
+        self._unwatch()
         if self.transport is not None:
             self.transport.abort()
 
@@ -256,8 +307,9 @@ class Pool:
         self, conn: _Connection, payload: bytes, into: Exchange, first_ns: int
     ) -> None:
         try:
-            done = conn.start(payload, into)
-            await self._wait(conn, done, into, first_ns)
+            # the wait for the answer: failed by the connection's timer when its first byte
+            # has not come within `first_ns`, or no byte for the read timeout after it
+            await conn.start(payload, into, first_ns, self.read_timeout_ns)
         except BaseException:
             conn.abort()
             raise
@@ -292,39 +344,6 @@ class Pool:
             raise ConnectFailed(str(exc) or type(exc).__name__) from exc
         self.opened += 1
         return protocol
-
-    async def _wait(
-        self, conn: _Connection, done: asyncio.Future[None], into: Exchange, first_ns: int
-    ) -> None:
-        """Wait for the answer; fail when its first byte has not come within `first_ns`, or
-        when no byte arrives for the read timeout after it.
-
-        One timer per request, re-armed only when it fires while bytes still flow."""
-        loop = asyncio.get_running_loop()
-        started_ns = time.perf_counter_ns()
-        timer: list[asyncio.TimerHandle] = []
-
-        def check() -> None:
-            if done.done():
-                return
-            now_ns = time.perf_counter_ns()
-            if not into.received:
-                left_ns = first_ns - (now_ns - started_ns)
-                if left_ns <= 0:
-                    done.set_exception(FirstByteTimedOut(f"{first_ns / 1e9:g}"))
-                    return
-            else:
-                left_ns = self.read_timeout_ns - (now_ns - conn.last_read_ns)
-                if left_ns <= 0:
-                    done.set_exception(ReadTimedOut("no data"))
-                    return
-            timer[0] = loop.call_later(left_ns / 1e9, check)
-
-        timer.append(loop.call_later(first_ns / 1e9, check))
-        try:
-            await done
-        finally:
-            timer[0].cancel()
 
     def close(self) -> None:
         while self._idle:

@@ -7,6 +7,7 @@ Records are built on the hot path from raw bytes and `perf_counter_ns` stamps on
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from msgspec import UNSET, UnsetType
 from golive.bundle.request_line import SAMPLED_OUT, RecordFailure, RecordTimings, RequestRecordLine
 from golive.bundle.store import REDACTED
 from golive.traffic.body_sample import answer_summary, body_digest
-from golive.traffic.sse import StreamResult, decode_events, reassemble, token_ids
+from golive.traffic.sse import StreamResult, read_stream, token_ids
 
 NS_PER_MS = 1_000_000
 _CREDENTIAL = re.compile("auth|key|token|cookie|secret|password|signature", re.IGNORECASE)
@@ -26,9 +27,14 @@ _CREDENTIAL = re.compile("auth|key|token|cookie|secret|password|signature", re.I
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """Headers as saved in the bundle: any credential-bearing header's value replaced."""
-    return {
-        name: REDACTED if _CREDENTIAL.search(name) else value for name, value in headers.items()
-    }
+    return {name: REDACTED if _bears_credential(name) else value for name, value in headers.items()}
+
+
+@functools.lru_cache(maxsize=1024)
+def _bears_credential(name: str) -> bool:
+    """Whether a header of this name carries a credential (every record has the same few
+    names: each is matched once)."""
+    return _CREDENTIAL.search(name) is not None
 
 
 class FailureKind(enum.StrEnum):
@@ -289,8 +295,7 @@ def parse(record: RequestRecord) -> ParsedResponse:
     problems: list[str] = []
     header_id = (record.headers or {}).get("x-request-id")
     if record.stream and record.status is not None and 200 <= record.status < 300:
-        events, leftover = decode_events(record.chunks)
-        stream = reassemble(events)
+        stream, leftover = read_stream(record.chunks)
         if leftover:
             problems.append(f"unframed trailing text: {leftover[:120]!r}")
         if stream.malformed:

@@ -1,123 +1,41 @@
-"""Pure Server-Sent-Events decoding and chat-completion stream reassembly.
+"""Chat-completion stream reassembly, on top of the SSE framing (`sse_framing`).
 
 The client keeps the raw chunks of a stream with their arrival times; this runs once the
 answer is complete (a capacity window reads each answer as it arrives, so it is on the load's
-path: a 64-token answer costs ~100 µs, see docs/performance.md). `decode_events` turns chunks
-into events (tolerating lines split across chunks, CRLF, comments and multi-line data) and
-remembers in which chunk each event completed, so first-token time can be read off
-afterwards. `reassemble` folds chat-completion chunks into one message: content, reasoning,
-tool calls by index, finish reason, usage and any error event.
+path; see docs/performance.md). `read_stream` reads a whole answer: the common shape (every
+event one `data:` line, LF line ends, valid UTF-8) in one pass, anything else framed by
+`decode_events` and folded by `reassemble`, which folds chat-completion chunks into one
+message: content, reasoning, tool calls by index, finish reason, usage and any error event.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
-DONE = "[DONE]"
+from golive.traffic.sse_framing import (
+    DONE,
+    SSEEvent,
+    decode_events,
+    decode_events_by_line,
+)
 
-
-class SSEEvent(NamedTuple):
-    """One dispatched event: its `event:` name, joined `data:` lines and completing chunk (a
-    tuple: a long stream makes thousands of them, and a tuple is the cheapest to make)."""
-
-    data: str
-    event: str = "message"
-    chunk_index: int = 0
-
-
-def decode_events(chunks: Iterable[bytes]) -> tuple[list[SSEEvent], str]:
-    """Decode an SSE byte stream into events; also return any unterminated trailing text.
-
-    A trailing event without its blank-line terminator is still returned (servers that close
-    the connection right after the last `data:` line exist), and the leftover text is what
-    could not be framed at all. Streams with LF line ends (what vLLM sends) are framed by
-    whole events; any CR in the stream takes the line-by-line reading of the SSE spec.
-    """
-    chunks = tuple(chunks)
-    if any(b"\r" in chunk for chunk in chunks):
-        return decode_events_by_line(chunks)
-    framer = _Framer()
-    buffer = b""
-    index = -1
-    for index, chunk in enumerate(chunks):
-        buffer += chunk
-        if b"\n\n" not in buffer:
-            continue
-        *blocks, buffer = buffer.split(b"\n\n")
-        for block in blocks:
-            if block.startswith(b"data: ") and b"\n" not in block:  # one data line
-                framer.events.append(
-                    SSEEvent(block[6:].decode("utf-8", "replace"), "message", index)
-                )
-                continue
-            for raw in block.split(b"\n"):
-                framer.line(raw, index)
-            framer.line(b"", index)
-    *lines, tail = buffer.split(b"\n")
-    for raw in lines:
-        framer.line(raw, index)
-    return framer.finish(tail, index)
-
-
-def decode_events_by_line(chunks: Iterable[bytes]) -> tuple[list[SSEEvent], str]:
-    """`decode_events` line by line, as the SSE spec reads it (CR, LF or CRLF line ends)."""
-    framer = _Framer()
-    buffer = b""
-    index = -1
-    for index, chunk in enumerate(chunks):
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for raw in lines:
-            framer.line(raw, index)
-    return framer.finish(buffer, index)
-
-
-@dataclass(slots=True)
-class _Framer:
-    """The SSE event state machine: `data:` lines gather until a blank line dispatches them."""
-
-    events: list[SSEEvent] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)  # data lines of the event being read
-    event_name: str = "message"
-
-    def line(self, raw: bytes, index: int) -> None:
-        line = raw.rstrip(b"\r").decode("utf-8", errors="replace")
-        if not line:
-            if self.pending:
-                self.events.append(SSEEvent("\n".join(self.pending), self.event_name, index))
-            self.pending, self.event_name = [], "message"
-            return
-        name, value = _field(line)
-        if name == "data":
-            self.pending.append(value)
-        elif name == "event":
-            self.event_name = value or "message"
-
-    def finish(self, buffer: bytes, index: int) -> tuple[list[SSEEvent], str]:
-        """The events, with a trailing `data:` line and an undispatched event kept."""
-        tail = buffer.decode("utf-8", errors="replace").rstrip("\r")
-        if tail:
-            name, value = _field(tail)
-            if name == "data":
-                self.pending.append(value)
-                tail = ""
-        if self.pending:
-            self.events.append(SSEEvent("\n".join(self.pending), self.event_name, max(index, 0)))
-        return self.events, tail
-
-
-def _field(line: str) -> tuple[str, str]:
-    if line.startswith(":"):
-        return "", ""
-    name, sep, value = line.partition(":")
-    if not sep:
-        return name, ""
-    return name, value[1:] if value.startswith(" ") else value
+__all__ = [
+    "DONE",
+    "SSEEvent",
+    "StreamResult",
+    "ToolCall",
+    "decode_events",
+    "decode_events_by_line",
+    "read_stream",
+    "reassemble",
+    "token_ids",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,20 +112,22 @@ class _ToolCallParts:
     arguments: list[str] = field(default_factory=list)
 
 
-class _Delta(msgspec.Struct):
+# gc=False: decoded chunks hold no cycles, so the collector need not track the thousands
+# of them a load window makes
+class _Delta(msgspec.Struct, gc=False):
     content: str | None = None
     reasoning: str | None = None
     reasoning_content: str | None = None
     tool_calls: list[Any] | None = None
 
 
-class _Choice(msgspec.Struct):
+class _Choice(msgspec.Struct, gc=False):
     index: int = 0
     delta: _Delta | None = None
     finish_reason: str | None = None
 
 
-class _Chunk(msgspec.Struct):
+class _Chunk(msgspec.Struct, gc=False):
     """The fields of a chat-completion chunk that reassembly reads; a chunk whose fields
     have other types (or that carries `error`) is read by the general path instead."""
 
@@ -221,6 +141,63 @@ class _Chunk(msgspec.Struct):
 
 
 _CHUNK = msgspec.json.Decoder(_Chunk)
+_DATA_SEPARATOR = "\n\ndata: "
+
+
+def read_stream(chunks: Sequence[bytes]) -> tuple[StreamResult, str]:
+    """A streamed answer's raw reads folded into one `StreamResult`, with any text that
+    could not be framed: `reassemble(decode_events(chunks))`, the common shape read whole."""
+    whole = _read_whole(chunks)
+    if whole is not None:
+        return whole, ""
+    events, leftover = decode_events(chunks)
+    return reassemble(events), leftover
+
+
+def _read_whole(chunks: Sequence[bytes]) -> StreamResult | None:
+    """The common stream in one pass: valid UTF-8, every event one `data: ` line ended by a
+    blank line, no CR, every event a typed chunk without `error` but a last `[DONE]`. The
+    events are split out at once and decoded without a Python call per event. None, having
+    changed nothing, where the stream is not of that shape (the general readers take it)."""
+    raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n") or b"\r" in raw:
+        return None
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        return None
+    datas = text[6:-2].split(_DATA_SEPARATOR)
+    # the separators and the last blank line hold two newlines per event: any other is a
+    # line that is not `data: ` (counted per read, for the read each event completed in)
+    newlines = [chunk.count(b"\n") for chunk in chunks]
+    if sum(newlines) != 2 * len(datas):
+        return None
+    fold = _Fold()
+    events = len(datas)
+    if datas[-1] == DONE:
+        fold.done = True
+        del datas[-1]
+    try:
+        decoded = list(map(_CHUNK.decode, datas))
+    except msgspec.MsgspecError:
+        return None
+    if not fold.add(zip(decoded, _completing_reads(newlines), strict=False)):
+        return None
+    return fold.result(events)
+
+
+def _completing_reads(newlines: list[int]) -> Iterable[int]:
+    """The read in which each event of a whole-read stream completed (its blank line's
+    second newline), from each read's count of newlines (every newline is one of a pair)."""
+    if len(newlines) == 1:
+        return itertools.repeat(0)
+    reads: list[int] = []
+    seen = done = 0
+    for index, count in enumerate(newlines):
+        seen += count
+        reads += [index] * (seen // 2 - done)
+        done = seen // 2
+    return reads
 
 
 def reassemble(events: Sequence[SSEEvent]) -> StreamResult:
@@ -230,45 +207,29 @@ def reassemble(events: Sequence[SSEEvent]) -> StreamResult:
     nobody reads); an event that does not fit that shape — not JSON, another type, an
     error — goes through the general path, which reads any JSON as the old code did."""
     fold = _Fold()
+    fold.add(_typed(events, fold))
+    return fold.result(len(events))
+
+
+def _typed(events: Sequence[SSEEvent], fold: _Fold) -> Iterator[tuple[_Chunk | SSEEvent, int]]:
+    """Each event as a typed chunk, or as itself where the general path must read it
+    (`[DONE]` marks the fold done instead)."""
     decode, unset = _CHUNK.decode, msgspec.UNSET
-    content, tokens = fold.content, fold.token_chunks
     for event in events:
         data = event.data
         if data == DONE or data.strip() == DONE:
             fold.done = True
             continue
-        if event.event != "message":
-            fold.general(event)
-            continue
-        try:
-            chunk = decode(data)
-        except msgspec.MsgspecError:
-            fold.general(event)
-            continue
-        if chunk.error is not unset:
-            fold.general(event)
-            continue
-        if not fold.response_id or not fold.model or chunk.usage is not None:
-            fold.ids(chunk)
-        for choice in chunk.choices or ():
-            if choice.index != 0:
-                continue
-            delta = choice.delta
-            if delta is not None:
-                if delta.tool_calls is None and delta.reasoning is None:
-                    if delta.reasoning_content is None:  # the common token: text only
-                        if delta.content:
-                            content.append(delta.content)
-                            tokens.append(event.chunk_index)
-                    elif fold.delta(delta.content, None, delta.reasoning_content, None):
-                        tokens.append(event.chunk_index)
-                elif fold.delta(
-                    delta.content, delta.reasoning, delta.reasoning_content, delta.tool_calls
-                ):
-                    tokens.append(event.chunk_index)
-            if choice.finish_reason:
-                fold.finish_reason = choice.finish_reason
-    return fold.result(len(events))
+        if event.event == "message":
+            try:
+                chunk = decode(data)
+            except msgspec.MsgspecError:
+                pass
+            else:
+                if chunk.error is unset:
+                    yield chunk, event.chunk_index
+                    continue
+        yield event, event.chunk_index
 
 
 @dataclass(slots=True)
@@ -289,6 +250,39 @@ class _Fold:
     done: bool = False
     prompt_token_ids: tuple[int, ...] | None = None
     prompt_text: str | None = None
+
+    def add(self, items: Iterable[tuple[_Chunk | SSEEvent, int]]) -> bool:
+        """Fold typed chunks (each with the read that completed it) and the events the
+        general path reads, in order. False, at once, at a typed chunk carrying `error`."""
+        unset = msgspec.UNSET
+        content, tokens = self.content, self.token_chunks
+        for chunk, index in items:
+            if not isinstance(chunk, _Chunk):
+                self.general(chunk)
+                continue
+            if chunk.error is not unset:
+                return False
+            if chunk.usage is not None or not (self.response_id and self.model):
+                self.ids(chunk)
+            for choice in chunk.choices or ():
+                if choice.index != 0:
+                    continue
+                delta = choice.delta
+                if delta is not None:
+                    if delta.tool_calls is None and delta.reasoning is None:
+                        if delta.reasoning_content is None:  # the common token: text only
+                            if delta.content:
+                                content.append(delta.content)
+                                tokens.append(index)
+                        elif self.delta(delta.content, None, delta.reasoning_content, None):
+                            tokens.append(index)
+                    elif self.delta(
+                        delta.content, delta.reasoning, delta.reasoning_content, delta.tool_calls
+                    ):
+                        tokens.append(index)
+                if choice.finish_reason:
+                    self.finish_reason = choice.finish_reason
+        return True
 
     def ids(self, chunk: _Chunk) -> None:
         """The response id and model (the first given), the usage (the last given), and
