@@ -139,3 +139,35 @@ async def test_a_windows_end_settles_the_work_still_waiting_in_order() -> None:
     turns.settle()
     assert done == [0, 1, 2]
     await asyncio.gather(*lanes)
+
+
+async def test_settling_while_the_drain_waits_for_its_turn_leaves_it_nothing_to_crash_on() -> None:
+    """A window's end settles the work the drain was about to run: the drain then finds
+    nothing waiting and ends cleanly (no 'pop from an empty deque' in a task nobody awaits)."""
+    turns = LoopTurns(budget_ns=0)
+    lane = asyncio.ensure_future(turns.run(lambda: "saved"))
+    await asyncio.sleep(0)  # the lane queues its work and starts the drain
+    await asyncio.sleep(0)  # the drain waits for its next turn
+    drain = turns._drain
+    assert drain is not None
+    turns.settle()
+    assert await lane == "saved"
+    await drain
+    assert drain.exception() is None
+
+
+async def test_a_failed_work_whose_lane_is_gone_is_raised_at_the_settle() -> None:
+    """A save that fails after its lane was cancelled is not dropped: the window's settle
+    raises it, so the run ends on the error instead of a silent gap in the records."""
+    turns = LoopTurns(budget_ns=0)
+
+    def fails() -> None:
+        raise OSError("disk full")
+
+    lane = asyncio.ensure_future(turns.run(fails))
+    await asyncio.sleep(0)
+    lane.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await lane
+    with pytest.raises(OSError, match="disk full"):
+        turns.settle()

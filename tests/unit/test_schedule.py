@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from golive.traffic.loop_turns import loop_turns
 from golive.traffic.records import RequestRecord, Timings
 from golive.traffic.schedule import Schedule, poisson_offsets_ns, run_schedule
 
@@ -114,3 +115,70 @@ def test_unbounded_schedules_are_refused() -> None:
     """A schedule without a positive duration is refused: load is always bounded."""
     with pytest.raises(ValueError, match="positive duration"):
         Schedule("concurrency", duration_s=0, max_requests=1)
+
+
+def _answered(label: str, scheduled_ns: int) -> RequestRecord:
+    now = time.perf_counter_ns()
+    return RequestRecord(
+        "r", label, "POST", "u", {}, True, 0.0, Timings(scheduled_ns, now, end_ns=now)
+    )
+
+
+def _saved_in(seconds: float, saved: list[int]) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+    saved.append(1)
+
+
+async def _answers_waiting_for_slices(cancel_window: bool) -> tuple[int, int, int]:
+    """200 lanes whose answers all come back at once (the watchdog's abort) while every
+    answer's work must wait for a slice of the loop (budget 0): (records the window kept,
+    answers saved, lanes)."""
+    turns = loop_turns()
+    budget, turns.budget_ns = turns.budget_ns, 0
+    release = asyncio.Event()
+    saved: list[int] = []
+
+    def abort(reason: str) -> int:
+        release.set()
+        return 200
+
+    async def send(body: Mapping[str, Any], label: str, scheduled_ns: int) -> RequestRecord:
+        await release.wait()
+        record = _answered(label, scheduled_ns)
+        await turns.run(lambda: _saved_in(0.01, saved))  # 200 x 10 ms: past the 1 s grace
+        return record
+
+    window = Schedule("concurrency", 0.05, 200, concurrency=200, drain_s=0.05)
+    try:
+        if cancel_window:  # an interrupt: the window is cancelled with answers waiting
+            task = asyncio.ensure_future(run_schedule(window, send, lambda n: {}, "c200"))
+            await asyncio.sleep(0.01)
+            release.set()
+            await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return 0, len(saved), 200
+        result = await run_schedule(window, send, lambda n: {}, "c200", abort=abort)
+        return len(result.records), len(saved), 200
+    finally:
+        turns.budget_ns = budget
+
+
+async def test_a_watchdog_abort_keeps_every_answer_that_came_back_in_its_window() -> None:
+    """The watchdog aborts 200 requests at once and their answers wait for slices of the
+    loop: every answer is saved and kept in the window's records before any lane is
+    cancelled, so the window's row agrees with its records (no no_data for a mismatch)."""
+    kept, saved, lanes = await _answers_waiting_for_slices(cancel_window=False)
+    assert saved == lanes
+    assert kept == lanes
+
+
+async def test_an_interrupted_window_saves_its_answers_before_it_ends() -> None:
+    """A window cancelled (SIGINT) while answers wait for slices of the loop saves every one
+    of them before its cancellation goes on: the ledger, written next, counts them, and
+    nothing is written into the bundle after its seal."""
+    _, saved, lanes = await _answers_waiting_for_slices(cancel_window=True)
+    assert saved == lanes

@@ -11,7 +11,9 @@ loop-lag figure of `golive.client_headroom` rose with it.
 turn has spent less than the budget, otherwise in order after the work already waiting, in
 later turns, a budget's worth each. The lane waits for its own work; the loop serves
 sockets and timers between the slices, so a stamp is at most about a budget late. The work
-itself, and its order, is what it was.
+itself, and its order, is what it was. A window's end, its watchdog's abort and its
+cancellation settle whatever still waits (`settle`), before lanes are cancelled, the ledger
+is written or the bundle sealed.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class LoopTurns:
         self._waiting: deque[tuple[Callable[[], Any], asyncio.Future[Any]]] = deque()
         self._drain: asyncio.Task[None] | None = None
         self.deferred = 0  # works that waited for a later turn (a figure for the docs/tests)
+        self._orphaned: list[Exception] = []  # failures of works whose lane was cancelled
 
     async def run(self, work: Callable[[], _T]) -> _T:
         """`work()`'s result: run now if this turn has budget left and nothing waits, else
@@ -56,10 +59,16 @@ class LoopTurns:
         return await future
 
     def settle(self) -> None:
-        """Run every work still waiting, now (a window's end: a lane cancelled while its
-        answer waited for a slice still has it saved, and in its own window)."""
+        """Run every work still waiting, now: a window's end, its watchdog's abort or its
+        cancellation (an interrupt) records every answer that came back before the lanes are
+        cancelled, the ledger is written or the bundle sealed. A work that failed where no
+        lane waits for it any more is raised here."""
         while self._waiting:
-            _settle(*self._waiting.popleft())
+            _settle(*self._waiting.popleft(), self._orphaned)
+        if self._orphaned:
+            failed = self._orphaned[0]
+            self._orphaned.clear()
+            raise failed
 
     def _next_turn(self) -> None:
         self._turn_started = None
@@ -68,22 +77,30 @@ class LoopTurns:
         try:
             while self._waiting:
                 await asyncio.sleep(0)  # the rest of this turn: sockets, timers, then a slice
+                if not self._waiting:  # settled meanwhile
+                    break
                 start = time.perf_counter_ns()
-                _settle(*self._waiting.popleft())  # at least one a turn, whatever the budget
+                _settle(*self._waiting.popleft(), self._orphaned)  # one a turn at least
                 while self._waiting and time.perf_counter_ns() - start < self.budget_ns:
-                    _settle(*self._waiting.popleft())
+                    _settle(*self._waiting.popleft(), self._orphaned)
         finally:  # cancelled with work waiting (the loop is closing): nothing is dropped
-            self.settle()
+            while self._waiting:
+                _settle(*self._waiting.popleft(), self._orphaned)
             self._drain = None
 
 
-def _settle(work: Callable[[], Any], future: asyncio.Future[Any]) -> None:
+def _settle(
+    work: Callable[[], Any], future: asyncio.Future[Any], orphaned: list[Exception]
+) -> None:
     """Run `work` (even when its lane was cancelled meanwhile: a record is saved whatever
-    became of the lane that waited for it) and hand its result or exception to the lane."""
+    became of the lane that waited for it) and hand its result or exception to the lane;
+    an exception no lane waits for any more is kept in `orphaned`."""
     try:
         result = work()
     except Exception as exc:  # the lane that asked raises it
-        if not future.done():
+        if future.done():
+            orphaned.append(exc)
+        else:
             future.set_exception(exc)
         return
     if not future.done():

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import multiprocessing
 import os
 import signal
@@ -51,7 +50,6 @@ from golive.traffic.load_split import (
     split,
     window_result,
 )
-from golive.traffic.loop_turns import loop_turns
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
 from golive.traffic.retry import RetryPolicy, send_with_retries
 from golive.traffic.schedule import ABORT_GRACE_S, LoadResult, MakeBody, Schedule, run_schedule
@@ -343,7 +341,9 @@ class _Worker:
             record = await send_with_retries(
                 client.chat, body, label, scheduled_ns, w.retry, keep, None, self.stopped
             )
-            await loop_turns().run(functools.partial(keep, record))  # within the turn budget
+            # inline, not within loop_turns' budget: each message's `sent` (chat_requests)
+            # must count only requests whose records it or an earlier message carries
+            keep(record)
             return record
 
         def end(reason: str) -> int:  # the window's end: no more retries either

@@ -151,8 +151,10 @@ async def run_schedule(
     try:
         overran, cancelled = await _bounded_wait(tasks, deadline_ns, schedule, abort)
     except asyncio.CancelledError:
-        # the window itself was cancelled (a load worker beside it died): its lanes must not
-        # outlive it, or they go on sending and saving into a bundle already sealed
+        # the window itself was cancelled (a load worker beside it died, an interrupt): its
+        # lanes must not outlive it, or they go on sending and saving into a bundle already
+        # sealed; the answers that came back are recorded first, before the ledger is written
+        loop_turns().settle()
         await cancel_all(tasks)
         raise
     loop_turns().settle()  # answers of lanes cancelled while they waited for a slice
@@ -238,6 +240,12 @@ async def _bounded_wait(
             "drain had passed"
         )
         _, pending = await asyncio.wait(pending, timeout=ABORT_GRACE_S)
+    if pending:
+        # every answer that came back is recorded, and its lane keeps it, before the lanes
+        # still running are cancelled (those wait on the network: no record to lose)
+        loop_turns().settle()
+        await asyncio.sleep(0)
+        pending = {task for task in pending if not task.done()}
     for task in pending:
         task.cancel()
     if pending:
