@@ -67,7 +67,7 @@ def _valid(record: RequestRecord, tokens: int) -> bool:
     return _complete(parse(record), tokens)
 
 
-def _rss_mb() -> float:
+def rss_mb() -> float:
     with open("/proc/self/status") as status:
         for line in status:
             if line.startswith("VmRSS:"):
@@ -109,7 +109,7 @@ async def max_rps(url: str, concurrency: int, duration: float, tokens: int) -> d
             cpu = _cpu_s() - cpu0
             opened = client.connections_opened
         bundle.close()
-    return {**_window(result, valid, cpu), "connections_opened": opened, "rss_mb": _rss_mb()}
+    return {**_window(result, valid, cpu), "connections_opened": opened, "rss_mb": rss_mb()}
 
 
 async def max_rps_send_only(
@@ -242,7 +242,7 @@ async def timing(url: str, concurrency: int, requests: int, tokens: int) -> dict
 
 async def streams(url: str, count: int, hold: float, tokens: int) -> dict[str, Any]:
     """Open `count` slow streams at once; RSS once every one of them is receiving."""
-    baseline = _rss_mb()
+    baseline = rss_mb()
     body = _body(tokens)
     settings = ClientSettings(url, max_connections=count, read_timeout_s=120)
     async with TargetClient(settings) as client:
@@ -251,7 +251,7 @@ async def streams(url: str, count: int, hold: float, tokens: int) -> dict[str, A
             for _ in range(count)
         ]
         await asyncio.sleep(hold)
-        during = _rss_mb()
+        during = rss_mb()
         opened = client.connections_opened
         for task in tasks:
             task.cancel()

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from drive import rss_mb
 from golive.evidence.sampling import running_beside
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.headroom import ClientMonitor, collector_paused, thaw
@@ -28,14 +29,6 @@ from golive.traffic.schedule import Schedule, run_schedule
 from net import free_port
 from nginx import Nginx
 from sse import write_bodies
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def _body(n: int) -> dict[str, Any]:
@@ -48,7 +41,7 @@ def _body(n: int) -> dict[str, Any]:
 
 
 async def open_streams(url: str, streams: int, rate: float, hold: float) -> dict[str, Any]:
-    baseline = _rss_mb()
+    baseline = rss_mb()
     settings = ClientSettings(url, max_connections=streams, read_timeout_s=600)
     release_s = streams / rate
     async with TargetClient(settings) as client:
@@ -72,7 +65,7 @@ async def open_streams(url: str, streams: int, rate: float, hold: float) -> dict
             async with running_beside(monitor.watch()):
                 task = asyncio.ensure_future(run_schedule(window, send, _body, "open"))
                 await asyncio.sleep(release_s + hold / 2)
-                rss_open = _rss_mb()
+                rss_open = rss_mb()
                 open_now = client.in_flight
                 ticks_open = sorted(monitor.lags_ms[-int(hold / 2 / 0.01) :])
                 await asyncio.sleep(hold / 2)
