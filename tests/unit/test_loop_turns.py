@@ -129,9 +129,10 @@ async def test_a_lane_cancelled_while_waiting_still_has_its_work_done() -> None:
     assert done == ["saved"]
 
 
-async def test_a_windows_end_settles_the_work_still_waiting_in_order() -> None:
-    """At a window's end (`run_schedule` settles the turns) every work still waiting runs at
-    once and in order: a record is written in its own window's stream, never in the next."""
+async def test_a_settle_runs_the_work_still_waiting_in_order() -> None:
+    """At a watchdog abort or an interrupt (`run_schedule` settles the turns) every work still
+    waiting runs at once and in order: a record is written in its own window's stream, never
+    in the next."""
     turns = LoopTurns(budget_ns=0)
     done: list[int] = []
     lanes = [asyncio.ensure_future(turns.run(functools.partial(done.append, i))) for i in range(3)]
@@ -142,8 +143,9 @@ async def test_a_windows_end_settles_the_work_still_waiting_in_order() -> None:
 
 
 async def test_settling_while_the_drain_waits_for_its_turn_leaves_it_nothing_to_crash_on() -> None:
-    """A window's end settles the work the drain was about to run: the drain then finds
-    nothing waiting and ends cleanly (no 'pop from an empty deque' in a task nobody awaits)."""
+    """A watchdog abort or an interrupt settles the work the drain was about to run: the drain
+    then finds nothing waiting and ends cleanly (no 'pop from an empty deque' in a task nobody
+    awaits)."""
     turns = LoopTurns(budget_ns=0)
     lane = asyncio.ensure_future(turns.run(lambda: "saved"))
     await asyncio.sleep(0)  # the lane queues its work and starts the drain

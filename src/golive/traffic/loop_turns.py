@@ -11,9 +11,9 @@ loop-lag figure of `golive.client_headroom` rose with it.
 turn has spent less than the budget, otherwise in order after the work already waiting, in
 later turns, a budget's worth each. The lane waits for its own work; the loop serves
 sockets and timers between the slices, so a stamp is at most about a budget late. The work
-itself, and its order, is what it was. A window's end, its watchdog's abort and its
-cancellation settle whatever still waits (`settle`), before lanes are cancelled, the ledger
-is written or the bundle sealed.
+itself, and its order, is what it was. A window's watchdog abort and its cancellation settle
+whatever still waits (`settle`), before lanes are cancelled, the ledger is written or the
+bundle sealed; a window that ends normally has nothing of its own waiting.
 """
 
 from __future__ import annotations
@@ -59,16 +59,19 @@ class LoopTurns:
         return await future
 
     def settle(self) -> None:
-        """Run every work still waiting, now: a window's end, its watchdog's abort or its
-        cancellation (an interrupt) records every answer that came back before the lanes are
+        """Run every work still waiting, now: a window's watchdog abort or its cancellation
+        (an interrupt) records every answer that came back before the lanes are
         cancelled, the ledger is written or the bundle sealed. A work that failed where no
         lane waits for it any more is raised here."""
-        while self._waiting:
-            _settle(*self._waiting.popleft(), self._orphaned)
+        self._run_waiting()
         if self._orphaned:
             failed = self._orphaned[0]
             self._orphaned.clear()
             raise failed
+
+    def _run_waiting(self) -> None:
+        while self._waiting:
+            _settle(*self._waiting.popleft(), self._orphaned)
 
     def _next_turn(self) -> None:
         self._turn_started = None
@@ -84,8 +87,7 @@ class LoopTurns:
                 while self._waiting and time.perf_counter_ns() - start < self.budget_ns:
                     _settle(*self._waiting.popleft(), self._orphaned)
         finally:  # cancelled with work waiting (the loop is closing): nothing is dropped
-            while self._waiting:
-                _settle(*self._waiting.popleft(), self._orphaned)
+            self._run_waiting()
             self._drain = None
 
 

@@ -157,7 +157,6 @@ async def run_schedule(
         loop_turns().settle()
         await cancel_all(tasks)
         raise
-    loop_turns().settle()  # answers of lanes cancelled while they waited for a slice
     wall_s = (time.perf_counter_ns() - start_ns) / 1e9
     stopped_by: StoppedBy = "duration"
     if overran:
