@@ -117,6 +117,13 @@ def measured_number(value: object) -> float | None:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def measured_float(value: object) -> float | None:
+    """A measurement or saved figure read back as a float (None: absent, or not a number; a
+    bool is not one)."""
+    number = measured_number(value)
+    return None if number is None else float(number)
+
+
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """One check's finding (verdict.json `checks`: `verdict.document.CheckEntry`, which

@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from golive.results import CheckResult, Status
+from golive.results import CheckResult, Status, measured_int
 from golive.traffic.records import ParsedResponse
 
 # vLLM's own request fields: the answer carries the prompt as the engine rendered it
@@ -59,8 +59,7 @@ def _first_difference(a: Sequence[object], b: Sequence[object]) -> int:
 
 def prompt_tokens(parsed: ParsedResponse) -> int | None:
     """The prompt tokens the engine counted for this answer (None: it said nothing)."""
-    value = (parsed.usage or {}).get("prompt_tokens")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return measured_int((parsed.usage or {}).get("prompt_tokens"))
 
 
 def request_rewritten(target: ParsedResponse, engine: ParsedResponse | None) -> str | None:

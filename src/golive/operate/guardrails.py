@@ -34,6 +34,7 @@ from golive.operate.alert_scope import (
 )
 from golive.operate.rollback import ACCEPTED, programme_scope
 from golive.quantiles import samples_needed
+from golive.results import measured_float
 from golive.verdict.document import VerdictDocument
 
 # the accepted bundle measured the reuse of golive's own cache probe (a prompt sent twice), not
@@ -75,8 +76,8 @@ def envelope(
     lim = verdict.limits
     ceiling = lim.max_concurrency or ramp_ceiling(verdict.measurements("capacity.concurrency"))
     inside = [s for s in steps if not ceiling or (s.get("concurrency") or 0) <= ceiling]
-    waiting = [w for s in inside if (w := _num(s.get("max_waiting"))) is not None]
-    measured = [s for s in inside if _num(s.get("ttft_p95_s")) is not None]
+    waiting = [w for s in inside if (w := measured_float(s.get("max_waiting"))) is not None]
+    measured = [s for s in inside if measured_float(s.get("ttft_p95_s")) is not None]
     # a p95 bounds an SLO only from enough samples (golive.quantiles); older steps name none
     # but their completed count
     needed = samples_needed(95)
@@ -101,10 +102,6 @@ def envelope(
         disable_features=lim.disable_features,
         ttft_slo_note=note,
     )
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,9 @@ from golive.bundle.layout import (
 from golive.bundle.store import BundleReader
 from golive.checks.cache.judge import cache_labels
 from golive.checks.capacity.measured import capacity_ceiling
-from golive.checks.capacity.stalls import number
 from golive.checks.env.judge import serving_launch
 from golive.config import parse_config
-from golive.results import CheckResult, Classification, Outcome
+from golive.results import CheckResult, Classification, Outcome, measured_float
 from golive.verdict.document import ExercisedEnvelope
 
 ENV_SCRAPE = "metrics/env.prom"
@@ -83,7 +82,7 @@ def _step_rate(reader: BundleReader, concurrency: int) -> float | None:
         except ValueError:
             continue
         if isinstance(row, dict) and row.get("concurrency") == concurrency:
-            return number(row.get("throughput_rps"))
+            return measured_float(row.get("throughput_rps"))
     return None
 
 

@@ -24,6 +24,7 @@ from golive.bundle.layout import (
 from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
 from golive.quantiles import percentile
+from golive.results import measured_int
 
 QUANTILES = (50, 90, 99)
 
@@ -73,7 +74,7 @@ def sample_prompt_tokens(records: Sequence[RequestRecordLine]) -> dict[int, int]
         index = label.removeprefix("sample-")
         ok = line.http_status == 200 and line.failure is None
         if ok and label.startswith("sample-") and re.fullmatch(r"[0-9]+", index):
-            count = _int(response.get("count"))
+            count = measured_int(response.get("count"))
             if count is not None:
                 counted[int(index)] = count
     return counted
@@ -145,18 +146,14 @@ def _sent(line: RequestRecordLine) -> Shape:
         count if isinstance(count, int) else None,
         has_tools,
         asked if isinstance(asked, int) else None,
-        _int(usage.get("prompt_tokens")),
-        _int(usage.get("completion_tokens")),
+        measured_int(usage.get("prompt_tokens")),
+        measured_int(usage.get("completion_tokens")),
         "length" in reasons if reasons else None,
     )
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _row(name: str, shapes: Sequence[Shape]) -> str:

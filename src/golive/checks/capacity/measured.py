@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from golive.results import measured_int, measured_number
+from golive.results import measured_float, measured_int, measured_number
 
 CEILING = "ceiling"  # capacity.concurrency: the ramp's highest stable step
 DURATION_S = "duration_s"  # capacity.sustained: the window's length, from its records
@@ -40,5 +40,4 @@ def sustained_window(measurements: Mapping[str, object]) -> SustainedWindow:
 def capacity_ceiling(measurements: Mapping[str, object]) -> float | None:
     """The concurrency an expand-capacity phase found the deployment held to (None: the
     phase set none)."""
-    value = measured_number(measurements.get(CAPACITY_CEILING))
-    return None if value is None else float(value)
+    return measured_float(measurements.get(CAPACITY_CEILING))

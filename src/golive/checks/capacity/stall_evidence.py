@@ -15,12 +15,12 @@ from golive.bundle.request_line import RecordFailure, RequestRecordLine
 from golive.checks.capacity.stalls import (
     Flight,
     idle_silence_s,
-    number,
     saved_flight,
     silence,
     stall_after_s,
     stall_headline,
 )
+from golive.results import measured_float
 
 SPAN_SLACK_S = 2.0  # a window's records may outlast its wall time by this (+2%): clock reads
 SPAN_SLACK_SHARE = 0.02
@@ -130,7 +130,7 @@ def window_flights(
             f"{where}: its records hold {most} requests in flight at once, above its "
             f"concurrency {concurrency}"
         )
-    wall = number(wall_s)
+    wall = measured_float(wall_s)
     if flights and wall is not None:
         span = max(f.end if f.end is not None else f.sent for f in flights) - min(
             f.sent for f in flights

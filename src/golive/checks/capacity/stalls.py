@@ -71,11 +71,6 @@ def saved_flight(line: RequestRecordLine) -> Flight:
     return _flight(line.started_at, timings.chunks, timings.end, line.ok, line.failure is not None)
 
 
-def number(value: object) -> float | None:
-    """A saved figure as a number (None: absent, or not a number; a bool is not one)."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _flight(
     started: float, chunks_ms: Sequence[float], end_ms: float | None, ok: bool, failed: bool
 ) -> Flight:
