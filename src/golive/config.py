@@ -276,7 +276,7 @@ class UnusedPart(StrictModel):
     reason: str = Field(min_length=1, description="why the application does not use it")
 
 
-# the settings that weaken a programme rule when moved off their default (coverage.RELAXABLE)
+# the settings that weaken a programme rule off their default (checks/relaxations.py RELAXABLE)
 RelaxableSetting = Literal[
     "cache.after_load_probe",
     "cache.warm_must_be_faster",

@@ -17,11 +17,10 @@ from golive.checks.coverage import (
     MIN_WARM_REPEATS,
     agent_coverage,
     cache_coverage,
-    lowered_cases,
-    relaxed_gaps,
     smoke_coverage,
     with_sustained_coverage,
 )
+from golive.checks.relaxations import lowered_cases, relaxed_gaps
 from golive.config import AgentConfig, CacheConfig, ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.config_sources import load_config
 from golive.errors import ConfigError

@@ -31,11 +31,11 @@ from golive.bundle.signing import load_private_key
 from golive.bundle.store import Bundle, BundleReader, size_bytes
 from golive.checks.cache.prefix_size import prefix_refusals
 from golive.checks.context import CheckContext, NoTarget, PhaseProgress, Quiet, Target
-from golive.checks.coverage import profile_refusals
 from golive.checks.deployment import ask_identity, deployment_of
 from golive.checks.identity import judge_identity
 from golive.checks.ledger import write_ledger
 from golive.checks.model_profile import judge_model_profile
+from golive.checks.relaxations import profile_refusals
 from golive.config import GoliveConfig, OwnerRule, config_digest
 from golive.errors import ConfigError, TargetNotMeasurable
 from golive.evidence.metric_reference import bundle_scrapes, metric_reference

@@ -37,14 +37,9 @@ from golive.checks.agent.rules import (
 )
 from golive.checks.agent.select import due_criticality
 from golive.checks.context import unserved
-from golive.checks.coverage import (
-    SHIPPED_CASES,
-    Relaxations,
-    agent_coverage,
-    lowered_cases,
-    relaxed_gaps,
-)
+from golive.checks.coverage import SHIPPED_CASES, agent_coverage
 from golive.checks.gateway import asked_prompt, held_to_engine, request_rewritten
+from golive.checks.relaxations import Relaxations, lowered_cases, relaxed_gaps
 from golive.config import AgentConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics

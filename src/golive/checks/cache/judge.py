@@ -30,7 +30,8 @@ from golive.checks.cache.rules import (
     judge_reuse,
     rank_test,
 )
-from golive.checks.coverage import Relaxations, cache_coverage, relaxed_gaps
+from golive.checks.coverage import cache_coverage
+from golive.checks.relaxations import Relaxations, relaxed_gaps
 from golive.config import CacheConfig, ProgrammeConfig
 from golive.errors import BadResponse
 from golive.metrics import Snapshot, parse_metrics

@@ -12,7 +12,7 @@ records hold it, never from the config's word.
 
 from __future__ import annotations
 
-from golive.checks.coverage import Relaxations
+from golive.checks.relaxations import Relaxations
 from golive.config import GoliveConfig, ProgrammeConfig
 from golive.profiles import Profile
 
