@@ -27,9 +27,9 @@ from golive.checks.capacity.context_rules import (
 )
 from golive.checks.capacity.rules import (
     StabilityPolicy,
-    StepStats,
     classify_concurrency,
 )
+from golive.checks.capacity.step_stats import StepStats
 from golive.checks.capacity.windows import (
     classify_sustained,
     trend,

@@ -14,10 +14,10 @@ from golive.checks.capacity.phases import sustained_length
 from golive.checks.capacity.rules import (
     Action,
     StabilityPolicy,
-    StepStats,
     classify_concurrency,
     saturated,
 )
+from golive.checks.capacity.step_stats import StepStats
 from golive.checks.capacity.window_sizing import request_cap, window_coverage
 from golive.checks.capacity.windows import (
     classify_sustained,

@@ -21,10 +21,10 @@ from golive.checks.capacity.knee import knee, ratio
 from golive.checks.capacity.rules import (
     Action,
     StabilityPolicy,
-    StepStats,
     classify_concurrency,
     ramp_next,
 )
+from golive.checks.capacity.step_stats import StepStats
 
 DATA = Path(__file__).parents[1] / "data"
 POLICY = StabilityPolicy()

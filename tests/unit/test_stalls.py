@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from golive.bundle.request_line import line_text
-from golive.checks.capacity.rules import Action, StabilityPolicy, StepStats, classify_concurrency
+from golive.checks.capacity.rules import (
+    Action,
+    StabilityPolicy,
+    classify_concurrency,
+)
 from golive.checks.capacity.stall_evidence import (
     calibrated_stall_s,
     shape_differences,
@@ -24,6 +28,7 @@ from golive.checks.capacity.stalls import (
     stall_after_s,
     stall_in,
 )
+from golive.checks.capacity.step_stats import StepStats
 from golive.errors import RecordLineError
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings, parse
 from tests.helpers.record_lines import record_line, record_lines

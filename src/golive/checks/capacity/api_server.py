@@ -6,10 +6,8 @@ reported beside the ramp's classification, never blamed on the engine's capacity
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # rules reads this module's finding into its ramp reasons
-    from golive.checks.capacity.rules import StepStats
+from golive.checks.capacity.step_stats import StepStats
 
 FRONTEND_SHARE = 0.5  # the engine must hold at least this share of the requests in flight
 FRONTEND_GROWTH = 2.0  # ... or the time outside it per request must not have grown this much

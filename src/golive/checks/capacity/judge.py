@@ -41,9 +41,9 @@ from golive.checks.capacity.rules import (
     Action,
     Classification,
     StabilityPolicy,
-    StepStats,
     classify_concurrency,
 )
+from golive.checks.capacity.step_stats import StepStats
 from golive.checks.capacity.window_evidence import (
     answers,
     engine_silent_in,

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from golive.checks.capacity.step_stats import StepStats
+
 if TYPE_CHECKING:
-    from golive.checks.capacity.rules import StabilityPolicy, StepStats
+    from golive.checks.capacity.rules import StabilityPolicy
 
 # Student's t, two-sided 95%, by degrees of freedom (1.96 beyond the table)
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)

@@ -19,7 +19,6 @@ from golive.checks.capacity.collect import (
 )
 from golive.checks.capacity.failures import cancelled, server_errors
 from golive.checks.capacity.recorded import gauge_figures
-from golive.checks.capacity.rules import StepStats
 from golive.checks.capacity.stalls import (
     HealthWatch,
     flight,
@@ -27,6 +26,7 @@ from golive.checks.capacity.stalls import (
     stall_after_s,
     stall_in,
 )
+from golive.checks.capacity.step_stats import StepStats
 from golive.checks.capacity.window_sizing import request_cap, window_coverage
 from golive.checks.context import scrape
 from golive.evidence.sampling import running_beside

@@ -52,9 +52,10 @@ from golive.checks.capacity.measured import ramp_ceiling
 from golive.checks.capacity.memory import judge_memory
 from golive.checks.capacity.model_load import judge_model_load
 from golive.checks.capacity.restart import served_again
-from golive.checks.capacity.rules import StepStats, ramp_next
+from golive.checks.capacity.rules import ramp_next
 from golive.checks.capacity.sample_tokens import count_sample_tokens
 from golive.checks.capacity.slo import slo_of
+from golive.checks.capacity.step_stats import StepStats
 from golive.checks.capacity.windows import MIN_DRIFT_COMPLETIONS
 from golive.checks.context import (
     CheckContext,

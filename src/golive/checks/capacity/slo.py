@@ -37,11 +37,11 @@ from golive.checks.capacity.rules import (
     Action,
     Classification,
     StabilityPolicy,
-    StepStats,
     beyond_need,
     step_saturation,
 )
 from golive.checks.capacity.slo_objectives import Objective, State, objectives, step_state
+from golive.checks.capacity.step_stats import StepStats
 from golive.checks.capacity.window_evidence import rows_contradicted
 from golive.checks.context import CheckContext
 from golive.config import GoliveConfig
