@@ -12,6 +12,7 @@ import pytest
 from golive.bundle.layout import RAY_NODES
 from golive.bundle.store import BundleReader
 from golive.cli.main import main
+from golive.evidence.facts import HostInfo
 from golive.evidence.ray_env import (
     ClusterReport,
     RaySource,
@@ -154,6 +155,59 @@ def test_twin_hostnames_are_told_apart_by_node_id() -> None:
     )
     assert [n.name for n in cluster.nodes] == ["vm-11111111", "vm-22222222"]
     assert [n.host.node for n in cluster.nodes if n.host] == ["vm-11111111", "vm-22222222"]
+
+
+def test_each_node_keeps_the_address_ray_gave_it() -> None:
+    """A node's host facts carry the address Ray names it by (`NodeManagerAddress`, what its
+    workers log as `ip=`); a report sealed before the address was kept reads as it did."""
+    entries: list[dict[str, Any]] = [
+        {"node_id": "a" * 56, "hostname": "gpu-1", "address": "10.0.0.2", "host": HOST},
+        {"node_id": "b" * 56, "hostname": "gpu-2", "host": HOST},
+    ]
+    hosts = [n.host for n in _cluster(entries, 2).nodes]
+    assert [h.address for h in hosts if h] == ["10.0.0.2", None]
+    old = HostInfo.model_validate({**HOST, "node": "gpu-2"})
+    assert hosts[1] == old
+    assert HostInfo.model_validate_json(old.model_dump_json()) == old  # a host file round-trips
+
+
+def test_an_address_that_is_not_text_is_a_node_that_did_not_report() -> None:
+    """An edited report whose address is not a string does not validate: that node is
+    no_data, never a host with a made-up address."""
+    entries: list[dict[str, Any]] = [
+        {"node_id": "a" * 56, "hostname": "gpu-1", "address": 7, "host": HOST}
+    ]
+    [node] = _cluster(entries, 1).nodes
+    assert node.host is None
+    assert node.error is not None
+    assert "does not validate" in node.error
+
+
+def test_the_collector_names_each_node_by_its_address() -> None:
+    """The Ray job's per-node entry, answered or failed, names the node's address as
+    `ray.nodes()` gives it (None where Ray gives none)."""
+    pytest.importorskip("ray", reason="needs golive[ray]")
+    from golive.evidence.scripts import ray_nodes
+
+    node = {
+        "NodeID": "a" * 56,
+        "Alive": True,
+        "NodeManagerHostname": "gpu-1",
+        "NodeManagerAddress": "10.0.0.2",
+    }
+    assert ray_nodes.node_identity(node) == {
+        "node_id": "a" * 56,
+        "hostname": "gpu-1",
+        "address": "10.0.0.2",
+    }
+    failed = ray_nodes._failed(node, "no answer within 120 s")
+    assert failed["address"] == "10.0.0.2"
+    assert failed["error"] == "no answer within 120 s"
+    assert ray_nodes.node_identity({"NodeID": "b" * 56})["address"] is None
+    saved = {"alive_nodes": 1, "nodes": [{**ray_nodes.node_identity(node), "host": HOST}]}
+    [reported] = _nodes(saved)
+    assert reported.host is not None
+    assert reported.host.address == "10.0.0.2"
 
 
 def test_no_cluster_evidence_is_no_data() -> None:

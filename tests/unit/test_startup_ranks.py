@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from golive.checks.env.chain_inputs import ChainInputs
 from golive.checks.env.startup_parallel import check_parallel, worker_ranks
 from golive.config import ParallelConfig
@@ -24,11 +26,16 @@ def _host(name: str) -> tuple[HostInfo, str]:
     return read_facts(DATA / f"gpu-h200-{name}/host-nvml.json", HostInfo), f"host-{name}.json"
 
 
-def _check(log: str = LOG, host: str | None = "x2", **kw: object) -> CheckResult:
+def _check(
+    log: str = LOG,
+    host: str | None = "x2",
+    hosts: tuple[tuple[HostInfo, str], ...] = (),
+    **kw: object,
+) -> CheckResult:
     inputs = ChainInputs(
         profile=load_profile("generic"),
         startup=parse_startup_log(log),
-        hosts=(_host(host),) if host else (),
+        hosts=(_host(host),) if host else hosts,
         declared_parallel=ParallelConfig(tp=2),
         **kw,  # type: ignore[arg-type]
     )
@@ -123,3 +130,144 @@ def test_ray_workers_on_two_nodes_with_the_same_pid_are_two_workers() -> None:
         "INFO 01-01 [parallel_state.py:1] world_size=1 rank=0 local_rank=0\n"
     )
     assert len(worker_ranks(parse_startup_log(single))) == 1
+
+
+# Issue 34: the same TP=2 start as Ray would log it across two nodes, each worker under its
+# node's address, against host evidence that names each node's address (golive env --ray).
+def _ray_log(*workers: tuple[str, int]) -> str:
+    """The real log with each worker under a Ray prefix: (ip, local rank) for rank 0, 1."""
+    log = LOG
+    for (ip, local), (pid, rank) in zip(workers, ((2078, 0), (2079, 1)), strict=True):
+        log = log.replace(f"(Worker pid={pid})", f"(RayWorkerWrapper pid={pid}, ip={ip})")
+        log = log.replace(f"rank={rank} local_rank={rank}", f"rank={rank} local_rank={local}")
+    return log
+
+
+def _node(name: str, gpus: str, address: str | None) -> tuple[HostInfo, str]:
+    """The real one- or two-GPU H200 capture as node `name` at `address`."""
+    host, _ = _host(gpus)
+    return host.model_copy(update={"node": name, "address": address}), f"host-{name}.json"
+
+
+TWO_ONE_GPU_NODES = (_node("gpu-a", "x1", "10.0.0.2"), _node("gpu-b", "x1", "10.0.0.3"))
+A_TWO_B_ONE = (_node("gpu-a", "x2", "10.0.0.2"), _node("gpu-b", "x1", "10.0.0.3"))
+NO_ADDRESSES = (_node("gpu-a", "x2", None), _node("gpu-b", "x1", None))
+ONE_ADDRESS = (_node("gpu-a", "x2", "10.0.0.2"), _node("gpu-b", "x1", None))
+LAYOUT = "started with tp=2, pp=1, dp=1, ep=1"
+
+
+@pytest.mark.parametrize(
+    ("workers", "hosts", "status", "said", "outcome"),
+    [
+        pytest.param(
+            (("10.0.0.2", 0), ("10.0.0.3", 0)),
+            TWO_ONE_GPU_NODES,
+            Status.PASS,
+            f"{LAYOUT}; ranks by node: gpu-a 0, gpu-b 1",
+            None,
+            id="one-worker-on-each-one-gpu-node",
+        ),
+        pytest.param(
+            (("10.0.0.2", 0), ("10.0.0.9", 0)),
+            TWO_ONE_GPU_NODES,
+            Status.NO_DATA,
+            "worker(s) at ip 10.0.0.9 ran on no node of the host evidence "
+            "(gpu-a 10.0.0.2, gpu-b 10.0.0.3)",
+            Outcome.HOLD,
+            id="a-worker-on-a-node-the-evidence-lacks",
+        ),
+        pytest.param(
+            (("10.0.0.2", 0), ("10.0.0.3", 1)),
+            TWO_ONE_GPU_NODES,
+            Status.FAIL,
+            "rank 1 took local rank 1 on node gpu-b (ip 10.0.0.3, line 18), which shows "
+            "1 GPU(s) in the host evidence",
+            Outcome.REBUILD,
+            id="local-rank-1-on-a-one-gpu-node",
+        ),
+        pytest.param(  # the most GPUs any node has (2) would have let it pass
+            (("10.0.0.2", 0), ("10.0.0.3", 1)),
+            A_TWO_B_ONE,
+            Status.FAIL,
+            "rank 1 took local rank 1 on node gpu-b (ip 10.0.0.3, line 18)",
+            Outcome.REBUILD,
+            id="local-rank-1-on-the-one-gpu-node-beside-a-two-gpu-node",
+        ),
+        pytest.param(
+            (("10.0.0.2", 0), ("10.0.0.3", 1)),
+            NO_ADDRESSES,
+            Status.PASS,
+            LAYOUT,
+            None,
+            id="hosts-without-addresses-judge-as-before",
+        ),
+        pytest.param(
+            (("10.0.0.2", 0), ("10.0.0.9", 1)),
+            ONE_ADDRESS,
+            Status.PASS,
+            LAYOUT,
+            None,
+            id="a-host-without-an-address-judges-as-before",
+        ),
+        pytest.param(  # the contradiction decides; the node without evidence is still named
+            (("10.0.0.2", 1), ("10.0.0.9", 0)),
+            TWO_ONE_GPU_NODES,
+            Status.FAIL,
+            "rank 0 took local rank 1 on node gpu-a (ip 10.0.0.2, line 17), which shows 1 GPU(s)"
+            " in the host evidence; worker(s) at ip 10.0.0.9 ran on no node",
+            Outcome.REBUILD,
+            id="a-wrong-local-rank-beside-an-unknown-ip",
+        ),
+    ],
+)
+def test_ray_workers_are_judged_on_their_own_node(
+    workers: tuple[tuple[str, int], ...],
+    hosts: tuple[tuple[HostInfo, str], ...],
+    status: Status,
+    said: str,
+    outcome: Outcome | None,
+) -> None:
+    """Each Ray worker's `ip=` names its node in the host evidence: its local rank must be
+    below that node's own GPUs (rebuild, naming the node), and a worker on an address no host
+    has ran on a node nothing was collected from (hold: evidence is missing, the chain of
+    that node is unproven). Where the hosts name no addresses, nothing changes."""
+    result = _check(_ray_log(*workers), host=None, hosts=hosts)
+    assert result.status is status, result.summary
+    assert said in result.summary
+    if status is Status.PASS:
+        assert result.summary == said
+    if outcome is not None:
+        assert result.critical
+        assert decide([result]).outcome is outcome
+
+
+def test_the_rank_map_is_measured_only_where_workers_were_put_on_nodes() -> None:
+    """A reader sees which node and local rank each rank took; a capture judged as before
+    (no addresses, or the unprefixed real log) keeps its measurements as sealed."""
+    placed = _check(_ray_log(("10.0.0.2", 0), ("10.0.0.3", 0)), host=None, hosts=A_TWO_B_ONE)
+    assert placed.measurements["rank_map"] == "0=gpu-a:0 1=gpu-b:0"
+    before = _check(_ray_log(("10.0.0.2", 0), ("10.0.0.3", 0)), host=None, hosts=NO_ADDRESSES)
+    assert "rank_map" not in before.measurements
+    unprefixed = _check(host=None, hosts=A_TWO_B_ONE)
+    assert unprefixed.summary == LAYOUT
+    assert "rank_map" not in unprefixed.measurements
+
+
+def test_a_node_address_matches_however_it_is_spelt() -> None:
+    """Ray names an IPv6 node in its short form; the evidence may spell it in full."""
+    hosts = (_node("gpu-a", "x1", "fd00:0:0:0::2"), _node("gpu-b", "x1", "fd00::3"))
+    result = _check(_ray_log(("fd00::2", 0), ("fd00::3", 0)), host=None, hosts=hosts)
+    assert result.status is Status.PASS, result.summary
+    assert result.measurements["rank_map"] == "0=gpu-a:0 1=gpu-b:0"
+
+
+def test_the_container_still_bounds_workers_put_on_nodes() -> None:
+    """The serving container's GPUs (as torch sees them) bound every worker, as before, even
+    where each worker's node has room: a two-GPU node whose container shows one GPU."""
+    container = ContainerInfo(gpus=(ContainerGpu(index=0, name="NVIDIA H200"),))
+    hosts = (_node("gpu-a", "x2", "10.0.0.2"), _node("gpu-b", "x2", "10.0.0.3"))
+    result = _check(
+        _ray_log(("10.0.0.2", 0), ("10.0.0.3", 1)), host=None, hosts=hosts, container=container
+    )
+    assert result.status is Status.FAIL
+    assert "local rank 1 but the node shows 1 GPU(s)" in result.summary

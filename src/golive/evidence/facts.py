@@ -39,6 +39,9 @@ class HostInfo(Facts):
     schema_version: int = SCHEMA_VERSION
     kind: str = "host"
     node: str
+    # the node's IP as its cluster names it (Ray's NodeManagerAddress): what the `ip=` of a
+    # Ray worker's startup log line is matched against; None where the evidence names none
+    address: str | None = None
     source: str  # nvml | nvidia-smi-xml | nvidia-smi
     collected_at: str | None = None
     driver_version: str | None = None

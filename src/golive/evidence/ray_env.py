@@ -154,7 +154,9 @@ def _nodes(raw: dict[str, Any]) -> tuple[NodeReport, ...]:
         error = entry.get("error")
         try:
             if entry.get("host") is not None:
-                host = HostInfo.model_validate({**entry["host"], "node": name})
+                # the address Ray gave the node (reports sealed before it was kept have none)
+                named = {"node": name, "address": entry.get("address")}
+                host = HostInfo.model_validate({**entry["host"], **named})
             if entry.get("container") is not None:
                 container = ContainerInfo.model_validate(entry["container"])
         except ValidationError as exc:

@@ -5,12 +5,21 @@ place when it joins the process group (`world_size=2 rank=1 local_rank=1`). The 
 be the declared one and fit the GPUs; the workers' ranks must agree with it: one world size,
 each rank once, and no local rank beyond the GPUs of a node (a worker on device 3 of a
 2-GPU node is a container that exposes other GPUs than the host evidence shows).
+
+Ray's workers log under their node's address (`(RayWorkerWrapper pid=123, ip=10.0.0.2)`).
+Where every host in the evidence names its address (`golive env --ray` keeps Ray's), each
+worker is put on its node: its local rank must be below that node's own GPUs, and a worker
+on an address no host has ran on a node the evidence does not cover (`no_data`: that node's
+driver and GPUs were never seen, so nothing about it is approved). Where either side names
+no address, a local rank is judged against the most GPUs any node shows, as before.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from golive.checks.env.chain_inputs import ChainInputs
 from golive.checks.env.startup_rules import NO_LOG
@@ -28,6 +37,25 @@ class WorkerRank:
     rank: int
     local_rank: int
     line: int
+    ip: str | None = None  # the `ip=` of a Ray worker's prefix: its node's address
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGpus:
+    """A node of the host evidence a worker's `ip=` names: its name and its GPUs."""
+
+    node: str
+    gpus: int
+
+
+@dataclass(frozen=True, slots=True)
+class RankFindings:
+    """What the workers' ranks say: what they contradict, the addresses no host has, and
+    where each rank sits (rank, node, local rank) where the workers were put on nodes."""
+
+    problems: tuple[str, ...] = ()
+    unknown_ips: tuple[str, ...] = ()
+    placed: tuple[tuple[int, str, int], ...] = ()
 
 
 def worker_ranks(facts: StartupFacts) -> tuple[WorkerRank, ...]:
@@ -43,16 +71,15 @@ def worker_ranks(facts: StartupFacts) -> tuple[WorkerRank, ...]:
             # a worker is its pid on its node (pids repeat across nodes and containers);
             # unprefixed lines come from the one in-process worker
             prefix = line[: match.start()]
-            key = " ".join(m[0] for m in (_PID.search(prefix), _IP.search(prefix)) if m)
+            pid, ip = _PID.search(prefix), _IP.search(prefix)
+            key = " ".join(m[0] for m in (pid, ip) if m)
             found.pop(key, None)
-            found[key] = WorkerRank(world, rank, local, number)
+            found[key] = WorkerRank(world, rank, local, number, _address(ip[1]) if ip else None)
     return tuple(found.values())
 
 
-def rank_problems(
-    ranks: tuple[WorkerRank, ...], sizes: dict[str, int], gpus_per_node: int | None
-) -> list[str]:
-    """What the workers' ranks contradict: the layout's world size, each other, the GPUs."""
+def rank_problems(ranks: tuple[WorkerRank, ...], sizes: dict[str, int]) -> list[str]:
+    """What the workers' ranks contradict: the layout's world size, each other."""
     if not ranks:
         return []
     problems = []
@@ -75,13 +102,57 @@ def rank_problems(
         seen.setdefault(r.rank, r.line)
         if r.rank >= r.world_size:
             problems.append(f"rank {r.rank} is outside its world of {r.world_size} (line {r.line})")
-    top = max(r.local_rank for r in ranks)
-    if gpus_per_node is not None and top >= gpus_per_node:
+    return problems
+
+
+def _address(text: str) -> str:
+    """An address as one spelling (`::1` and `0:0::1` are one node)."""
+    try:
+        return ipaddress.ip_address(text).compressed
+    except ValueError:
+        return text
+
+
+def node_addresses(inputs: ChainInputs) -> dict[str, NodeGpus] | None:
+    """Each host's address and its node's GPUs, where every host in the evidence names a
+    distinct address; None otherwise (a worker's `ip=` might then be a host without one)."""
+    nodes = {
+        _address(host.address): NodeGpus(host.node, len(host.gpus))
+        for host, _ in inputs.hosts
+        if host.address
+    }
+    return nodes if inputs.hosts and len(nodes) == len(inputs.hosts) else None
+
+
+def placement(
+    ranks: tuple[WorkerRank, ...], gpus_per_node: int | None, nodes: Mapping[str, NodeGpus] | None
+) -> RankFindings:
+    """Each worker's local rank against its node's GPUs: the node its `ip=` names where the
+    hosts name addresses, else (and for workers without an `ip=`) the GPUs one node offers."""
+    problems, unknown, placed = [], [], []
+    pooled = []  # judged against the GPUs one node offers
+    for r in ranks:
+        node = None if nodes is None or r.ip is None else nodes.get(r.ip)
+        if node is None:
+            if nodes is not None and r.ip is not None and r.ip not in unknown:
+                unknown.append(r.ip)
+            pooled.append(r)
+            continue
+        placed.append((r.rank, node.node, r.local_rank))
+        if node.gpus and r.local_rank >= node.gpus:
+            problems.append(
+                f"rank {r.rank} took local rank {r.local_rank} on node {node.node} (ip "
+                f"{r.ip}, line {r.line}), which shows {node.gpus} GPU(s) in the host evidence"
+            )
+        else:  # a host that lists no GPU is judged by the GPUs one node offers, as before
+            pooled.append(r)  # and the container's GPUs, where probed, bound every worker
+    top = max((r.local_rank for r in pooled), default=None)
+    if gpus_per_node is not None and top is not None and top >= gpus_per_node:
         problems.append(
             f"a worker took local rank {top} but the node shows {gpus_per_node} GPU(s): the "
             "container exposes other GPUs than the host evidence"
         )
-    return problems
+    return RankFindings(tuple(problems), tuple(unknown), tuple(sorted(placed)))
 
 
 def _gpus_per_node(inputs: ChainInputs) -> int | None:
@@ -91,6 +162,16 @@ def _gpus_per_node(inputs: ChainInputs) -> int | None:
         return len(inputs.container.gpus)
     counts = [len(host.gpus) for host, _ in inputs.hosts if host.gpus]
     return max(counts) if counts else None
+
+
+def rank_findings(
+    inputs: ChainInputs, ranks: tuple[WorkerRank, ...], sizes: dict[str, int]
+) -> RankFindings:
+    """The workers' ranks against the layout, each other and their nodes' GPUs."""
+    if not ranks:
+        return RankFindings()
+    found = placement(ranks, _gpus_per_node(inputs), node_addresses(inputs))
+    return replace(found, problems=(*rank_problems(ranks, sizes), *found.problems))
 
 
 def check_parallel(inputs: ChainInputs) -> CheckResult:
@@ -133,22 +214,60 @@ def check_parallel(inputs: ChainInputs) -> CheckResult:
             f"tp*pp*dp = {world} ranks but only {gpu_count} GPU(s) in the host evidence"
         )
     ranks = worker_ranks(facts)
-    wrong_ranks = rank_problems(ranks, actual, _gpus_per_node(inputs))
-    if wrong_ranks:  # named only when wrong: a pass reads as it did in bundles sealed before
-        problems += wrong_ranks
+    found = rank_findings(inputs, ranks, actual)
+    if found.placed:  # only where workers were put on nodes: bundles sealed before read alike
+        measurements["rank_map"] = " ".join(f"{r}={n}:{lr}" for r, n, lr in found.placed)
+    if found.problems:  # named only when wrong: a pass reads as it did in bundles sealed before
+        problems += found.problems
         measurements["ranks_seen"] = len({r.rank for r in ranks})
         measurements["max_local_rank"] = max(r.local_rank for r in ranks)
         where.append(f"{inputs.startup_path}#L{ranks[0].line}")
+    if found.unknown_ips:
+        where += [path for _, path in inputs.hosts]
     if problems:
+        summary = "; ".join([*problems, *_uncovered(found, inputs)])
         return STARTUP_RESULT(
-            "startup.parallel", Status.FAIL, "; ".join(problems), measurements, evidence=where
+            "startup.parallel", Status.FAIL, summary, measurements, evidence=where
+        )
+    if found.unknown_ips:
+        return STARTUP_RESULT(
+            "startup.parallel",
+            Status.NO_DATA,
+            " ".join(_uncovered(found, inputs)),
+            measurements,
+            critical=True,  # a node nothing was collected from: its chain is unproven
+            evidence=where,
         )
     layout = ", ".join(f"{k}={v}" for k, v in actual.items())
     return STARTUP_RESULT(
         "startup.parallel",
         Status.PASS,
-        f"started with {layout}",
+        f"started with {layout}" + _by_node(found.placed),
         measurements,
         critical=critical,
         evidence=where,
+    )
+
+
+def _uncovered(found: RankFindings, inputs: ChainInputs) -> list[str]:
+    """The workers' addresses no host in the evidence has, named with those it has."""
+    if not found.unknown_ips:
+        return []
+    known = ", ".join(f"{h.node} {h.address}" for h, _ in inputs.hosts)
+    return [
+        f"worker(s) at ip {', '.join(found.unknown_ips)} ran on no node of the host evidence "
+        f"({known}): give that node's host evidence (golive env --ray collects every node of "
+        "the cluster), or the startup log of the cluster the evidence is from"
+    ]
+
+
+def _by_node(placed: tuple[tuple[int, str, int], ...]) -> str:
+    """`; ranks by node: a 0, b 1` where workers were put on nodes, else nothing."""
+    if not placed:
+        return ""
+    nodes: dict[str, list[int]] = {}
+    for rank, node, _ in placed:
+        nodes.setdefault(node, []).append(rank)
+    return "; ranks by node: " + ", ".join(
+        f"{node} {' '.join(map(str, ranks))}" for node, ranks in sorted(nodes.items())
     )

@@ -3,8 +3,10 @@
 Submitted by `golive env --ray ADDRESS` through the Jobs API, with golive shipped as a
 runtime-env module, so the cluster's own Ray and Python run it. Each node's task is pinned
 with NodeAffinitySchedulingStrategy (soft=False); a node whose task fails or does not answer
-within the timeout is reported with the reason, never left out. The result is printed as one
-line, `GOLIVE-RAY-NODES <json>`, which golive reads back from the job's logs.
+within the timeout is reported with the reason, never left out. Each report names its node
+as Ray does: its id, hostname and address (`NodeManagerAddress`, the `ip=` vLLM's Ray workers
+log under). The result is printed as one line, `GOLIVE-RAY-NODES <json>`, which golive reads
+back from the job's logs.
 
     python ray_nodes.py --timeout 120 [--container]
 """
@@ -24,14 +26,23 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 MARKER = "GOLIVE-RAY-NODES"
 
 
+def node_identity(node: dict[str, Any]) -> dict[str, Any]:
+    """A node as `ray.nodes()` names it: its id, hostname and address (None where Ray gives
+    none)."""
+    return {
+        "node_id": node["NodeID"],
+        "hostname": node.get("NodeManagerHostname", ""),
+        "address": node.get("NodeManagerAddress") or None,
+    }
+
+
 @ray.remote(num_cpus=0, max_retries=0)
-def _collect(node_id: str, hostname: str, container: bool) -> dict[str, Any]:
+def _collect(identity: dict[str, Any], container: bool) -> dict[str, Any]:
     from golive.evidence.collect import collect_container, collect_host
 
     report: dict[str, Any] = {
-        "node_id": node_id,
-        "hostname": hostname,
-        "host": collect_host(hostname).model_dump(mode="json"),
+        **identity,
+        "host": collect_host(identity["hostname"]).model_dump(mode="json"),
     }
     if container:
         try:
@@ -54,7 +65,7 @@ def main() -> None:
     for node in nodes:
         ref = _collect.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
-        ).remote(node["NodeID"], node.get("NodeManagerHostname", ""), args.container)
+        ).remote(node_identity(node), args.container)
         pending[ref] = node
     reports = []
     deadline = time.monotonic() + args.timeout
@@ -75,11 +86,7 @@ def main() -> None:
 
 
 def _failed(node: dict[str, Any], error: str) -> dict[str, Any]:
-    return {
-        "node_id": node["NodeID"],
-        "hostname": node.get("NodeManagerHostname", ""),
-        "error": error,
-    }
+    return {**node_identity(node), "error": error}
 
 
 if __name__ == "__main__":
