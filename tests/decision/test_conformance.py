@@ -51,6 +51,8 @@ from tests.decision.bundles import (
     sealed,
     write,
 )
+from tests.helpers import nccl_logs
+from tests.helpers.nccl_logs import with_nccl_before_ready
 
 CHECKLIST = (DATA / "checklist.txt").read_text()
 PROFILE = str(DATA / "profiles/h200x2-tp2.yaml")
@@ -130,15 +132,66 @@ def chain_of_the_h200_capture(tmp: Path) -> Verdict:
     return _gpu_env(tmp)
 
 
+def _first_init() -> str:
+    """The H200 capture's first initialization log, with the fd limit raised (no ulimit
+    warning)."""
+    lines = GPU_LOG.read_text().splitlines()
+    ready = next(i for i, x in enumerate(lines) if "Starting vLLM server on" in x)
+    return "\n".join(x for x in lines[: ready + 1] if "Found ulimit" not in x)
+
+
 @scenario("section-passed", "section-only")
 def chain_coherent_once_the_warnings_are_fixed(tmp: Path) -> Verdict:
     """ "the image, runtime, host driver, and startup path must describe one coherent
     environment." — the same host, container and first initialization log, with the fd limit
     raised (no ulimit warning): every link passes, and a chain alone is a section."""
-    lines = GPU_LOG.read_text().splitlines()
-    ready = next(i for i, x in enumerate(lines) if "Starting vLLM server on" in x)
-    kept = [x for x in lines[: ready + 1] if "Found ulimit" not in x]
-    return _gpu_env(tmp, "--log", str(write(tmp / "first-init.log", "\n".join(kept))))
+    return _gpu_env(tmp, "--log", str(write(tmp / "first-init.log", _first_init())))
+
+
+@scenario("section-passed", "section-only")
+def nccl_on_sockets_inside_one_host(tmp: Path) -> Verdict:
+    """ "Check for CUDA initialization errors, NCCL failures, missing kernels, unsupported
+    architecture messages, and fallback paths." — the real NCCL lines of two H200s on one
+    host (no IB device, `Using network Socket`, the GPUs on P2P/CUMEM) in that log: on one
+    node NCCL's network carries nothing, so it is no fallback: every link passes."""
+    log = with_nccl_before_ready(_first_init(), nccl_logs.one_host())
+    return _gpu_env(tmp, "--log", str(write(tmp / "nccl-one-host.log", log)))
+
+
+@scenario("rebuild", "environment-mismatch", "environment.nccl_transport")
+def nccl_between_nodes_on_sockets(tmp: Path) -> Verdict:
+    """ "Check Fabric Manager and interconnect-related services where the topology requires
+    them." — the same capture across two H200 nodes (rank 1 on vm2, NCCL's nNodes 2): NCCL
+    finds no IB device and sends the traffic between the nodes over TCP sockets. The
+    deployment is built without its fabric."""
+    log = with_nccl_before_ready(_first_init(), nccl_logs.two_nodes())
+    second = _host(tmp, "vm2")
+    return _gpu_env(
+        tmp, "--log", str(write(tmp / "nccl-two-nodes.log", log)), "--host-info", str(second)
+    )
+
+
+@scenario("rebuild", "environment-mismatch", "environment.nccl_transport")
+def container_keeps_nccl_off_the_fabric(tmp: Path) -> Verdict:
+    """ "Check Fabric Manager and interconnect-related services where the topology requires
+    them." — two nodes whose serving container sets NCCL_IB_DISABLE=1: whatever the log
+    shows, NCCL is kept off IB between the nodes."""
+    facts = json.loads(CONTAINER.read_text())
+    facts["environment"] = {**facts["environment"], "NCCL_IB_DISABLE": "1"}
+    container = write(tmp / "ctr-ib-off.json", json.dumps(facts))
+    log = write(tmp / "first-init.log", _first_init())
+    return _gpu_env(
+        tmp, "--log", str(log), "--host-info", str(_host(tmp, "vm2")), container=container
+    )
+
+
+@scenario("observe-with-limits", "non-critical-unproven", "environment.nccl_transport")
+def two_nodes_without_nccl_lines(tmp: Path) -> Verdict:
+    """ "GPU count, topology, parallel settings, and interconnect settings are recorded." —
+    two nodes, and a log with no NCCL line (NCCL_DEBUG was not INFO): the network between
+    them is not recorded. Not a pass, and no evidence of a wrong build either."""
+    log = write(tmp / "first-init.log", _first_init())
+    return _gpu_env(tmp, "--log", str(log), "--host-info", str(_host(tmp, "vm2")))
 
 
 @scenario("rebuild", "environment-mismatch", "environment.host_driver")

@@ -27,6 +27,7 @@ from golive.checks.env.cuda_driver import (
 )
 from golive.checks.env.gpus import check_gpus
 from golive.checks.env.image import check_image
+from golive.checks.env.nccl_transport import check_nccl_transport
 from golive.checks.env.startup_parallel import check_parallel
 from golive.checks.env.startup_rules import (
     as_other_launch,
@@ -45,7 +46,9 @@ from golive.metrics import parse_metrics
 from golive.profiles import Profile
 from golive.results import CheckResult
 
-# the ids of the chain rules' checks, in RULES' order (a test holds the two together)
+# the ids of the chain rules' checks, in RULES' order (a test holds the two together); a
+# rule may give none where it has nothing to judge (environment.nccl_transport on one node
+# without NCCL lines), so bundles sealed before it re-derive as sealed
 CHAIN_CHECKS = (
     "environment.image",
     "environment.vllm_version",
@@ -53,19 +56,21 @@ CHAIN_CHECKS = (
     "environment.host_driver",
     "environment.driver_runtime",
     "environment.gpus",
+    "environment.nccl_transport",
     "startup.log",
     "startup.parsers",
     "startup.prefix_caching",
     "startup.parallel",
     "startup.kv_cache",
 )
-RULES: tuple[Callable[[ChainInputs], CheckResult], ...] = (
+RULES: tuple[Callable[[ChainInputs], CheckResult | None], ...] = (
     check_image,
     check_vllm_version,
     check_container_cuda,
     check_host_driver,
     check_driver_runtime,
     check_gpus,
+    check_nccl_transport,
     check_startup_log,
     check_parsers,
     check_prefix_caching_flag,
@@ -247,7 +252,8 @@ def serving_launch(evidence: BundleReader) -> StartupFacts | None:
 
 
 def chain_results(inputs: ChainInputs) -> list[CheckResult]:
-    return as_other_launch([rule(inputs) for rule in RULES], other_launch(inputs))
+    judged = [result for rule in RULES if (result := rule(inputs)) is not None]
+    return as_other_launch(judged, other_launch(inputs))
 
 
 def judge_chain(

@@ -1,0 +1,334 @@
+"""environment.nccl_transport on the real NCCL capture of two H200s on one host and its
+two-node variant (tests/helpers/nccl_logs.py): sockets between nodes, or a container that
+keeps NCCL off the fabric, is a rebuild; sockets on one node are normal; no NCCL line is
+not measured, never a pass and never a rebuild."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from golive.bundle.store import Bundle
+from golive.checks.env.chain_inputs import ChainInputs, Source
+from golive.checks.env.nccl_transport import check_nccl_transport
+from golive.evidence.facts import ContainerInfo, GpuInfo, HostInfo, read_facts
+from golive.evidence.nccl_log import read_nccl
+from golive.evidence.startup_log import LiveServer, parse_startup_log
+from golive.orchestration.rederive import rederive
+from golive.profiles import load_profile
+from golive.results import Outcome, Status
+from golive.verdict.decide import decide
+from tests.decision.bundles import env, json_edit, write
+from tests.helpers.nccl_logs import one_host, two_nodes, with_nccl_before_ready
+
+DATA = Path(__file__).parents[1] / "data"
+GPU_LOG = (DATA / "vllm-gpu-0.24-h200x2/startup.log").read_text()  # TP=2, no NCCL line
+HOST = read_facts(DATA / "gpu-h200-x2/host-nvml.json", HostInfo)  # two H200s
+CONTAINER = read_facts(DATA / "gpu-h200-x2/container.json", ContainerInfo)
+
+
+def _hosts(*names: str, gpus: int = 2) -> tuple[tuple[HostInfo, str], ...]:
+    return tuple(
+        (
+            HOST.model_copy(update={"node": n, "gpus": HOST.gpus[:gpus]}),
+            f"environment/host-{n}.json",
+        )
+        for n in names
+    )
+
+
+def _env(**variables: str) -> ContainerInfo:
+    return CONTAINER.model_copy(update={"environment": {**CONTAINER.environment, **variables}})
+
+
+@dataclass(frozen=True)
+class Case:
+    log: str | None = None
+    hosts: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    node_env: dict[str, str] | None = None  # environment/container-b.json's variables
+
+    def inputs(self) -> ChainInputs:
+        return ChainInputs(
+            profile=load_profile("generic"),
+            startup=None if self.log is None else parse_startup_log(self.log),
+            container=_env(**self.env),
+            node_containers=()
+            if self.node_env is None
+            else ((_env(**self.node_env), "environment/container-b.json"),),
+            hosts=_hosts(*self.hosts),
+        )
+
+
+LOG = "environment/startup.log"
+IB_DISABLED = "NCCL_IB_DISABLE set by environment to 1."
+
+
+def _with_setting(text: str, line: str) -> str:
+    """A line NCCL prints for a variable it took from the environment, as rank 0 prints it."""
+    return text.replace(
+        "vm:618:618 [0] NCCL INFO cudaDriverVersion",
+        f"vm:618:618 [0] NCCL INFO {line}\nvm:618:618 [0] NCCL INFO cudaDriverVersion",
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "phrases", "cites"),
+    [
+        # the real capture: one host, IB absent, `Using network Socket`: NET carries nothing
+        (Case(one_host(), ("vm",)), Status.PASS, ["one node", "P2P/CUMEM", "Socket"], [LOG]),
+        (Case(one_host()), Status.PASS, ["one node"], [f"{LOG}#L43"]),
+        # one node: variables that keep NCCL off IB change nothing there
+        (Case(one_host(), ("vm",), {"NCCL_IB_DISABLE": "1"}), Status.PASS, ["one node"], []),
+        (Case(one_host(), ("vm",), {"NCCL_NET": "Socket"}), Status.PASS, ["one node"], []),
+        # one node with two ranks and peer-to-peer off: a fallback path, watched
+        (
+            Case(one_host(), ("vm",), {"NCCL_P2P_DISABLE": "1"}),
+            Status.WARN,
+            ["switched off for 2 ranks", "NCCL_P2P_DISABLE=1", "SHM"],
+            ["environment/container.json#environment.NCCL_P2P_DISABLE"],
+        ),
+        (
+            Case(GPU_LOG, ("vm",), {"NCCL_P2P_DISABLE": "1"}),  # TP=2 from the engine's args
+            Status.WARN,
+            ["switched off for 2 ranks"],
+            [],
+        ),
+        # two nodes, NCCL on sockets between them: rebuild, naming each node's line
+        (
+            Case(two_nodes(), ("vm", "vm2")),
+            Status.FAIL,
+            [
+                "spans 2 nodes (NCCL's nNodes 2, line 43)",
+                '"Using network Socket" (line 17, host vm (192.0.2.2))',
+                '"Using network Socket" (line 31, host vm2 (192.0.2.3))',
+                '"NET/IB : No device found." (line 11)',
+                "expose the nodes' InfiniBand/RoCE devices",
+            ],
+            [f"{LOG}#L17", f"{LOG}#L31", f"{LOG}#L11"],
+        ),
+        (Case(two_nodes()), Status.FAIL, ["over TCP sockets"], [f"{LOG}#L31"]),  # log alone
+        # ... and where the container said so, the variable is named with its fix
+        (
+            Case(_with_setting(two_nodes(), IB_DISABLED), ("vm", "vm2")),
+            Status.FAIL,
+            [f"because NCCL_IB_DISABLE=1 ({LOG}#L7)", "remove NCCL_IB_DISABLE=1"],
+            [f"{LOG}#L18", f"{LOG}#L32"],
+        ),
+        # two nodes on IB: the fabric carries them
+        (
+            Case(two_nodes(network="IB"), ("vm", "vm2")),
+            Status.PASS,
+            ["spans 2 nodes", "NCCL uses network IB between them"],
+            [f"{LOG}#L17"],
+        ),
+        # two nodes on multi-node NVLink: sockets carry only what leaves the domain
+        (
+            Case(two_nodes(mnnvl=1), ("vm", "vm2")),
+            Status.WARN,
+            ["over multi-node NVLink", "TCP sockets"],
+            [f"{LOG}#L17"],
+        ),
+        # two nodes, the container keeps NCCL off the fabric, no NCCL line: rebuild
+        (
+            Case(None, ("vm", "vm2"), {"NCCL_IB_DISABLE": "1"}),
+            Status.FAIL,
+            ["NCCL_IB_DISABLE=1 (environment/container.json", "remove the variable"],
+            ["environment/container.json#environment.NCCL_IB_DISABLE"],
+        ),
+        (
+            Case(GPU_LOG, ("vm", "vm2"), {"NCCL_NET": "socket"}),
+            Status.FAIL,
+            ["NCCL_NET=socket"],
+            ["environment/container.json#environment.NCCL_NET"],
+        ),
+        (
+            Case(GPU_LOG, ("vm", "vm2"), node_env={"NCCL_IB_DISABLE": "2"}),
+            Status.FAIL,
+            ["NCCL_IB_DISABLE=2 (environment/container-b.json"],
+            ["environment/container-b.json#environment.NCCL_IB_DISABLE"],
+        ),
+        (
+            Case(None, ("vm", "vm2"), {"NCCL_P2P_DISABLE": "1"}),  # two GPUs on each node
+            Status.FAIL,
+            ["peer-to-peer between the GPUs of each node is switched off"],
+            ["environment/container.json#environment.NCCL_P2P_DISABLE"],
+        ),
+        # not measured across nodes: no NCCL line (NCCL_DEBUG was not INFO), or no log
+        (Case(GPU_LOG, ("vm", "vm2")), Status.NO_DATA, ["NCCL_DEBUG=INFO"], [LOG]),
+        (Case(None, ("vm", "vm2")), Status.NO_DATA, ["not measured"], []),
+        # a value NCCL reads as "keep it on" is not a finding
+        (Case(None, ("vm", "vm2"), {"NCCL_IB_DISABLE": "0"}), Status.NO_DATA, [], []),
+        (Case(None, ("vm", "vm2"), {"NCCL_IB_DISABLE": "yes"}), Status.NO_DATA, [], []),
+        (Case(None, ("vm", "vm2"), {"NCCL_IB_DISABLE": "0x0"}), Status.NO_DATA, [], []),
+        (Case(None, ("vm", "vm2"), {"NCCL_IB_DISABLE": " 1 "}), Status.FAIL, [], []),
+        # the hosts say two nodes, NCCL says its communicators span one: not a pass
+        (
+            Case(one_host(), ("vm", "vm2")),
+            Status.WARN,
+            ["names 2 GPU nodes, but every NCCL communicator in the log spans one"],
+            [f"{LOG}#L43"],
+        ),
+    ],
+)
+def test_the_transport_rules(
+    case: Case, status: Status, phrases: list[str], cites: list[str]
+) -> None:
+    """What an SRE sees for each deployment shape: the status, the line or file quoted, and
+    the fix named."""
+    result = check_nccl_transport(case.inputs())
+    assert result is not None
+    assert result.status is status, result.summary
+    for phrase in phrases:
+        assert phrase in result.summary, result.summary
+    assert set(cites) <= {*result.evidence, *(e.split("#")[0] for e in result.evidence)}, (
+        result.evidence
+    )
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case(),  # nothing given
+        Case(GPU_LOG, ("vm",)),  # one node, NCCL_DEBUG not INFO
+        Case(None, ("vm",), {"NCCL_P2P_DISABLE": "1"}),  # no log: how many ranks is unknown
+        Case(GPU_LOG, ("vm",), {"NCCL_IB_DISABLE": "1"}),  # one node: IB is not used
+    ],
+)
+def test_nothing_to_judge_on_one_node_gives_no_result(case: Case) -> None:
+    """On one node with no NCCL line and nothing switching peer-to-peer off, the transport is
+    not judged: no result, so no pass is claimed (and one-node bundles sealed before this
+    check re-derive as sealed)."""
+    assert check_nccl_transport(case.inputs()) is None
+
+
+def test_a_gpu_less_ray_head_is_not_a_second_node() -> None:
+    """A Ray head with no GPU (its host file lists none) does not make a one-node deployment
+    a two-node one."""
+    head = HOST.model_copy(update={"node": "head", "gpus": ()})
+    inputs = ChainInputs(
+        profile=load_profile("generic"),
+        hosts=(*_hosts("vm"), (head, "environment/host-head.json")),
+    )
+    assert check_nccl_transport(inputs) is None
+
+
+def test_single_gpu_nodes_have_no_peer_to_peer_to_lose() -> None:
+    """Two nodes of one GPU each on IB, with NCCL_P2P_DISABLE=1: no peer inside a node, so
+    nothing is lost: a pass, not a rebuild."""
+    log = two_nodes(network="IB")
+    inputs = ChainInputs(
+        profile=load_profile("generic"),
+        startup=parse_startup_log(log),
+        container=_env(NCCL_P2P_DISABLE="1"),
+        hosts=tuple(
+            (HOST.model_copy(update={"node": n, "gpus": (GpuInfo(index=0, name="H200"),)}), p)
+            for n, p in (("vm", "h/vm"), ("vm2", "h/vm2"))
+        ),
+    )
+    result = check_nccl_transport(inputs)
+    assert result is not None
+    assert result.status is Status.PASS, result.summary
+
+
+def test_a_log_of_another_launch_measures_nothing() -> None:
+    """NCCL's lines in the log of another launch (it contradicts the live server's
+    max_model_len) say nothing of the serving one: across two nodes, not measured."""
+    log = with_nccl_before_ready(GPU_LOG, two_nodes())
+    live = Source("4096", "requests/env.jsonl#/v1/models")  # the log says 8192
+    inputs = ChainInputs(
+        profile=load_profile("generic"),
+        startup=parse_startup_log(log, LiveServer(max_model_len="4096")),
+        live_max_model_len=live,
+        hosts=_hosts("vm", "vm2"),
+    )
+    result = check_nccl_transport(inputs)
+    assert result is not None
+    assert result.status is Status.NO_DATA, result.summary
+    assert "another launch's" in result.summary
+
+
+@pytest.mark.parametrize(
+    ("case", "outcome", "rule"),
+    [
+        (Case(two_nodes(), ("vm", "vm2")), Outcome.REBUILD, "environment-mismatch"),
+        (
+            Case(None, ("vm", "vm2"), {"NCCL_NET": "Socket"}),
+            Outcome.REBUILD,
+            "environment-mismatch",
+        ),
+        (Case(None, ("vm", "vm2")), Outcome.OBSERVE_WITH_LIMITS, "non-critical-unproven"),
+        (Case(GPU_LOG, ("vm", "vm2")), Outcome.OBSERVE_WITH_LIMITS, "non-critical-unproven"),
+        (
+            Case(one_host(), ("vm",), {"NCCL_P2P_DISABLE": "1"}),
+            Outcome.OBSERVE_WITH_LIMITS,
+            "warnings-observed",
+        ),
+    ],
+)
+def test_what_the_decision_makes_of_it(case: Case, outcome: Outcome, rule: str) -> None:
+    """Sockets or a variable that keeps NCCL off the fabric between nodes is a rebuild;
+    missing NCCL evidence is never a rebuild, nor a pass: a named gap, observe with limits
+    (as `golive env` decides its section)."""
+    result = check_nccl_transport(case.inputs())
+    assert result is not None
+    decision = decide([result], scope=("env",))
+    assert decision.outcome is outcome, decision
+    fired = {r.rule: r.check_ids for r in decision.rules_fired}
+    assert fired[rule] == ("environment.nccl_transport",), fired
+
+
+def test_nccl_lines_behind_a_ray_prefix_and_a_warn_are_read() -> None:
+    """Ray prefixes every worker line with its actor and address; NCCL WARN lines carry the
+    source file: both are NCCL lines, with the host and process that printed them."""
+    lines = [
+        "(RayWorkerWrapper pid=4242, ip=10.0.0.2) node-b:4242:4242 [0] NCCL INFO Bootstrap : "
+        "Using ib0:10.0.0.2<0>",
+        "(RayWorkerWrapper pid=4242, ip=10.0.0.2) node-b:4242:4242 [0] NCCL INFO Using network IB",
+        "[2026-11-29 18:21:13] vm:680:680 [0] bootstrap.cc:114 NCCL WARN Bootstrap : no socket "
+        "interface found",
+    ]
+    facts = read_nccl(lines)
+    assert facts.lines == 3
+    assert facts.hosts == ("node-b", "vm")
+    assert [(name, line.line) for name, line in facts.networks] == [("IB", 2)]
+    assert facts.origin(facts.networks[0][1]) == "host node-b (10.0.0.2)"
+
+
+@pytest.mark.tampers_bundle
+def test_golive_decide_judges_the_transport_again_from_the_saved_log(tmp_path: Path) -> None:
+    """`golive env` on two nodes whose NCCL is on sockets seals a rebuild; `golive decide`
+    judges it again from the saved log and host files alone, so a log edited to say IB,
+    even resealed, no longer gives the sealed result."""
+    gpu = DATA / "vllm-gpu-0.24-h200x2"
+    log = write(tmp_path / "two.log", with_nccl_before_ready(GPU_LOG, two_nodes()))
+    second = json_edit(gpu / "host-h200x2.json", tmp_path / "vm2.json", node="vm2")
+    bundle = tmp_path / "b"
+    verdict = env(
+        bundle, "--log", str(log), "--host-info", str(gpu / "host-h200x2.json"),
+        "--host-info", str(second),
+    )  # fmt: skip
+    assert verdict["outcome"] == "rebuild"
+    assert rederive(bundle).agrees
+    saved = bundle / "environment/startup.log"
+    saved.write_text(
+        saved.read_text()
+        .replace("Using network Socket", "Using network IB")
+        .replace("via NET/Socket", "via NET/IB")
+    )
+    Bundle(bundle).seal()
+    edited = rederive(bundle)
+    assert "environment.nccl_transport status: sealed 'fail', re-derived 'pass'" in (
+        edited.problems
+    ), edited.problems
+
+
+def test_nccl_warn_lines_alone_claim_no_pass() -> None:
+    """The real NCCL failure capture has only WARN lines (no `Using network`, no communicator
+    line): on one node nothing is judged from them, so no pass is claimed."""
+    log = (DATA / "gpu-h200-x2/nccl_fail.log").read_text()
+    assert read_nccl(log.splitlines()).lines == 1
+    assert check_nccl_transport(Case(log, ("vm",)).inputs()) is None
