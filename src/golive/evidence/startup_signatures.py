@@ -119,9 +119,10 @@ PATTERNS: tuple[_Pattern, ...] = (
         "platform_unsupported",
         F,
         r"current platform \S+ does not support",
-        "this platform's vLLM build does not support a setting the server was started with "
-        "(the CPU build refuses --distributed-executor-backend ray): change the setting, or run "
-        "the build for the hardware",
+        "the platform vLLM detected does not support a setting the server was started with "
+        "(the CPU build refuses --distributed-executor-backend ray; a GPU container that cannot "
+        "see its GPUs is detected as no platform): change the setting, or run the build for the "
+        "hardware with its devices exposed",
     ),
     signature_pattern(
         "engine_failed",
