@@ -201,13 +201,14 @@ LAYOUT = "started with tp=2, pp=1, dp=1, ep=1"
             None,
             id="hosts-without-addresses-judge-as-before",
         ),
-        pytest.param(
+        pytest.param(  # 10.0.0.9 can only be gpu-b, the host without an address: 1 GPU
             (("10.0.0.2", 0), ("10.0.0.9", 1)),
             ONE_ADDRESS,
-            Status.PASS,
-            LAYOUT,
-            None,
-            id="a-host-without-an-address-judges-as-before",
+            Status.FAIL,
+            "rank 1 (ip 10.0.0.9, line 18) took local rank 1, but no host names that address "
+            "and the hosts without one (gpu-b) show at most 1 GPU(s)",
+            Outcome.REBUILD,
+            id="a-worker-only-a-host-without-an-address-can-hold",
         ),
         pytest.param(  # the contradiction decides; the node without evidence is still named
             (("10.0.0.2", 1), ("10.0.0.9", 0)),
@@ -271,3 +272,108 @@ def test_the_container_still_bounds_workers_put_on_nodes() -> None:
     )
     assert result.status is Status.FAIL
     assert "local rank 1 but the node shows 1 GPU(s)" in result.summary
+
+
+B_UNADDRESSED = (_node("gpu-a", "x1", "10.0.0.2"), _node("gpu-b", "x1", None))
+B_AS_A = (_node("gpu-a", "x1", "10.0.0.2"), _node("gpu-b", "x1", "10.0.0.2"))
+UNCOVERED = "worker(s) at ip 10.0.0.9 ran on no node of the host evidence"
+
+
+@pytest.mark.parametrize(
+    ("workers", "hosts", "status", "said"),
+    [
+        pytest.param(  # every host addressed: 10.0.0.9 is a node nothing was collected from
+            (("10.0.0.2", 0), ("10.0.0.9", 0)),
+            TWO_ONE_GPU_NODES,
+            Status.NO_DATA,
+            UNCOVERED,
+            id="all",
+        ),
+        pytest.param(  # gpu-b edited to gpu-a's address: still no host at 10.0.0.9
+            (("10.0.0.2", 0), ("10.0.0.9", 0)), B_AS_A, Status.NO_DATA, UNCOVERED, id="dup"
+        ),
+        pytest.param(  # one host without an address cannot be two nodes
+            (("10.0.0.8", 0), ("10.0.0.9", 0)),
+            B_UNADDRESSED,
+            Status.NO_DATA,
+            "worker(s) at ip 10.0.0.8, 10.0.0.9 ran on no node of the host evidence "
+            "(gpu-a 10.0.0.2, gpu-b (no address))",
+            id="two-unknown-one-unaddressed",
+        ),
+        pytest.param(  # gpu-a's address removed: rank 1 is still on the one-GPU gpu-b
+            (("10.0.0.2", 0), ("10.0.0.3", 1)),
+            (_node("gpu-a", "x2", None), _node("gpu-b", "x1", "10.0.0.3")),
+            Status.FAIL,
+            "rank 1 took local rank 1 on node gpu-b (ip 10.0.0.3, line 18)",
+            id="a-removed-wrong-rank-stays",
+        ),
+        pytest.param(  # gpu-a given gpu-b's address: 10.0.0.2 is now a node no host names
+            (("10.0.0.2", 0), ("10.0.0.3", 1)),
+            (_node("gpu-a", "x2", "10.0.0.3"), _node("gpu-b", "x1", "10.0.0.3")),
+            Status.NO_DATA,
+            "worker(s) at ip 10.0.0.2 ran on no node of the host evidence",
+            id="a-as-b-wrong-rank-not-pass",
+        ),
+    ],
+)
+def test_editing_one_host_address_never_switches_placement_off(
+    workers: tuple[tuple[str, int], ...],
+    hosts: tuple[tuple[HostInfo, str], ...],
+    status: Status,
+    said: str,
+) -> None:
+    """A worker on a node the evidence lacks holds the go-live, and a wrong local rank
+    rebuilds, however one host file's address is edited: duplicating an address or leaving
+    it out places no worker it did not place, and hosts without an address stand for at most
+    as many unknown addresses as there are such hosts."""
+    result = _check(_ray_log(*workers), host=None, hosts=hosts)
+    assert result.status is status, result.summary
+    assert said in result.summary
+    assert result.critical
+    assert decide([result]).outcome is not Outcome.GO_LIVE
+
+
+def test_a_host_without_an_address_may_stand_for_an_unknown_one() -> None:
+    """Hosts from before addresses beside ones with: a worker at an address no host names may
+    be the host without one, so the start passes, but that worker is placed on no node and
+    the summary says which host it is taken to be."""
+    result = _check(_ray_log(("10.0.0.2", 0), ("10.0.0.9", 0)), host=None, hosts=B_UNADDRESSED)
+    assert result.status is Status.PASS, result.summary
+    assert result.summary == (
+        f"{LAYOUT}; ranks by node: gpu-a 0; worker(s) at ip 10.0.0.9, an address no host "
+        "names, are taken to be on the host(s) without one (gpu-b)"
+    )
+    assert result.measurements["rank_map"] == "0=gpu-a:0"
+
+
+def test_a_worker_on_a_node_without_gpus_in_its_host_evidence_is_no_data() -> None:
+    """A worker on the Ray head whose host file lists no GPU: that node's GPUs were never
+    seen, so the start holds, naming the node, instead of passing."""
+    head_host, path = _node("head", "x1", "10.0.0.1")
+    head = (head_host.model_copy(update={"gpus": ()}), path)
+    hosts = (head, _node("gpu-a", "x2", "10.0.0.2"))
+    result = _check(_ray_log(("10.0.0.1", 0), ("10.0.0.2", 1)), host=None, hosts=hosts)
+    assert result.status is Status.NO_DATA, result.summary
+    assert "rank 0 on node head (ip 10.0.0.1, line 17): the host evidence of that node " in (
+        result.summary
+    )
+    assert result.critical
+    assert decide([result]).outcome is Outcome.HOLD
+
+
+HUGE = "9" * 5000  # past Python's 4,300-digit limit on int()
+
+
+def test_numbers_that_are_no_count_never_crash_and_read_as_unknown() -> None:
+    """A rank line with a 5,000-digit world size is not a rank line (no crash); a layout of
+    `'tensor_parallel_size': '²'` (a digit to str.isdigit, no number to int) or of 5,000
+    digits is an unknown layout (no_data), never a crash of `golive env`."""
+    odd = LOG.replace("world_size=2 rank=1", f"world_size={HUGE} rank=1")
+    assert [r.rank for r in worker_ranks(parse_startup_log(odd))] == [0]
+    for value in ("'²'", HUGE):
+        log = LOG.replace("'tensor_parallel_size': 2", f"'tensor_parallel_size': {value}")
+        assert parse_startup_log(log).parallel()["tp"] == 1
+        result = _check(log)
+        assert result.status is Status.NO_DATA, result.summary
+        assert "tensor_parallel_size=" in result.summary
+        assert "so the parallel layout is unknown" in result.summary

@@ -110,13 +110,9 @@ class StartupFacts:
     def parallel(self) -> dict[str, int]:
         """Tensor, pipeline, data and expert parallel settings the engine started with."""
         sizes: dict[str, int] = {}
-        for key, name in (
-            ("tensor_parallel_size", "tp"),
-            ("pipeline_parallel_size", "pp"),
-            ("data_parallel_size", "dp"),
-        ):
-            value = self.arg(key)
-            sizes[name] = int(value) if value is not None and str(value).isdigit() else 1
+        for key, name in zip(PARALLEL_KEYS, ("tp", "pp", "dp"), strict=True):
+            count = parallel_count(self.arg(key))
+            sizes[name] = 1 if count is None else count
         sizes["ep"] = (
             1 if not _truthy(self.arg("enable_expert_parallel")) else sizes["tp"] * sizes["dp"]
         )
@@ -162,6 +158,17 @@ class LiveServer:
 
     def agrees(self, facts: StartupFacts) -> bool:
         return not self.contradictions(facts)
+
+
+PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+_COUNT = re.compile(r"\s*(\d{1,9})\s*", re.ASCII)
+
+
+def parallel_count(value: Any) -> int | None:
+    """A parallel size as the log prints it (`2`, `'2'`); None where absent or not a plain
+    count of at most nine ASCII digits (`'²'` passes str.isdigit but is no number)."""
+    found = None if value is None else _COUNT.fullmatch(str(value))
+    return int(found[1]) if found else None
 
 
 def _truthy(value: Any) -> bool:
