@@ -174,23 +174,24 @@ def nccl_between_nodes_on_sockets(tmp: Path) -> Verdict:
 @scenario("rebuild", "environment-mismatch", "environment.nccl_transport")
 def container_keeps_nccl_off_the_fabric(tmp: Path) -> Verdict:
     """ "Check Fabric Manager and interconnect-related services where the topology requires
-    them." — two nodes whose serving container sets NCCL_IB_DISABLE=1: whatever the log
-    shows, NCCL is kept off IB between the nodes."""
+    them." — an engine of TP=4 over two nodes of two H200s, whose serving container sets
+    NCCL_IB_DISABLE=1: whatever the log shows, NCCL is kept off IB between the nodes."""
     facts = json.loads(CONTAINER.read_text())
     facts["environment"] = {**facts["environment"], "NCCL_IB_DISABLE": "1"}
     container = write(tmp / "ctr-ib-off.json", json.dumps(facts))
-    log = write(tmp / "first-init.log", _first_init())
+    log = write(tmp / "tp4-init.log", nccl_logs.spanning_layout(_first_init()))
     return _gpu_env(
         tmp, "--log", str(log), "--host-info", str(_host(tmp, "vm2")), container=container
     )
 
 
-@scenario("observe-with-limits", "non-critical-unproven", "environment.nccl_transport")
+@scenario("hold", "missing-evidence", "environment.nccl_transport")
 def two_nodes_without_nccl_lines(tmp: Path) -> Verdict:
     """ "GPU count, topology, parallel settings, and interconnect settings are recorded." —
-    two nodes, and a log with no NCCL line (NCCL_DEBUG was not INFO): the network between
-    them is not recorded. Not a pass, and no evidence of a wrong build either."""
-    log = write(tmp / "first-init.log", _first_init())
+    an engine of TP=4 over two nodes of two H200s, and a log with no NCCL line (NCCL_DEBUG
+    was not INFO): the network between them is not recorded. Not a pass, and, since the
+    missing lines may hide sockets (a rebuild), not better than that: a hold until measured."""
+    log = write(tmp / "tp4-init.log", nccl_logs.spanning_layout(_first_init()))
     return _gpu_env(tmp, "--log", str(log), "--host-info", str(_host(tmp, "vm2")))
 
 

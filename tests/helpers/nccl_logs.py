@@ -8,6 +8,7 @@ channels between the ranks go over the network (`via NET/Socket/0`) instead of P
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 DATA = Path(__file__).parents[1] / "data"
@@ -47,3 +48,31 @@ def with_nccl_before_ready(log: str, nccl: str) -> str:
     lines = log.splitlines()
     ready = next(i for i, x in enumerate(lines) if "Starting vLLM server on" in x)
     return "\n".join([*lines[:ready], *nccl_only(nccl), *lines[ready:]]) + "\n"
+
+
+def spanning_layout(log: str) -> str:
+    """A vLLM startup log of TP=2 (the H200 capture) started with tensor parallel 4 instead,
+    its workers in a world of 4: more ranks than a node of two GPUs has, so the engine spans
+    two such nodes whatever NCCL printed."""
+    wider = log.replace("'tensor_parallel_size': 2", "'tensor_parallel_size': 4")
+    wider = wider.replace("tensor_parallel_size=2", "tensor_parallel_size=4")
+    return re.sub(r"\bworld_size=2\b", "world_size=4", wider)
+
+
+def ray_deduplicated(text: str) -> str:
+    """The two-node log as Ray prints it from a terminal: each worker's lines behind its
+    coloured prefix, and vm2's lines folded by Ray's log deduplication (`[repeated 3x across
+    cluster]` in colour)."""
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("vm2:"):
+            lines.append(
+                "\x1b[36m(RayWorkerWrapper pid=619, ip=192.0.2.3)\x1b[0m "
+                + line
+                + "\x1b[32m [repeated 3x across cluster]\x1b[0m"
+            )
+        elif line.startswith("vm:"):
+            lines.append("\x1b[36m(RayWorkerWrapper pid=618, ip=192.0.2.2)\x1b[0m " + line)
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
 """environment.nccl_transport on the real NCCL capture of two H200s on one host and its
 two-node variant (tests/helpers/nccl_logs.py): sockets between nodes, or a container that
-keeps NCCL off the fabric, is a rebuild; sockets on one node are normal; no NCCL line is
-not measured, never a pass and never a rebuild."""
+keeps NCCL off the fabric, is a rebuild; sockets on one node are normal; an engine that spans
+nodes with no NCCL line is not measured, a hold; several nodes whose engines each fit one
+are judged as one node."""
 
 from __future__ import annotations
 
@@ -21,10 +22,17 @@ from golive.profiles import load_profile
 from golive.results import Outcome, Status
 from golive.verdict.decide import decide
 from tests.decision.bundles import env, json_edit, write
-from tests.helpers.nccl_logs import one_host, two_nodes, with_nccl_before_ready
+from tests.helpers.nccl_logs import (
+    one_host,
+    ray_deduplicated,
+    spanning_layout,
+    two_nodes,
+    with_nccl_before_ready,
+)
 
 DATA = Path(__file__).parents[1] / "data"
 GPU_LOG = (DATA / "vllm-gpu-0.24-h200x2/startup.log").read_text()  # TP=2, no NCCL line
+TP4_LOG = spanning_layout(GPU_LOG)  # TP=4: spans two nodes of two GPUs, no NCCL line
 HOST = read_facts(DATA / "gpu-h200-x2/host-nvml.json", HostInfo)  # two H200s
 CONTAINER = read_facts(DATA / "gpu-h200-x2/container.json", ContainerInfo)
 
@@ -132,46 +140,45 @@ def _with_setting(text: str, line: str) -> str:
             ["over multi-node NVLink", "TCP sockets"],
             [f"{LOG}#L17"],
         ),
-        # two nodes, the container keeps NCCL off the fabric, no NCCL line: rebuild
+        # the engine spans two nodes, the container keeps NCCL off the fabric, no NCCL line
         (
-            Case(None, ("vm", "vm2"), {"NCCL_IB_DISABLE": "1"}),
+            Case(TP4_LOG, ("vm", "vm2"), {"NCCL_IB_DISABLE": "1"}),
             Status.FAIL,
             ["NCCL_IB_DISABLE=1 (environment/container.json", "remove the variable"],
             ["environment/container.json#environment.NCCL_IB_DISABLE"],
         ),
         (
-            Case(GPU_LOG, ("vm", "vm2"), {"NCCL_NET": "socket"}),
+            Case(TP4_LOG, ("vm", "vm2"), {"NCCL_NET": "socket"}),
             Status.FAIL,
             ["NCCL_NET=socket"],
             ["environment/container.json#environment.NCCL_NET"],
         ),
         (
-            Case(GPU_LOG, ("vm", "vm2"), node_env={"NCCL_IB_DISABLE": "2"}),
+            Case(TP4_LOG, ("vm", "vm2"), node_env={"NCCL_IB_DISABLE": "2"}),
             Status.FAIL,
             ["NCCL_IB_DISABLE=2 (environment/container-b.json"],
             ["environment/container-b.json#environment.NCCL_IB_DISABLE"],
         ),
         (
-            Case(None, ("vm", "vm2"), {"NCCL_P2P_DISABLE": "1"}),  # two GPUs on each node
+            Case(TP4_LOG, ("vm", "vm2"), {"NCCL_P2P_DISABLE": "1"}),  # two GPUs on each node
             Status.FAIL,
             ["peer-to-peer between the GPUs of each node is switched off"],
             ["environment/container.json#environment.NCCL_P2P_DISABLE"],
         ),
-        # not measured across nodes: no NCCL line (NCCL_DEBUG was not INFO), or no log
-        (Case(GPU_LOG, ("vm", "vm2")), Status.NO_DATA, ["NCCL_DEBUG=INFO"], [LOG]),
-        (Case(None, ("vm", "vm2")), Status.NO_DATA, ["not measured"], []),
-        # a value NCCL reads as "keep it on" is not a finding
-        (Case(None, ("vm", "vm2"), {"NCCL_IB_DISABLE": "0"}), Status.NO_DATA, [], []),
-        (Case(None, ("vm", "vm2"), {"NCCL_IB_DISABLE": "yes"}), Status.NO_DATA, [], []),
-        (Case(None, ("vm", "vm2"), {"NCCL_IB_DISABLE": "0x0"}), Status.NO_DATA, [], []),
-        (Case(None, ("vm", "vm2"), {"NCCL_IB_DISABLE": " 1 "}), Status.FAIL, [], []),
-        # the hosts say two nodes, NCCL says its communicators span one: not a pass
+        # not measured across nodes: no NCCL line (NCCL_DEBUG was not INFO)
         (
-            Case(one_host(), ("vm", "vm2")),
-            Status.WARN,
-            ["names 2 GPU nodes, but every NCCL communicator in the log spans one"],
-            [f"{LOG}#L43"],
+            Case(TP4_LOG, ("vm", "vm2")),
+            Status.NO_DATA,
+            ["tp*pp*dp = 4 ranks, more than the 2 GPU(s) one node shows", "NCCL_DEBUG=INFO"],
+            [LOG],
         ),
+        # a value NCCL reads as "keep it on" is not a finding
+        (Case(TP4_LOG, ("vm", "vm2"), {"NCCL_IB_DISABLE": "0"}), Status.NO_DATA, [], []),
+        (Case(TP4_LOG, ("vm", "vm2"), {"NCCL_IB_DISABLE": "yes"}), Status.NO_DATA, [], []),
+        (Case(TP4_LOG, ("vm", "vm2"), {"NCCL_IB_DISABLE": "0x0"}), Status.NO_DATA, [], []),
+        (Case(TP4_LOG, ("vm", "vm2"), {"NCCL_IB_DISABLE": " 1 "}), Status.FAIL, [], []),
+        # two nodes, each engine on one (TP=2 replicas): NCCL's communicators span one node
+        (Case(one_host(), ("vm", "vm2")), Status.PASS, ["one node"], [f"{LOG}#L43"]),
     ],
 )
 def test_the_transport_rules(
@@ -196,6 +203,10 @@ def test_the_transport_rules(
         Case(GPU_LOG, ("vm",)),  # one node, NCCL_DEBUG not INFO
         Case(None, ("vm",), {"NCCL_P2P_DISABLE": "1"}),  # no log: how many ranks is unknown
         Case(GPU_LOG, ("vm",), {"NCCL_IB_DISABLE": "1"}),  # one node: IB is not used
+        Case(None, ("vm", "vm2")),  # no log: nothing shows the engine spans the nodes
+        # TP=2 replicas on two nodes of two GPUs: each engine is one node, IB is not used
+        Case(GPU_LOG, ("vm", "vm2"), {"NCCL_IB_DISABLE": "1"}),
+        Case(None, ("vm", "vm2"), {"NCCL_NET": "Socket"}),
     ],
 )
 def test_nothing_to_judge_on_one_node_gives_no_result(case: Case) -> None:
@@ -236,7 +247,8 @@ def test_single_gpu_nodes_have_no_peer_to_peer_to_lose() -> None:
 
 def test_a_log_of_another_launch_measures_nothing() -> None:
     """NCCL's lines in the log of another launch (it contradicts the live server's
-    max_model_len) say nothing of the serving one: across two nodes, not measured."""
+    max_model_len) say nothing of the serving one: its sockets are no rebuild, and nothing
+    else shows the serving engine spans the two nodes: no result."""
     log = with_nccl_before_ready(GPU_LOG, two_nodes())
     live = Source("4096", "requests/env.jsonl#/v1/models")  # the log says 8192
     inputs = ChainInputs(
@@ -245,10 +257,7 @@ def test_a_log_of_another_launch_measures_nothing() -> None:
         live_max_model_len=live,
         hosts=_hosts("vm", "vm2"),
     )
-    result = check_nccl_transport(inputs)
-    assert result is not None
-    assert result.status is Status.NO_DATA, result.summary
-    assert "another launch's" in result.summary
+    assert check_nccl_transport(inputs) is None
 
 
 @pytest.mark.parametrize(
@@ -256,12 +265,11 @@ def test_a_log_of_another_launch_measures_nothing() -> None:
     [
         (Case(two_nodes(), ("vm", "vm2")), Outcome.REBUILD, "environment-mismatch"),
         (
-            Case(None, ("vm", "vm2"), {"NCCL_NET": "Socket"}),
+            Case(TP4_LOG, ("vm", "vm2"), {"NCCL_NET": "Socket"}),
             Outcome.REBUILD,
             "environment-mismatch",
         ),
-        (Case(None, ("vm", "vm2")), Outcome.OBSERVE_WITH_LIMITS, "non-critical-unproven"),
-        (Case(GPU_LOG, ("vm", "vm2")), Outcome.OBSERVE_WITH_LIMITS, "non-critical-unproven"),
+        (Case(TP4_LOG, ("vm", "vm2")), Outcome.HOLD, "missing-evidence"),
         (
             Case(one_host(), ("vm",), {"NCCL_P2P_DISABLE": "1"}),
             Outcome.OBSERVE_WITH_LIMITS,
@@ -270,9 +278,9 @@ def test_a_log_of_another_launch_measures_nothing() -> None:
     ],
 )
 def test_what_the_decision_makes_of_it(case: Case, outcome: Outcome, rule: str) -> None:
-    """Sockets or a variable that keeps NCCL off the fabric between nodes is a rebuild;
-    missing NCCL evidence is never a rebuild, nor a pass: a named gap, observe with limits
-    (as `golive env` decides its section)."""
+    """Sockets or a variable that keeps NCCL off the fabric between nodes is a rebuild; an
+    engine that spans nodes with no NCCL evidence is never a pass, nor better than the
+    rebuild the lines might show: a hold (as `golive env` decides its section)."""
     result = check_nccl_transport(case.inputs())
     assert result is not None
     decision = decide([result], scope=("env",))
@@ -332,3 +340,197 @@ def test_nccl_warn_lines_alone_claim_no_pass() -> None:
     log = (DATA / "gpu-h200-x2/nccl_fail.log").read_text()
     assert read_nccl(log.splitlines()).lines == 1
     assert check_nccl_transport(Case(log, ("vm",)).inputs()) is None
+
+
+def _strip(text: str, *needles: str) -> str:
+    """`text` without the lines that contain any of `needles`."""
+    kept = [x for x in text.splitlines() if not any(n in x for n in needles)]
+    return "\n".join(kept) + "\n"
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        ray_deduplicated(two_nodes()),
+        # only Ray's folded line says the network: vm's own `Using network` lines cut out
+        _strip(ray_deduplicated(two_nodes()), "vm:618:618 [0] NCCL INFO Using network"),
+    ],
+)
+def test_ray_deduplicated_lines_are_read_as_nccl_prints_them(log: str) -> None:
+    """Ray colours its prefix and folds repeated lines into `... Socket [repeated 3x across
+    cluster]`: the network is still Socket, so sockets between nodes are a rebuild, never a
+    pass on a network named "Socket [repeated…"."""
+    facts = read_nccl(log.splitlines())
+    assert {name for name, _ in facts.networks} == {"Socket"}
+    assert facts.comm is not None
+    assert facts.comm.nodes == 2
+    result = check_nccl_transport(Case(log, ("vm", "vm2")).inputs())
+    assert result is not None
+    assert result.status is Status.FAIL, result.summary
+    assert "[repeated" not in result.summary
+    assert "\x1b" not in result.summary
+
+
+def test_one_communicator_on_multi_node_nvlink_excuses_no_other() -> None:
+    """A communicator of two nodes on multi-node NVLink (`MNNVL 1`) beside one of four nodes
+    that is not (`MNNVL 0`), all on sockets: the four-node traffic rides TCP: a rebuild, not
+    the multi-node NVLink warn."""
+    log = two_nodes() + (
+        "vm:618:618 [0] NCCL INFO comm 0xaaaa rank 0 nRanks 4 nNodes 2 localRanks 1 localRank 0 "
+        "MNNVL 1\n"
+        "vm:618:618 [0] NCCL INFO comm 0xbbbb rank 0 nRanks 8 nNodes 4 localRanks 2 localRank 0 "
+        "MNNVL 0\n"
+    )
+    result = check_nccl_transport(Case(log, ("vm", "vm2", "vm3", "vm4")).inputs())
+    assert result is not None
+    assert result.status is Status.FAIL, result.summary
+    every = check_nccl_transport(Case(two_nodes(mnnvl=1), ("vm", "vm2")).inputs())
+    assert every is not None
+    assert every.status is Status.WARN, every.summary  # all MNNVL 1: the warn
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # `Using network IB` but the channels between the nodes go over NET/Socket
+        two_nodes(network="IB").replace("via NET/IB/0", "via NET/Socket/0"),
+        # the channels alone say it (the `Using network` lines are not in the log)
+        _strip(two_nodes(), "Using network"),
+    ],
+)
+def test_channels_over_net_socket_between_nodes_are_sockets(log: str) -> None:
+    """Channels between the nodes `via NET/Socket` are NCCL on TCP sockets, whatever else
+    the log says: a rebuild quoting the channel line."""
+    result = check_nccl_transport(Case(log, ("vm", "vm2")).inputs())
+    assert result is not None
+    assert result.status is Status.FAIL, result.summary
+    assert "via NET/Socket/0" in result.summary
+
+
+def test_replicas_on_one_gpu_nodes_are_no_multi_node_engine() -> None:
+    """TP=1 replicas on two one-GPU nodes (the real TP=1 capture, no NCCL at all) with
+    NCCL_IB_DISABLE=1 in the container: no engine spans the nodes, so there is no NCCL
+    traffic between them to judge: no result, never a false rebuild."""
+    tp1 = (DATA / "vllm-gpu-0.24-h200x1-util09/startup.log").read_text()
+    inputs = ChainInputs(
+        profile=load_profile("generic"),
+        startup=parse_startup_log(tp1),
+        container=_env(NCCL_IB_DISABLE="1"),
+        hosts=_hosts("node-a", "node-b", gpus=1),
+    )
+    assert check_nccl_transport(inputs) is None
+
+
+def test_ray_workers_on_two_nodes_span_them_with_one_host_file() -> None:
+    """vLLM's Ray workers logged their ranks from two node addresses: the engine spans two
+    nodes even where only one node's host file was given, so NCCL_IB_DISABLE=1 in the
+    container is a rebuild, naming the workers' addresses."""
+    log = GPU_LOG.replace("(Worker pid=2078)", "(RayWorkerWrapper pid=2078, ip=192.0.2.2)")
+    log = log.replace("(Worker pid=2079)", "(RayWorkerWrapper pid=2079, ip=192.0.2.3)")
+    result = check_nccl_transport(Case(log, ("vm",), {"NCCL_IB_DISABLE": "1"}).inputs())
+    assert result is not None
+    assert result.status is Status.FAIL, result.summary
+    assert "Ray workers ran at ip 192.0.2.2, 192.0.2.3" in result.summary
+
+
+def test_nccl_lines_from_two_hosts_are_not_one_node() -> None:
+    """NCCL's lines come from two host names (each node's TP communicator spans one node),
+    but only one host file was given: the engine spans two nodes, and its sockets between
+    them are a rebuild, not the one-node pass."""
+    log = (
+        "(RayWorkerWrapper pid=100, ip=10.0.0.1) nodeA:100:100 [0] NCCL INFO Using network "
+        "Socket\n"
+        "(RayWorkerWrapper pid=200, ip=10.0.0.2) nodeB:200:200 [0] NCCL INFO Using network "
+        "Socket\n"
+        "(RayWorkerWrapper pid=100, ip=10.0.0.1) nodeA:100:100 [0] NCCL INFO comm 0x1 rank 0 "
+        "nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n"
+    )
+    result = check_nccl_transport(Case(log, ("nodeA",)).inputs())
+    assert result is not None
+    assert result.status is Status.FAIL, result.summary
+    assert "NCCL's lines come from hosts nodeA, nodeB" in result.summary
+
+
+@pytest.mark.tampers_bundle
+def test_deleting_the_nccl_lines_of_a_multi_node_engine_is_no_better(tmp_path: Path) -> None:
+    """`golive env` on a TP=4 engine over two nodes of two GPUs whose NCCL is on sockets
+    seals a rebuild; the saved log with NCCL's lines taken out, resealed, re-derives to a
+    hold: hiding the evidence never earns a better outcome than the rebuild it showed."""
+    gpu = DATA / "vllm-gpu-0.24-h200x2"
+    log = write(tmp_path / "tp4.log", with_nccl_before_ready(TP4_LOG, two_nodes()))
+    second = json_edit(gpu / "host-h200x2.json", tmp_path / "vm2.json", node="vm2")
+    bundle = tmp_path / "b"
+    verdict = env(
+        bundle, "--log", str(log), "--host-info", str(gpu / "host-h200x2.json"),
+        "--host-info", str(second),
+    )  # fmt: skip
+    assert verdict["outcome"] == "rebuild"
+    saved = bundle / "environment/startup.log"
+    saved.write_text(_strip(saved.read_text(), " NCCL "))
+    Bundle(bundle).seal()
+    edited = rederive(bundle)
+    assert edited.decision.outcome is Outcome.HOLD, edited.decision
+    nccl = next(c for c in edited.checks if c.id == "environment.nccl_transport")
+    assert nccl.status is Status.NO_DATA, nccl.summary
+    assert nccl.critical
+
+
+def test_numbers_past_int_limits_do_not_crash() -> None:
+    """A communicator line whose counts run to 5,000 digits (past Python's int() limit) is
+    not a count NCCL prints: it is not read, and nothing raises."""
+    big = "9" * 5000
+    line = f"vm:618:618 [0] NCCL INFO comm 0x1 rank 0 nRanks {big} nNodes {big} localRanks 1"
+    assert read_nccl([line]).comm is None
+    result = check_nccl_transport(Case(GPU_LOG + line + "\n", ("a", "b")).inputs())
+    assert result is None  # TP=2 on two-GPU nodes, no NCCL line it can read
+
+
+@pytest.mark.parametrize("transport", ["via SHM/direct/direct", "[send] via NET/Socket/0"])
+def test_one_node_ranks_off_peer_to_peer_are_watched(transport: str) -> None:
+    """Two ranks on one node whose channels go through host memory or NCCL's sockets
+    instead of P2P/NVLink: a fallback path, a warn quoting the channel, not a pass."""
+    log = one_host().replace("via P2P/CUMEM", transport)
+    result = check_nccl_transport(Case(log, ("vm",)).inputs())
+    assert result is not None
+    assert result.status is Status.WARN, result.summary
+    assert transport in result.summary
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_any_node_with_ib_disabled_counts(order: int) -> None:
+    """Two nodes print NCCL_IB_DISABLE differently (0 on nodeA, 1 on nodeB): the node that
+    turned IB off is named, whichever line comes first."""
+    lines = [
+        "nodeA:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.",
+        "nodeB:2:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.",
+    ][::order]
+    result = check_nccl_transport(Case("\n".join(lines) + "\n", ("nodeA", "nodeB")).inputs())
+    assert result is not None
+    assert result.status is Status.FAIL, result.summary
+    assert "NCCL_IB_DISABLE=1" in result.summary
+
+
+def test_summaries_stay_short_on_huge_logs() -> None:
+    """A network name of a million characters, or 200 nodes on sockets: the summary quotes a
+    bounded part of the log (a few nodes, 300 characters a line)."""
+    name = "X" * 1_000_000
+    log = two_nodes(network="IB").replace("Using network IB", "Using network " + name, 1)
+    wide = check_nccl_transport(Case(log, ("vm", "vm2")).inputs())
+    assert wide is not None
+    assert len(wide.summary) < 2000, len(wide.summary)
+    many = [f"host{i}:{i}:{i} [0] NCCL INFO Using network Socket" for i in range(200)]
+    result = check_nccl_transport(Case("\n".join(many) + "\n").inputs())
+    assert result is not None
+    assert result.status is Status.FAIL
+    assert len(result.summary) < 2000, len(result.summary)
+    assert len(result.evidence) <= 5, result.evidence
+
+
+def test_a_variable_in_both_container_files_is_named_once() -> None:
+    """Ray mode saves container.json and each node's container-<node>.json: the same
+    NCCL_IB_DISABLE=1 in both is one finding, named once."""
+    case = Case(TP4_LOG, ("vm", "vm2"), {"NCCL_IB_DISABLE": "1"}, {"NCCL_IB_DISABLE": "1"})
+    result = check_nccl_transport(case.inputs())
+    assert result is not None
+    assert result.status is Status.FAIL
+    assert result.summary.count("NCCL_IB_DISABLE=1") == 1, result.summary

@@ -152,19 +152,22 @@ def test_the_h200_ramp_rejudged_from_its_steps_equals_the_sealed_check(tmp_path:
 def test_the_chain_judge_owns_exactly_the_checks_its_rules_return() -> None:
     """`golive decide` replaces the sealed chain checks by id: the ids it owns must be the
     ones the rules produce, in order; the NCCL transport only where there is something to
-    judge (here, a deployment across two GPU nodes), so a one-node bundle sealed before it
-    re-derives as sealed."""
+    judge (here, a TP=4 engine across two nodes of two GPUs), so a one-node bundle sealed
+    before it re-derives as sealed."""
     from golive.checks.env.chain_inputs import ChainInputs
     from golive.checks.env.judge import CHAIN_CHECKS, chain_results
     from golive.evidence.facts import HostInfo
+    from golive.evidence.startup_log import parse_startup_log
+    from tests.helpers.nccl_logs import spanning_layout
 
     generic = load_profile("generic")
     ids = [c.id for c in chain_results(ChainInputs(profile=generic))]
     assert tuple(ids) == tuple(c for c in CHAIN_CHECKS if c != "environment.nccl_transport")
     host = HostInfo.model_validate_json((DATA / "gpu-h200-x2/host-nvml.json").read_text())
     hosts = tuple((host.model_copy(update={"node": n}), f"environment/host-{n}.json") for n in "ab")
-    ids = [c.id for c in chain_results(ChainInputs(profile=generic, hosts=hosts))]
-    assert tuple(ids) == CHAIN_CHECKS
+    log = spanning_layout((DATA / "vllm-gpu-0.24-h200x2/startup.log").read_text())
+    spanning = ChainInputs(profile=generic, hosts=hosts, startup=parse_startup_log(log))
+    assert tuple(c.id for c in chain_results(spanning)) == CHAIN_CHECKS
 
 
 @pytest.mark.parametrize(
