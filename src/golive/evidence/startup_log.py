@@ -118,6 +118,11 @@ class StartupFacts:
         )
         return sizes
 
+    def launch_lines(self) -> list[str]:
+        """The log's lines of this launch, from `first_line` to `last_line` (to the end where
+        `last_line` is 0, as in facts built without a file)."""
+        return self.text.splitlines()[self.first_line - 1 : self.last_line or None]
+
     def served_names(self) -> list[str]:
         """The model names the launch serves under (served_model_name, else model)."""
         names = self.arg("served_model_name") or self.arg("model")

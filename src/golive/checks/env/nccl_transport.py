@@ -116,8 +116,7 @@ def _serving_nccl(inputs: ChainInputs) -> tuple[NcclFacts, str]:
         return NcclFacts(), ""
     if other_launch(inputs):  # its NCCL lines say nothing of the serving launch
         return NcclFacts(), " (the startup log is another launch's, and so are its NCCL lines)"
-    lines = facts.text.splitlines()[facts.first_line - 1 : facts.last_line]
-    return read_nccl(lines, facts.first_line), ""
+    return read_nccl(facts.launch_lines(), facts.first_line), ""
 
 
 def _gpu_nodes(inputs: ChainInputs) -> int:  # recorded: the nodes of the host evidence

@@ -90,7 +90,7 @@ def worker_ranks(facts: StartupFacts) -> tuple[WorkerRank, ...]:
     """The rank each of this launch's workers joined with: its last rank line (vLLM logs one
     at DEBUG before the data-parallel adjustment and one at INFO after it), by the worker's
     `pid=` and `ip=` prefix; in log order."""
-    lines = facts.text.splitlines()[facts.first_line - 1 : facts.last_line or None]
+    lines = facts.launch_lines()
     found: dict[str, WorkerRank] = {}
     for number, line in enumerate(lines, start=facts.first_line):
         match = _RANK.search(line)
