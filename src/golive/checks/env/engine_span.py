@@ -39,10 +39,7 @@ def engine_world(inputs: ChainInputs) -> int:
         return 0
     if facts.args_line is None and facts.engine_line is None:
         return 0
-    try:
-        layout = facts.parallel()
-    except ValueError:  # a size int() cannot read: the layout is unknown
-        return 0
+    layout = facts.parallel()
     return layout["tp"] * layout["pp"] * layout["dp"]
 
 
@@ -50,11 +47,7 @@ def _worker_nodes(inputs: ChainInputs) -> tuple[str, ...]:
     """The distinct node addresses the launch's Ray workers logged their rank under."""
     if inputs.startup is None or not _serving(inputs):
         return ()
-    try:
-        ranks = worker_ranks(inputs.startup)
-    except ValueError:  # a rank int() cannot read: no placement known
-        return ()
-    return tuple(sorted({r.ip for r in ranks if r.ip}))
+    return tuple(sorted({r.ip for r in worker_ranks(inputs.startup) if r.ip}))
 
 
 def _listed(names: tuple[str, ...]) -> str:
