@@ -60,3 +60,7 @@ class ChainInputs:
     # each engine pod's image as the cluster says it runs it (environment/k8s-pods.json)
     pods: tuple[PodImage, ...] = ()
     pods_path: str = K8S_PODS
+
+    def most_node_gpus(self) -> int | None:
+        """The most GPUs one host of the evidence shows; None where none shows any."""
+        return max((len(host.gpus) for host, _ in self.hosts if host.gpus), default=None)

@@ -69,7 +69,7 @@ def engine_span(inputs: ChainInputs, nccl: NcclFacts) -> EngineSpan:
     if len(ips) >= 2:
         found.append(EngineSpan(len(ips), f"its Ray workers ran at ip {_listed(ips)}"))
     world = engine_world(inputs)
-    most = max((len(host.gpus) for host, _ in inputs.hosts), default=0)
+    most = inputs.most_node_gpus()
     if most and world > most:
         found.append(
             EngineSpan(

@@ -227,8 +227,7 @@ def _gpus_per_node(inputs: ChainInputs) -> int | None:
     probed, else the most any host in the evidence has."""
     if inputs.container is not None and inputs.container.gpus:
         return len(inputs.container.gpus)
-    counts = [len(host.gpus) for host, _ in inputs.hosts if host.gpus]
-    return max(counts) if counts else None
+    return inputs.most_node_gpus()
 
 
 def rank_findings(
