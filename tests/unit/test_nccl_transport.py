@@ -306,13 +306,11 @@ def test_nccl_lines_behind_a_ray_prefix_and_a_warn_are_read() -> None:
     assert facts.origin(facts.networks[0][1]) == "host node-b (10.0.0.2)"
 
 
-@pytest.mark.tampers_bundle
-def test_golive_decide_judges_the_transport_again_from_the_saved_log(tmp_path: Path) -> None:
-    """`golive env` on two nodes whose NCCL is on sockets seals a rebuild; `golive decide`
-    judges it again from the saved log and host files alone, so a log edited to say IB,
-    even resealed, no longer gives the sealed result."""
+def _sealed_on_two_nodes(tmp_path: Path, base_log: str) -> Path:
+    """`golive env` on `base_log` with two nodes' NCCL lines on sockets and a host file for
+    each node (the second a copy of the first renamed vm2): its bundle, sealed as rebuild."""
     gpu = DATA / "vllm-gpu-0.24-h200x2"
-    log = write(tmp_path / "two.log", with_nccl_before_ready(GPU_LOG, two_nodes()))
+    log = write(tmp_path / "two.log", with_nccl_before_ready(base_log, two_nodes()))
     second = json_edit(gpu / "host-h200x2.json", tmp_path / "vm2.json", node="vm2")
     bundle = tmp_path / "b"
     verdict = env(
@@ -320,6 +318,15 @@ def test_golive_decide_judges_the_transport_again_from_the_saved_log(tmp_path: P
         "--host-info", str(second),
     )  # fmt: skip
     assert verdict["outcome"] == "rebuild"
+    return bundle
+
+
+@pytest.mark.tampers_bundle
+def test_golive_decide_judges_the_transport_again_from_the_saved_log(tmp_path: Path) -> None:
+    """`golive env` on two nodes whose NCCL is on sockets seals a rebuild; `golive decide`
+    judges it again from the saved log and host files alone, so a log edited to say IB,
+    even resealed, no longer gives the sealed result."""
+    bundle = _sealed_on_two_nodes(tmp_path, GPU_LOG)
     assert rederive(bundle).agrees
     saved = bundle / "environment/startup.log"
     saved.write_text(
@@ -456,15 +463,7 @@ def test_deleting_the_nccl_lines_of_a_multi_node_engine_is_no_better(tmp_path: P
     """`golive env` on a TP=4 engine over two nodes of two GPUs whose NCCL is on sockets
     seals a rebuild; the saved log with NCCL's lines taken out, resealed, re-derives to a
     hold: hiding the evidence never earns a better outcome than the rebuild it showed."""
-    gpu = DATA / "vllm-gpu-0.24-h200x2"
-    log = write(tmp_path / "tp4.log", with_nccl_before_ready(TP4_LOG, two_nodes()))
-    second = json_edit(gpu / "host-h200x2.json", tmp_path / "vm2.json", node="vm2")
-    bundle = tmp_path / "b"
-    verdict = env(
-        bundle, "--log", str(log), "--host-info", str(gpu / "host-h200x2.json"),
-        "--host-info", str(second),
-    )  # fmt: skip
-    assert verdict["outcome"] == "rebuild"
+    bundle = _sealed_on_two_nodes(tmp_path, TP4_LOG)
     saved = bundle / "environment/startup.log"
     saved.write_text(_strip(saved.read_text(), " NCCL "))
     Bundle(bundle).seal()
