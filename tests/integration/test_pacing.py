@@ -1,15 +1,20 @@
 """The pacer that releases a rate schedule's requests: never early, on time to well under a
-millisecond, and the same promise from the fallback where there is no timerfd."""
+millisecond, and the same promise from the fallback where there is no timerfd. These tests time
+golive's own client against the wall clock, so they live in tests/integration: `make test` runs
+them in its second pass (`client_timed`), never on a niced worker beside the real vLLM."""
 
 from __future__ import annotations
 
 import asyncio
+import statistics
 import sys
 import time
 
 import pytest
 
 from golive.traffic.pacing import Pacer, SpinPacer, TimerPacer, pacer
+from golive.traffic.records import RequestRecord, Timings
+from golive.traffic.schedule import Schedule, run_schedule
 
 
 async def _lags_ms(
@@ -64,3 +69,26 @@ def test_a_moment_already_passed_returns_at_once() -> None:
             due.close()
 
     assert asyncio.run(late()) < 1.0
+
+
+@pytest.mark.parametrize("rate", [200.0])
+async def test_rate_schedule_sends_on_time(rate: float) -> None:
+    """Requests leave within a millisecond of when they were due (median), not a timer tick
+    late: the last stretch before each is spent yielding to the loop."""
+    lags: list[float] = []
+
+    async def send(body: object, label: str, scheduled_ns: int) -> RequestRecord:
+        lags.append((time.perf_counter_ns() - scheduled_ns) / 1e6)
+        return await asyncio.sleep(0, result=_record(scheduled_ns))
+
+    schedule = Schedule("rate", 2.0, 200, rate_per_s=rate, arrival="constant")
+    result = await run_schedule(schedule, send, lambda n: {}, "r")
+    assert len(result.records) == 200
+    assert statistics.median(lags) < 1.0
+    assert min(lags) >= 0
+
+
+def _record(scheduled_ns: int) -> RequestRecord:
+    return RequestRecord(
+        "r", "r", "POST", "u", None, False, 0.0, Timings(scheduled_ns, scheduled_ns)
+    )
