@@ -187,7 +187,9 @@ def placement(
     stray_ips = tuple(dict.fromkeys(r.ip for r in strays if r.ip))
     covered = nodes is not None and len(stray_ips) <= len(nodes.unaddressed)
     if covered and strays and nodes is not None:
-        problems += _on_unaddressed(strays, nodes.unaddressed, beyond)
+        over, found = _on_unaddressed(strays, nodes.unaddressed)
+        beyond += over
+        problems += found
     # the most GPUs one node offers (and the container's, where probed) bound every worker
     top = max((r.local_rank for r in ranks if r not in beyond), default=None)
     if gpus_per_node is not None and top is not None and top >= gpus_per_node:
@@ -205,17 +207,16 @@ def placement(
 
 
 def _on_unaddressed(
-    strays: list[WorkerRank], hosts: tuple[NodeGpus, ...], beyond: list[WorkerRank]
-) -> list[str]:
+    strays: list[WorkerRank], hosts: tuple[NodeGpus, ...]
+) -> tuple[list[WorkerRank], list[str]]:
     """Workers at addresses no host names, which only the hosts without an address can be:
-    a local rank beyond the most GPUs any of those hosts shows (added to `beyond`)."""
+    those at a local rank beyond the most GPUs any of those hosts shows, and the finding."""
     bound = max(host.gpus for host in hosts)
     top = max(strays, key=lambda r: r.local_rank)
     if not bound or top.local_rank < bound:
-        return []
-    beyond += [r for r in strays if r.local_rank >= bound]
+        return [], []
     names = ", ".join(host.node for host in hosts)
-    return [
+    return [r for r in strays if r.local_rank >= bound], [
         f"rank {top.rank} (ip {top.ip}, line {top.line}) took local rank {top.local_rank}, "
         f"but no host names that address and the hosts without one ({names}) show at most "
         f"{bound} GPU(s)"
