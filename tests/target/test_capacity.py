@@ -123,9 +123,9 @@ async def test_slos_on_the_real_engine_give_a_goodput_ceiling(
     """SLOs stated (ITL p95 within 5 s, at most 10% errors) on the real CPU vLLM: the short
     ramp step at 1 holds too few answers to bound a p95 (59 are needed) or to show none of
     them failing is under 10% (29 are), the 65 s sustained window at 2 holds enough with its
-    ramp step (45 s held 56 answers on a slower 2-vCPU machine, 3 short of the 59), so the SLO ceiling is 2 and capacity.slo passes; every window's latency set
-    is in metrics/latency.json and .csv, and golive decide, reading the records again,
-    agrees."""
+    ramp step (45 s held 56 answers on a slower 2-vCPU machine, 3 short of the 59), so the
+    SLO ceiling is 2 and capacity.slo passes; every window's latency set is in
+    metrics/latency.json and .csv, and golive decide, reading the records again, agrees."""
     out = tmp_path / "b"
     verdict = await _capacity(
         real_target,
