@@ -1,7 +1,11 @@
 #!/bin/bash
 # Issue 33's GPU-host rows, on the lent H200 host once ../shared/gpu's host.sh serves vLLM at
 # 127.0.0.1:8000 (PYTHONPATH holds /tmp/gpu-site). Writes under $OUT.
-#   bench/gpu_rows.sh capacity N      one `golive capacity --concurrency 256` run, its windows' figures
+#   bench/gpu_rows.sh capacity N [ARGS]  one `golive capacity --concurrency 256` run (ARGS added,
+#                                     e.g. --workers 8), its windows' figures
+#   bench/gpu_rows.sh turns N         the same run under bench/turns.py: each loop turn's callbacks
+#                                     timed by kind (diagnostic only)
+#   bench/gpu_rows.sh reads           bench/reads.py: one socket read's cost on this host
 #   bench/gpu_rows.sh stalls          the same run under asyncio's debug mode: every callback
 #                                     that held the loop over 20 ms, named (diagnostic only)
 #   bench/gpu_rows.sh scaling         --workers scaling against nginx (vLLM stopped first)
@@ -21,12 +25,20 @@ PY
 }
 case $1 in
 capacity)
-  n=$2; b=/tmp/gpu-cap$n; rm -rf $b
-  /usr/bin/time -v python3 -m golive capacity "${CAP[@]}" --out $b > $OUT/cap$n.log 2>&1
+  n=$2; shift 2; b=/tmp/gpu-cap$n; rm -rf $b
+  /usr/bin/time -v python3 -m golive capacity "${CAP[@]}" "$@" --out $b > $OUT/cap$n.log 2>&1
   echo "rc $?"; tail -5 $OUT/cap$n.log
   for f in $b/metrics/capacity-watchdog.jsonl $b/metrics/capacity-steps.jsonl $b/verdict.json; do
     cp $f $OUT/cap$n-$(basename $f); done
   summary $b/metrics/capacity-watchdog.jsonl | tee $OUT/cap$n-summary.txt ;;
+turns)
+  n=$2; b=/tmp/gpu-turns$n; rm -rf $b
+  python3 bench/turns.py --out $OUT/turns$n.json -m golive capacity "${CAP[@]}" --out $b > $OUT/turns$n.log 2>&1
+  echo "rc $?"; tail -16 $OUT/turns$n.log
+  cp $b/metrics/capacity-watchdog.jsonl $OUT/turns$n-capacity-watchdog.jsonl
+  summary $b/metrics/capacity-watchdog.jsonl | tee $OUT/turns$n-summary.txt ;;
+reads)
+  for s in 16 128 256; do python3 bench/reads.py --sockets $s; done | tee $OUT/reads.jsonl ;;
 stalls)
   b=/tmp/gpu-stalls; rm -rf $b
   PYTHONASYNCIODEBUG=1 python3 - "${CAP[@]}" --out $b > $OUT/stalls.log 2>&1 <<'PY'
