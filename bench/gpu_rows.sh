@@ -5,6 +5,9 @@
 #                                     e.g. --workers 8), its windows' figures
 #   bench/gpu_rows.sh turns N         the same run under bench/turns.py: each loop turn's callbacks
 #                                     timed by kind (diagnostic only)
+#   bench/gpu_rows.sh floor N         capacity N with bench/ticker.py beside it: a bare loop's lag,
+#                                     the host's floor under the same load
+#   bench/gpu_rows.sh profile         the capacity run under cProfile (diagnostic only)
 #   bench/gpu_rows.sh reads           bench/reads.py: one socket read's cost on this host
 #   bench/gpu_rows.sh stalls          the same run under asyncio's debug mode: every callback
 #                                     that held the loop over 20 ms, named (diagnostic only)
@@ -37,6 +40,17 @@ turns)
   echo "rc $?"; tail -16 $OUT/turns$n.log
   cp $b/metrics/capacity-watchdog.jsonl $OUT/turns$n-capacity-watchdog.jsonl
   summary $b/metrics/capacity-watchdog.jsonl | tee $OUT/turns$n-summary.txt ;;
+floor)
+  python3 bench/ticker.py $OUT/floor$2-ticker.jsonl & tp=$!
+  bash "$0" capacity "$2"; kill $tp; wait $tp
+  date +%s; cat $OUT/floor$2-ticker.jsonl ;;
+profile)
+  b=/tmp/gpu-profile; rm -rf $b
+  python3 -m cProfile -o $OUT/profile.pstats -m golive capacity "${CAP[@]}" --out $b > $OUT/profile.log 2>&1
+  echo "rc $?"
+  python3 -c "import pstats,sys; s=pstats.Stats(sys.argv[1]); s.sort_stats('tottime').print_stats(45)" $OUT/profile.pstats > $OUT/profile-tottime.txt
+  python3 -c "import pstats,sys; s=pstats.Stats(sys.argv[1]); s.sort_stats('cumulative').print_stats(80)" $OUT/profile.pstats > $OUT/profile-cumulative.txt
+  head -70 $OUT/profile-tottime.txt | tail -50 ;;
 reads)
   for s in 16 128 256; do python3 bench/reads.py --sockets $s; done | tee $OUT/reads.jsonl ;;
 stalls)
