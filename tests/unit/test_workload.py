@@ -3,12 +3,38 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from golive.errors import ConfigError
-from golive.traffic.workload import AgentWorkload, WorkloadShape, read_sample
+from golive.traffic.workload import _WORDS, AgentWorkload, WorkloadShape, filler, read_sample
+
+
+def _filler_as_it_was(words: int, seed: int) -> str:
+    """The filler text as golive made it before it drew in bulk: one `choice` a word."""
+    rng = random.Random(seed)
+    out = [f"[{seed}]"]
+    for i in range(words):
+        out.append(rng.choice(_WORDS) + ("." if i % 13 == 12 else ""))
+    return " ".join(out)
+
+
+@pytest.mark.parametrize("words", [0, 1, 12, 13, 14, 26, 450, 1500, 4001])
+@pytest.mark.parametrize("seed", [0, 7, 99, 4242, 31337, 10_000 + 5, 50_000 + 3, 2**31 - 1])
+def test_filler_is_the_text_it_always_was(words: int, seed: int) -> None:
+    """A seed's prompt text is word for word what it was before the bulk draw: a replayed or
+    compared run sends the prompts it sent, and a server's prefix cache sees the same text."""
+    assert filler(words, seed) == _filler_as_it_was(words, seed)
+
+
+@given(st.integers(min_value=0, max_value=600), st.integers(min_value=0, max_value=2**63))
+def test_filler_matches_choice_for_any_seed(words: int, seed: int) -> None:
+    """Any seed and length: the same words, the same sentence ends, nothing cut or added."""
+    assert filler(words, seed) == _filler_as_it_was(words, seed)
 
 
 def test_same_request_number_gives_the_same_body() -> None:

@@ -5,6 +5,7 @@ tool results, a share of long requests and of structured output. Pure and seeded
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections.abc import Mapping
@@ -66,13 +67,41 @@ class WorkloadShape:
     seed: int = 0
 
 
+_ENDS_SENTENCE = [word + "." for word in _WORDS]  # every 13th word closes a sentence
+_PICK_BITS = len(_WORDS).bit_length()  # `choice`'s draw: the top bits of a 32-bit output
+# a draw's top byte -> the word it picks, or 255 where `choice` would draw again
+_PICK = bytes(
+    b >> (8 - _PICK_BITS) if b >> (8 - _PICK_BITS) < len(_WORDS) else 255 for b in range(256)
+)
+
+
 def filler(words: int, seed: int) -> str:
-    """Deterministic prose-like text of `words` words (no two seeds share a prefix)."""
+    """Deterministic prose-like text of `words` words (no two seeds share a prefix).
+
+    The words are those `random.Random(seed).choice(_WORDS)` picks one after another, as
+    this text has always been made, drawn in bulk instead: `choice` takes the top
+    `len(_WORDS).bit_length()` bits of the generator's next 32-bit output and draws again
+    where they name no word, and `getrandbits(32 * m)` is the next m outputs, the first
+    lowest, whatever the host's byte order. A capacity body of ~800 words took ~4 calls a
+    word in `random` (issue 33); now a few calls a body."""
     rng = random.Random(seed)  # noqa: S311 - text generation, not security
+    picks = bytearray()
+    while len(picks) < words:
+        draws = 2 * (words - len(picks)) + 8  # over half of the draws name a word
+        top_bytes = rng.getrandbits(32 * draws).to_bytes(4 * draws, "little")[3::4]
+        picks += top_bytes.translate(_PICK).replace(b"\xff", b"")
+    del picks[words:]
     out = [f"[{seed}]"]
-    for i in range(words):
-        out.append(rng.choice(_WORDS) + ("." if i % 13 == 12 else ""))
+    out += [_WORDS[r] for r in picks]
+    for i in range(12, words, 13):
+        out[i + 1] = _ENDS_SENTENCE[picks[i]]
     return " ".join(out)
+
+
+@functools.lru_cache(maxsize=8)
+def _system_prompt(words: int, seed: int) -> str:
+    """The workload's shared system prompt: the same for every request of a run, made once."""
+    return "You are the operations agent. " + filler(words, seed)
 
 
 def tool_schemas(shape: WorkloadShape) -> list[dict[str, Any]]:
@@ -132,8 +161,7 @@ class AgentWorkload:
         messages: list[dict[str, Any]] = [
             {
                 "role": "system",
-                "content": "You are the operations agent. "
-                + filler(shape.system_prompt_words, shape.seed),
+                "content": _system_prompt(shape.system_prompt_words, shape.seed),
             }
         ]
         tools = tool_schemas(shape)
