@@ -516,7 +516,7 @@ def test_request_caps_follow_the_measured_rate() -> None:
 def test_a_step_between_the_last_accepted_and_the_first_refused() -> None:
     """The limit is not a coarse ladder rung: 6,144 accepted and 8,192 refused inside an
     8,192 envelope asks one more step at 7,168."""
-    from golive.checks.capacity.phases import between
+    from golive.checks.capacity.long_ladder import between
 
     steps = [
         LongStep(4096, LongOutcome.ACCEPTED),

@@ -1,4 +1,5 @@
-"""Phases 2-4 of `golive capacity` and the recipe that runs all four under the samplers."""
+"""Phases 3-4 of `golive capacity` and the recipe that runs all four under the samplers
+(phase 2, the long-input ladder, is `long_ladder`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 from golive.bundle.layout import (
     ANSWER_PROBES_PLAN,
     CAPACITY_KNEE_REPEATS,
-    CAPACITY_LADDER,
     CAPACITY_PHASES,
     CAPACITY_SETUP_REQUESTS,
     CAPACITY_STEPS,
@@ -21,12 +21,7 @@ from golive.bundle.layout import (
 )
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.answer_probes import ProbeSlots, judge_answers, probe_lanes, send_idle
-from golive.checks.capacity.collect import (
-    CapacityInputs,
-    CapacityRun,
-    refusal,
-)
-from golive.checks.capacity.context_rules import LongOutcome, LongStep, top_step
+from golive.checks.capacity.collect import CapacityInputs, CapacityRun
 from golive.checks.capacity.curves import (
     engine_probe,
     save_load_evidence,
@@ -47,7 +42,7 @@ from golive.checks.capacity.load_window import (
     ramp,
     window_cap,
 )
-from golive.checks.capacity.long_input import judge_long_input
+from golive.checks.capacity.long_ladder import long_input
 from golive.checks.capacity.measured import ramp_ceiling
 from golive.checks.capacity.memory import judge_memory
 from golive.checks.capacity.model_load import judge_model_load
@@ -57,26 +52,13 @@ from golive.checks.capacity.sample_tokens import count_sample_tokens
 from golive.checks.capacity.slo import slo_of
 from golive.checks.capacity.step_stats import StepStats
 from golive.checks.capacity.windows import MIN_DRIFT_COMPLETIONS
-from golive.checks.context import (
-    CheckContext,
-    chat_tokens,
-    compressed,
-    packed,
-    served_model,
-    tokens_per_word,
-)
+from golive.checks.context import CheckContext, compressed, packed, served_model
 from golive.checks.coverage import with_sustained_coverage
 from golive.evidence.gpu_curve import PhaseSpan
 from golive.evidence.ray_gpu_curve import ray_gpu_sampling
 from golive.evidence.sampling import Probe, host_probe, nvml_inventory, nvml_probe, sampling
 from golive.results import CAPACITY_RESULT, CheckResult, Status
 from golive.traffic.headroom import thaw
-from golive.traffic.records import ParsedResponse, error_message, parse
-from golive.traffic.workload import filler
-
-_CONTEXT_ERROR = ("maximum context length", "max_model_len", "context length", "too long")
-_TEMPLATE_OVERHEAD = 32  # chat-template tokens around one user message
-FRACTIONS = (0.125, 0.25, 0.5, 0.75, 1.0)
 
 
 async def run_capacity(ctx: CheckContext, inputs: CapacityInputs) -> list[CheckResult]:
@@ -173,121 +155,6 @@ def not_run(run: CapacityRun, check_id: str) -> CheckResult:
         Status.NO_DATA,
         f"not run: the engine terminated earlier ({run.death})",
     )
-
-
-def _long_body(run: CapacityRun, words: int, n: int) -> dict[str, Any]:
-    return {
-        "model": run.model,
-        "messages": [
-            {"role": "user", "content": f"Summarise in one line:\n{filler(words, 50_000 + n)}"}
-        ],
-        "max_tokens": run.ctx.config.capacity.long_max_tokens,
-        "temperature": 0,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-
-
-async def sized_body(run: CapacityRun, context: int, ratio: float, n: int) -> dict[str, Any]:
-    """A request of `context` tokens in all: prompt + max_tokens. The prompt is sized with
-    the server's own chat tokenizer where it has one, so the top step of the ladder fits
-    max_model_len exactly instead of overshooting it by the estimate's error."""
-    want = context - run.ctx.config.capacity.long_max_tokens
-    words = max(1, int((want - _TEMPLATE_OVERHEAD) / ratio))
-    body = _long_body(run, words, n)
-    for _ in range(3):  # corrections from the server's own count, never above the target
-        counted = await chat_tokens(run.ctx, run.model, body["messages"])
-        if not counted or want - 8 <= counted <= want:
-            break
-        words = max(1, int(words * want / counted) - (1 if counted > want else 0))
-        body = _long_body(run, words, n)
-    return body
-
-
-async def _long_step(run: CapacityRun, context: int, ratio: float, n: int) -> LongStep:
-    body = await sized_body(run, context, ratio, n)
-    parsed = parse(await run.send(body, f"long-{context}", time.perf_counter_ns()))
-    outcome, detail = _long_outcome(parsed)
-    if outcome is LongOutcome.FAILED and not await run.check_alive(detail):
-        outcome = LongOutcome.DIED
-    return LongStep(context, outcome, detail, (parsed.usage or {}).get("prompt_tokens"))
-
-
-def between(steps: list[LongStep], max_context: int) -> int | None:
-    """A step between the largest accepted input and the first one refused inside the
-    envelope, so a limit is not a coarse ladder rung (None: no gap worth a step)."""
-    refused = sorted(
-        s.context_tokens
-        for s in steps
-        if s.outcome is LongOutcome.REJECTED and s.context_tokens <= max_context
-    )
-    if not refused:
-        return None
-    below = [
-        s.context_tokens
-        for s in steps
-        if s.outcome is LongOutcome.ACCEPTED and s.context_tokens < refused[0]
-    ]
-    if not below or refused[0] - max(below) < 128:
-        return None
-    return (max(below) + refused[0]) // 2
-
-
-async def long_input(run: CapacityRun) -> CheckResult:
-    """Phase 2: fixed samples at increasing context up to the intended maximum (prompt plus
-    generation), one just above max_model_len (must be refused), and one between the last
-    accepted and the first refused step."""
-    config = run.ctx.config.capacity
-    max_context = config.max_context or run.max_model_len or 4096
-    ratio, how = await tokens_per_word(run.ctx, run.model)
-    top = top_step(max_context, run.max_model_len)
-    contexts = sorted({int(top * f) for f in FRACTIONS})
-    if run.max_model_len is not None:
-        contexts.append(run.max_model_len + 64)
-    run.inputs.progress.phase("long input", requests=len(set(contexts)))
-    steps: list[LongStep] = []
-    for n, context in enumerate(sorted(set(contexts))):
-        steps.append(await _long_step(run, context, ratio, n))
-        if steps[-1].outcome is LongOutcome.DIED:
-            break
-    mid = None if run.dead.is_set() else between(steps, max_context)
-    if mid is not None:
-        steps.append(await _long_step(run, mid, ratio, len(steps)))
-    recovered = run.dead.is_set() is False and await run.check_alive("health after long inputs")
-    run.ctx.bundle.write_json(
-        CAPACITY_LADDER,
-        {
-            "max_context": max_context,
-            "max_model_len": run.max_model_len,
-            "top_step": top,
-            "tokens_per_word": ratio,
-            "calibration": how,
-            "generation_limit": config.long_max_tokens,
-            "recovered_after_rejections": recovered,
-            "steps": [
-                {
-                    "context_tokens": s.context_tokens,
-                    "outcome": s.outcome.value,
-                    "detail": s.detail,
-                    "prompt_tokens": s.prompt_tokens,
-                }
-                for s in steps
-            ],
-        },
-    )
-    return judge_long_input(BundleReader(run.ctx.bundle.root), config)
-
-
-def _long_outcome(parsed: ParsedResponse) -> tuple[LongOutcome, str]:
-    record = parsed.record
-    if record.ok and not parsed.problems:
-        return LongOutcome.ACCEPTED, "served"
-    message = error_message(parsed.json_body) or (record.failure.message if record.failure else "")
-    if record.status == 400 and any(k in message.lower() for k in _CONTEXT_ERROR):
-        return LongOutcome.REJECTED, message[:200]
-    if record.refused:
-        return LongOutcome.REFUSED, refusal(parsed)
-    return LongOutcome.FAILED, (message or "; ".join(parsed.problems))[:200]
 
 
 async def concurrency_ramp(run: CapacityRun) -> CheckResult:
