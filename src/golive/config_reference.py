@@ -16,9 +16,10 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from golive.config import GoliveConfig, ProgrammeConfig
+from golive.config import GoliveConfig
 from golive.config_sources import RESERVED, VARIABLES, plain_annotation, variable_of
 from golive.profiles import load_profile
+from golive.programme_config import ProgrammeConfig
 
 SECTION_HELP = {
     "target": "the deployment under test; url is required (here, --target or GOLIVE_TARGET_URL)",

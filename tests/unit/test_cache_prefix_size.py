@@ -12,12 +12,12 @@ import pytest
 from golive.checks.cache.collect import fitted_words
 from golive.checks.cache.prefix_size import prefix_refusals, prefix_size_gaps
 from golive.checks.coverage import cache_coverage
-from golive.config import ProgrammeConfig, RelaxedSetting
 from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.orchestration.pipeline import run_inputs
 from golive.orchestration.rederive import rederive
 from golive.profiles import load_profile
+from golive.programme_config import ProgrammeConfig, RelaxedSetting
 from golive.results import Status
 
 OWNED = RelaxedSetting(setting="cache.prefix_tokens", owner="cache team", reason="short prompts")

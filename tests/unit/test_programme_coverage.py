@@ -21,11 +21,12 @@ from golive.checks.coverage import (
     with_sustained_coverage,
 )
 from golive.checks.relaxations import lowered_cases, relaxed_gaps
-from golive.config import AgentConfig, CacheConfig, ProgrammeConfig, RelaxedSetting, UnusedPart
+from golive.config import AgentConfig, CacheConfig
 from golive.config_sources import load_config
 from golive.errors import ConfigError
 from golive.orchestration.pipeline import run_inputs
 from golive.profiles import load_profile
+from golive.programme_config import ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.results import (
     CheckClass,
     CheckResult,

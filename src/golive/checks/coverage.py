@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel
 
 from golive.checks.relaxations import AS_WRITTEN, Relaxations, profile_needs, relaxed_gaps
-from golive.config import ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.profiles import Profile
+from golive.programme_config import ProgrammeConfig, RelaxedSetting, UnusedPart
 from golive.results import CheckClass, CheckResult, Classification, ResultsOf, SkipReason, Status
 
 MIN_AGENT_REPEAT = 3  # agent.repeat of a programme decision (runs per case and mode)

@@ -15,8 +15,9 @@ from typing import NamedTuple
 
 from pydantic import BaseModel
 
-from golive.config import AgentConfig, GoliveConfig, ProgrammeConfig, RelaxedSetting
+from golive.config import AgentConfig, GoliveConfig
 from golive.profiles import Profile
+from golive.programme_config import ProgrammeConfig, RelaxedSetting
 
 # setting -> (which way is weaker, the rule it weakens): a programme decision takes the
 # default, or the config's word with an owner (`programme.relaxed`)

@@ -17,9 +17,10 @@ from golive.bundle.layout import EFFECTIVE_CONFIG, PARTS, PROFILE, SERVER_LOG
 from golive.bundle.store import BundleReader
 from golive.checks.deployment import deployment_of
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, Saved, sections_with_evidence
-from golive.config import GoliveConfig, ProgrammeConfig, config_digest, parse_config
+from golive.config import GoliveConfig, config_digest, parse_config
 from golive.evidence.runtime_log import corroborate, request_spans, runtime_errors
 from golive.profiles import PROFILES, Profile, load_profile, parse_profile, profile_text
+from golive.programme_config import ProgrammeConfig
 from golive.results import CheckClass, CheckLimits, CheckResult, ResultsOf, Status
 from golive.verdict.document import VerdictDocument
 from golive.verdict.policy import Policy, apply_policy

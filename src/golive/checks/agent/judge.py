@@ -40,10 +40,11 @@ from golive.checks.context import unserved
 from golive.checks.coverage import SHIPPED_CASES, agent_coverage
 from golive.checks.gateway import asked_prompt, held_to_engine, request_rewritten
 from golive.checks.relaxations import Relaxations, lowered_cases, relaxed_gaps
-from golive.config import AgentConfig, ProgrammeConfig
+from golive.config import AgentConfig
 from golive.errors import BadResponse
 from golive.metrics import MetricsDelta, Snapshot, parse_metrics
 from golive.profiles import Profile
+from golive.programme_config import ProgrammeConfig
 from golive.results import AGENT_RESULT, CheckResult, Status
 from golive.traffic.records import FailureKind, ParsedResponse, reparsed
 

@@ -15,9 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from golive.checks.agent.cases import AgentCase, named, shipped_cases, system_prompt
 from golive.checks.agent.rules import Expect
-from golive.config import AgentConfig, ProgrammeConfig
+from golive.config import AgentConfig
 from golive.errors import ConfigError
 from golive.profiles import Profile
+from golive.programme_config import ProgrammeConfig
 
 
 def cases_for(

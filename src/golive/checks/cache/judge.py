@@ -32,10 +32,11 @@ from golive.checks.cache.rules import (
 )
 from golive.checks.coverage import cache_coverage
 from golive.checks.relaxations import Relaxations, relaxed_gaps
-from golive.config import CacheConfig, ProgrammeConfig
+from golive.config import CacheConfig
 from golive.errors import BadResponse
 from golive.metrics import Snapshot, parse_metrics
 from golive.profiles import Profile
+from golive.programme_config import ProgrammeConfig
 from golive.results import CheckResult, Status, measured_int, measured_number
 
 # cache.prefix_reuse's measurements that guardrails and watch read (`prefix_reuse`)

@@ -13,8 +13,9 @@ records hold it, never from the config's word.
 from __future__ import annotations
 
 from golive.checks.relaxations import Relaxations
-from golive.config import GoliveConfig, ProgrammeConfig
+from golive.config import GoliveConfig
 from golive.profiles import Profile
+from golive.programme_config import ProgrammeConfig
 
 SETTING = "cache.prefix_tokens"
 # the calibration of words to tokens lands within about 1% of its target on the real runs
