@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from golive.traffic.sse import StreamResult, decode_events, reassemble
+from golive.traffic.sse import decode_events, reassemble
+from golive.traffic.stream_result import StreamResult
 
 
 def _chunk(delta: dict[str, object], finish: str | None = None) -> str:

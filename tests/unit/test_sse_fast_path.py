@@ -16,8 +16,6 @@ from hypothesis import strategies as st
 from golive.traffic.sse import (
     DONE,
     SSEEvent,
-    StreamResult,
-    ToolCall,
     _read_whole,
     _ToolCallParts,
     decode_events,
@@ -25,6 +23,7 @@ from golive.traffic.sse import (
     read_stream,
     reassemble,
 )
+from golive.traffic.stream_result import StreamResult, ToolCall
 from tests.unit.test_fuzz import FUZZ, JSON
 
 DATA = Path(__file__).parents[1] / "data"

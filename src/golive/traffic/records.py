@@ -19,7 +19,8 @@ from msgspec import UNSET, UnsetType
 from golive.bundle.request_line import SAMPLED_OUT, RecordFailure, RecordTimings, RequestRecordLine
 from golive.bundle.store import REDACTED
 from golive.traffic.body_sample import answer_summary, body_digest
-from golive.traffic.sse import StreamResult, read_stream, token_ids
+from golive.traffic.sse import read_stream, token_ids
+from golive.traffic.stream_result import StreamResult
 
 NS_PER_MS = 1_000_000
 _CREDENTIAL = re.compile("auth|key|token|cookie|secret|password|signature", re.IGNORECASE)
