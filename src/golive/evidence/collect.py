@@ -21,6 +21,7 @@ from typing import Any
 from golive.errors import ConfigError, EvidenceError
 from golive.evidence.facts import ContainerInfo, GpuInfo, HostInfo
 from golive.evidence.nvidia import parse_nvidia_smi_xml, parse_proc_version
+from golive.evidence.terminal import without_ansi
 
 PROC_VERSION = Path("/proc/driver/nvidia/version")
 _TIMEOUT_S = 60
@@ -59,7 +60,7 @@ def collect_host(node: str | None = None) -> HostInfo:
     except OSError as exc:
         errors.append(f"{PROC_VERSION}: {exc.strerror}")
     topology, problem = run_tool(["nvidia-smi", "topo", "-m"])
-    extra["topology"] = None if topology is None else re.sub(r"\x1b\[[0-9;]*m", "", topology)
+    extra["topology"] = None if topology is None else without_ansi(topology)
     if problem and info.gpus:
         errors.append(problem)
     if info.gpus and shutil.which("systemctl"):

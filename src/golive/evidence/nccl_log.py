@@ -26,7 +26,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+from golive.evidence.terminal import without_ansi
+
 _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
 _NCCL = re.compile(
     r"(?P<host>[\w.-]+):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,9}\] (?:\S+ )?NCCL (?:INFO|WARN) "
@@ -55,7 +56,7 @@ def _count(text: str | None) -> int | None:
 
 def clean(raw: str) -> str:
     """A log line without ANSI colour and Ray's `[repeated Nx across cluster]` suffix."""
-    return _RAY_REPEATED.sub("", _ANSI.sub("", raw)).rstrip("\r")
+    return _RAY_REPEATED.sub("", without_ansi(raw)).rstrip("\r")
 
 
 @dataclass(frozen=True, slots=True)
