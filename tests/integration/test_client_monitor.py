@@ -10,11 +10,7 @@ import threading
 
 from golive.evidence.sampling import running_beside
 from golive.traffic.headroom import ClientMonitor, HeadroomPolicy, bottleneck
-
-
-def _hog(stop: threading.Event) -> None:
-    while not stop.is_set():  # pure Python: holds the GIL between switch intervals
-        sum(range(1000))
+from tests.helpers.gil import hold_the_gil
 
 
 async def test_the_monitor_sees_a_starved_event_loop() -> None:
@@ -23,7 +19,7 @@ async def test_the_monitor_sees_a_starved_event_loop() -> None:
     async with running_beside(idle.watch()):
         await asyncio.sleep(0.5)
     stop = threading.Event()
-    hog = threading.Thread(target=_hog, args=(stop,), daemon=True)
+    hog = threading.Thread(target=hold_the_gil, args=(stop,), daemon=True)
     hog.start()
     try:
         async with running_beside(busy.watch()):

@@ -32,6 +32,7 @@ from golive.orchestration.rederive import rederive
 from golive.results import CheckResult, Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from tests.helpers.gil import hold_the_gil
 from tests.helpers.scenario import SMALL_REQUESTS, golive_run, rules
 
 # 30 s of sustained load: at least ~30 completions even at concurrency 1 here, the fewest a
@@ -167,11 +168,6 @@ async def test_slos_on_the_real_engine_give_a_goodput_ceiling(
     assert "capacity.slo" in gone.rejudged_ids
 
 
-def _hog(stop: threading.Event) -> None:
-    while not stop.is_set():  # pure Python: holds golive's GIL between switch intervals
-        sum(range(1000))
-
-
 async def test_a_starved_client_is_not_judged_as_the_server(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
@@ -179,7 +175,7 @@ async def test_a_starved_client_is_not_judged_as_the_server(
     starved are golive's, not the engine's — golive.client_headroom fails, a ramp that had a
     starved step is no_data, and the verdict is hold, never a capacity limit."""
     stop = threading.Event()
-    hogs = [threading.Thread(target=_hog, args=(stop,), daemon=True) for _ in range(4)]
+    hogs = [threading.Thread(target=hold_the_gil, args=(stop,), daemon=True) for _ in range(4)]
     # each hog holds the interpreter 50 ms at a time (5 ms by default): the loop waits its
     # turn behind four of them whatever the engine's speed (with vLLM computing on both
     # cores, the engine's own slowdown raised the lag the windows allow past what 5 ms
