@@ -9,6 +9,7 @@ import pytest
 
 from golive.bundle.request_line import RequestRecordLine
 from golive.checks.capacity.recorded import (
+    by_window,
     curve_differences,
     engine_silent,
     ladder_differences,
@@ -16,6 +17,7 @@ from golive.checks.capacity.recorded import (
     scraped_differences,
     steps_differences,
     window_differences,
+    window_records,
 )
 from tests.helpers.record_lines import record_line
 
@@ -63,6 +65,21 @@ def test_a_window_row_must_say_what_its_records_say(
     assert len(found) == len(named), found
     for expected, got in zip(named, found, strict=True):
         assert got.startswith(expected)
+
+
+def test_every_window_is_grouped_as_its_label_would_find_it() -> None:
+    """One pass over the records finds, for each window, exactly the records (and their order)
+    a look-up by its label does: every client's, retried attempts with them, probes apart."""
+    labels = ["c2", "c2@worker-1", "c4", "c2~retried1", "c4@worker-0~retried2", "calibrate"]
+    labels += ["probe-arithmetic-c2", "long-4096", "c2r1", "c2"]
+    records = [_record(label, e2e_ms=100.0 + i) for i, label in enumerate(labels)]
+    grouped = by_window(records)
+    assert sorted(grouped) == sorted(
+        {"c2", "c4", "calibrate", "probe-arithmetic-c2", "long-4096", "c2r1"}
+    )
+    for label in [*grouped, "c8"]:
+        assert grouped.get(label, []) == window_records(records, label)
+    assert [r.label for r in grouped["c2"]] == ["c2", "c2@worker-1", "c2~retried1", "c2"]
 
 
 def test_steps_take_their_records_by_label_on_any_client() -> None:

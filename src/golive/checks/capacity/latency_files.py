@@ -21,17 +21,17 @@ from golive.bundle.layout import (
 from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import Bundle, BundleReader
 from golive.checks.capacity.latency_set import window_latency
-from golive.checks.capacity.recorded import window_label, window_records
+from golive.checks.capacity.recorded import by_window, window_label, window_records
 from golive.slo_config import SloConfig
 
 
 def latency_rows(evidence: BundleReader, slo: SloConfig) -> list[dict[str, Any]]:
     """One row per load window, in the order the windows ran within each phase."""
     out: list[dict[str, Any]] = []
-    ramp = evidence.records(CAPACITY_CONCURRENCY_REQUESTS)
+    ramp = by_window(evidence.records(CAPACITY_CONCURRENCY_REQUESTS))
     for source in (CAPACITY_STEPS, CAPACITY_KNEE_REPEATS):
         for row in evidence.jsonl(source):
-            out.append(_row("concurrency", row, window_records(ramp, window_label(row)), slo))
+            out.append(_row("concurrency", row, ramp.get(window_label(row), []), slo))
     sustained = evidence.json(CAPACITY_SUSTAINED)
     if isinstance(sustained, Mapping):
         label = window_label(sustained)

@@ -37,6 +37,15 @@ def window_records(records: Iterable[RequestRecordLine], label: str) -> list[Req
     return [r for r in records if window_of(r.label) == label]
 
 
+def by_window(records: Iterable[RequestRecordLine]) -> dict[str, list[RequestRecordLine]]:
+    """Every window's records (`window_records` of each label), in one pass: a judge that
+    reads each row's window looks it up here instead of reading all the records again."""
+    out: dict[str, list[RequestRecordLine]] = {}
+    for r in records:
+        out.setdefault(window_of(r.label), []).append(r)
+    return out
+
+
 def answers_of(attempts: Iterable[RequestRecordLine]) -> list[RequestRecordLine]:
     """The attempts a window's figures count (`retry.judged`): each request's last, and the
     retried ones the server failed as a defect does."""
@@ -85,13 +94,14 @@ def steps_differences(
     row of one level would count its records twice)."""
     out: list[str] = []
     seen: set[str] = set()
+    windows = by_window(records)
     for number, row in enumerate(rows, start=1):
         label = f"c{row.get('concurrency')}"
         where = f"{source} line {number} ({label})"
         if label in seen:
             out.append(f"{where}: a second row of {label}; the ramp runs each level once")
         seen.add(label)
-        out += window_differences(row, window_records(records, label), where)
+        out += window_differences(row, windows.get(label, []), where)
     return out
 
 
@@ -111,6 +121,7 @@ def repeats_differences(
     levels = {step.get("concurrency") for step in steps}
     out: list[str] = []
     seen: set[str] = set()
+    windows = by_window(records)
     for number, row in enumerate(rows, start=1):
         label = str(row.get("label"))
         where = f"{source} line {number} ({label})"
@@ -120,7 +131,7 @@ def repeats_differences(
         elif level not in levels or label in seen:
             out.append(f"{where}: not a repeat of a step the ramp ran, or a second {label}")
         seen.add(label)
-        out += window_differences(row, window_records(records, label), where)
+        out += window_differences(row, windows.get(label, []), where)
     return out
 
 
@@ -141,9 +152,10 @@ def ladder_differences(
 ) -> list[str]:
     """Each long-input step (`long-<tokens>`): served exactly when its record was answered."""
     out: list[str] = []
+    windows = by_window(records)
     for row in steps:
         label = f"long-{row.get('context_tokens')}"
-        mine = window_records(records, label)
+        mine = windows.get(label, [])
         if not mine:
             if row.get("outcome") == "accepted":
                 out.append(f"{source} step {label}: accepted, but it has no request record")

@@ -32,7 +32,7 @@ from golive.checks.capacity.collect import classified
 from golive.checks.capacity.judge import stability_policy
 from golive.checks.capacity.latency_set import WindowLatency, pooled, window_latency
 from golive.checks.capacity.node_curves import capacity_run_config
-from golive.checks.capacity.recorded import window_label, window_records
+from golive.checks.capacity.recorded import by_window, window_label
 from golive.checks.capacity.rules import (
     Action,
     Classification,
@@ -204,6 +204,7 @@ def slo_steps(
     """Each window's objectives from its records; its saturation from its row (held to its
     records and scrapes by the phase's own judge)."""
     out = []
+    windows = by_window(records)
     for row in rows:
         level = row.get("concurrency")
         if not isinstance(level, int) or isinstance(level, bool):
@@ -215,7 +216,7 @@ def slo_steps(
             if phase == "concurrency" and "r" not in str(row.get("label"))
             else (window_label(row))
         )
-        window = window_latency(label, level, window_records(records, label), slo)
+        window = window_latency(label, level, windows.get(label, []), slo)
         saturated_by = step_saturation(StepStats.from_json(row), policy)
         out.append(SloStep(level, window, tuple(objectives(window, slo)), saturated_by, phase))
     return out

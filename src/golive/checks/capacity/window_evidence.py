@@ -18,6 +18,7 @@ from golive.bundle.request_line import RequestRecordLine
 from golive.bundle.store import BundleReader
 from golive.checks.capacity.recorded import (
     answers_of,
+    by_window,
     engine_silent,
     scraped_differences,
     window_label,
@@ -80,12 +81,13 @@ def window_stalls(
             f"{CAPACITY_CALIBRATION}: stall_after_s {said!r}, but the calibration's records "
             f"say {after:.3f} s"
         )
+    windows = by_window(records)
     return out + [
         found
         for row in rows
         for found in stall_differences(
             row,
-            window_records(records, window_label(row)),
+            windows.get(window_label(row), []),
             after,
             f"{source} ({window_label(row)})",
         )
