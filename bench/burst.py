@@ -31,9 +31,10 @@ from golive.evidence.sampling import running_beside
 from golive.profiles import load_profile
 from golive.traffic.client import ClientSettings, TargetClient
 from golive.traffic.headroom import ClientMonitor, collector_paused, thaw
-from golive.traffic.loop_turns import LoopTurns
+from golive.traffic.loop_turns import loop_turns
 from golive.traffic.records import RequestRecord
 from golive.traffic.schedule import Schedule, run_schedule
+from golive.traffic.workload import AgentWorkload, WorkloadShape
 
 
 def _body(n: int, tokens: int) -> dict[str, Any]:
@@ -51,9 +52,18 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def burst(url: str, concurrency: int, duration: float, tokens: int, mode: str) -> Any:
+def _agent_bodies(tokens: int) -> Any:
+    """Capacity's own bodies (`AgentWorkload`: a shared system prompt, tools, a long input in
+    five), as a `golive capacity` window sends them."""
+    return AgentWorkload(WorkloadShape(max_tokens=tokens, seed=7), "bench-model").body
+
+
+async def burst(
+    url: str, concurrency: int, duration: float, tokens: int, mode: str, agent: bool = False
+) -> Any:
     settings = ClientSettings(url, max_connections=concurrency)
-    turns = LoopTurns()
+    turns = loop_turns()  # the running loop's, shared with the lanes' bodies as in capacity
+    deferred0 = turns.deferred
     with tempfile.TemporaryDirectory() as tmp:
         bundle = Bundle.create(Path(tmp) / "bundle")
         async with TargetClient(settings) as client:
@@ -70,13 +80,14 @@ async def burst(url: str, concurrency: int, duration: float, tokens: int, mode: 
                 return record
 
             warm = Schedule("concurrency", 1.0, 10**7, concurrency=concurrency, drain_s=5)
-            await run_schedule(warm, send, lambda n: _body(n, tokens), "warm")
+            make = _agent_bodies(tokens) if agent else functools.partial(_body, tokens=tokens)
+            await run_schedule(warm, send, make, "warm")
             monitor = ClientMonitor()
             cpu0 = _cpu_s()
             load = Schedule("concurrency", duration, 10**8, concurrency=concurrency, drain_s=5)
             with collector_paused():  # as a capacity window runs
                 async with running_beside(monitor.watch()):
-                    result = await run_schedule(load, send, lambda n: _body(n, tokens), "burst")
+                    result = await run_schedule(load, send, make, "burst")
             thaw()
             cpu = _cpu_s() - cpu0
         bundle.close()
@@ -90,7 +101,7 @@ async def burst(url: str, concurrency: int, duration: float, tokens: int, mode: 
         "loop_lag_p99_ms": figures.loop_lag_p99_ms,
         "loop_lag_max_ms": figures.loop_lag_max_ms,
         "send_lag_p99_ms": figures.send_lag_p99_ms,
-        "deferred": turns.deferred,
+        "deferred": turns.deferred - deferred0,
     }
 
 
@@ -101,10 +112,14 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--tokens", type=int, default=24)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--modes", default="inline,turns")
+    parser.add_argument("--agent-bodies", action="store_true", help="capacity's own bodies")
     args = parser.parse_args(argv)
     for _ in range(args.runs):
-        for mode in ("inline", "turns"):
-            run = burst(args.url, args.concurrency, args.duration, args.tokens, mode)
+        for mode in args.modes.split(","):
+            run = burst(
+                args.url, args.concurrency, args.duration, args.tokens, mode, args.agent_bodies
+            )
             print(json.dumps(asyncio.run(run)), flush=True)
 
 

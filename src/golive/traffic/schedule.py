@@ -12,6 +12,7 @@ by N + drain_s + 1 s even when the target hangs.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import random
 import time
@@ -175,8 +176,13 @@ async def _worker(
     label: str,
     keep: OnRecord,
 ) -> None:
+    turns = loop_turns()
     while (n := take()) is not None:
-        keep(await send(make_body(n), label, time.perf_counter_ns()))
+        # built within the loop's turn budget, as its answer was recorded: lanes whose answers
+        # ended in one engine step (or a window's start: every lane at once) do not build
+        # their next bodies all in one turn of the loop
+        body = await turns.run(functools.partial(make_body, n))
+        keep(await send(body, label, time.perf_counter_ns()))
 
 
 async def _arrivals(
