@@ -9,6 +9,11 @@ Closed-loop lanes against the timing server's step mode: every request that arri
 step is answered at the step's close, so the lanes wake in batches, as they do against a GPU
 engine. Prints one JSON object per run and mode (alternating), the loop lag as
 `golive.client_headroom` measures it (a 10 ms tick's lateness).
+
+The budget is the running loop's one `loop_turns()`, which the lanes also build their next
+bodies within (`traffic/schedule.py`, since 2026-12-06): in `inline` mode only the answers'
+work runs outside it. `--agent-bodies` sends capacity's own request bodies (`AgentWorkload`:
+a shared system prompt, tools, a long input one request in five) instead of small ones.
 """
 
 from __future__ import annotations
