@@ -57,7 +57,6 @@ _LEADING_NUMBER = re.compile(r"\s*[+-]?(0[xX][0-9a-fA-F]+|\d+)")
 _NET_OFF = ("NCCL_IB_DISABLE", "NCCL_NET")
 _P2P_OFF = "NCCL_P2P_DISABLE"
 _QUOTED_HOSTS = 3  # the most nodes' lines quoted in one summary
-_WHY_CHARS = 160  # the most characters of NCCL's IB-absent message quoted in a summary
 EXPOSE_IB = (
     "expose the nodes' InfiniBand/RoCE devices to the container (/dev/infiniband through the "
     "RDMA device plugin, or `--device /dev/infiniband --cap-add IPC_LOCK`, with rdma-core in "
@@ -306,15 +305,8 @@ def _why_sockets(nccl: NcclFacts, net_off: list[Setting]) -> str:
     if net_off:
         return " because " + ", ".join(s.shown() for s in net_off)
     if nccl.ib_absent is not None:
-        said = _clipped(nccl.ib_absent.message, _WHY_CHARS)
-        return f' because IB is not there: "{said}" (line {nccl.ib_absent.line})'
+        return f' because IB is not there: "{nccl.ib_absent.message}" (line {nccl.ib_absent.line})'
     return ""
-
-
-def _clipped(message: str, limit: int) -> str:
-    """`message` whole, or cut to `limit` characters, the last one "…": a long log line
-    quoted whole would bury the finding."""
-    return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
 def _on_nvlink(inputs: ChainInputs, nccl: NcclFacts) -> bool:
