@@ -177,12 +177,16 @@ async def _worker(
     keep: OnRecord,
 ) -> None:
     turns = loop_turns()
-    while (n := take()) is not None:
-        # built within the loop's turn budget, as its answer was recorded: lanes whose answers
-        # ended in one engine step (or a window's start: every lane at once) do not build
-        # their next bodies all in one turn of the loop
-        body = await turns.run(functools.partial(make_body, n))
+    if (n := take()) is None:
+        return
+    body = make_body(n)  # a window's start: every lane's first request goes in this turn
+    while True:
         keep(await send(body, label, time.perf_counter_ns()))
+        if (n := take()) is None:
+            return
+        # the next body within the loop's turn budget, as the answer was recorded: lanes whose
+        # answers ended in one engine step do not build their next bodies all in one turn
+        body = await turns.run(functools.partial(make_body, n))
 
 
 async def _arrivals(
