@@ -17,8 +17,9 @@ from pathlib import Path
 
 import golive
 from golive.capacity_config import CapacityConfig
+from golive.checks.capacity.load_window import capacity_shape
 from golive.traffic.client import _BODY_JSON
-from golive.traffic.workload import AgentWorkload, WorkloadShape
+from golive.traffic.workload import AgentWorkload
 
 
 def main() -> None:
@@ -26,17 +27,7 @@ def main() -> None:
     parser.add_argument("--bodies", type=int, default=3000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    c = CapacityConfig()
-    shape = WorkloadShape(
-        system_prompt_words=c.system_prompt_words,
-        tools=c.tools,
-        turns=c.turns,
-        long_share=c.long_share,
-        long_prompt_words=c.long_prompt_words,
-        structured_share=c.structured_share,
-        max_tokens=c.max_tokens,
-        seed=123_456,
-    )
+    shape = capacity_shape(CapacityConfig(), seed=123_456)
     src = Path(golive.__file__).resolve().parents[1]
     rev = subprocess.run(
         ["git", "-C", str(src), "log", "-1", "--format=%h"],

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from golive.bundle.layout import CAPACITY_CALIBRATION, CAPACITY_CLIENTS, CAPACITY_WATCHDOG
+from golive.capacity_config import CapacityConfig
 from golive.checks.capacity.answer_probes import ProbeSlots, is_probe
 from golive.checks.capacity.collect import (
     CapacityRun,
@@ -66,8 +67,12 @@ def workload(run: CapacityRun) -> Callable[[int], dict[str, Any]]:
     """The run's request bodies (a method of a plain object: it travels to --workers)."""
     if run.inputs.sample:
         return SampleWorkload(run.inputs.sample, run.model).body
-    c = run.ctx.config.capacity
-    shape = WorkloadShape(
+    return AgentWorkload(capacity_shape(run.ctx.config.capacity, run.workload_seed), run.model).body
+
+
+def capacity_shape(c: CapacityConfig, seed: int) -> WorkloadShape:
+    """The load workload's shape as `capacity:` sets it, its prompts the run's own (`seed`)."""
+    return WorkloadShape(
         system_prompt_words=c.system_prompt_words,
         tools=c.tools,
         turns=c.turns,
@@ -75,9 +80,8 @@ def workload(run: CapacityRun) -> Callable[[int], dict[str, Any]]:
         long_prompt_words=c.long_prompt_words,
         structured_share=c.structured_share,
         max_tokens=c.max_tokens,
-        seed=run.workload_seed,
+        seed=seed,
     )
-    return AgentWorkload(shape, run.model).body
 
 
 async def load_window(
