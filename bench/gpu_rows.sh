@@ -36,7 +36,7 @@ capacity)
   summary $b/metrics/capacity-watchdog.jsonl | tee $OUT/cap$n-summary.txt ;;
 turns)
   n=$2; b=/tmp/gpu-turns$n; rm -rf $b
-  python3 bench/turns.py --out $OUT/turns$n.json -m golive capacity "${CAP[@]}" --out $b > $OUT/turns$n.log 2>&1
+  python3 bench/turns.py --turns-out $OUT/turns$n.json -m golive capacity "${CAP[@]}" --out $b > $OUT/turns$n.log 2>&1
   echo "rc $?"; tail -16 $OUT/turns$n.log
   cp $b/metrics/capacity-watchdog.jsonl $OUT/turns$n-capacity-watchdog.jsonl
   summary $b/metrics/capacity-watchdog.jsonl | tee $OUT/turns$n-summary.txt ;;

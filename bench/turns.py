@@ -1,7 +1,7 @@
 """What each turn of golive's event loop spent its time on: a diagnostic for issue 33's loop lag.
 
-    python bench/turns.py --out turns.json -m golive capacity --target URL ...
-    python bench/turns.py --out turns.json --script bench/burst.py URL --runs 1
+    python bench/turns.py --turns-out turns.json -m golive capacity --target URL ... --out B
+    python bench/turns.py --turns-out turns.json --script bench/burst.py URL --runs 1
 
 Runs golive (or a bench script) in this process with every asyncio callback timed
 (`Handle._run`) and summed per turn of the loop (`BaseEventLoop._run_once`), the select()
@@ -156,7 +156,7 @@ def install(log: TurnLog) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--turns-out", required=True, type=Path)
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("-m", dest="module")
     what.add_argument("--script")
@@ -176,7 +176,7 @@ def main() -> int:
         code = exc.code if isinstance(exc.code, int) else 0
     finally:
         log.end_turn()
-        args.out.write_text(json.dumps(log.summary(), indent=1))
+        args.turns_out.write_text(json.dumps(log.summary(), indent=1))
         s = log.summary()
         print(
             f"turns {s['turns']}  work {s['turn_work_ms']}  over {s['turns_over_ms']}",
