@@ -4,47 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import time
 from collections.abc import Callable
 
 import pytest
 
 from golive.traffic.loop_turns import LoopTurns
+from tests.helpers.loop_turns import TurnCounter, busy
 
 WORK_NS = 200_000  # an answer's parse and bundle line, about
-
-
-def _busy(ns: int) -> None:
-    end = time.perf_counter_ns() + ns
-    while time.perf_counter_ns() < end:
-        pass
-
-
-class _TurnCounter:
-    """Counts the loop's turns: a callback that re-arms itself once a turn."""
-
-    def __init__(self) -> None:
-        self.turn = 0
-        self._handle: asyncio.Handle | None = None
-
-    def start(self) -> None:
-        self.turn += 1
-        self._handle = asyncio.get_running_loop().call_soon(self.start)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
 
 
 async def _burst(lanes: int, run: Callable[[Callable[[], int]], object]) -> dict[int, int]:
     """`lanes` lanes wake in one turn and each does one answer's work: how many works each
     turn of the loop ran."""
-    counter = _TurnCounter()
+    counter = TurnCounter()
     per_turn: dict[int, int] = {}
     wake = asyncio.Event()
 
     def work() -> int:
-        _busy(WORK_NS)
+        busy(WORK_NS)
         per_turn[counter.turn] = per_turn.get(counter.turn, 0) + 1
         return counter.turn
 
@@ -88,7 +66,7 @@ async def test_work_runs_in_the_order_asked_and_at_once_when_the_turn_has_budget
 
     def work(i: int) -> Callable[[], None]:
         def run() -> None:
-            _busy(WORK_NS)
+            busy(WORK_NS)
             order.append(i)
 
         return run

@@ -13,6 +13,7 @@ import pytest
 from golive.traffic.loop_turns import loop_turns
 from golive.traffic.records import RequestRecord, Timings
 from golive.traffic.schedule import Schedule, poisson_offsets_ns, run_schedule
+from tests.helpers.loop_turns import TurnCounter, busy
 
 
 class SlowServer:
@@ -191,26 +192,16 @@ async def test_lanes_whose_answers_end_together_build_their_next_bodies_within_t
     batch): each next body takes 0.4 ms to build, so the loop's 1 ms budget per turn holds
     at most three of them and the rest are built in later turns, every one, in order. Built
     all at once, that turn would hold the loop 6.4 ms."""
-    loop = asyncio.get_running_loop()
-    turn = [0]
-    running = True
-
-    def tick() -> None:  # one call per turn of the loop: the turn's number
-        turn[0] += 1
-        if running:
-            loop.call_soon(tick)
-
+    counter = TurnCounter()
     built_in: dict[int, list[int]] = {}
 
     def body(n: int) -> dict[str, int]:
-        built_in.setdefault(turn[0], []).append(n)
-        end = time.perf_counter_ns() + 400_000
-        while time.perf_counter_ns() < end:  # the cost of a long body
-            pass
+        built_in.setdefault(counter.turn, []).append(n)
+        busy(400_000)  # the cost of a long body
         return {"n": n}
 
     server = SlowServer(0.0)
-    loop.call_soon(tick)
+    counter.start()
     try:
         result = await run_schedule(
             Schedule("concurrency", duration_s=30, max_requests=32, concurrency=16),
@@ -219,7 +210,7 @@ async def test_lanes_whose_answers_end_together_build_their_next_bodies_within_t
             "t",
         )
     finally:
-        running = False
+        counter.stop()
     assert len(result.records) == 32
     assert server.peak == 16  # the window's concurrency, reached at its start
     first_turn = min(built_in)
