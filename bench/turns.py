@@ -176,8 +176,8 @@ def main() -> int:
         code = exc.code if isinstance(exc.code, int) else 0
     finally:
         log.end_turn()
-        args.turns_out.write_text(json.dumps(log.summary(), indent=1))
         s = log.summary()
+        args.turns_out.write_text(json.dumps(s, indent=1))
         print(
             f"turns {s['turns']}  work {s['turn_work_ms']}  over {s['turns_over_ms']}",
             file=sys.stderr,
