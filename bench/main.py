@@ -19,6 +19,9 @@ point (it installs what is missing first); this module measures and writes the r
                                that of a short one (golive)
   (f) harness_cpu_pct          CPU of `golive capacity` (quick) or `golive run` against the
                                real CPU target, as a share of one core
+  (g) gpu_loop_lag_p99_ms_*    golive's event-loop lag in `golive capacity --concurrency 256`
+                               on the lent GPU host beside a bare ticker's (the host's floor):
+                               the rows bench/gpu_lag.py wrote from the runs brought back
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench/run")
     parser.add_argument("--quick", action="store_true", help="short phases; within 10 minutes")
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
-    parser.add_argument("--only", help="comma-separated measures: a,b,c,d,e,f")
+    parser.add_argument("--only", help="comma-separated measures: a,b,c,d,e,f,g")
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated tools")
     parser.add_argument(
         "--no-poll",
@@ -54,7 +57,7 @@ def main(argv: list[str]) -> int:
         help="let idle CPUs sleep (on a VM an idle vCPU can take ~0.5 ms to wake up)",
     )
     args = parser.parse_args(argv)
-    only = set((args.only or "a,b,c,d,e,f").split(","))
+    only = set((args.only or "a,b,c,d,e,f,g").split(","))
     tools = [t for t in args.tools.split(",") if t]
     work = Path(tempfile.mkdtemp(prefix="golive-bench-"))
     work.chmod(0o755)  # nginx's worker (an unprivileged user) reads the bodies under it
@@ -113,6 +116,8 @@ def main(argv: list[str]) -> int:
             step("(e) long context: golive", lambda: measures.long_context(env, base))
         if "f" in only:
             step("(f) harness CPU against the real target", lambda: measures.harness_cpu(env))
+        if "g" in only:
+            step("(g) loop lag on the GPU host (recorded there)", measures.gpu_loop_lag)
     finally:
         nginx.stop()
         for poller in pollers:

@@ -136,8 +136,21 @@ def workers_scaling(env: Env) -> list[Row]:
         if not out.exists():
             return []
         machine = "{} (bench/scaling.py, {})".format(*_facts(out))
-    found = json.loads(out.read_text())
     names = {"max_rps": "max_rps_scaling_base"}  # the one-core figure the ratios divide by
+    return _recorded_rows(out, machine, names)
+
+
+def gpu_loop_lag() -> list[Row]:
+    """golive's loop lag on the GPU host beside a bare ticker's, as bench/gpu_lag.py wrote it
+    from the runs brought back from there (never measured here: this machine has no GPU)."""
+    out = HERE / "gpu-lag.json"
+    if not out.exists():
+        return []
+    return _recorded_rows(out, "{} (bench/gpu_lag.py, {})".format(*_facts(out)), {})
+
+
+def _recorded_rows(path: Path, machine: str, names: dict[str, str]) -> list[Row]:
+    found = json.loads(path.read_text())
     return [
         Row(
             "golive",
