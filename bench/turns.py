@@ -9,14 +9,18 @@ wait left out. Writes one JSON object: the turns' work (p50, p99, p99.9, max, an
 held the loop over 2, 5 and 10 ms), each kind of callback's count and time (a callback is
 named by its task's coroutine, or its method's owner, so every socket read shows as
 `_SelectorSocketTransport._read_ready`), and the 40 longest turns, each with its callbacks
-by kind. Diagnostic only: timing every callback costs ~1 µs each, so the figures run a
-little high; compare kinds, not absolute totals, with an unprofiled run.
+by kind. The garbage collector's pauses are timed too (`gc.callbacks`), by generation, and
+shown as kinds `gc genN (inside the callbacks)`: a pause happens inside a callback and is
+already in its time, so it is not added to the turn's work again. Diagnostic only: timing
+every callback costs ~1 µs each, so the figures run a little high; compare kinds, not
+absolute totals, with an unprofiled run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import heapq
 import json
 import runpy
@@ -52,6 +56,14 @@ class TurnLog:
             entry[0] += 1
             entry[1] += ns
         self._turn_total += ns
+
+    def gc_pause(self, generation: int, ns: int) -> None:
+        """A collection's pause, shown beside the callback it interrupted, not added to the
+        turn's work (the callback's own time already holds it)."""
+        kind = f"gc gen{generation} (inside the callbacks)"
+        entry = self._turn.setdefault(kind, [0, 0])
+        entry[0] += 1
+        entry[1] += ns
 
     def end_turn(self) -> None:
         total, turn = self._turn_total, self._turn
@@ -150,6 +162,15 @@ def install(log: TurnLog) -> None:
         run_once(self)
         log.end_turn()
 
+    started = [0]
+
+    def timed_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0] = clock()
+        else:
+            log.gc_pause(info["generation"], clock() - started[0])
+
+    gc.callbacks.append(timed_gc)
     asyncio.events.Handle._run = timed_run  # type: ignore[method-assign]
     asyncio.base_events.BaseEventLoop._run_once = timed_run_once  # type: ignore[attr-defined]
 

@@ -185,6 +185,18 @@ def corroborate(
     """The checks with the errors logged while their requests were in flight added to their
     summary and measurements (status unchanged), and every error with its attribution."""
     attributed = attribute(errors, spans)
+    rows = [
+        {**error.to_json(), "checks": list(ids), "in_flight": list(labels)}
+        for error, ids, labels in attributed
+    ]
+    return with_logged_errors(checks, attributed), rows
+
+
+def with_logged_errors(
+    checks: Sequence[CheckResult], attributed: Sequence[Attributed]
+) -> list[CheckResult]:
+    """The checks with the attributed errors logged while their requests were in flight added
+    to their summary and measurements (status unchanged)."""
     found = by_check(attributed)
     out = []
     for check in checks:
@@ -200,11 +212,7 @@ def corroborate(
                 evidence=(*check.evidence, SERVER_LOG),
             )
         )
-    rows = [
-        {**error.to_json(), "checks": list(ids), "in_flight": list(labels)}
-        for error, ids, labels in attributed
-    ]
-    return out, rows
+    return out
 
 
 def server_log_evidence(

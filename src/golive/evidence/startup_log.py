@@ -231,8 +231,9 @@ def parse_startup_log(text: str, live: LiveServer | None = None) -> StartupFacts
     are kept as history (`other_launches`), never as evidence about the serving one.
     """
     lines = text.splitlines()
-    bounds = launch_bounds(lines)
-    launches = [_parse_launch(lines[first:end], first) for first, end in bounds]
+    parsed = _launches(lines)
+    bounds = [bound for bound, _ in parsed]
+    launches = [facts for _, facts in parsed]
     index = _serving(launches, live or LiveServer())
     others = tuple(
         OtherLaunch(
@@ -287,19 +288,23 @@ def launch_starts(lines: Sequence[str]) -> list[int]:
     return starts
 
 
-def launch_bounds(lines: Sequence[str]) -> list[tuple[int, int]]:
-    """Each launch's [first, end) line indexes. A piece with neither the args line nor the
-    engine-config line is not a launch of its own (a stray banner-like line): it stays with
-    the launch before it, and so do its failures."""
+def _launches(lines: Sequence[str]) -> list[tuple[tuple[int, int], StartupFacts]]:
+    """Each launch's [first, end) line indexes and its facts. A piece with neither the args
+    line nor the engine-config line is not a launch of its own (a stray banner-like line): it
+    stays with the launch before it, and so do its failures. A launch is parsed once, unless
+    such a piece joined it (then it is parsed again whole)."""
     starts = launch_starts(lines)
-    merged: list[tuple[int, int]] = []
+    merged: list[tuple[tuple[int, int], StartupFacts | None]] = []
     for first, end in zip(starts, [*starts[1:], len(lines)], strict=True):
         piece = _parse_launch(lines[first:end], first)
         if merged and piece.args_line is None and piece.engine_line is None:
-            merged[-1] = (merged[-1][0], end)
+            merged[-1] = ((merged[-1][0][0], end), None)
         else:
-            merged.append((first, end))
-    return merged
+            merged.append(((first, end), piece))
+    return [
+        ((first, end), facts if facts is not None else _parse_launch(lines[first:end], first))
+        for (first, end), facts in merged
+    ]
 
 
 def _banner_art(msg: str) -> bool:

@@ -18,7 +18,12 @@ from golive.bundle.store import BundleReader
 from golive.checks.deployment import deployment_of
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, Saved, sections_with_evidence
 from golive.config import GoliveConfig, config_digest, parse_config
-from golive.evidence.runtime_log import corroborate, request_spans, runtime_errors
+from golive.evidence.runtime_log import (
+    attribute,
+    request_spans,
+    runtime_errors,
+    with_logged_errors,
+)
 from golive.profiles import PROFILES, Profile, load_profile, parse_profile, profile_text
 from golive.programme_config import ProgrammeConfig
 from golive.results import CheckClass, CheckLimits, CheckResult, ResultsOf, Status
@@ -54,6 +59,8 @@ def rejudge(
     saved = Saved(bundle_profile(reader, data), _config(reader))
     problems.extend(_setup_problems(reader, data, saved))
     errors = _logged_errors(reader, data)
+    # the errors placed among the requests in flight once: every judge's checks read them
+    attributed = attribute(errors, request_spans(root)) if errors else []
     in_scope = set(SECTIONS) if scope == PROGRAMME else set(scope)
     # A section that did not run (its `.programme` result) left no evidence; one whose
     # evidence is here ran, whatever a section result claims.
@@ -93,8 +100,8 @@ def rejudge(
             if not mine and not expected:
                 continue
             again = _without_evidence(judge, reader, saved, mine, problems)
-        if errors:
-            again, _ = corroborate(again, errors, request_spans(root))
+        if attributed:
+            again = with_logged_errors(again, attributed)
         if policy is not None:
             again = apply_policy(policy, again, saved.profile)
             mine = apply_policy(policy, mine, saved.profile)
