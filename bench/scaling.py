@@ -7,6 +7,11 @@ processes) the top cores, so the server is never the limit being measured.
 
 Each figure is the median of `--runs` windows of `--duration` s; every answer is parsed,
 checked and written to a bundle as a capacity window does (drive.py max_rps_workers).
+
+`--independent` adds a control: N separate one-core golive processes (`drive.py max_rps`,
+each its own bundle, no hand-off to a main process) at once, each on a core of its own. Their
+summed rate over N times one core's is what the host gives N busy processes at all: where it
+is as low as `--workers N`'s ratio, the host, not golive's hand-off, sets the limit.
 """
 
 from __future__ import annotations
@@ -39,6 +44,26 @@ def drive(cpus: str, *args: str) -> dict[str, Any]:
         )
     result: dict[str, Any] = json.loads(done.stdout)
     return result
+
+
+def independent(cores: list[int], *args: str) -> dict[str, Any]:
+    """One `drive.py max_rps` per core, all at once; their rates summed."""
+    procs = [
+        subprocess.Popen(
+            ["taskset", "-c", str(cpu), sys.executable, str(HERE / "drive.py"), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for cpu in cores
+    ]
+    each = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        if proc.returncode != 0:
+            raise RuntimeError(f"drive.py {' '.join(args)} exited {proc.returncode}: {err[-800:]}")
+        each.append(json.loads(out)["rps"])
+    return {"rps": sum(each), "each_rps": each}
 
 
 def physical_first(cores: list[int]) -> list[int]:
@@ -75,6 +100,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--concurrency", type=int, default=64, help="per worker")
     parser.add_argument("--server-workers", type=int, default=4)
     parser.add_argument("--out", type=Path, default=HERE / "scaling.json")
+    parser.add_argument(
+        "--independent", action="store_true", help="also N separate one-core processes at once"
+    )
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.workers.split(",")]
     cores = physical_first(sorted(os.sched_getaffinity(0)))
@@ -112,6 +140,12 @@ def main(argv: list[str]) -> int:
                 )
                 runs.setdefault(f"workers_{n}", []).append(r)
                 print(f"workers {n} on cpus {cpus}: {r['rps']:.0f} requests/s", flush=True)
+                if args.independent:
+                    c = independent(
+                        cores[:n], "max_rps", url, "--concurrency", str(args.concurrency), *window
+                    )
+                    runs.setdefault(f"independent_{n}", []).append(c)
+                    print(f"{n} separate processes: {c['rps']:.0f} requests/s", flush=True)
     finally:
         nginx.stop()
     base = statistics.median(r["rps"] for r in runs["one_core"])
@@ -121,6 +155,12 @@ def main(argv: list[str]) -> int:
         rows.append({"measure": f"max_rps_workers_{n}", "value": rps, "unit": "requests/s"})
         # the ratio to one core; the aim is at least 0.85 x N
         rows.append({"measure": f"scaling_ratio_workers_{n}", "value": rps / base, "unit": "x"})
+        if args.independent:
+            rps = statistics.median(r["rps"] for r in runs[f"independent_{n}"])
+            rows.append({"measure": f"max_rps_independent_{n}", "value": rps, "unit": "requests/s"})
+            rows.append(
+                {"measure": f"scaling_ratio_independent_{n}", "value": rps / base, "unit": "x"}
+            )
     machine = (
         f"{cpu_model()}, {len(cores)} CPUs (order {cores}), Python {platform.python_version()}"
     )
