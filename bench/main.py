@@ -14,7 +14,8 @@ point (it installs what is missing first); this module measures and writes the r
                                times is reported as well
   (c) ttft_error_ms, itl_error_ms  the tool's median TTFT/ITL minus the server's own (20 ms
                                first token, then 5 ms apart); golive also per request, paired
-  (d) rss_mb_<N>_streams       golive holding N open streams (nginx drips them)
+  (d) rss_mb_<N>_streams       golive holding N open streams (nginx drips them); and the
+                               10,000-stream rows bench/open_streams.py recorded
   (e) long_context_ratio       tokens/s of a 200K-token request with a 16K-token answer over
                                that of a short one (golive)
   (f) harness_cpu_pct          CPU of `golive capacity` (quick) or `golive run` against the
@@ -27,7 +28,9 @@ point (it installs what is missing first); this module measures and writes the r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -85,7 +88,13 @@ def main(argv: list[str]) -> int:
         base = f"http://127.0.0.1:{nginx.port}"
         if "a" in only:
             for tool in tools:
-                step(f"(a) max requests/s: {tool}", lambda t=tool: measures.max_rps(env, t, base))
+                # three runs each (medians, the worst beside them); --quick: GuideLLM and
+                # AIPerf, far below the others, one
+                n = 1 if args.quick and tool in ("guidellm", "aiperf") else 3
+                step(
+                    f"(a) max requests/s: {tool} ({n} runs)",
+                    lambda t=tool, n=n: measures.max_rps(env, t, base, n),
+                )
             if "golive" in tools:
                 step("(a) --workers scaling: golive", lambda: measures.workers_scaling(env))
         if "b" in only:
@@ -112,6 +121,7 @@ def main(argv: list[str]) -> int:
                         f"(d) memory at {n} streams: {tool}",
                         lambda n=n, t=tool: measures.memory(env, base, n, t),
                     )
+            step("(d) 10,000 open streams (recorded)", measures.open_streams)
         if "e" in only:
             step("(e) long context: golive", lambda: measures.long_context(env, base))
         if "f" in only:
@@ -124,9 +134,12 @@ def main(argv: list[str]) -> int:
             poller.kill()
             poller.wait()
     rows.extend(measures.ratios(rows))
+    here = this_machine()
+    rows = [row if row.machine else dataclasses.replace(row, machine=here) for row in rows]
     args.out.write_text(json.dumps([row.as_json() for row in rows], indent=1) + "\n")
     print()
-    print(table(rows))
+    print(table(rows, here))
+    print(f"\nmeasured here: {here}")
     print(f"\n{len(rows)} rows in {args.out} ({time.monotonic() - started:.0f} s)")
     return 0
 
@@ -141,12 +154,31 @@ def poll_idle(cpu: int) -> subprocess.Popen[bytes]:
     )
 
 
-def table(rows: list[Row]) -> str:
-    """Markdown: one line per measure, one column per tool."""
+def this_machine() -> str:
+    """The CPU, its cores, the hypervisor and the day: every row measured here names them."""
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    model = next(
+        (line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if "model name" in line),
+        "unknown CPU",
+    )
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    virt = next(
+        (line.split(":", 1)[1].strip() for line in lscpu.splitlines() if "Hypervisor" in line),
+        "no hypervisor named",
+    )
+    return (
+        f"{model}, {os.cpu_count()} vCPUs, {virt}, "
+        f"Python {sys.version.split()[0]} (bench/run, {time.strftime('%Y-%m-%d')})"
+    )
+
+
+def table(rows: list[Row], here: str) -> str:
+    """Markdown: one line per measure, one column per tool; a row measured on another machine
+    than `here` is marked, and its machine named under the table."""
     measures_seen: list[str] = []
     cells: dict[tuple[str, str], str] = {}
     units: dict[str, str] = {}
-    elsewhere = {row.measure: row.machine for row in rows if row.machine}
+    elsewhere = {row.measure: row.machine for row in rows if row.machine not in ("", here)}
     for row in rows:
         if row.measure not in measures_seen:
             measures_seen.append(row.measure)

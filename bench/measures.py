@@ -103,7 +103,28 @@ def peer(env: Env, tool: str, load: peers.Load) -> peers.Report:
 
 
 # -- (a) ----------------------------------------------------------------------------------
-def max_rps(env: Env, tool: str, base: str) -> list[Row]:
+def max_rps(env: Env, tool: str, base: str, runs: int) -> list[Row]:
+    """The highest rate at concurrency 64: `runs` runs, each its own figures; the rows are the
+    median of the runs, with the worst run's rate beside it."""
+    each = [_max_rps_once(env, tool, base) for _ in range(runs)]
+    rates = [next(r.value for r in run if r.measure == "max_rps") for run in each]
+    return [
+        *_medians(tool, each),
+        Row(tool, "max_rps_worst_run", min(rates), "requests/s"),
+        Row(tool, "max_rps_runs", len(each), "runs", 0),
+    ]
+
+
+def _medians(tool: str, each: list[list[Row]]) -> list[Row]:
+    """Each measure of the first run, as the median of that measure over all the runs."""
+    rows = []
+    for first in each[0]:
+        values = [next(r.value for r in run if r.measure == first.measure) for run in each]
+        rows.append(Row(tool, first.measure, statistics.median(values), first.unit, first.digits))
+    return rows
+
+
+def _max_rps_once(env: Env, tool: str, base: str) -> list[Row]:
     url = f"{base}/o64"
     if tool == "golive":
         # end to end: fresh bodies, every answer parsed, checked and recorded as it arrives
@@ -147,6 +168,28 @@ def gpu_loop_lag() -> list[Row]:
     if not out.exists():
         return []
     return _recorded_rows(out, "{} (bench/gpu_lag.py, {})".format(*_facts(out)), {})
+
+
+def open_streams() -> list[Row]:
+    """Ten thousand streams open at once from one process, as bench/open_streams.py recorded
+    them (its runs, each naming the machine): the medians, the worst run beside them."""
+    out = HERE / "open-streams.json"
+    if not out.exists():
+        return []
+    found = json.loads(out.read_text())
+    runs = found["runs"]
+    machine = f"{found['machine']} (bench/open_streams.py, {found['date']})"
+    n = runs[0]["streams"]
+    send = [r["send_lag_p99_ms"] for r in runs]
+    loop = [r["loop_lag_p99_ms_all_open"] for r in runs]
+    rss = [r["rss_mb_all_open"] for r in runs]
+    return [
+        Row("golive", f"send_lag_p99_ms_{n}_streams", statistics.median(send), "ms", 2, machine),
+        Row("golive", f"send_lag_p99_ms_{n}_streams_worst_run", max(send), "ms", 2, machine),
+        Row("golive", f"loop_lag_p99_ms_{n}_open", statistics.median(loop), "ms", 2, machine),
+        Row("golive", f"rss_mb_{n}_streams", statistics.median(rss), "MB", 1, machine),
+        Row("golive", f"open_streams_runs_{n}", len(runs), "runs", 0, machine),
+    ]
 
 
 def _recorded_rows(path: Path, machine: str, names: dict[str, str]) -> list[Row]:
@@ -221,10 +264,7 @@ def send_lag(env: Env, tool: str, rate: int, runs: int = LAG_RUNS) -> list[Row]:
     """Scheduling accuracy at `rate`: `runs` windows of 10 s, each its own figures; the
     rows are the median of the runs (one noisy window on a VM does not make the figure)."""
     each = [_send_lag_once(env, tool, rate, LAG_WINDOW_S) for _ in range(runs)]
-    rows = []
-    for first in each[0]:
-        values = [next(r.value for r in run if r.measure == first.measure) for run in each]
-        rows.append(Row(tool, first.measure, statistics.median(values), first.unit, first.digits))
+    rows = _medians(tool, each)
     worst = max(
         next(r.value for r in run if r.measure == f"send_lag_p99_ms_{rate}rps") for run in each
     )
