@@ -29,7 +29,7 @@ _LINE = re.compile(
     r"^(?:\((?P<proc>[^)]*?)\)\s+)?(?P<level>ERROR|CRITICAL)\s+"
     r"(?P<stamp>\d\d-\d\d\s+\d\d:\d\d:\d\d)(?:[.,]\d+)?\s+\[(?P<source>[^\]]*)\]\s?(?P<msg>.*)$"
 )
-LOGGED_ERRORS = "server_log_errors"  # the measurement `corroborate` adds to a judged check
+LOGGED_ERRORS = "server_log_errors"  # the measurement `with_logged_errors` adds to a check
 SLACK_S = 1.0  # the log's stamps are whole seconds: an error stamped S happened in [S, S+1)
 PARSER_SOURCE = re.compile(r"tool_parser|reasoning|parser\.py")  # blames tool-parsing requests
 

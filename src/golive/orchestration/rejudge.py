@@ -19,6 +19,7 @@ from golive.checks.deployment import deployment_of
 from golive.checks.owners import EVIDENCE_JUDGES, EvidenceJudge, Saved, sections_with_evidence
 from golive.config import GoliveConfig, config_digest, parse_config
 from golive.evidence.runtime_log import (
+    Attributed,
     attribute,
     request_spans,
     runtime_errors,
@@ -59,8 +60,9 @@ def rejudge(
     saved = Saved(bundle_profile(reader, data), _config(reader))
     problems.extend(_setup_problems(reader, data, saved))
     errors = _logged_errors(reader, data)
-    # the errors placed among the requests in flight once: every judge's checks read them
-    attributed = attribute(errors, request_spans(root)) if errors else []
+    # the errors placed among the requests in flight once, when the first judge's checks
+    # need them (where no judge runs, the record streams are not read for them)
+    attributed: list[Attributed] | None = None
     in_scope = set(SECTIONS) if scope == PROGRAMME else set(scope)
     # A section that did not run (its `.programme` result) left no evidence; one whose
     # evidence is here ran, whatever a section result claims.
@@ -100,7 +102,9 @@ def rejudge(
             if not mine and not expected:
                 continue
             again = _without_evidence(judge, reader, saved, mine, problems)
-        if attributed:
+        if errors:
+            if attributed is None:
+                attributed = attribute(errors, request_spans(root))
             again = with_logged_errors(again, attributed)
         if policy is not None:
             again = apply_policy(policy, again, saved.profile)

@@ -26,7 +26,7 @@ _LIMIT_KEYS = (
     ("max_context", "limit_max_context"),
     ("disable_feature", "limit_disable_feature"),
 )
-# measurements a later stage adds to a judged check (`evidence/runtime_log.corroborate`):
+# measurements a later stage adds to a judged check (`runtime_log.with_logged_errors`):
 # written after the limits, as they were added after them
 _ADDED_LATER = (LOGGED_ERRORS,)
 
