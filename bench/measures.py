@@ -152,8 +152,8 @@ def workers_scaling(env: Env) -> list[Row]:
         argv = [str(env.python), str(HERE / "scaling.py"), "--workers", "1,2", "--out", str(out)]
         subprocess.run(argv, check=True, cwd=HERE, timeout=900)
         machine = ""
-    else:
-        out = HERE / "scaling.json"
+    else:  # the latest record: 2026-12-06 on the lent H100 host, with its control
+        out = HERE / "scaling-independent-h100.json"
         if not out.exists():
             return []
         machine = "{} (bench/scaling.py, {})".format(*_facts(out))
