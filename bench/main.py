@@ -88,9 +88,8 @@ def main(argv: list[str]) -> int:
         base = f"http://127.0.0.1:{nginx.port}"
         if "a" in only:
             for tool in tools:
-                # three runs each (medians, the worst beside them); --quick: GuideLLM and
-                # AIPerf, far below the others, one
-                n = 1 if args.quick and tool in ("guidellm", "aiperf") else 3
+                # three runs each, every tool (medians, the worst beside them)
+                n = 3
                 step(
                     f"(a) max requests/s: {tool} ({n} runs)",
                     lambda t=tool, n=n: measures.max_rps(env, t, base, n),
