@@ -135,10 +135,11 @@ def main(argv: list[str]) -> int:
     rows.extend(measures.ratios(rows))
     here = this_machine()
     rows = [row if row.machine else dataclasses.replace(row, machine=here) for row in rows]
+    # this machine's rows first, each other machine's together after them
+    rows.sort(key=lambda row: (row.machine != here, row.machine))
     args.out.write_text(json.dumps([row.as_json() for row in rows], indent=1) + "\n")
     print()
     print(table(rows, here))
-    print(f"\nmeasured here: {here}")
     print(f"\n{len(rows)} rows in {args.out} ({time.monotonic() - started:.0f} s)")
     return 0
 
@@ -172,27 +173,36 @@ def this_machine() -> str:
 
 
 def table(rows: list[Row], here: str) -> str:
-    """Markdown: one line per measure, one column per tool; a row measured on another machine
-    than `here` is marked, and its machine named under the table."""
+    """Markdown: one table per machine, this machine's first (rows measured elsewhere, such as
+    the GPU host's, never share a table with this machine's); one line per measure, one
+    column per tool."""
+    machines = [here, *sorted({row.machine for row in rows} - {here, ""})]
+    out = []
+    for machine in machines:
+        mine = [row for row in rows if (row.machine or here) == machine]
+        if not mine:
+            continue
+        out.append(f"Measured on: {machine}\n\n{_one_table(mine)}")
+    return "\n\n".join(out)
+
+
+def _one_table(rows: list[Row]) -> str:
     measures_seen: list[str] = []
     cells: dict[tuple[str, str], str] = {}
     units: dict[str, str] = {}
-    elsewhere = {row.measure: row.machine for row in rows if row.machine not in ("", here)}
     for row in rows:
         if row.measure not in measures_seen:
             measures_seen.append(row.measure)
         cells[(row.measure, row.tool)] = f"{row.value:,.{row.digits}f}"
         units[row.measure] = row.unit
+    tools = [t for t in TOOLS if any(row.tool == t for row in rows)]
     lines = [
-        "| measure | unit | " + " | ".join(TOOLS) + " |",
-        "|---|---|" + "---:|" * len(TOOLS),
+        "| measure | unit | " + " | ".join(tools) + " |",
+        "|---|---|" + "---:|" * len(tools),
     ]
     for m in measures_seen:
-        line = " | ".join(cells.get((m, t), "—") for t in TOOLS)
-        mark = " ‡" if m in elsewhere else ""
-        lines.append(f"| {m}{mark} | {units[m]} | {line} |")
-    for machine in sorted(set(elsewhere.values())):
-        lines.append(f"\n‡ measured on another machine: {machine}")
+        line = " | ".join(cells.get((m, t), "—") for t in tools)
+        lines.append(f"| {m} | {units[m]} | {line} |")
     return "\n".join(lines)
 
 

@@ -157,7 +157,10 @@ def workers_scaling(env: Env) -> list[Row]:
         if not out.exists():
             return []
         machine = "{} (bench/scaling.py, {})".format(*_facts(out))
-    names = {"max_rps": "max_rps_scaling_base"}  # the one-core figure the ratios divide by
+    names = {  # the one-core figure the ratios divide by, apart from this machine's (a)
+        "max_rps": "max_rps_scaling_base",
+        "max_rps_worst_run": "max_rps_scaling_base_worst_run",
+    }
     return _recorded_rows(out, machine, names)
 
 
@@ -178,7 +181,10 @@ def open_streams() -> list[Row]:
         return []
     found = json.loads(out.read_text())
     runs = found["runs"]
-    machine = f"{found['machine']} (bench/open_streams.py, {found['date']})"
+    # the record says "this 2-vCPU VM": the VM of its day, not necessarily the one running
+    machine = f"{found['machine']} (bench/open_streams.py, {found['date']})".replace(
+        "this 2-vCPU VM", f"the 2-vCPU VM of {found['date']}"
+    )
     n = runs[0]["streams"]
     send = [r["send_lag_p99_ms"] for r in runs]
     loop = [r["loop_lag_p99_ms_all_open"] for r in runs]

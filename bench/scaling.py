@@ -92,6 +92,36 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def scaling_rows(runs: dict[str, list[dict[str, Any]]], counts: list[int]) -> list[dict[str, Any]]:
+    """Each engine's median rate over the rounds, the worst round beside it, and the ratios to
+    one core's median (the aim is at least 0.85 x N); the separate processes' control where it
+    ran."""
+
+    def unit(measure: str, value: float) -> dict[str, Any]:
+        return {
+            "measure": measure,
+            "value": value,
+            "unit": "x" if "ratio" in measure else "requests/s",
+        }
+
+    one = [r["rps"] for r in runs["one_core"]]
+    base = statistics.median(one)
+    rows = [unit("max_rps", base), unit("max_rps_worst_run", min(one))]
+    for n in counts:
+        for kind in ("workers", "independent"):
+            rates = [r["rps"] for r in runs.get(f"{kind}_{n}", [])]
+            if not rates:
+                continue
+            rps = statistics.median(rates)
+            rows += [
+                unit(f"max_rps_{kind}_{n}", rps),
+                unit(f"max_rps_{kind}_{n}_worst_run", min(rates)),
+                unit(f"scaling_ratio_{kind}_{n}", rps / base),
+                unit(f"scaling_ratio_{kind}_{n}_worst_run", min(rates) / base),
+            ]
+    return rows
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench/scaling.py")
     parser.add_argument("--workers", default="1,2,4")
@@ -148,19 +178,7 @@ def main(argv: list[str]) -> int:
                     print(f"{n} separate processes: {c['rps']:.0f} requests/s", flush=True)
     finally:
         nginx.stop()
-    base = statistics.median(r["rps"] for r in runs["one_core"])
-    rows = [{"measure": "max_rps", "value": base, "unit": "requests/s"}]
-    for n in counts:
-        rps = statistics.median(r["rps"] for r in runs[f"workers_{n}"])
-        rows.append({"measure": f"max_rps_workers_{n}", "value": rps, "unit": "requests/s"})
-        # the ratio to one core; the aim is at least 0.85 x N
-        rows.append({"measure": f"scaling_ratio_workers_{n}", "value": rps / base, "unit": "x"})
-        if args.independent:
-            rps = statistics.median(r["rps"] for r in runs[f"independent_{n}"])
-            rows.append({"measure": f"max_rps_independent_{n}", "value": rps, "unit": "requests/s"})
-            rows.append(
-                {"measure": f"scaling_ratio_independent_{n}", "value": rps / base, "unit": "x"}
-            )
+    rows = scaling_rows(runs, counts)
     machine = (
         f"{cpu_model()}, {len(cores)} CPUs (order {cores}), Python {platform.python_version()}"
     )
