@@ -46,6 +46,7 @@ from sse import write_bodies
 
 CLIENT_CPU, SERVER_CPU = 0, 1
 TOOLS = ("golive", "guidellm", "aiperf", "vllm-bench")
+MAX_RPS_RUNS = 3
 
 
 def main(argv: list[str]) -> int:
@@ -89,10 +90,9 @@ def main(argv: list[str]) -> int:
         if "a" in only:
             for tool in tools:
                 # three runs each, every tool (medians, the worst beside them)
-                n = 3
                 step(
-                    f"(a) max requests/s: {tool} ({n} runs)",
-                    lambda t=tool, n=n: measures.max_rps(env, t, base, n),
+                    f"(a) max requests/s: {tool} ({MAX_RPS_RUNS} runs)",
+                    lambda t=tool: measures.max_rps(env, t, base, MAX_RPS_RUNS),
                 )
             if "golive" in tools:
                 step("(a) --workers scaling: golive", lambda: measures.workers_scaling(env))
