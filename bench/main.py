@@ -42,6 +42,7 @@ import measures
 from measures import Row
 from net import free_port
 from nginx import Nginx
+from scaling import cpu_model
 from sse import write_bodies
 
 CLIENT_CPU, SERVER_CPU = 0, 1
@@ -156,18 +157,13 @@ def poll_idle(cpu: int) -> subprocess.Popen[bytes]:
 
 def this_machine() -> str:
     """The CPU, its cores, the hypervisor and the day: every row measured here names them."""
-    cpuinfo = Path("/proc/cpuinfo").read_text()
-    model = next(
-        (line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if "model name" in line),
-        "unknown CPU",
-    )
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
     virt = next(
         (line.split(":", 1)[1].strip() for line in lscpu.splitlines() if "Hypervisor" in line),
         "no hypervisor named",
     )
     return (
-        f"{model}, {os.cpu_count()} vCPUs, {virt}, "
+        f"{cpu_model()}, {os.cpu_count()} vCPUs, {virt}, "
         f"Python {sys.version.split()[0]} (bench/run, {time.strftime('%Y-%m-%d')})"
     )
 

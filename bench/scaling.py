@@ -35,34 +35,32 @@ from sse import write_bodies
 HERE = Path(__file__).resolve().parent
 
 
-def drive(cpus: str, *args: str) -> dict[str, Any]:
+def _start(cpus: str, *args: str) -> subprocess.Popen[str]:
     argv = ["taskset", "-c", cpus, sys.executable, str(HERE / "drive.py"), *args]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"drive.py {' '.join(args)} exited {done.returncode}: {done.stderr[-800:]}"
-        )
-    result: dict[str, Any] = json.loads(done.stdout)
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _result(proc: subprocess.Popen[str], *args: str) -> dict[str, Any]:
+    try:
+        out, err = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:  # as subprocess.run does: the child does not outlive it
+        proc.kill()
+        proc.wait()
+        raise
+    if proc.returncode != 0:
+        raise RuntimeError(f"drive.py {' '.join(args)} exited {proc.returncode}: {err[-800:]}")
+    result: dict[str, Any] = json.loads(out)
     return result
+
+
+def drive(cpus: str, *args: str) -> dict[str, Any]:
+    return _result(_start(cpus, *args), *args)
 
 
 def independent(cores: list[int], *args: str) -> dict[str, Any]:
     """One `drive.py max_rps` per core, all at once; their rates summed."""
-    procs = [
-        subprocess.Popen(
-            ["taskset", "-c", str(cpu), sys.executable, str(HERE / "drive.py"), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for cpu in cores
-    ]
-    each = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=300)
-        if proc.returncode != 0:
-            raise RuntimeError(f"drive.py {' '.join(args)} exited {proc.returncode}: {err[-800:]}")
-        each.append(json.loads(out)["rps"])
+    procs = [_start(str(cpu), *args) for cpu in cores]
+    each = [_result(proc, *args)["rps"] for proc in procs]
     return {"rps": sum(each), "each_rps": each}
 
 
