@@ -48,6 +48,12 @@ from sse import write_bodies
 CLIENT_CPU, SERVER_CPU = 0, 1
 TOOLS = ("golive", "guidellm", "aiperf", "vllm-bench")
 MAX_RPS_RUNS = 3
+FIDELITY_WORST = {
+    "ttft_error_ms": measures.FARTHEST,
+    "itl_error_ms": measures.FARTHEST,
+    "ttft_error_paired_p99_ms": max,
+    "itl_error_paired_p99_ms": max,
+}
 
 
 def main(argv: list[str]) -> int:
@@ -98,34 +104,51 @@ def main(argv: list[str]) -> int:
             if "golive" in tools:
                 step("(a) --workers scaling: golive", lambda: measures.workers_scaling(env))
         if "b" in only:
-            # 10 s windows, three runs each, medians; --quick: golive and vllm bench serve (the
-            # nearest peer) three runs at 500/s, the other peers one, golive alone at 2,000/s
+            # 10 s windows, three runs each, medians; --quick: every tool at 500/s, golive
+            # alone at 2,000/s
             for r in (500, 2000) if args.quick else (100, 500, 1000, 2000):
                 for tool in tools:
                     if tool != "golive" and r not in (100, 500, 1000):
                         continue
                     if args.quick and tool != "golive" and r != 500:
                         continue
-                    runs = 1 if args.quick and tool in ("guidellm", "aiperf") else 3
+                    runs = measures.RUNS
                     step(
                         f"(b) scheduling at {r}/s: {tool} ({runs} x 10 s)",
                         lambda t=tool, r=r, n=runs: measures.send_lag(env, t, r, n),
                     )
         if "c" in only:
             for tool in tools:
-                step(f"(c) timing fidelity: {tool}", lambda t=tool: measures.fidelity(env, t))
+                step(
+                    f"(c) timing fidelity: {tool} ({measures.RUNS} runs)",
+                    lambda t=tool: measures.repeated(
+                        t, lambda: measures.fidelity(env, t), FIDELITY_WORST
+                    ),
+                )
         if "d" in only:
             for n in (1000, 5000):
                 for tool in tools if not args.quick else ["golive"]:
                     step(
-                        f"(d) memory at {n} streams: {tool}",
-                        lambda n=n, t=tool: measures.memory(env, base, n, t),
+                        f"(d) memory at {n} streams: {tool} ({measures.RUNS} runs)",
+                        lambda n=n, t=tool: measures.repeated(
+                            t,
+                            lambda: measures.memory(env, base, n, t),
+                            {f"rss_mb_{n}_streams": max, f"peak_pss_mb_{n}_streams": max},
+                        ),
                     )
             step("(d) 10,000 open streams (recorded)", measures.open_streams)
         if "e" in only:
-            step("(e) long context: golive", lambda: measures.long_context(env, base))
+            step(
+                f"(e) long context: golive ({measures.RUNS} runs)",
+                lambda: measures.repeated(
+                    "golive", lambda: measures.long_context(env, base), {"long_context_ratio": min}
+                ),
+            )
         if "f" in only:
-            step("(f) harness CPU against the real target", lambda: measures.harness_cpu(env))
+            step(
+                f"(f) harness CPU against the real target ({measures.RUNS} runs)",
+                lambda: measures.harness_cpu(env),
+            )
         if "g" in only:
             step("(g) loop lag on the GPU host (recorded there)", measures.gpu_loop_lag)
     finally:

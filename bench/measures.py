@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -11,13 +12,16 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import peers
 from net import PeakMemory, free_port, wait_port
+
+if TYPE_CHECKING:
+    from golive.target.server import RunningTarget
 
 HERE = Path(__file__).resolve().parent
 
@@ -115,11 +119,36 @@ def max_rps(env: Env, tool: str, base: str, runs: int) -> list[Row]:
     ]
 
 
+RUNS = 3  # every figure is the median of three runs, the worst run beside it
+Worst = Callable[[list[float]], float]
+FARTHEST: Worst = functools.partial(max, key=abs)  # an error: the farthest from 0
+
+
+def repeated(tool: str, once: Callable[[], list[Row]], worst: dict[str, Worst]) -> list[Row]:
+    """`once` run `RUNS` times, summarised (`summary`)."""
+    return summary(tool, [once() for _ in range(RUNS)], worst)
+
+
+def summary(tool: str, each: list[list[Row]], worst: dict[str, Worst]) -> list[Row]:
+    """Runs' rows as one: each measure as its median over the runs, for each measure named
+    in `worst` the worst run's value beside it (`max`, `min` or `FARTHEST` picks it), and how
+    many runs there were (named after the first measure)."""
+    rows = _medians(tool, each)
+    for measure, pick in worst.items():
+        values = [r.value for run in each for r in run if r.measure == measure]
+        if values:
+            first = next(r for r in rows if r.measure == measure)
+            rows.append(Row(tool, f"{measure}_worst_run", pick(values), first.unit, first.digits))
+    rows.append(Row(tool, f"{each[0][0].measure}_runs", len(each), "runs", 0))
+    return rows
+
+
 def _medians(tool: str, each: list[list[Row]]) -> list[Row]:
-    """Each measure of the first run, as the median of that measure over all the runs."""
+    """Each measure of the first run, as the median of that measure over the runs that have
+    it."""
     rows = []
     for first in each[0]:
-        values = [next(r.value for r in run if r.measure == first.measure) for run in each]
+        values = [r.value for run in each for r in run if r.measure == first.measure]
         rows.append(Row(tool, first.measure, statistics.median(values), first.unit, first.digits))
     return rows
 
@@ -413,23 +442,31 @@ async def _harness_cpu(env: Env) -> list[Row]:
         section, key = dotted.split(".")
         config.setdefault(section, {})[key] = value
     (work / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
+    command = "capacity" if env.quick else "run"
+    each = []
     async with running_target(paths, ServeOptions(), work, lambda m: None) as target:
         _pin_tree(target.pid, env.server_cpu)
-        command = "capacity" if env.quick else "run"
-        argv = [
-            "taskset", "-c", str(env.client_cpu), str(env.python.parent / "golive"), command,
-            "--target", target.url, "--model", target.served_name,
-            "--config", str(work / "config.yaml"), "--out", str(work / "bundle"),
-        ]  # fmt: skip
-        if command == "capacity":
-            argv += ["--target-pid", str(target.pid)]
-        started = time.monotonic()
-        log = (work / "golive.log").open("wb")
+        for run in range(RUNS):  # one server start, three runs of golive against it
+            each.append(await _harness_once(env, target, command, work, run))
+    return summary("golive", each, {f"harness_cpu_pct_golive_{command}": max})
+
+
+async def _harness_once(
+    env: Env, target: RunningTarget, command: str, work: Path, run: int
+) -> list[Row]:
+    argv = [
+        "taskset", "-c", str(env.client_cpu), str(env.python.parent / "golive"), command,
+        "--target", target.url, "--model", target.served_name,
+        "--config", str(work / "config.yaml"), "--out", str(work / f"bundle-{run}"),
+    ]  # fmt: skip
+    if command == "capacity":
+        argv += ["--target-pid", str(target.pid)]
+    started = time.monotonic()
+    with (work / f"golive-{run}.log").open("wb") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         _, status, usage = await asyncio.to_thread(os.wait4, proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        wall = time.monotonic() - started
-        log.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - started
     cpu = usage.ru_utime + usage.ru_stime
     return [
         Row("golive", f"harness_cpu_pct_golive_{command}", 100 * cpu / wall, "% of a core", 2),
