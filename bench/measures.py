@@ -130,26 +130,35 @@ def repeated(tool: str, once: Callable[[], list[Row]], worst: dict[str, Worst]) 
 
 
 def summary(tool: str, each: list[list[Row]], worst: dict[str, Worst]) -> list[Row]:
-    """Runs' rows as one: each measure as its median over the runs, for each measure named
-    in `worst` the worst run's value beside it (`max`, `min` or `FARTHEST` picks it), and how
+    """Runs' rows as one: each measure as its median over the runs that have it (with a
+    `<measure>_runs_measured` row where fewer runs than all have it), for each measure named in
+    `worst` the worst run's value beside it (`max`, `min` or `FARTHEST` picks it), and how
     many runs there were (named after the first measure)."""
     rows = _medians(tool, each)
+    if not rows:
+        return []
     for measure, pick in worst.items():
         values = [r.value for run in each for r in run if r.measure == measure]
         if values:
             first = next(r for r in rows if r.measure == measure)
             rows.append(Row(tool, f"{measure}_worst_run", pick(values), first.unit, first.digits))
-    rows.append(Row(tool, f"{each[0][0].measure}_runs", len(each), "runs", 0))
+    rows.append(Row(tool, f"{rows[0].measure}_runs", len(each), "runs", 0))
     return rows
 
 
 def _medians(tool: str, each: list[list[Row]]) -> list[Row]:
-    """Each measure of the first run, as the median of that measure over the runs that have
-    it."""
+    """Each measure any run has (in the order the runs first show them), as the median over
+    the runs that have it; where some run lacks it, how many had it."""
+    firsts: dict[str, Row] = {}
+    for run in each:
+        for row in run:
+            firsts.setdefault(row.measure, row)
     rows = []
-    for first in each[0]:
-        values = [r.value for run in each for r in run if r.measure == first.measure]
-        rows.append(Row(tool, first.measure, statistics.median(values), first.unit, first.digits))
+    for measure, first in firsts.items():
+        values = [r.value for run in each for r in run if r.measure == measure]
+        rows.append(Row(tool, measure, statistics.median(values), first.unit, first.digits))
+        if len(values) < len(each):
+            rows.append(Row(tool, f"{measure}_runs_measured", len(values), "runs", 0))
     return rows
 
 
@@ -181,8 +190,8 @@ def workers_scaling(env: Env) -> list[Row]:
         argv = [str(env.python), str(HERE / "scaling.py"), "--workers", "1,2", "--out", str(out)]
         subprocess.run(argv, check=True, cwd=HERE, timeout=900)
         machine = ""
-    else:  # the latest record: 2026-12-06 on the lent H100 host, with its control
-        out = HERE / "scaling-independent-h100.json"
+    else:  # the latest record: 2026-12-06 on the lent H100 host, MessagePack batches, control
+        out = HERE / "scaling-handoff-h100.json"
         if not out.exists():
             return []
         machine = "{} (bench/scaling.py, {})".format(*_facts(out))

@@ -137,6 +137,33 @@ async def test_a_worker_that_dies_mid_window_is_an_internal_error(tmp_path: Path
     assert "LoadClientError: worker-0" in kept
 
 
+async def test_answers_with_odd_types_reach_the_bundle_from_the_workers(tmp_path: Path) -> None:
+    """A server whose stream holds values of types no server should send (a tool call's id
+    a number, its type an object, its index `true`, a finish reason a number): every answer
+    a worker parsed still reaches the main process and the bundle, and the ledger balances,
+    where a batch the main process could not read would have been lost."""
+    state = FakeState(fault="odd_types")
+    out = tmp_path / "b"
+    async with fake_vllm(state) as url:
+        config = load_config(None, {"target.url": url, **CAPACITY})
+        load = ProcessLoad(client_settings(config), 2, body_sample(config))
+        try:
+
+            async def programme(ctx: CheckContext) -> list[CheckResult]:
+                return await run_capacity(ctx, CapacityInputs(clients=load))
+
+            verdict = await judge(config, out, "capacity", programme, ("capacity",), remote=(load,))
+        finally:
+            await asyncio.to_thread(load.close)
+    checks = {c["id"]: c for c in verdict.data["checks"]}
+    assert "golive.internal" not in checks or checks["golive.internal"]["status"] != "error"
+    assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]
+    from_workers = [r for r in _records(out) if "@worker-" in r["label"]]
+    assert len(from_workers) > 10
+    assert state.successes >= len(from_workers)
+    assert verify(out).ok
+
+
 @pytest.mark.parametrize(
     ("given", "expected"),
     [("1", 1), ("3", 3), ("auto", max(1, len(os.sched_getaffinity(0)) - 1))],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
+from golive.bundle.store import REDACTED
 from golive.checks.capacity.stalls import flight, stall_in
 from golive.traffic.process_load import for_main, from_worker, to_main
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings, parse
@@ -76,11 +77,19 @@ def test_every_field_but_the_raw_bytes_body_and_headers_arrives() -> None:
 
 
 def test_a_failed_answer_travels_whole() -> None:
-    """A refusal or a broken connection keeps its body and bytes: a finding quotes them."""
+    """A refusal or a broken connection keeps its body and bytes: a finding quotes them. The
+    API key it was sent with does not travel."""
     refused = parse(_record(status=400))
     assert for_main(refused) is refused
     broken = parse(_record(failure=Failure(FailureKind.DISCONNECTED, "connection reset")))
     assert for_main(broken) is broken
+    keyed = dataclasses.replace(
+        _record(status=401), sent_headers={"Authorization": "Bearer sk-test-1", "Accept": "*/*"}
+    )
+    sent = for_main(parse(keyed)).record
+    assert sent.body == keyed.body
+    assert sent.chunks == keyed.chunks
+    assert sent.sent_headers == {"Authorization": REDACTED, "Accept": "*/*"}
 
 
 TOOL_STREAM = (

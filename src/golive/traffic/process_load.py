@@ -13,17 +13,19 @@ worker measures its own headroom (send lag, loop lag, CPU) and the main process 
 worst speaks for the window. Each batch carries the worker's count of requests sent, so the
 ledger compares what every worker sent with what the bundle holds. A batch's lines go to the
 bundle in one write. A batch crosses the pipe as MessagePack (`to_main`), each answer without
-its raw bytes (`for_main`): the hand-off costs a worker ~6 µs a record and the main process
-~5 µs to receive it (bench/handoff.py on a Sapphire Rapids core; pickled, it was ~15 and
-~14 µs, docs/performance.md, "More than one core").
+its raw bytes (`for_main`): the hand-off costs a worker ~7 µs a record and the main process
+~5 µs to receive it (bench/handoff.py on a Sapphire Rapids core; pickled, it was ~17 and
+~14 µs; docs/performance.md, "More than one core").
 
-The API key is read by each worker from the same environment variable: it never travels.
+The API key is read by each worker from the same environment variable: it never travels
+(a failed answer's headers cross the pipe redacted).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -51,7 +53,7 @@ from golive.traffic.load_split import (
     split,
     window_result,
 )
-from golive.traffic.records import ParsedResponse, RequestRecord, parse
+from golive.traffic.records import ParsedResponse, RequestRecord, parse, redact_headers
 from golive.traffic.retry import RetryPolicy, send_with_retries
 from golive.traffic.schedule import ABORT_GRACE_S, LoadResult, MakeBody, Schedule, run_schedule
 
@@ -181,23 +183,25 @@ class ProcessLoad:
         done: dict[int, dict[str, Any]] = {}
         ended = [loop.create_future() for _ in parts]
 
+        def fail(i: int, message: str) -> None:  # the window ends, naming the worker
+            loop.remove_reader(self.conns[i].fileno())
+            if not ended[i].done():
+                ended[i].set_exception(LoadClientError(f"{self.names[i]} {message}"))
+
         def readable(i: int) -> None:
             try:
                 kind, payload, sent = self.conns[i].recv()
             except (EOFError, OSError) as exc:
-                loop.remove_reader(self.conns[i].fileno())
-                if not ended[i].done():
-                    code = self.procs[i].exitcode
-                    ended[i].set_exception(
-                        LoadClientError(
-                            f"{self.names[i]} stopped mid-window (exit code {code}, {exc!r})"
-                        )
-                    )
+                fail(i, f"stopped mid-window (exit code {self.procs[i].exitcode}, {exc!r})")
                 return
             if sent is not None:
                 self._sent[f"{key}/{self.names[i]}"] = sent
             if kind == "records":
-                batch = from_worker(payload)
+                try:
+                    batch = from_worker(payload)
+                except msgspec.MsgspecError as exc:  # never a batch dropped in silence
+                    fail(i, f"sent records that could not be read: {exc}")
+                    return
                 sink.received_parsed(batch)
                 records[i].extend(parsed.record for parsed, _ in batch)
             elif kind == "done":
@@ -205,8 +209,7 @@ class ProcessLoad:
                 loop.remove_reader(self.conns[i].fileno())
                 ended[i].set_result(None)
             else:  # the worker's own failure, with its traceback text
-                loop.remove_reader(self.conns[i].fileno())
-                ended[i].set_exception(LoadClientError(f"{self.names[i]} failed: {payload}"))
+                fail(i, f"failed: {payload}")
 
         try:
             for i, share in enumerate(parts):
@@ -219,14 +222,7 @@ class ProcessLoad:
                     self.retry,
                 ), label)  # fmt: skip
                 loop.add_reader(self.conns[i].fileno(), readable, i)
-            bound = schedule.duration_s + schedule.drain_s + ABORT_GRACE_S + SPARE_S
-            try:
-                await asyncio.wait_for(asyncio.gather(*ended), bound)
-            except TimeoutError as exc:
-                silent = ", ".join(self.names[i] for i, end in enumerate(ended) if not end.done())
-                raise LoadClientError(
-                    f"{silent} gave no end to a {schedule.duration_s:g} s window within {bound:g} s"
-                ) from exc
+            await self._ended(ended, schedule)
         except BaseException:
             # the window ends here for every worker: those still sending stop, and nothing
             # they send later is read (it would land in a bundle already sealed: seen when
@@ -245,6 +241,17 @@ class ProcessLoad:
             sent = self._sent.get(f"{key}/{name}", 0)
             self.windows.append(client_window(name, share.concurrency, records[i], done[i], sent))
         return window_result([r for mine in records for r in mine], wall_s, list(done.values()))
+
+    async def _ended(self, ended: list[asyncio.Future[None]], schedule: Schedule) -> None:
+        """Every worker's end of the window, within its watchdog's bound and a spare."""
+        bound = schedule.duration_s + schedule.drain_s + ABORT_GRACE_S + SPARE_S
+        try:
+            await asyncio.wait_for(asyncio.gather(*ended), bound)
+        except TimeoutError as exc:
+            silent = ", ".join(self.names[i] for i, end in enumerate(ended) if not end.done())
+            raise LoadClientError(
+                f"{silent} gave no end to a {schedule.duration_s:g} s window within {bound:g} s"
+            ) from exc
 
     def _start(self, i: int, window: WorkerWindow, label: str) -> None:
         try:
@@ -376,10 +383,10 @@ _UNWIRE = msgspec.msgpack.Decoder(Batch)
 
 
 def to_main(batch: Batch) -> bytes | Batch:
-    """A batch of answers as it crosses the pipe: MessagePack (msgspec, ~1.3 µs a record to
-    write and ~2.5 µs to read, against pickle's ~9 and ~10: the dataclasses' pickling runs in
-    Python). What MessagePack cannot hold (an integer past 64 bits in a server's JSON) sends
-    the batch pickled instead, whole."""
+    """A batch of answers as it crosses the pipe: MessagePack (msgspec, ~2.4 µs a record to
+    write and ~4.8 µs to read, against pickle's ~10 and ~14: the dataclasses' pickling runs
+    in Python; bench/handoff-xeon.json). What MessagePack cannot hold (an integer past 64
+    bits, a lone surrogate in a server's JSON) sends the batch pickled instead, whole."""
     try:
         return _WIRE.encode(batch)
     except (TypeError, OverflowError, ValueError):
@@ -395,12 +402,19 @@ def for_main(parsed: ParsedResponse) -> ParsedResponse:
     """A worker's answer as the main process judges it: the bundle line carries what is kept,
     so an answer that succeeded travels without its raw stream bytes, request body and
     headers (its timings, status, reassembled answer and problems stay). That is 1-2 KB a
-    record instead of 10-30 KB. A failed answer travels whole: its words may be quoted in a
-    finding. Built field by field (2.6 µs, against 4.6 for `dataclasses.replace`); a test
-    holds that every other field arrives."""
+    record instead of 10-30 KB. Built field by field (2.8 µs, against 5.0 for
+    `dataclasses.replace`: bench/handoff-xeon.json); a test holds that every other field
+    arrives. A failed answer travels whole, as a finding may quote its words, but for the
+    credentials in the headers it was sent with: the API key stays in the worker."""
     record = parsed.record
     if not record.ok:
-        return parsed
+        sent = record.sent_headers
+        redacted = None if sent is None else redact_headers(sent)
+        if redacted == sent:
+            return parsed
+        return dataclasses.replace(
+            parsed, record=dataclasses.replace(record, sent_headers=redacted)
+        )
     slim = RequestRecord(
         request_id=record.request_id,
         label=record.label,

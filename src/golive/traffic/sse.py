@@ -271,7 +271,7 @@ class _Fold:
             ):
                 self.token_chunks.append(event.chunk_index)
             if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+                self.finish_reason = text_of(choice["finish_reason"])
 
     def delta(
         self, text: Any, thought: Any, thought_content: Any, calls: Sequence[Any] | None
@@ -292,9 +292,9 @@ class _Fold:
             at = raw.get("index", 0) if isinstance(raw, dict) else None
             if not isinstance(at, int):
                 continue  # not a tool-call delta: the client could not place it either
-            parts = self.calls.setdefault(at, _ToolCallParts())
-            parts.id = parts.id or raw.get("id")
-            parts.type = parts.type or raw.get("type")
+            parts = self.calls.setdefault(int(at), _ToolCallParts())  # `true` places as 1
+            parts.id = parts.id or text_of(raw.get("id"))
+            parts.type = parts.type or text_of(raw.get("type"))
             function = raw.get("function")
             if not isinstance(function, dict):
                 function = {}
@@ -327,6 +327,13 @@ class _Fold:
             prompt_token_ids=self.prompt_token_ids,
             prompt_text=self.prompt_text,
         )
+
+
+def text_of(value: Any) -> str | None:
+    """A field the answer's types say is text, as text: a server's `"id": 7` or
+    `"finish_reason": 1` is kept as its JSON, "7" and "1", so the answer holds the types it
+    declares, in this process and in the one a worker hands it to (`process_load.to_main`)."""
+    return value if value is None or isinstance(value, str) else json.dumps(value)
 
 
 def token_ids(value: Any) -> tuple[int, ...] | None:

@@ -359,6 +359,12 @@ def build_app(state: FakeState) -> web.Application:
             return response
         if state.fault == "malformed_stream":
             await response.write(b"data: {this is not json\n\n")
+        if state.fault == "odd_types":  # valid JSON, with types no server should send
+            await response.write(
+                b'data: {"choices":[{"index":0,"finish_reason":1,"delta":{"tool_calls":'
+                b'[{"index":true,"id":7,"type":{"a":1},"function":{"name":"f","arguments":"{}"}}'
+                b"]}}]}\n\n"
+            )
         if state.fault == "error_event":
             await response.write(
                 b'data: {"error":{"message":"EngineCore encountered an issue","code":500}}\n\n'
