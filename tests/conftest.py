@@ -126,6 +126,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not in_serial_group(item.nodeid))
 
 
+TIMES = os.environ.get("GOLIVE_TEST_TIMES")  # a file: every test phase's seconds, appended
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With GOLIVE_TEST_TIMES set, each test's setup, call and teardown seconds are appended
+    to that file (tab-separated: node id, phase, seconds, outcome): the whole list that
+    `--durations` cuts to ten, for finding where the suite's time goes (docs/development.md)."""
+    if TIMES and "PYTEST_XDIST_WORKER" not in os.environ:  # under xdist: the controller's
+        with open(TIMES, "a", encoding="utf-8") as sink:
+            sink.write(f"{report.nodeid}\t{report.when}\t{report.duration:.2f}\t{report.outcome}\n")
+
+
 NICE = 15  # at 10 the engine answered too few for the SLO test's bounds (55 of 59 at c1)
 _beside_group: list[bool] = []
 _niced: list[bool] = []
