@@ -126,7 +126,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not in_serial_group(item.nodeid))
 
 
-TIMES = os.environ.get("GOLIVE_TEST_TIMES")  # a file: every test phase's seconds, appended
+# a file: every test phase's seconds, appended (absolute: some tests change directory)
+TIMES = (
+    os.path.abspath(os.environ["GOLIVE_TEST_TIMES"]) if "GOLIVE_TEST_TIMES" in os.environ else None
+)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

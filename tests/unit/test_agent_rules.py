@@ -104,6 +104,21 @@ def test_each_broken_promise_has_its_signature(
     assert signature in [f.signature for f in findings]
 
 
+def test_ids_no_set_can_hold_are_judged_not_crashed_on() -> None:
+    """A server's tool-call ids that are objects or lists (not text) are compared as they
+    are written: two equal ones are duplicates, different ones are not, and the judge does
+    not fail on them."""
+    calls: list[dict[str, Any]] = [
+        {"id": ident, "type": "function", "function": {"name": "get_weather", "arguments": a}}
+        for ident, a in (({"n": 1}, '{"city": "Oslo"}'), ({"n": 1}, '{"city": "Rome"}'))
+    ]
+    message = {"content": None, "tool_calls": calls}
+    findings = check_message(message, "tool_calls", Expect.CALL, WEATHER)
+    assert [f.signature for f in findings] == ["tool_calls.duplicate_ids"]
+    calls[1]["id"] = [2]
+    assert check_message(message, "tool_calls", Expect.CALL, WEATHER) == []
+
+
 def test_wilson_interval() -> None:
     """The Wilson interval of a pass rate matches the textbook values."""
     low, high = wilson(20, 20)

@@ -121,3 +121,17 @@ def test_a_sampled_out_line_cannot_be_judged_again() -> None:
     line = parse(_record(False, (PLAIN,))).saved_line(full=False)
     with pytest.raises(ValueError, match="saved without its body"):
         reparsed(line)
+
+
+def test_json_nested_past_the_readers_depth_is_a_problem_not_a_crash() -> None:
+    """A 200 answer whose JSON body is nested deeper than Python's reader goes (valid JSON, a
+    hostile or broken server) is parsed with a named problem, as a body that is not JSON is:
+    parsing never raises."""
+    body = ("[" * 5000 + "]" * 5000).encode()
+    record = RequestRecord(
+        "r-1", "smoke", "POST", "http://127.0.0.1:1/v1/chat/completions", {}, False, 0.0,
+        Timings(0, MS, 2 * MS, 2 * MS, 3 * MS), 200, None, (body,),
+    )  # fmt: skip
+    parsed = parse(record)
+    assert parsed.json_body is None
+    assert parsed.problems[0].startswith("body is JSON nested too deeply to read")

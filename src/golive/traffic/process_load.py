@@ -197,12 +197,12 @@ class ProcessLoad:
             if sent is not None:
                 self._sent[f"{key}/{self.names[i]}"] = sent
             if kind == "records":
-                try:
+                try:  # never a batch dropped in silence (a reader's error is only logged)
                     batch = from_worker(payload)
-                except msgspec.MsgspecError as exc:  # never a batch dropped in silence
-                    fail(i, f"sent records that could not be read: {exc}")
+                    sink.received_parsed(batch)
+                except Exception as exc:
+                    fail(i, f"sent records the main process could not take: {exc!r}")
                     return
-                sink.received_parsed(batch)
                 records[i].extend(parsed.record for parsed, _ in batch)
             elif kind == "done":
                 done[i] = payload

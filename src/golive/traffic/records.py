@@ -321,6 +321,8 @@ def parse(record: RequestRecord) -> ParsedResponse:
             body = json.loads(text)
         except json.JSONDecodeError:
             problems.append(f"body is not JSON: {text[:120]!r}")
+        except RecursionError:  # valid JSON nested past the reader's depth
+            problems.append(f"body is JSON nested too deeply to read: {text[:120]!r}")
     body_id = body.get("id") if isinstance(body, dict) and record.ok else None
     first_token = record.timings.end_ns if record.ok else None
     return ParsedResponse(

@@ -103,7 +103,8 @@ def check_message(
             )
         )
     ids = [c.get("id") for c in calls]
-    if len(set(ids)) != len(ids):
+    # as JSON text: a server's id may be an object or a list, which a set cannot hold
+    if len({json.dumps(i, sort_keys=True, default=str) for i in ids}) != len(ids):
         findings.append(
             Finding("tool_calls.duplicate_ids", f"ids repeat within one response: {ids}")
         )
