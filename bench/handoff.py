@@ -38,8 +38,9 @@ from typing import Any
 
 from golive.bundle.request_line import line_text
 from golive.traffic.client import ClientSettings, TargetClient
-from golive.traffic.process_load import FLUSH_RECORDS, for_main, from_worker, to_main
+from golive.traffic.process_load import FLUSH_RECORDS
 from golive.traffic.records import ParsedResponse, RequestRecord, parse
+from golive.traffic.worker_wire import for_main, from_worker, to_main
 from net import free_port
 from nginx import Nginx
 from scaling import cpu_model

@@ -25,7 +25,7 @@ from golive.checks.context import CheckContext, body_sample
 from golive.cli.console import exit_code
 from golive.config_sources import load_config
 from golive.errors import ConfigError
-from golive.orchestration.pipeline import client_settings, judge
+from golive.orchestration.pipeline import Verdict, client_settings, judge
 from golive.results import EXIT_INTERNAL, CheckResult
 from golive.traffic.process_load import ProcessLoad, worker_count
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
@@ -54,13 +54,8 @@ def _records(root: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for path in record_streams(root) for line in read_lines(path)]
 
 
-async def test_a_hung_target_cannot_stretch_a_window_split_over_workers(tmp_path: Path) -> None:
-    """The worker's own watchdog ends its share by N + drain + grace; every hung request
-    is recorded (by the worker that sent it), and the ledger balances across the workers.
-    The ramp stops at its hung first step, and no sustained load follows a ramp with no
-    stable step (the split of a window over workers: test_process_load.py, real engine)."""
-    state = FakeState(fault="hang_tools")
-    out = tmp_path / "b"
+async def _capacity_on_two_workers(state: FakeState, out: Path) -> Verdict:
+    """`golive capacity` against the fake, its windows split over two worker processes."""
     async with fake_vllm(state) as url:
         config = load_config(None, {"target.url": url, **CAPACITY})
         load = ProcessLoad(client_settings(config), 2, body_sample(config))
@@ -69,9 +64,19 @@ async def test_a_hung_target_cannot_stretch_a_window_split_over_workers(tmp_path
             async def programme(ctx: CheckContext) -> list[CheckResult]:
                 return await run_capacity(ctx, CapacityInputs(clients=load))
 
-            verdict = await judge(config, out, "capacity", programme, ("capacity",), remote=(load,))
+            return await judge(config, out, "capacity", programme, ("capacity",), remote=(load,))
         finally:
             await asyncio.to_thread(load.close)
+
+
+async def test_a_hung_target_cannot_stretch_a_window_split_over_workers(tmp_path: Path) -> None:
+    """The worker's own watchdog ends its share by N + drain + grace; every hung request
+    is recorded (by the worker that sent it), and the ledger balances across the workers.
+    The ramp stops at its hung first step, and no sustained load follows a ramp with no
+    stable step (the split of a window over workers: test_process_load.py, real engine)."""
+    state = FakeState(fault="hang_tools")
+    out = tmp_path / "b"
+    verdict = await _capacity_on_two_workers(state, out)
     windows = [json.loads(line) for line in (out / CAPACITY_WATCHDOG).read_text().splitlines()]
     assert [w["phase"] for w in windows] == ["concurrency", "concurrency"]
     for window in windows:
@@ -144,17 +149,7 @@ async def test_answers_with_odd_types_reach_the_bundle_from_the_workers(tmp_path
     where a batch the main process could not read would have been lost."""
     state = FakeState(fault="odd_types")
     out = tmp_path / "b"
-    async with fake_vllm(state) as url:
-        config = load_config(None, {"target.url": url, **CAPACITY})
-        load = ProcessLoad(client_settings(config), 2, body_sample(config))
-        try:
-
-            async def programme(ctx: CheckContext) -> list[CheckResult]:
-                return await run_capacity(ctx, CapacityInputs(clients=load))
-
-            verdict = await judge(config, out, "capacity", programme, ("capacity",), remote=(load,))
-        finally:
-            await asyncio.to_thread(load.close)
+    verdict = await _capacity_on_two_workers(state, out)
     checks = {c["id"]: c for c in verdict.data["checks"]}
     assert "golive.internal" not in checks or checks["golive.internal"]["status"] != "error"
     assert checks["golive.ledger"]["status"] == "pass", checks["golive.ledger"]["summary"]

@@ -9,8 +9,8 @@ import pickle
 
 from golive.bundle.store import REDACTED
 from golive.checks.capacity.stalls import flight, stall_in
-from golive.traffic.process_load import for_main, from_worker, to_main
 from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings, parse
+from golive.traffic.worker_wire import for_main, from_worker, to_main
 
 MS = 1_000_000
 STREAM = b"".join(
