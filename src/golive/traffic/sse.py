@@ -332,7 +332,7 @@ class _Fold:
 def text_of(value: Any) -> str | None:
     """A field the answer's types say is text, as text: a server's `"id": 7` or
     `"finish_reason": 1` is kept as its JSON, "7" and "1", so the answer holds the types it
-    declares, in this process and in the one a worker hands it to (`process_load.to_main`)."""
+    declares, in this process and in the one a worker hands it to (`worker_wire.to_main`)."""
     return value if value is None or isinstance(value, str) else json.dumps(value)
 
 
