@@ -110,7 +110,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (-m "not target") never starts vLLM; no test elsewhere may be marked `target`. Every test
     under tests/package (the built wheel in a fresh venv) is a `package` test; every test under
     tests/integration outside the one-worker group is `client_timed`. The one-worker group's
-    tests come first."""
+    tests come first, and of them a test marked `stops_the_target` last."""
     for item in items:
         if item.path.is_relative_to(PACKAGE_TESTS):
             item.add_marker(pytest.mark.package)
@@ -122,8 +122,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(
                 f"{item.nodeid} is marked target but is not under tests/target: move it there"
             )
-    # The one-worker group is the longest pole: it goes first, so a worker starts it at once.
-    items.sort(key=lambda item: not in_serial_group(item.nodeid))
+    # The one-worker group is the longest pole: it goes first, so a worker starts it at once;
+    # a test that stops the session's vLLM (one fewer server start) ends it.
+    items.sort(
+        key=lambda item: (
+            not in_serial_group(item.nodeid),
+            item.get_closest_marker("stops_the_target") is not None,
+        )
+    )
 
 
 # a file: every test phase's seconds, appended (absolute: some tests change directory)

@@ -24,7 +24,9 @@ capacity:
   max_tokens: 6
   long_max_tokens: 4
   step_duration_s: 6
-  duration_s: 30  # ~30 completions even at concurrency 1: the fewest a drift may be judged on
+  # golive lengthens it (up to 2x) to the ramp's rate for the 30 completions a drift is
+  # judged on: at the ceiling of 4 here 68 and 72 answers came in 15 s
+  duration_s: 15
   # windows of seconds, judged as before the decision floor (tested on its own: 10 minutes and
   # 30 answers by default)
   min_sustained_s: 0

@@ -2,7 +2,7 @@
 evidence (never `pass`), writes a verdict, and every chat request it sent has its record.
 
 Faults the real engine cannot show on demand come from the fake; the engine's own SIGKILL
-and SIGSTOP are in test_capacity.py and test_engine_faults.py.
+and SIGSTOP are in test_tight_server.py and test_engine_faults.py.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ from tests.helpers.scenario import SMALL_RUN, KeyedRun
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def real_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningTarget]:
-    """The bundled Qwen model on vLLM (CPU), 127.0.0.1, prefix caching and hermes tools on."""
+    """The bundled Qwen model on vLLM (CPU), 127.0.0.1, prefix caching and hermes tools on.
+    A test marked `stops_the_target` stops it; the one-worker group runs that test last."""
     paths = await ensure_target("qwen")
     run_dir: Path = tmp_path_factory.mktemp("vllm-run")
     target = await start_target(paths, ServeOptions(), run_dir)

@@ -21,28 +21,9 @@ from golive.orchestration.rederive import rederive
 from golive.results import EXIT_USAGE, Outcome
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from tests.helpers.live_sections import golive_cache
 from tests.helpers.scenario import SHORT_LOAD, golive_run, rules
 from tests.helpers.watching import accepted_bundle
-
-
-async def _cache(target: RunningTarget, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    code = await asyncio.to_thread(
-        main,
-        [
-            "cache",
-            "--target",
-            target.url,
-            "--out",
-            str(out),
-            "--warm-repeats",
-            "3",
-            "--cold-samples",
-            "2",
-            "--json",
-            *extra,
-        ],
-    )
-    return code, json.loads((out / "verdict.json").read_text())
 
 
 def _checks(verdict: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +35,7 @@ async def test_prefix_caching_on_is_accepted(real_target: RunningTarget, tmp_pat
     """Cold pays, warm reuses what the engine's counters say, controls invalidate — on a
     server with vLLM's default flags (no --enable-prompt-tokens-details, as in production
     and the Kimi K3 recipe): the API reports no cached_tokens and reuse is still proven."""
-    code, verdict = await _cache(real_target, tmp_path / "b", "--prefix-tokens", "640")
+    code, verdict = await golive_cache(real_target, tmp_path / "b", "--prefix-tokens", "640")
     checks = _checks(verdict)
     reuse = checks["cache.prefix_reuse"]
     assert code == 0, reuse["summary"]
@@ -122,7 +103,7 @@ async def test_prefix_shorter_than_a_block_blames_the_test(
 ) -> None:
     """A shared prefix shorter than one cache block holds as a test too small, saying it proves
     nothing about the runtime."""
-    code, verdict = await _cache(real_target, tmp_path / "b", "--prefix-tokens", "64")
+    code, verdict = await golive_cache(real_target, tmp_path / "b", "--prefix-tokens", "64")
     reuse = _checks(verdict)["cache.prefix_reuse"]
     assert code == Outcome.HOLD.exit_code
     assert "test too small" in reuse["summary"]
@@ -135,7 +116,7 @@ async def test_metrics_out_of_reach_is_no_data(real_target: RunningTarget, tmp_p
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         closed = sock.getsockname()[1]
-    code, verdict = await _cache(
+    code, verdict = await golive_cache(
         real_target, tmp_path / "b", "--metrics-url", f"http://127.0.0.1:{closed}/metrics"
     )
     reuse = _checks(verdict)["cache.prefix_reuse"]
@@ -166,32 +147,12 @@ async def nocache_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncItera
 async def test_prefix_caching_off_is_hold(nocache_target: RunningTarget, tmp_path: Path) -> None:
     """A server with prefix caching off shows no measured reuse: cache not accepted, hold;
     the API's cached_tokens (this server reports them) agree that nothing was reused."""
-    code, verdict = await _cache(nocache_target, tmp_path / "b", "--prefix-tokens", "256")
+    code, verdict = await golive_cache(nocache_target, tmp_path / "b", "--prefix-tokens", "256")
     reuse = _checks(verdict)["cache.prefix_reuse"]
     assert code == Outcome.HOLD.exit_code
     assert "no measured reuse" in reuse["summary"]
     assert reuse["measurements"]["warm_engine_reused_max"] == 0
     assert reuse["measurements"]["warm_cached_tokens_max"] == 0
-
-
-async def test_the_api_field_corroborates_where_the_server_reports_it(tmp_path: Path) -> None:
-    """The same proof on a server started with --enable-prompt-tokens-details: reuse is
-    accepted and the API agrees with the counters (the caching-off half is above, on
-    nocache_target, which reports the field too)."""
-    paths = await ensure_target("qwen")
-    options = ServeOptions(prompt_tokens_details=True, max_model_len=1024)
-    target = await start_target(paths, options, tmp_path / "run-caching")
-    try:
-        code, verdict = await _cache(target, tmp_path / "b", "--prefix-tokens", "320")
-    finally:
-        await stop_target(target)
-    reuse = _checks(verdict)["cache.prefix_reuse"]
-    m = reuse["measurements"]
-    assert code == 0, reuse["summary"]
-    assert "corroborated by the API's cached_tokens" in reuse["summary"]
-    assert m["cold_cached_tokens"] == 0
-    assert m["warm_cached_tokens_min"] >= 256  # two 128-token blocks of the 320 shared
-    assert abs(m["warm_cached_tokens_min"] - m["warm_engine_reused_min"]) <= 128
 
 
 async def test_golive_run_with_prefix_caching_off_is_hold(

@@ -1,6 +1,6 @@
 """The real engine frozen mid-phase (SIGSTOP, then SIGCONT): golive keeps to its caps, records
 the stall as timeouts, writes a sealed verdict, and the engine serves again afterwards.
-(The engine's SIGKILL mid-phase is in test_capacity.py.)"""
+(The engine's SIGKILL mid-phase is in test_tight_server.py.)"""
 
 from __future__ import annotations
 

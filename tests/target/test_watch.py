@@ -1,15 +1,18 @@
 """`golive watch` against the real CPU vLLM: clean under normal traffic, the queue trigger
-under a burst beyond the accepted concurrency, and the rollback command it runs."""
+under a burst beyond the accepted concurrency, the rollback command it runs, and the health
+trigger when the engine stops (the last test of the group: it stops the session's server)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from golive.bundle.store import verify
-from golive.target.server import RunningTarget
+from golive.target.server import RunningTarget, stop_target
 from tests.helpers.watching import accepted_bundle, golive_watch, registry_with_previous, rules
 
 
@@ -48,8 +51,9 @@ async def test_watch_is_clean_under_normal_traffic(
         real_target.url,
         accepted,
         tmp_path / "w",
+        # ~12 intervals, each with its tool probe: the clean watch is asserted, not its length
         "--duration",
-        "45",
+        "25",
         "--interval",
         "2",
         "--probe-deadline",
@@ -59,7 +63,7 @@ async def test_watch_is_clean_under_normal_traffic(
         "--cache-every",
         "2",
     )
-    traffic = _traffic(real_target.url, real_target.served_name, 1, 40, 8)
+    traffic = _traffic(real_target.url, real_target.served_name, 1, 22, 8)
     (code, summary), served = await asyncio.gather(watch, traffic)
     assert code == 0, summary["triggers"]
     assert summary["clean"]
@@ -113,3 +117,48 @@ async def test_burst_beyond_accepted_concurrency_fires_the_queue_trigger(
     assert env.count("GOLIVE_TRIGGER=queue-envelope") == 1  # ran once
     assert "GOLIVE_ROLLBACK_LAUNCH=vllm serve qwen --enable-prefix-caching" in env
     assert "never-copied" not in env
+
+
+@pytest.mark.stops_the_target  # the session's server is stopped: every other test runs first
+async def test_watch_fires_the_health_trigger_within_two_intervals_of_a_stop(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """The accepted deployment's engine (the demo's Qwen: the session's server) is watched and
+    stopped mid-watch: the engine-health trigger fires on the second unhealthy interval."""
+    accepted = await accepted_bundle(tmp_path / "accepted")
+    interval = 2.0
+    try:
+        watch = asyncio.ensure_future(
+            golive_watch(
+                real_target.url,
+                accepted,
+                tmp_path / "w",
+                "--duration",
+                "20",
+                "--interval",
+                str(interval),
+                "--tool-every",
+                "1000",
+                "--cache-every",
+                "1000",
+                "--probe-deadline",
+                "10",
+            )
+        )
+        await asyncio.sleep(3 * interval)
+    finally:
+        await stop_target(real_target)
+    code, summary = await watch
+    assert code == 1
+    # the first rollback is engine health; a stopping vLLM may drop /metrics an interval or
+    # two before /health (CI saw /health answer at 6 and 8 s with /metrics gone), so the
+    # metrics-silent alert (never a rollback) may come first
+    rollbacks = [t for t in summary["triggers"] if t["rollback"]]
+    assert rollbacks[0]["rule"] == "engine-health", summary["triggers"]
+    lines = [
+        json.loads(x) for x in (tmp_path / "w/watch/observations.jsonl").read_text().splitlines()
+    ]
+    first_bad = next(i for i, o in enumerate(lines) if not o["healthy"])
+    fired = rollbacks[0]["interval"]
+    assert first_bad >= 2  # healthy while it ran
+    assert fired - first_bad == 1  # the second unhealthy interval fires it

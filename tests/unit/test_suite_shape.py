@@ -64,3 +64,18 @@ def test_make_test_keeps_the_real_engine_tier_on_one_worker(request: pytest.Fixt
     timed = [i for i in request.session.items if i.get_closest_marker("client_timed") is not None]
     assert not any(in_serial_group(i.nodeid) for i in timed)
     assert all(i.nodeid.startswith("tests/integration/") for i in timed)
+
+
+def test_a_test_that_stops_the_session_server_runs_last_of_its_group(
+    request: pytest.FixtureRequest,
+) -> None:
+    """The test that stops the session's vLLM (saving a server start) comes after every other
+    test of the one-worker group, whatever file it is in: a test after it would find no
+    server. Only target tests may stop it."""
+    items = request.session.items
+    group = [i for i in items if in_serial_group(i.nodeid)]
+    stops = [i for i in group if i.get_closest_marker("stops_the_target") is not None]
+    assert all(i.get_closest_marker("target") is not None for i in stops)
+    if stops:
+        assert group[-len(stops) :] == stops
+        assert items[: len(group)] == group  # the group first, as one unit
