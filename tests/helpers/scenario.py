@@ -25,8 +25,9 @@ capacity:
   long_max_tokens: 4
   step_duration_s: 6
   # golive lengthens it (up to 2x) to the ramp's rate for the 30 completions a drift is
-  # judged on: at the ceiling of 4 here 68 and 72 answers came in 15 s
-  duration_s: 15
+  # judged on: at the ceiling of 4 here 68 and 72 answers came in 15 s; 40 s at most holds
+  # them down to ~0.95 answers/s (a slow box's ceiling of 1)
+  duration_s: 20
   # windows of seconds, judged as before the decision floor (tested on its own: 10 minutes and
   # 30 answers by default)
   min_sustained_s: 0

@@ -8,7 +8,7 @@ import asyncio
 import os
 import secrets
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -18,18 +18,48 @@ from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
 from tests.helpers.scenario import SMALL_RUN, KeyedRun
 
+# the session servers a `stops_the_target` test stopped: not signalled again (their PID may
+# belong to another process by the end of the session)
+_STOPPED: set[int] = set()
+
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def real_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningTarget]:
     """The bundled Qwen model on vLLM (CPU), 127.0.0.1, prefix caching and hermes tools on.
-    A test marked `stops_the_target` stops it; the one-worker group runs that test last."""
+    A test marked `stops_the_target` stops it (`stop_real_target`); it runs last."""
     paths = await ensure_target("qwen")
     run_dir: Path = tmp_path_factory.mktemp("vllm-run")
     target = await start_target(paths, ServeOptions(), run_dir)
     try:
         yield target
     finally:
-        await stop_target(target)
+        if target.pid not in _STOPPED:
+            await stop_target(target)
+
+
+@pytest.fixture
+def stop_real_target(
+    request: pytest.FixtureRequest, real_target: RunningTarget
+) -> Callable[[], Awaitable[None]]:
+    """Stops the session's server, for the test marked `stops_the_target` (one server start
+    fewer than a server of its own). Refused where a test after it still needs the server:
+    that order would leave every later test a dead server."""
+    assert request.node.get_closest_marker("stops_the_target") is not None, (
+        f"{request.node.nodeid} stops the session's server: mark it stops_the_target"
+    )
+    items = request.session.items
+    later = [i.nodeid for i in items[items.index(request.node) + 1 :] if _uses_real_target(i)]
+    assert not later, f"the session's server is still needed after this test by {later[:3]}"
+
+    async def stop() -> None:
+        _STOPPED.add(real_target.pid)
+        await stop_target(real_target)
+
+    return stop
+
+
+def _uses_real_target(item: pytest.Item) -> bool:
+    return "real_target" in getattr(item, "fixturenames", ())
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

@@ -130,7 +130,7 @@ async def test_metrics_out_of_reach_is_no_data(real_target: RunningTarget, tmp_p
 async def nocache_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningTarget]:
     paths = await ensure_target("qwen")
     # the API's cached_tokens on too: the corroboration's "caching off" half is
-    # test_prefix_caching_off_is_hold, on this server (not a fourth one: ~1 min on 2 cores).
+    # test_prefix_caching_off_is_hold, on this server (not another one: ~25 s on 2 cores).
     # The accepted deployment's context length (4096): the watch refuses a server serving
     # another, and this one stands for that deployment restarted without prefix caching.
     target = await start_target(

@@ -65,7 +65,8 @@ async def test_golive_run_on_a_one_sequence_512_token_server(
     refused; production's stated 1,024 tokens are named as configuration (raise
     --max-model-len), not capacity. Concurrency: the queue grows from concurrency 2, so the
     measured ceiling is 1, traffic must be limited and the sustained window runs at 1. The
-    other sections pass; the run's small Agent and smoke settings (one repeat, two cases, no
+    other sections pass (the cache proof corroborated by the API's cached_tokens, which this
+    server reports); the run's small Agent and smoke settings (one repeat, two cases, no
     classes) leave the programme incomplete, which holds it (issue 29 §2) beside the
     limits."""
     # The one-sequence server answers ~0.7 requests/s at concurrency 1: 30 s gave 19-21

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from golive.bundle.store import verify
-from golive.target.server import RunningTarget, stop_target
+from golive.target.server import RunningTarget
 from tests.helpers.watching import accepted_bundle, golive_watch, registry_with_previous, rules
 
 
@@ -121,7 +122,7 @@ async def test_burst_beyond_accepted_concurrency_fires_the_queue_trigger(
 
 @pytest.mark.stops_the_target  # the session's server is stopped: every other test runs first
 async def test_watch_fires_the_health_trigger_within_two_intervals_of_a_stop(
-    real_target: RunningTarget, tmp_path: Path
+    real_target: RunningTarget, stop_real_target: Callable[[], Awaitable[None]], tmp_path: Path
 ) -> None:
     """The accepted deployment's engine (the demo's Qwen: the session's server) is watched and
     stopped mid-watch: the engine-health trigger fires on the second unhealthy interval."""
@@ -147,7 +148,7 @@ async def test_watch_fires_the_health_trigger_within_two_intervals_of_a_stop(
         )
         await asyncio.sleep(3 * interval)
     finally:
-        await stop_target(real_target)
+        await stop_real_target()
     code, summary = await watch
     assert code == 1
     # the first rollback is engine health; a stopping vLLM may drop /metrics an interval or
