@@ -223,7 +223,8 @@ def test_sdk_rejects_what_a_gateway_helpfully_decoded() -> None:
 
 def test_retry_duplicate_only_when_the_given_up_attempt_held_a_whole_call() -> None:
     """A retried request is a duplicate only when the attempt given up on already held a whole tool
-    call."""
+    call and the retry hands it back under another id (a layer honouring the Idempotency-Key
+    replays the same id, which the client tells apart)."""
     tools = CASES["retry"].tool_schemas
     whole = {
         "tool_calls": [
@@ -251,10 +252,13 @@ def test_retry_duplicate_only_when_the_given_up_attempt_held_a_whole_call() -> N
     given_up_part = parse(_record(_sse(part, done=False), 200, True, timeout))
     assert complete_calls(given_up_whole, tools) == ["get_weather"]
     assert complete_calls(given_up_part, tools) == []
-    retry_weather = parse(_record(_sse(whole), stream=True))
+    new_id = {"tool_calls": [{**whole["tool_calls"][0], "id": "c2"}]}
+    retry_weather = parse(_record(_sse(new_id), stream=True))
     assert [f.signature for f in retry_findings(given_up_whole, retry_weather, tools)] == [
         "retry.duplicate_call"
     ]
+    replayed = parse(_record(_sse(whole), stream=True))  # the same call, the same id
+    assert retry_findings(given_up_whole, replayed, tools) == []
     assert retry_findings(given_up_part, retry_weather, tools) == []
     assert retry_findings(parse(_record(_sse(whole), stream=True)), retry, tools) == []
 

@@ -102,43 +102,63 @@ def sdk_finding(parsed: ParsedResponse) -> Finding | None:
 def complete_calls(parsed: ParsedResponse, tools: Mapping[str, Any]) -> list[str]:
     """Names of the calls a client already holds in full (known function, JSON object
     arguments), even from an answer it gave up on halfway."""
-    calls: list[tuple[Any, Any]]
+    return [name for name, _ in _held_calls(parsed, tools)]
+
+
+def _held_calls(parsed: ParsedResponse, tools: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(name, id) of each call held in full."""
+    calls: list[tuple[Any, Any, Any]]
     if parsed.stream is not None:
-        calls = [(c.name, c.arguments) for c in parsed.stream.tool_calls]
+        calls = [(c.name, c.arguments, c.id) for c in parsed.stream.tool_calls]
     else:
         message, _ = message_of(parsed)
         calls = [
-            ((c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments"))
+            (
+                (c.get("function") or {}).get("name"),
+                (c.get("function") or {}).get("arguments"),
+                c.get("id"),
+            )
             for c in message.get("tool_calls") or []
+            if isinstance(c, dict)
         ]
     held = []
-    for name, arguments in calls:
+    for name, arguments, call_id in calls:
         try:
             value = json.loads(arguments) if isinstance(arguments, str) else None
         except json.JSONDecodeError:
             continue
         if name in tools and isinstance(value, dict):
-            held.append(str(name))
+            held.append((str(name), call_id))
     return held
 
 
 def retry_findings(
     first: ParsedResponse, second: ParsedResponse, tools: Mapping[str, Any]
 ) -> list[Finding]:
-    """A client that timed out and retried must not end up holding two calls to execute."""
+    """A client that timed out and retried must not end up holding two calls to execute: a
+    retry that hands back a call the given-up attempt already held in full, under another
+    id (a layer that honours the Idempotency-Key replays the same ids, which a client can
+    tell apart)."""
     gave_up = first.record.failure is not None and first.record.failure.kind in (
         FailureKind.TIMEOUT,
         FailureKind.CANCELLED,
     )
     if not gave_up:
         return []
-    held, again = complete_calls(first, tools), complete_calls(second, tools)
+    held = _held_calls(first, tools)
+    held_ids = {call_id for _, call_id in held if call_id is not None}
+    again = [
+        name
+        for name, call_id in _held_calls(second, tools)
+        if call_id is None or call_id not in held_ids
+    ]
     if held and again:
         return [
             Finding(
                 "retry.duplicate_call",
-                f"the timed-out attempt had already delivered {held}; the retry delivered "
-                f"{again} again with new ids: a client without an idempotency key runs both",
+                f"the timed-out attempt had already delivered {[n for n, _ in held]}; the "
+                f"retry delivered {again} again with new ids: a client without an "
+                "idempotency key runs both",
             )
         ]
     return []
