@@ -52,8 +52,8 @@ def stop_real_target(
     assert not later, f"the session's server is still needed after this test by {later[:3]}"
 
     async def stop() -> None:
-        _STOPPED.add(real_target.pid)
         await stop_target(real_target)
+        _STOPPED.add(real_target.pid)  # stopped whole: the finalizer leaves its PID alone
 
     return stop
 

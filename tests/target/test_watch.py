@@ -120,7 +120,7 @@ async def test_burst_beyond_accepted_concurrency_fires_the_queue_trigger(
     assert "never-copied" not in env
 
 
-@pytest.mark.stops_the_target  # the session's server is stopped: every other test runs first
+@pytest.mark.stops_the_target  # it stops the session's server: last of the one-worker group
 async def test_watch_fires_the_health_trigger_within_two_intervals_of_a_stop(
     real_target: RunningTarget, stop_real_target: Callable[[], Awaitable[None]], tmp_path: Path
 ) -> None:
