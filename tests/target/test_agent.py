@@ -94,7 +94,8 @@ async def test_qwen_required_and_named_pass_auto_writes_every_call_into_content(
     )
     m = retry["measurements"]
     assert m["timeouts_exercised"] == 4, (m, _retry_timeline(out))
-    assert m["engine_admitted"] == m["attempts_sent"] == 9
+    # two reference answers, then four attempts given up and their four retries
+    assert m["engine_admitted"] == m["attempts_sent"] == 10
     lines = (out / "requests/agent.retry.jsonl").read_text().splitlines()
     records = [json.loads(x) for x in lines]
     timeouts = [r for r in records if (r.get("failure") or {}).get("kind") == "timeout"]

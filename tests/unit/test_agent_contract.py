@@ -3,6 +3,7 @@ CPU vLLM gave (tests/data/agent) and on made-up breakages."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,11 @@ from golive.checks.agent.cases import shipped_cases
 from golive.checks.agent.judge import MODES, with_parity
 from golive.checks.agent.response import (
     Contract,
+    client_deadline_s,
     complete_calls,
     engine_admitted,
     hidden_retries,
+    reference_labels,
     response_findings,
     retry_findings,
     sdk_finding,
@@ -26,7 +29,14 @@ from golive.checks.agent.select import load_user_cases, select
 from golive.errors import ConfigError
 from golive.metrics import MetricsDelta, parse_metrics
 from golive.results import Outcome, Status
-from golive.traffic.records import Failure, FailureKind, RequestRecord, Timings, parse
+from golive.traffic.records import (
+    Failure,
+    FailureKind,
+    ParsedResponse,
+    RequestRecord,
+    Timings,
+    parse,
+)
 from golive.verdict.decide import decide, limits
 
 DATA = Path(__file__).parent.parent / "data"
@@ -529,3 +539,34 @@ def test_one_failure_is_never_an_unbounded_defect() -> None:
     assert case_result(CASES["one_arg.auto"], once, 2).status is Status.WARN
     twice = [_run("stream", 0, "tool_calls.empty"), _run("plain", 0, "tool_calls.empty")]
     assert case_result(CASES["one_arg.auto"], twice, 2).status is Status.FAIL
+
+
+def _timed(ttft_ms: float, e2e_ms: float) -> ParsedResponse:
+    """An answer whose first token and end came `ttft_ms` and `e2e_ms` after it was sent."""
+    record = dataclasses.replace(
+        _record({"choices": []}), timings=Timings(0, 0, 1, 1, int(e2e_ms * 1e6))
+    )
+    return dataclasses.replace(parse(record), first_token_ns=int(ttft_ms * 1e6))
+
+
+@pytest.mark.parametrize(
+    ("references", "deadline_s"),
+    [
+        # one answer, as bundles before two references were sent: first token + half its decode
+        ([(700, 2200)], 0.7 + 0.75),
+        # the quicker of two sets it: the slower one (a passing stall: 1.9 s to its first
+        # token) would put the deadline at 4.0 s, past a whole call the attempts then hold
+        ([(1900, 6100), (700, 2200)], 0.7 + 0.75),
+        ([(700, 2200), (1900, 6100)], 0.7 + 0.75),
+        ([], 5.0),  # no answer timed: 10 s
+    ],
+)
+def test_the_retry_deadline_is_set_by_the_quickest_reference(
+    references: list[tuple[float, float]], deadline_s: float
+) -> None:
+    """The client deadline the retry attempts are given up at is the first token plus half the
+    decode of the quickest reference answer, so one reference slowed by a stall cannot put it
+    after the call is complete."""
+    answers = [_timed(ttft, e2e) for ttft, e2e in references]
+    assert client_deadline_s(answers, 0.5) == pytest.approx(deadline_s)
+    assert reference_labels("retry") == ["agent-retry-reference", "agent-retry-reference-1"]

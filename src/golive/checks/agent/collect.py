@@ -20,6 +20,7 @@ from golive.bundle.layout import AGENT_FAILURES, AGENT_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import AgentCase, Kind, shipped_cases
 from golive.checks.agent.judge import case_to_json, judge_agent, stream_file
+from golive.checks.agent.response import client_deadline_s, reference_labels
 from golive.checks.context import CheckContext, PhaseProgress, Quiet, Target, scrape, served_model
 from golive.checks.gateway import asking_prompt
 from golive.config import AgentConfig, GoliveConfig
@@ -164,16 +165,16 @@ class _Runner:
         )
 
     async def retry_case(self, case: AgentCase) -> dict[str, str | None]:
-        """A reference answer sets the client deadline; then per repeat an attempt given up
-        at that deadline and a retry with the same idempotency key. Returns the engine
-        scrapes before and after that the judge counts admitted requests with."""
+        """Reference answers, one after another, set the client deadline (the quickest of
+        them); then per repeat an attempt given up at that deadline and a retry with the same
+        idempotency key. Returns the engine scrapes before and after that the judge counts
+        admitted requests with."""
         before = await self.engine_snapshot("agent-retry-before", settle=False)
-        reference = await self.send(
-            self.ctx.target, case, self.body(case, True), f"agent-{case.name}-reference"
-        )
-        e2e = (reference.e2e_ms or 10_000.0) / 1000
-        ttft = (reference.ttft_ms or 0.0) / 1000
-        deadline = ttft + (e2e - ttft) * self.settings.config.retry_deadline_fraction
+        references = [
+            await self.send(self.ctx.target, case, self.body(case, True), label)
+            for label in reference_labels(case.name)
+        ]
+        deadline = client_deadline_s(references, self.settings.config.retry_deadline_fraction)
 
         async def pair(stream: bool, i: int) -> None:
             mode = "stream" if stream else "plain"

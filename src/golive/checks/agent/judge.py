@@ -18,9 +18,11 @@ from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import AgentCase, Kind
 from golive.checks.agent.response import (
     Contract,
+    client_deadline_s,
     engine_admitted,
     hidden_retries,
     message_of,
+    reference_labels,
     response_findings,
     retry_findings,
     sdk_finding,
@@ -300,7 +302,7 @@ def _retry_runs(
 ) -> tuple[list[AgentAnswer], dict[str, Any]]:
     """Per repeat: the attempt given up at the client deadline and its retry with the same
     idempotency key; the engine's counters must account for exactly the attempts sent."""
-    reference = answers.get(f"agent-{case.name}-reference")
+    references = [answers[label] for label in reference_labels(case.name) if label in answers]
     runs: list[AgentAnswer] = []
     timeouts = 0
     pairs = 0
@@ -315,12 +317,12 @@ def _retry_runs(
             timeouts += failure is not None and failure.kind is FailureKind.TIMEOUT
             duplicates = retry_findings(first, retry, case.tool_schemas)
             runs.append(run_of(contract, mode, i, retry, None, duplicates))
-    sent = 1 + 2 * pairs
+    sent = len(references) + 2 * pairs
     scrapes = plan.get("retry_scrapes") or {}
     before, after = (_snapshot(evidence, scrapes.get(k)) for k in ("before", "after"))
     delta = None if before is None or after is None else MetricsDelta(before, after)
     admitted = engine_admitted(
-        delta, (reference.usage or {}).get("prompt_tokens") if reference else None
+        delta, (references[0].usage or {}).get("prompt_tokens") if references else None
     )
     hidden = hidden_retries(sent, admitted)
     if hidden is not None:
@@ -328,9 +330,7 @@ def _retry_runs(
             dataclasses.replace(r, findings=(*r.findings, hidden), layer=Layer.IDEMPOTENCY)
             for r in runs
         ]
-    e2e = ((reference.e2e_ms if reference else None) or 10_000.0) / 1000
-    ttft = ((reference.ttft_ms if reference else None) or 0.0) / 1000
-    deadline = ttft + (e2e - ttft) * float(plan["retry_deadline_fraction"])
+    deadline = client_deadline_s(references, float(plan["retry_deadline_fraction"]))
     return runs, {
         "client_deadline_s": round(deadline, 3),
         "attempts_sent": sent,

@@ -164,6 +164,30 @@ def retry_findings(
     return []
 
 
+# reference answers sent one after another before the attempts; the quickest sets the deadline
+RETRY_REFERENCES = 2
+
+
+def reference_labels(case: str, count: int = RETRY_REFERENCES) -> list[str]:
+    """The retry case's reference answers' labels (a bundle of before 2026-12-06 holds the
+    first only)."""
+    first = f"agent-{case}-reference"
+    return [first, *(f"{first}-{i}" for i in range(1, count))]
+
+
+def client_deadline_s(references: Sequence[ParsedResponse], fraction: float) -> float:
+    """The retry attempts' client deadline: the first token plus `fraction` of the decode of
+    the quickest reference answer (one answer slowed by a passing stall would put the
+    deadline past the whole call, and the attempts would hold it before giving up); 10 s
+    where no answer was timed."""
+    timed = [r for r in references if r.e2e_ms]
+    if not timed:
+        return 10.0 * fraction
+    quickest = min(timed, key=lambda r: r.e2e_ms or 0.0)
+    e2e, ttft = (quickest.e2e_ms or 0.0) / 1000, (quickest.ttft_ms or 0.0) / 1000
+    return ttft + (e2e - ttft) * fraction
+
+
 def engine_admitted(delta: MetricsDelta | None, prompt_tokens: Any) -> int | None:
     """How many requests the engine took in: its prompt-token counter over one request's
     prompt (every attempt sends the same prompt). Given-up requests count too: vLLM drops
