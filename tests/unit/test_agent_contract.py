@@ -233,8 +233,7 @@ def test_sdk_rejects_what_a_gateway_helpfully_decoded() -> None:
 
 def test_retry_duplicate_only_when_the_given_up_attempt_held_a_whole_call() -> None:
     """A retried request is a duplicate only when the attempt given up on already held a whole tool
-    call and the retry hands it back under another id (a layer honouring the Idempotency-Key
-    replays the same id, which the client tells apart)."""
+    call."""
     tools = CASES["retry"].tool_schemas
     whole = {
         "tool_calls": [
@@ -262,13 +261,10 @@ def test_retry_duplicate_only_when_the_given_up_attempt_held_a_whole_call() -> N
     given_up_part = parse(_record(_sse(part, done=False), 200, True, timeout))
     assert complete_calls(given_up_whole, tools) == ["get_weather"]
     assert complete_calls(given_up_part, tools) == []
-    new_id = {"tool_calls": [{**whole["tool_calls"][0], "id": "c2"}]}
-    retry_weather = parse(_record(_sse(new_id), stream=True))
+    retry_weather = parse(_record(_sse(whole), stream=True))
     assert [f.signature for f in retry_findings(given_up_whole, retry_weather, tools)] == [
         "retry.duplicate_call"
     ]
-    replayed = parse(_record(_sse(whole), stream=True))  # the same call, the same id
-    assert retry_findings(given_up_whole, replayed, tools) == []
     assert retry_findings(given_up_part, retry_weather, tools) == []
     assert retry_findings(parse(_record(_sse(whole), stream=True)), retry, tools) == []
 
@@ -541,12 +537,16 @@ def test_one_failure_is_never_an_unbounded_defect() -> None:
     assert case_result(CASES["one_arg.auto"], twice, 2).status is Status.FAIL
 
 
-def _timed(ttft_ms: float, e2e_ms: float) -> ParsedResponse:
-    """An answer whose first token and end came `ttft_ms` and `e2e_ms` after it was sent."""
+def _timed(ttft_ms: float | None, e2e_ms: float, status: int = 200) -> ParsedResponse:
+    """An answer whose first token and end came `ttft_ms` and `e2e_ms` after it was sent; a
+    status other than 200 is a refusal (no first token)."""
+    refused = Failure(FailureKind.HTTP_STATUS, "refused") if status != 200 else None
     record = dataclasses.replace(
-        _record({"choices": []}), timings=Timings(0, 0, 1, 1, int(e2e_ms * 1e6))
+        _record({"choices": []}, status, failure=refused),
+        timings=Timings(0, 0, 1, 1, int(e2e_ms * 1e6)),
     )
-    return dataclasses.replace(parse(record), first_token_ns=int(ttft_ms * 1e6))
+    first = None if ttft_ms is None else int(ttft_ms * 1e6)
+    return dataclasses.replace(parse(record), first_token_ns=first)
 
 
 @pytest.mark.parametrize(
@@ -558,15 +558,20 @@ def _timed(ttft_ms: float, e2e_ms: float) -> ParsedResponse:
         # token) would put the deadline at 4.0 s, past a whole call the attempts then hold
         ([(1900, 6100), (700, 2200)], 0.7 + 0.75),
         ([(700, 2200), (1900, 6100)], 0.7 + 0.75),
-        ([], 5.0),  # no answer timed: 10 s
+        # a refusal in 4 ms is no answer to time: the deadline would give every attempt up
+        # before its first byte, proving nothing
+        ([(None, 4, 429), (700, 2200)], 0.7 + 0.75),
+        # nothing answered: the first reference as it came, as one-reference bundles were judged
+        ([(None, 4, 429), (None, 6, 503)], 0.002),
+        ([], 5.0),  # no reference at all: 10 s
     ],
 )
 def test_the_retry_deadline_is_set_by_the_quickest_reference(
-    references: list[tuple[float, float]], deadline_s: float
+    references: list[tuple[Any, ...]], deadline_s: float
 ) -> None:
     """The client deadline the retry attempts are given up at is the first token plus half the
-    decode of the quickest reference answer, so one reference slowed by a stall cannot put it
-    after the call is complete."""
-    answers = [_timed(ttft, e2e) for ttft, e2e in references]
+    decode of the quickest answered reference, so one reference slowed by a stall cannot put
+    it after the call is complete, and a quick refusal cannot put it before the first byte."""
+    answers = [_timed(*reference) for reference in references]
     assert client_deadline_s(answers, 0.5) == pytest.approx(deadline_s)
     assert reference_labels("retry") == ["agent-retry-reference", "agent-retry-reference-1"]

@@ -20,7 +20,7 @@ from golive.bundle.layout import AGENT_FAILURES, AGENT_PLAN
 from golive.bundle.store import BundleReader
 from golive.checks.agent.cases import AgentCase, Kind, shipped_cases
 from golive.checks.agent.judge import case_to_json, judge_agent, stream_file
-from golive.checks.agent.response import client_deadline_s, reference_labels
+from golive.checks.agent.response import RETRY_REFERENCES, client_deadline_s, reference_labels
 from golive.checks.context import CheckContext, PhaseProgress, Quiet, Target, scrape, served_model
 from golive.checks.gateway import asking_prompt
 from golive.config import AgentConfig, GoliveConfig
@@ -71,6 +71,7 @@ async def run_agent(ctx: CheckContext, settings: AgentSettings) -> list[CheckRes
             "temperature": settings.config.temperature,
             "repeated_failures": settings.config.repeated_failures,
             "retry_deadline_fraction": settings.config.retry_deadline_fraction,
+            "retry_references": RETRY_REFERENCES,
             "client_reasoning_field": settings.config.client_reasoning_field,
             "gateway": ctx.engine is not None,
             "retry_scrapes": scrapes,

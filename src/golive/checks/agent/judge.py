@@ -23,6 +23,7 @@ from golive.checks.agent.response import (
     hidden_retries,
     message_of,
     reference_labels,
+    reference_prompt_tokens,
     response_findings,
     retry_findings,
     sdk_finding,
@@ -317,13 +318,13 @@ def _retry_runs(
             timeouts += failure is not None and failure.kind is FailureKind.TIMEOUT
             duplicates = retry_findings(first, retry, case.tool_schemas)
             runs.append(run_of(contract, mode, i, retry, None, duplicates))
-    sent = len(references) + 2 * pairs
+    # the references the plan says were sent (one before the plan said), never more than the
+    # bundle holds: a record added to the bundle cannot hide a hidden retry
+    sent = min(len(references), int(plan.get("retry_references") or 1)) + 2 * pairs
     scrapes = plan.get("retry_scrapes") or {}
     before, after = (_snapshot(evidence, scrapes.get(k)) for k in ("before", "after"))
     delta = None if before is None or after is None else MetricsDelta(before, after)
-    admitted = engine_admitted(
-        delta, (references[0].usage or {}).get("prompt_tokens") if references else None
-    )
+    admitted = engine_admitted(delta, reference_prompt_tokens(references))
     hidden = hidden_retries(sent, admitted)
     if hidden is not None:
         runs = [

@@ -102,63 +102,43 @@ def sdk_finding(parsed: ParsedResponse) -> Finding | None:
 def complete_calls(parsed: ParsedResponse, tools: Mapping[str, Any]) -> list[str]:
     """Names of the calls a client already holds in full (known function, JSON object
     arguments), even from an answer it gave up on halfway."""
-    return [name for name, _ in _held_calls(parsed, tools)]
-
-
-def _held_calls(parsed: ParsedResponse, tools: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """(name, id) of each call held in full."""
-    calls: list[tuple[Any, Any, Any]]
+    calls: list[tuple[Any, Any]]
     if parsed.stream is not None:
-        calls = [(c.name, c.arguments, c.id) for c in parsed.stream.tool_calls]
+        calls = [(c.name, c.arguments) for c in parsed.stream.tool_calls]
     else:
         message, _ = message_of(parsed)
         calls = [
-            (
-                (c.get("function") or {}).get("name"),
-                (c.get("function") or {}).get("arguments"),
-                c.get("id"),
-            )
+            ((c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments"))
             for c in message.get("tool_calls") or []
-            if isinstance(c, dict)
         ]
     held = []
-    for name, arguments, call_id in calls:
+    for name, arguments in calls:
         try:
             value = json.loads(arguments) if isinstance(arguments, str) else None
         except json.JSONDecodeError:
             continue
         if name in tools and isinstance(value, dict):
-            held.append((str(name), call_id))
+            held.append(str(name))
     return held
 
 
 def retry_findings(
     first: ParsedResponse, second: ParsedResponse, tools: Mapping[str, Any]
 ) -> list[Finding]:
-    """A client that timed out and retried must not end up holding two calls to execute: a
-    retry that hands back a call the given-up attempt already held in full, under another
-    id (a layer that honours the Idempotency-Key replays the same ids, which a client can
-    tell apart)."""
+    """A client that timed out and retried must not end up holding two calls to execute."""
     gave_up = first.record.failure is not None and first.record.failure.kind in (
         FailureKind.TIMEOUT,
         FailureKind.CANCELLED,
     )
     if not gave_up:
         return []
-    held = _held_calls(first, tools)
-    held_ids = {call_id for _, call_id in held if call_id is not None}
-    again = [
-        name
-        for name, call_id in _held_calls(second, tools)
-        if call_id is None or call_id not in held_ids
-    ]
+    held, again = complete_calls(first, tools), complete_calls(second, tools)
     if held and again:
         return [
             Finding(
                 "retry.duplicate_call",
-                f"the timed-out attempt had already delivered {[n for n, _ in held]}; the "
-                f"retry delivered {again} again with new ids: a client without an "
-                "idempotency key runs both",
+                f"the timed-out attempt had already delivered {held}; the retry delivered "
+                f"{again} again with new ids: a client without an idempotency key runs both",
             )
         ]
     return []
@@ -177,15 +157,34 @@ def reference_labels(case: str, count: int = RETRY_REFERENCES) -> list[str]:
 
 def client_deadline_s(references: Sequence[ParsedResponse], fraction: float) -> float:
     """The retry attempts' client deadline: the first token plus `fraction` of the decode of
-    the quickest reference answer (one answer slowed by a passing stall would put the
-    deadline past the whole call, and the attempts would hold it before giving up); 10 s
-    where no answer was timed."""
-    timed = [r for r in references if r.e2e_ms]
-    if not timed:
-        return 10.0 * fraction
-    quickest = min(timed, key=lambda r: r.e2e_ms or 0.0)
-    e2e, ttft = (quickest.e2e_ms or 0.0) / 1000, (quickest.ttft_ms or 0.0) / 1000
+    the quickest reference that was answered (200, no failure, a first token: a refusal in
+    milliseconds would give the attempts up before their first byte, proving nothing; one
+    answer slowed by a passing stall would put the deadline past the whole call). Where none
+    was answered, the first reference as it came (10 s where it has no end), as bundles with
+    one reference were judged."""
+    answered = [
+        r
+        for r in references
+        if r.record.failure is None and r.record.status == 200 and r.ttft_ms and r.e2e_ms
+    ]
+    chosen = (
+        min(answered, key=lambda r: r.e2e_ms or 0.0)
+        if answered
+        else (references[0] if references else None)
+    )
+    e2e = ((chosen.e2e_ms if chosen else None) or 10_000.0) / 1000
+    ttft = ((chosen.ttft_ms if chosen else None) or 0.0) / 1000
     return ttft + (e2e - ttft) * fraction
+
+
+def reference_prompt_tokens(references: Sequence[ParsedResponse]) -> int | None:
+    """The prompt's length in tokens, as the first reference that reports it counted it
+    (every retry-case request sends the same prompt)."""
+    for reference in references:
+        tokens = (reference.usage or {}).get("prompt_tokens")
+        if isinstance(tokens, int) and tokens > 0:
+            return tokens
+    return None
 
 
 def engine_admitted(delta: MetricsDelta | None, prompt_tokens: Any) -> int | None:
