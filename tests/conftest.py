@@ -110,7 +110,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (-m "not target") never starts vLLM; no test elsewhere may be marked `target`. Every test
     under tests/package (the built wheel in a fresh venv) is a `package` test; every test under
     tests/integration outside the one-worker group is `client_timed`. The one-worker group's
-    tests come first, and of them a test marked `stops_the_target` last (`running_order`)."""
+    tests are put first, and of them a test marked `stops_the_target` last, in
+    pytest_collection_finish (`running_order`)."""
     for item in items:
         if item.path.is_relative_to(PACKAGE_TESTS):
             item.add_marker(pytest.mark.package)
@@ -122,9 +123,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(
                 f"{item.nodeid} is marked target but is not under tests/target: move it there"
             )
-    # The one-worker group is the longest pole: it goes first, so a worker starts it at once
-    # (ordered again, after --ff/--nf have reordered, in pytest_collection_finish).
-    items.sort(key=running_order)
 
 
 def running_order(item: pytest.Item) -> tuple[bool, bool]:
@@ -158,9 +156,10 @@ _niced: list[bool] = []
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """The running order again, after every reordering plugin (--ff and --nf reorder after
-    pytest_collection_modifyitems) and before xdist's worker reports its collection: a test
-    that stops the session's vLLM must stay last. And whether this run holds the one-worker
+    """The running order (`running_order`: the one-worker group, the longest pole, first, so
+    a worker starts it at once), set here, after every reordering plugin (--ff and --nf
+    reorder after pytest_collection_modifyitems) and before xdist's worker reports its
+    collection: a test that stops the session's vLLM must stay last. And whether this run holds the one-worker
     group at all (after -m deselects): a pass without it (make test's second, -m
     client_timed) has no engine to yield to."""
     session.items.sort(key=running_order)

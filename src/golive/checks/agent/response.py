@@ -167,11 +167,8 @@ def client_deadline_s(references: Sequence[ParsedResponse], fraction: float) -> 
         for r in references
         if r.record.failure is None and r.record.status == 200 and r.ttft_ms and r.e2e_ms
     ]
-    chosen = (
-        min(answered, key=lambda r: r.e2e_ms or 0.0)
-        if answered
-        else (references[0] if references else None)
-    )
+    candidates = answered or references[:1]
+    chosen = min(candidates, key=lambda r: r.e2e_ms or 0.0) if candidates else None
     e2e = ((chosen.e2e_ms if chosen else None) or 10_000.0) / 1000
     ttft = ((chosen.ttft_ms if chosen else None) or 0.0) / 1000
     return ttft + (e2e - ttft) * fraction
