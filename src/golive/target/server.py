@@ -105,28 +105,24 @@ def serve_argv(paths: TargetPaths, options: ServeOptions, port: int) -> list[str
 SMALL_HOST_CPUS = 2
 
 
-def cpu_threads(cpus: int) -> dict[str, str]:
-    """vLLM (CPU) keeps one core for its API server and engine loop and computes on the rest:
-    on a 2-core host that is one core. Measured here (Qwen 0.5B, float32): with both cores
-    computing, decode went from 2.9 to 4.5 tok/s for one stream, 13.5 to 21.7 tok/s for 8,
-    and a 1,000-token prefill from 18.6 to 9.0 s. Larger hosts keep vLLM's own choice, and a
-    value the user set is kept."""
-    if cpus > SMALL_HOST_CPUS or "VLLM_CPU_NUM_OF_RESERVED_CPU" in os.environ:
-        return {}
-    return {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
-
+# The engine's compute threads are vLLM's own choice: on a 2-core host it keeps one core for
+# its API server and engine loop and computes on the other. Computing on both (golive set
+# VLLM_CPU_NUM_OF_RESERVED_CPU=0 until 2026-12-06) was ~1.5x faster on a quiet machine but
+# ~3x slower in decode beside any busy process, even one at SCHED_IDLE, golive's own load
+# client and vLLM's API server among them: the two pinned OpenMP threads wait on each other
+# many times a step. One thread lost 10-15 % there (docs/development.md, bench/cpu_engine.py).
 
 SMALL_HOST_NICENESS = 5
 
 
 def engine_niceness(cpus: int) -> int:
-    """On a small host the engine computes on every core golive's own load client needs, and
-    a client starved of its core measures itself, not the server: its sends go out late and
-    the window is not judged (`golive.client_headroom`). Seen on a 2-core CI runner: a worker
-    process's first sends ~2.2 s late. The bundled engine therefore runs a little below
-    golive (niceness 5: about a third of golive's CPU weight when both want a core), so the
-    client is served first and the engine has every cycle it leaves. Larger hosts keep the
-    engine at golive's own priority."""
+    """On a small host the engine and its API server take every core golive's own load
+    client needs, and a client starved of its core measures itself, not the server: its
+    sends go out late and the window is not judged (`golive.client_headroom`). Seen on a
+    2-core CI runner: a worker process's first sends ~2.2 s late. The bundled engine
+    therefore runs a little below golive (niceness 5: about a third of golive's CPU weight
+    when both want a core), so the client is served first and the engine has every cycle it
+    leaves. Larger hosts keep the engine at golive's own priority."""
     return SMALL_HOST_NICENESS if cpus <= SMALL_HOST_CPUS else 0
 
 
@@ -142,7 +138,6 @@ async def start_target(
         "HF_HUB_OFFLINE": "1",
         "VLLM_NO_USAGE_STATS": "1",
         "VLLM_CPU_KVCACHE_SPACE": str(options.kv_cache_gib),
-        **cpu_threads(cpus),
         "VLLM_CACHE_ROOT": str(paths.root / "vllm-cache"),
         "PYTHONUNBUFFERED": "1",
     }
