@@ -35,10 +35,12 @@ LEVELS = ((1, 20, 6), (4, 40, 6), (4, 12, 64), (1, 3, 200))
 BUSY_LOOP = "while True: pass"
 
 
-async def answer(session: aiohttp.ClientSession, url: str, model: str, max_tokens: int) -> None:
+async def answer(
+    session: aiohttp.ClientSession, url: str, model: str, max_tokens: int, prompt: str = PROMPT
+) -> None:
     body = {
         "model": model,
-        "messages": [{"role": "user", "content": PROMPT}],
+        "messages": [{"role": "user", "content": prompt}],
         "max_tokens": max_tokens,
         "temperature": 0,
     }
@@ -88,12 +90,7 @@ async def measure(label: str, kind: str, env: dict[str, str]) -> dict[str, objec
                 result[name] = round(await rate(session, target.url, model, level), 2)
             began = time.perf_counter()
             # a prompt no cache holds: the whole prefill
-            long_prompt = "word " * 1000 + str(time.time())
-            body = {"model": model, "messages": [{"role": "user", "content": long_prompt}]}
-            async with session.post(
-                f"{target.url}/v1/chat/completions", json={**body, "max_tokens": 1}
-            ) as reply:
-                await reply.read()
+            await answer(session, target.url, model, 1, "word " * 1000 + str(time.time()))
             result["prefill_1000_s"] = round(time.perf_counter() - began, 2)
     finally:
         if busy is not None:

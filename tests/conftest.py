@@ -159,9 +159,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """The running order (`running_order`: the one-worker group, the longest pole, first, so
     a worker starts it at once), set here, after every reordering plugin (--ff and --nf
     reorder after pytest_collection_modifyitems) and before xdist's worker reports its
-    collection: a test that stops the session's vLLM must stay last. And whether this run holds the one-worker
-    group at all (after -m deselects): a pass without it (make test's second, -m
-    client_timed) has no engine to yield to."""
+    collection: a test that stops the session's vLLM must stay last. And whether this run
+    holds the one-worker group at all (after -m deselects): a pass without it (make test's
+    second, -m client_timed) has no engine to yield to."""
     session.items.sort(key=running_order)
     _beside_group.append(any(in_serial_group(item.nodeid) for item in session.items))
 
