@@ -48,7 +48,8 @@ class CapacityConfig(StrictModel):
         600.0,
         gt=0,
         description="sustained phase length; lengthened (at most 2x) where the ramp's rate at "
-        "that level gives fewer than the 30 answers (+25%) a drift is judged on",
+        "that level gives fewer than the 30 answers (+25%) a drift is judged on, or than the "
+        "stated SLOs need (59 with the ramp's step at that level, for a p95 bound)",
     )
     min_sustained_s: float = Field(
         600.0,

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from golive.checks.cache.judge import cache_labels
 from golive.cli.main import main
@@ -22,6 +25,34 @@ async def accepted_bundle(root: Path, edit: Edit | None = None) -> Path:
     """A programme bundle of the demo's recorded evidence, judged as golive run judges it
     (observe-with-limits, ceiling 4, every open item owned): what a watch may be run against."""
     return await programme_bundle(root, edit)
+
+
+# the engine cache label vLLM sets from the model's dtype: the demo was recorded in bfloat16
+# (a host with AVX512-BF16 or AMX), where the mamba SSM cache is kept in float32; a host
+# without them serves float32 (`cpu_dtype`) and states 'auto'
+DTYPE_LABEL = "mamba_ssm_cache_dtype"
+
+
+async def accepted_here(root: Path, metrics_url: str) -> Path:
+    """accepted_bundle as if the demo had been recorded on this host: its scrapes state the
+    engine's dtype-set cache label as the live server at `metrics_url` does (on another host
+    the watch rightly refuses the server as another deployment)."""
+    async with aiohttp.ClientSession() as session, session.get(metrics_url) as response:
+        live = cache_labels(await response.text()).get(DTYPE_LABEL)
+    assert live is not None, f"{metrics_url} states no {DTYPE_LABEL}"
+
+    def same_dtype(bundle: Path) -> None:
+        pattern = re.compile(rf'{DTYPE_LABEL}="[^"]*"')
+        for scrape in (bundle / "metrics").glob("*.prom"):
+            text = scrape.read_text()
+            scrape.write_text(pattern.sub(f'{DTYPE_LABEL}="{live}"', text))
+        # the chain's inputs keep the env scrape's labels (golive checks they agree)
+        chain = bundle / "environment/chain-inputs.json"
+        inputs = json.loads(chain.read_text())
+        inputs["cache_info"][DTYPE_LABEL] = live
+        chain.write_text(json.dumps(inputs, indent=2))
+
+    return await accepted_bundle(root, same_dtype)
 
 
 def _earlier_image(root: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from golive.bundle.store import verify
 from golive.target.server import RunningTarget
-from tests.helpers.watching import accepted_bundle, golive_watch, registry_with_previous, rules
+from tests.helpers.watching import accepted_here, golive_watch, registry_with_previous, rules
 
 
 async def _traffic(url: str, model: str, concurrency: int, seconds: float, tokens: int) -> int:
@@ -47,14 +47,16 @@ async def test_watch_is_clean_under_normal_traffic(
     real_target: RunningTarget, tmp_path: Path
 ) -> None:
     """The watch stays clean while normal traffic inside the accepted envelope runs."""
-    accepted = await accepted_bundle(tmp_path / "accepted")
+    accepted = await accepted_here(tmp_path / "accepted", f"{real_target.url}/metrics")
     watch = golive_watch(
         real_target.url,
         accepted,
         tmp_path / "w",
-        # ~12 intervals, each with its tool probe: the clean watch is asserted, not its length
+        # 20 intervals, each asking for a tool probe (one at a time): the clean watch is
+        # asserted, not its length, but a probe must answer inside it (on a 2-core AMD box
+        # in float32, beside the traffic and the cache probes, the first took 25.3 s)
         "--duration",
-        "25",
+        "40",
         "--interval",
         "2",
         "--probe-deadline",
@@ -64,7 +66,7 @@ async def test_watch_is_clean_under_normal_traffic(
         "--cache-every",
         "2",
     )
-    traffic = _traffic(real_target.url, real_target.served_name, 1, 22, 8)
+    traffic = _traffic(real_target.url, real_target.served_name, 1, 37, 8)
     (code, summary), served = await asyncio.gather(watch, traffic)
     assert code == 0, summary["triggers"]
     assert summary["clean"]
@@ -82,7 +84,7 @@ async def test_burst_beyond_accepted_concurrency_fires_the_queue_trigger(
 ) -> None:
     """A burst beyond the accepted concurrency fires the queue trigger and runs --on-rollback with
     the previous artifact's facts."""
-    accepted = await accepted_bundle(tmp_path / "accepted")
+    accepted = await accepted_here(tmp_path / "accepted", f"{real_target.url}/metrics")
     registry = await registry_with_previous(tmp_path)
     seen = tmp_path / "rollback.env"
     command = f"env | grep ^GOLIVE_ | sort >> {seen}"
@@ -126,7 +128,7 @@ async def test_watch_fires_the_health_trigger_within_two_intervals_of_a_stop(
 ) -> None:
     """The accepted deployment's engine (the demo's Qwen: the session's server) is watched and
     stopped mid-watch: the engine-health trigger fires on the second unhealthy interval."""
-    accepted = await accepted_bundle(tmp_path / "accepted")
+    accepted = await accepted_here(tmp_path / "accepted", f"{real_target.url}/metrics")
     interval = 2.0
     try:
         watch = asyncio.ensure_future(

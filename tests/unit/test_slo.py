@@ -22,7 +22,7 @@ from golive.checks.capacity.latency_set import answer_of, window_latency
 from golive.checks.capacity.recorded import steps_differences
 from golive.checks.capacity.rules import Action
 from golive.checks.capacity.slo import SloStep, classify_slo, judge_slo, levels
-from golive.checks.capacity.slo_objectives import State, objectives
+from golive.checks.capacity.slo_objectives import State, answers_needed, objectives
 from golive.config import GoliveConfig
 from golive.errors import RecordLineError
 from golive.quantiles import lower_bound, quantile, rate_bounds
@@ -480,3 +480,29 @@ def test_a_ramp_level_stated_twice_is_caught() -> None:
     records = [record_line(label="c2", http_status=200, failure=None, problems=[])]
     found = steps_differences([row, row], records, "steps")
     assert any("a second row of c2" in line for line in found)
+
+
+@pytest.mark.parametrize(
+    ("stated", "expected"),
+    [
+        ({}, 0),  # nothing stated: the drift's own 30 answers size the window
+        ({"error_rate": 0.1}, 29),  # none of 29 failing bounds the rate under 10%
+        ({"itl_p95_ms": 5000.0}, 59),  # a p95's distribution-free bound is the max of 59
+        ({"min_output_tokens_per_s_per_user": 5.0}, 59),  # the speed's p5: the same
+        ({"ttft_p95_ms": 800.0, "error_rate": 0.01}, 299),  # a 1% rate needs more
+        ({"error_rate": 0.0}, 0),  # no count shows a rate of 0 met: it sizes nothing
+    ],
+)
+def test_the_answers_a_level_needs_for_the_stated_slos(
+    stated: dict[str, float], expected: int
+) -> None:
+    """The answers that let every stated objective be shown met where none fail: with that
+    many the bound exists, with one fewer it does not (the judge's own bounds)."""
+    slo = SloConfig(**stated)
+    assert answers_needed(slo) == expected
+    if "itl_p95_ms" in stated or "min_output_tokens_per_s_per_user" in stated:
+        assert quantile([1.0] * expected, 95).upper is not None
+        assert quantile([1.0] * (expected - 1), 95).upper is None
+    rate = stated.get("error_rate")
+    if rate and len(stated) == 1:
+        assert rate_bounds(0, expected)[1] <= rate < rate_bounds(0, expected - 1)[1]

@@ -143,6 +143,7 @@ class CapacityRun:
         self.rate_per_slot = 0.0  # requests/s per concurrency slot, from the calibration window
         self.idle_silence_s = 0.0  # how long a typical answer went without a byte, calibration
         self.step_rps: dict[int, float] = {}  # measured throughput by ramp concurrency
+        self.step_answers: dict[int, int] = {}  # answers completed by ramp concurrency
         self.timeline: list[Any] = []
         self.windows: list[dict[str, Any]] = []  # each load window's watchdog row
         self.probes_at_idle = False  # the answer probes' reference answers were taken

@@ -50,6 +50,7 @@ from golive.checks.capacity.restart import served_again
 from golive.checks.capacity.rules import ramp_next
 from golive.checks.capacity.sample_tokens import count_sample_tokens
 from golive.checks.capacity.slo import slo_of
+from golive.checks.capacity.slo_objectives import answers_needed
 from golive.checks.capacity.step_stats import StepStats
 from golive.checks.capacity.windows import MIN_DRIFT_COMPLETIONS
 from golive.checks.context import CheckContext, compressed, packed, served_model
@@ -178,6 +179,7 @@ async def concurrency_ramp(run: CapacityRun) -> CheckResult:
         offset += len(answered)
         steps.append(stats)
         run.step_rps[level] = stats.throughput_rps
+        run.step_answers[level] = stats.completed
         # the next cap is sized from the fastest per-slot rate measured so far: a calibration
         # slowed by a first-request cost must not end the next window early on its cap
         run.rate_per_slot = max(run.rate_per_slot, stats.throughput_rps / level)
@@ -223,9 +225,9 @@ def sustained_length(
     duration_s: float, measured_rps: float | None, answers: int = MIN_DRIFT_COMPLETIONS
 ) -> float:
     """The sustained window: `capacity.duration_s`, lengthened (at most 2x) to what the
-    ramp's rate at that level needs for it to be judged (`answers`, at least the
-    MIN_DRIFT_COMPLETIONS a drift needs, +25%): a slow engine given too short a window
-    measures nothing."""
+    ramp's rate at that level needs for it to be judged (`answers`: at least the
+    MIN_DRIFT_COMPLETIONS a drift needs, and what the stated SLOs need; +25%): a slow engine
+    given too short a window measures nothing."""
     if not measured_rps:
         return duration_s
     needed = max(answers, MIN_DRIFT_COMPLETIONS) * 1.25 / measured_rps
@@ -245,7 +247,10 @@ async def sustained(run: CapacityRun) -> CheckResult:
     lanes = probe_lanes(level) if run.probes_at_idle else 0
     # the workload's answers come from the slots the probes leave it
     workload_rps = measured * (level - lanes) / level if measured else None
-    duration_s = sustained_length(config.duration_s, workload_rps, config.min_sustained_completions)
+    # the SLOs are judged on the ramp step's and this window's answers pooled (`capacity.slo`)
+    for_slo = answers_needed(run.ctx.config.slo) - run.step_answers.get(level, 0)
+    answers = max(config.min_sustained_completions, for_slo)
+    duration_s = sustained_length(config.duration_s, workload_rps, answers)
     run.inputs.progress.phase("sustained", duration_s)
     cap = window_cap(run, level, duration_s, rate)
     probes = None

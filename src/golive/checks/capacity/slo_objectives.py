@@ -7,12 +7,14 @@ rate on its count. Pure."""
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from golive.checks.capacity.latency_set import WindowLatency
 from golive.quantiles import (
+    CONFIDENCE,
     bound_levels,
     lower_bound,
     percentile,
@@ -164,6 +166,23 @@ def objectives(window: WindowLatency, slo: SloConfig) -> list[Objective]:
     if slo.min_output_tokens_per_s_per_user is not None:
         found.append(_speed(window, slo.min_output_tokens_per_s_per_user))
     return found
+
+
+def answers_needed(slo: SloConfig) -> int:
+    """The answers one load level needs for every stated objective to be shown met, with
+    none failing: 59 for a p95 (or the decode speed's p5) at 95% confidence, and for an error
+    rate r the n with (1 - r)^n <= 5% (29 for 10%); 0 where nothing is stated (or only an
+    error rate of 0, which no count shows)."""
+    needs = (
+        [samples_needed(95)]
+        if any(getattr(slo, key) is not None for key, *_ in LATENCY_TARGETS)
+        else []
+    )
+    if slo.min_output_tokens_per_s_per_user is not None:
+        needs.append(samples_needed(95))
+    if slo.error_rate is not None and 0 < slo.error_rate < 1:
+        needs.append(math.ceil(math.log(1 - CONFIDENCE) / math.log(1 - slo.error_rate)))
+    return max(needs, default=0)
 
 
 def step_state(found: Sequence[Objective]) -> State:
