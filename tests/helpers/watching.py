@@ -27,30 +27,31 @@ async def accepted_bundle(root: Path, edit: Edit | None = None) -> Path:
     return await programme_bundle(root, edit)
 
 
-# the engine cache label vLLM sets from the model's dtype: the demo was recorded in bfloat16
-# (a host with AVX512-BF16 or AMX), where the mamba SSM cache is kept in float32; a host
-# without them serves float32 (`cpu_dtype`) and states 'auto'
-DTYPE_LABEL = "mamba_ssm_cache_dtype"
+# the engine cache label vLLM 0.32's CPU platform sets from the host: on a CPU with
+# AVX512-BF16 (where the demo was recorded) it resets the mamba SSM cache to float32,
+# elsewhere it stays 'auto' (vllm/platforms/cpu.py); the Qwen model has no mamba layers
+HOST_LABEL = "mamba_ssm_cache_dtype"
 
 
 async def accepted_here(root: Path, metrics_url: str) -> Path:
-    """accepted_bundle as if the demo had been recorded on this host: its scrapes state the
-    engine's dtype-set cache label as the live server at `metrics_url` does (on another host
-    the watch rightly refuses the server as another deployment)."""
+    """accepted_bundle as if the demo had been recorded on this host: its scrapes and chain
+    state the engine's host-set cache label as the live server at `metrics_url` does (on
+    another kind of host the watch refuses the server as another deployment)."""
     async with aiohttp.ClientSession() as session, session.get(metrics_url) as response:
-        live = cache_labels(await response.text()).get(DTYPE_LABEL)
-    assert live is not None, f"{metrics_url} states no {DTYPE_LABEL}"
+        live = cache_labels(await response.text()).get(HOST_LABEL)
+    assert live is not None, f"{metrics_url} states no {HOST_LABEL}"
 
     def same_dtype(bundle: Path) -> None:
-        pattern = re.compile(rf'{DTYPE_LABEL}="[^"]*"')
+        label = re.compile(rf'{HOST_LABEL}="[^"]*"')
         for scrape in (bundle / "metrics").glob("*.prom"):
             text = scrape.read_text()
-            scrape.write_text(pattern.sub(f'{DTYPE_LABEL}="{live}"', text))
-        # the chain's inputs keep the env scrape's labels (golive checks they agree)
-        chain = bundle / "environment/chain-inputs.json"
-        inputs = json.loads(chain.read_text())
-        inputs["cache_info"][DTYPE_LABEL] = live
-        chain.write_text(json.dumps(inputs, indent=2))
+            scrape.write_text(label.sub(f'{HOST_LABEL}="{live}"', text))
+        pattern = re.compile(rf'{HOST_LABEL}": "[^"]*"')
+        # the chain's inputs keep the env scrape's labels (golive checks they agree), and
+        # the chain the reports read states them too
+        for name in ("chain-inputs.json", "chain.json"):
+            chain = bundle / "environment" / name
+            chain.write_text(pattern.sub(f'{HOST_LABEL}": "{live}"', chain.read_text()))
 
     return await accepted_bundle(root, same_dtype)
 

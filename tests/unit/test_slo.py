@@ -22,7 +22,12 @@ from golive.checks.capacity.latency_set import answer_of, window_latency
 from golive.checks.capacity.recorded import steps_differences
 from golive.checks.capacity.rules import Action
 from golive.checks.capacity.slo import SloStep, classify_slo, judge_slo, levels
-from golive.checks.capacity.slo_objectives import State, answers_needed, objectives
+from golive.checks.capacity.slo_objectives import (
+    State,
+    answers_needed,
+    objectives,
+    sustained_answers,
+)
 from golive.config import GoliveConfig
 from golive.errors import RecordLineError
 from golive.quantiles import lower_bound, quantile, rate_bounds
@@ -506,3 +511,28 @@ def test_the_answers_a_level_needs_for_the_stated_slos(
     rate = stated.get("error_rate")
     if rate and len(stated) == 1:
         assert rate_bounds(0, expected)[1] <= rate < rate_bounds(0, expected - 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("stated", "ramp_answers", "minimum", "expected"),
+    [
+        ({}, 4, 1, 1),  # no SLO: the config's floor (the drift's 30 are sustained_length's)
+        ({"itl_p95_ms": 5000.0}, 4, 1, 55),  # 59 pooled with the ramp step's 4
+        ({"itl_p95_ms": 5000.0}, 70, 1, 1),  # the ramp step held them all already
+        ({"error_rate": 0.1}, 4, 30, 30),  # the floor asks more than the SLO
+    ],
+)
+def test_the_sustained_window_holds_what_the_slos_need_with_the_ramp_step(
+    stated: dict[str, float], ramp_answers: int, minimum: int, expected: int
+) -> None:
+    """The sustained window is sized for the answers the SLOs still need after the ramp's
+    step at that level (the two are judged pooled), never fewer than the config's floor:
+    on a 2-core AMD box the SLO test's window held 42 of the 59 and no level was shown to
+    meet the SLOs (issue 31 §1)."""
+    assert sustained_answers(SloConfig(**stated), ramp_answers, minimum) == expected
+
+
+def test_an_error_rate_too_small_to_show_sizes_a_window_without_a_crash() -> None:
+    """An error rate so small that 1 - r rounds to 1 asks for more answers than any window
+    holds (the window's 2x cap applies), never a division by zero after the whole ramp."""
+    assert answers_needed(SloConfig(error_rate=1e-18)) > 10**15

@@ -50,7 +50,7 @@ from golive.checks.capacity.restart import served_again
 from golive.checks.capacity.rules import ramp_next
 from golive.checks.capacity.sample_tokens import count_sample_tokens
 from golive.checks.capacity.slo import slo_of
-from golive.checks.capacity.slo_objectives import answers_needed
+from golive.checks.capacity.slo_objectives import sustained_answers
 from golive.checks.capacity.step_stats import StepStats
 from golive.checks.capacity.windows import MIN_DRIFT_COMPLETIONS
 from golive.checks.context import CheckContext, compressed, packed, served_model
@@ -247,9 +247,9 @@ async def sustained(run: CapacityRun) -> CheckResult:
     lanes = probe_lanes(level) if run.probes_at_idle else 0
     # the workload's answers come from the slots the probes leave it
     workload_rps = measured * (level - lanes) / level if measured else None
-    # the SLOs are judged on the ramp step's and this window's answers pooled (`capacity.slo`)
-    for_slo = answers_needed(run.ctx.config.slo) - run.step_answers.get(level, 0)
-    answers = max(config.min_sustained_completions, for_slo)
+    answers = sustained_answers(
+        run.ctx.config.slo, run.step_answers.get(level, 0), config.min_sustained_completions
+    )
     duration_s = sustained_length(config.duration_s, workload_rps, answers)
     run.inputs.progress.phase("sustained", duration_s)
     cap = window_cap(run, level, duration_s, rate)

@@ -181,8 +181,15 @@ def answers_needed(slo: SloConfig) -> int:
     if slo.min_output_tokens_per_s_per_user is not None:
         needs.append(samples_needed(95))
     if slo.error_rate is not None and 0 < slo.error_rate < 1:
-        needs.append(math.ceil(math.log(1 - CONFIDENCE) / math.log(1 - slo.error_rate)))
+        needs.append(math.ceil(math.log(1 - CONFIDENCE) / math.log1p(-slo.error_rate)))
     return max(needs, default=0)
+
+
+def sustained_answers(slo: SloConfig, ramp_answers: int, minimum: int) -> int:
+    """The answers the sustained window at one level should hold: `minimum` (the config's
+    floor), or what the stated SLOs need less those the ramp's step at that level answered
+    (`capacity.slo` pools the two), whichever is more."""
+    return max(minimum, answers_needed(slo) - ramp_answers)
 
 
 def step_state(found: Sequence[Objective]) -> State:
