@@ -41,7 +41,7 @@ async def accepted_here(root: Path, metrics_url: str) -> Path:
         live = cache_labels(await response.text()).get(HOST_LABEL)
     assert live is not None, f"{metrics_url} states no {HOST_LABEL}"
 
-    def same_dtype(bundle: Path) -> None:
+    def same_host_label(bundle: Path) -> None:
         label = re.compile(rf'{HOST_LABEL}="[^"]*"')
         for scrape in (bundle / "metrics").glob("*.prom"):
             text = scrape.read_text()
@@ -53,7 +53,7 @@ async def accepted_here(root: Path, metrics_url: str) -> Path:
             chain = bundle / "environment" / name
             chain.write_text(pattern.sub(f'{HOST_LABEL}": "{live}"', chain.read_text()))
 
-    return await accepted_bundle(root, same_dtype)
+    return await accepted_bundle(root, same_host_label)
 
 
 def _earlier_image(root: Path) -> None:

@@ -31,6 +31,7 @@ from golive.checks.capacity.rules import (
     Action,
     Classification,
 )
+from golive.checks.capacity.step_stats import StepStats
 from golive.checks.context import CheckContext, PhaseProgress, Quiet
 from golive.evidence.ray_gpu_curve import RayGpuCurves
 from golive.evidence.sampling import Curve, Probe, host_probe
@@ -142,8 +143,7 @@ class CapacityRun:
         self.concurrency_ceiling: int | None = None
         self.rate_per_slot = 0.0  # requests/s per concurrency slot, from the calibration window
         self.idle_silence_s = 0.0  # how long a typical answer went without a byte, calibration
-        self.step_rps: dict[int, float] = {}  # measured throughput by ramp concurrency
-        self.step_answers: dict[int, int] = {}  # answers completed by ramp concurrency
+        self.ramp_steps: dict[int, StepStats] = {}  # each ramp step's figures, by concurrency
         self.timeline: list[Any] = []
         self.windows: list[dict[str, Any]] = []  # each load window's watchdog row
         self.probes_at_idle = False  # the answer probes' reference answers were taken

@@ -178,8 +178,7 @@ async def concurrency_ramp(run: CapacityRun) -> CheckResult:
         stats, answered = await load_window(run, level, config.step_duration_s, cap, offset)
         offset += len(answered)
         steps.append(stats)
-        run.step_rps[level] = stats.throughput_rps
-        run.step_answers[level] = stats.completed
+        run.ramp_steps[level] = stats
         # the next cap is sized from the fastest per-slot rate measured so far: a calibration
         # slowed by a first-request cost must not end the next window early on its cap
         run.rate_per_slot = max(run.rate_per_slot, stats.throughput_rps / level)
@@ -242,13 +241,14 @@ async def sustained(run: CapacityRun) -> CheckResult:
     level = min(config.concurrency, run.concurrency_ceiling)
     if not run.rate_per_slot:
         run.rate_per_slot = await calibrate(run)
-    measured = run.step_rps.get(level)  # the ramp's throughput at this level, where it ran
+    step = run.ramp_steps.get(level)  # the ramp's step at this level, where it ran
+    measured = step.throughput_rps if step else None
     rate = measured / level if measured else run.rate_per_slot
     lanes = probe_lanes(level) if run.probes_at_idle else 0
     # the workload's answers come from the slots the probes leave it
     workload_rps = measured * (level - lanes) / level if measured else None
     answers = sustained_answers(
-        run.ctx.config.slo, run.step_answers.get(level, 0), config.min_sustained_completions
+        run.ctx.config.slo, step.completed if step else 0, config.min_sustained_completions
     )
     duration_s = sustained_length(config.duration_s, workload_rps, answers)
     run.inputs.progress.phase("sustained", duration_s)

@@ -173,13 +173,8 @@ def answers_needed(slo: SloConfig) -> int:
     none failing: 59 for a p95 (or the decode speed's p5) at 95% confidence, and for an error
     rate r the n with (1 - r)^n <= 5% (29 for 10%); 0 where nothing is stated (or only an
     error rate of 0, which no count shows)."""
-    needs = (
-        [samples_needed(95)]
-        if any(getattr(slo, key) is not None for key, *_ in LATENCY_TARGETS)
-        else []
-    )
-    if slo.min_output_tokens_per_s_per_user is not None:
-        needs.append(samples_needed(95))
+    percentiles = [key for key, *_ in LATENCY_TARGETS] + ["min_output_tokens_per_s_per_user"]
+    needs = [samples_needed(95)] if any(getattr(slo, k) is not None for k in percentiles) else []
     if slo.error_rate is not None and 0 < slo.error_rate < 1:
         needs.append(math.ceil(math.log(1 - CONFIDENCE) / math.log1p(-slo.error_rate)))
     return max(needs, default=0)
