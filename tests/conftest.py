@@ -13,6 +13,7 @@ import pytest
 from golive.bundle.layout import MANIFEST
 from golive.orchestration.rederive import Rederived, rederive
 from golive.results import Outcome
+from tests.helpers.ray_cluster import LoopbackCluster, three_node_cluster
 
 
 @pytest.fixture(autouse=True)
@@ -125,13 +126,51 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             )
 
 
-def running_order(item: pytest.Item) -> tuple[bool, bool]:
-    """The one-worker group first; of it, a test that stops the session's vLLM (one server
-    start fewer) last."""
+def running_order(item: pytest.Item) -> tuple[bool, bool, bool]:
+    """The one-worker group first; of it, the tests on the shared Ray cluster first, one after
+    another (the cluster stops after the last of them, so its processes never run beside the
+    rest of the group), and a test that stops the session's vLLM (one server start fewer)
+    last."""
     return (
         not in_serial_group(item.nodeid),
+        not _uses_ray_cluster(item),
         item.get_closest_marker("stops_the_target") is not None,
     )
+
+
+def _uses_ray_cluster(item: pytest.Item) -> bool:
+    return "ray_cluster" in getattr(item, "fixturenames", ())
+
+
+# the one loopback Ray cluster the tests share while it runs: (its generator, the cluster)
+_RAY_CLUSTER: list[tuple[Generator[LoopbackCluster], LoopbackCluster]] = []
+
+
+@pytest.fixture(scope="session")
+def _ray_cluster_stops() -> Iterator[None]:
+    """Stops the shared Ray cluster at the session's end if a test left it running (a run
+    interrupted, or -x, before its last user)."""
+    yield
+    while _RAY_CLUSTER:
+        _RAY_CLUSTER.pop()[0].close()
+
+
+@pytest.fixture
+def ray_cluster(
+    request: pytest.FixtureRequest, _ray_cluster_stops: None
+) -> Iterator[LoopbackCluster]:
+    """A head and two workers on loopback (tests/helpers/ray_cluster.py), started by the first
+    test that asks for it and stopped after the last one in the running order: one start
+    (~15 s on 2 cores) for test_ray.py and test_ray_load.py, and no Ray processes beside the
+    rest of the one-worker group (`running_order` puts its users together)."""
+    if not _RAY_CLUSTER:
+        started = three_node_cluster()
+        _RAY_CLUSTER.append((started, next(started)))
+    yield _RAY_CLUSTER[0][1]
+    items = request.session.items
+    later = items[items.index(request.node) + 1 :] if request.node in items else []
+    if not any(_uses_ray_cluster(i) for i in later):
+        _RAY_CLUSTER.pop()[0].close()  # its finally shuts the cluster down
 
 
 # a file: every test phase's seconds, appended (absolute: some tests change directory)

@@ -8,7 +8,7 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +113,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def three_node_cluster() -> Iterator[LoopbackCluster]:
+def three_node_cluster() -> Generator[LoopbackCluster]:
     """A head and two workers (worker-2 with an R575 driver), shut down afterwards."""
     root = Path(tempfile.mkdtemp(prefix="gr", dir="/tmp"))  # Ray's socket paths must be short
     saved = {"RAY_TMPDIR": os.environ.get("RAY_TMPDIR")}

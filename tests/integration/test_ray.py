@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,8 @@ from golive.orchestration.pipeline import Verdict, judge
 from golive.orchestration.rederive import rederive
 from golive.results import CheckResult, Status
 from tests.helpers.fakes.vllm import FakeState, fake_vllm
-from tests.helpers.ray_cluster import CURVE, LoopbackCluster, split, three_node_cluster
+from tests.helpers.ray_cluster import CURVE, LoopbackCluster, split
 from tests.helpers.scenario import FAKE_CAPACITY
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LoopbackCluster]:
-    yield from three_node_cluster()
 
 
 async def _env(address: str, out: Path, **ray: Any) -> Verdict:
@@ -47,15 +41,15 @@ def _checks(verdict: Verdict) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.tampers_bundle
 async def test_every_node_reports_and_a_mixed_driver_is_rebuild(
-    cluster: LoopbackCluster, tmp_path: Path
+    ray_cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
     """Every node of the Ray cluster reports its host and container facts; the one on an R575 driver
     makes the chain rebuild."""
     verdict = await _env(
-        cluster.address, tmp_path / "b", expect_nodes=3, timeout_s=60, container=True
+        ray_cluster.address, tmp_path / "b", expect_nodes=3, timeout_s=60, container=True
     )
     checks = _checks(verdict)
-    names = [cluster.node_name(n) for n in ("head", "worker-1", "worker-2")]
+    names = [ray_cluster.node_name(n) for n in ("head", "worker-1", "worker-2")]
     for name in names:
         assert (tmp_path / f"b/environment/host-{name}.json").exists()
         assert (tmp_path / f"b/environment/container-{name}.json").exists()  # --ray-container
@@ -84,18 +78,18 @@ async def test_every_node_reports_and_a_mixed_driver_is_rebuild(
 
 
 async def test_fewer_nodes_than_declared_is_a_finding(
-    cluster: LoopbackCluster, tmp_path: Path
+    ray_cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
     """A cluster with fewer alive nodes than --expect-nodes fails the node count, saying both
     numbers."""
-    verdict = await _env(cluster.address, tmp_path / "b", expect_nodes=4, timeout_s=60)
+    verdict = await _env(ray_cluster.address, tmp_path / "b", expect_nodes=4, timeout_s=60)
     count = _checks(verdict)["environment.node_count"]
     assert count["status"] == "fail"
     assert "3 alive node(s), but 4 were declared" in count["summary"]
 
 
 async def test_run_collects_the_chain_from_every_node(
-    cluster: LoopbackCluster, tmp_path: Path
+    ray_cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
     """`golive run --chain-ray` reads every node of the vLLM Ray cluster itself (no `golive
     env` first, no file copied by hand): the R575 node makes it rebuild, and no request is
@@ -104,19 +98,21 @@ async def test_run_collects_the_chain_from_every_node(
     out = tmp_path / "run"
     async with fake_vllm(state) as url:
         argv = [
-            "run", "--target", url, "--chain-ray", cluster.address, "--expect-nodes", "3",
+            "run", "--target", url, "--chain-ray", ray_cluster.address, "--expect-nodes", "3",
             "--ray-timeout", "60", "--out", str(out),
         ]  # fmt: skip
         code = await asyncio.to_thread(main, argv)
     checks = {c["id"]: c for c in json.loads((out / "verdict.json").read_text())["checks"]}
     assert code == 13
     assert checks["environment.node_count"]["measurements"]["reported_nodes"] == 3
-    assert f"{cluster.node_name('worker-2')}: R575" in checks["environment.host_driver"]["summary"]
+    assert (
+        f"{ray_cluster.node_name('worker-2')}: R575" in checks["environment.host_driver"]["summary"]
+    )
     assert state.chats == 0
 
 
 async def test_capacity_samples_every_nodes_gpu_memory(
-    cluster: LoopbackCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ray_cluster: LoopbackCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`golive capacity --chain-ray`: a sampler on each of the three nodes (no sampler
     started by hand, no CSV copied back) reads its GPU memory over the phases — each node's
@@ -126,7 +122,7 @@ async def test_capacity_samples_every_nodes_gpu_memory(
     for key, value in FAKE_CAPACITY.items():  # the small windows, as GOLIVE_* variables
         monkeypatch.setenv(variable_of(key), str(value).lower())
     async with fake_vllm(FakeState()) as url:
-        argv = ["capacity", "--target", url, "--chain-ray", cluster.address, "--out", str(out)]
+        argv = ["capacity", "--target", url, "--chain-ray", ray_cluster.address, "--out", str(out)]
         code = await asyncio.to_thread(main, argv)
     assert code in (0, 10, 11), code
     checks = {c["id"]: c for c in json.loads((out / "verdict.json").read_text())["checks"]}
@@ -135,10 +131,10 @@ async def test_capacity_samples_every_nodes_gpu_memory(
     replayed = {float(line.split(",")[1]) for line in CURVE.read_text().splitlines()[1:]}
     lines = [json.loads(line) for line in (out / RAY_GPU_CURVE).read_text().splitlines()]
     for node in ("head", "worker-1", "worker-2"):
-        name = cluster.node_name(node)
+        name = ray_cluster.node_name(node)
         peak = memory["measurements"][f"ray-{name}:concurrency:gpu0_used_mib"]
         assert round(peak, 1) in {round(v, 1) for v in replayed}
-        node_id = cluster.nodes[node].node_id
+        node_id = ray_cluster.nodes[node].node_id
         rows = [r for line in lines if line.get("node_id") == node_id for r in line["rows"]]
         assert len(rows) >= 2  # every half second while the phases ran
         assert {r["gpu0_total_mib"] for r in rows} == {143771.0}
@@ -151,23 +147,25 @@ async def test_capacity_samples_every_nodes_gpu_memory(
 
 
 async def test_run_reads_the_chain_and_every_nodes_gpu_memory(
-    cluster: LoopbackCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ray_cluster: LoopbackCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 30's first real run on Ray: `golive run --chain-ray ... --sample-gpus` reads the
     chain from every node and each GPU node's memory over the pressure phases — no `golive
     env` beforehand, no sampler started by hand, no CSV copied — through the whole programme,
     and golive decide judges the nodes and the curves again from the bundle. (worker-2 is on
     R575 in the other tests: here its nvidia-smi says R580, so the run is not stopped there.)"""
-    xml = cluster.root / "worker-2/smi.xml"
+    xml = ray_cluster.root / "worker-2/smi.xml"
     r575 = xml.read_text()
     xml.write_text(r575.replace("575.57.08", "580.159.04"))
     out = tmp_path / "run"
-    for key, value in FAKE_CAPACITY.items():
+    # the subject is the chain and the GPU curves: smoke's other request classes (a 20 s
+    # sustained run by default) are not
+    for key, value in {**FAKE_CAPACITY, "smoke.classes": False}.items():
         monkeypatch.setenv(variable_of(key), str(value).lower())
     try:
         async with fake_vllm(FakeState()) as url:
             argv = [
-                "run", "--target", url, "--chain-ray", cluster.address, "--expect-nodes", "3",
+                "run", "--target", url, "--chain-ray", ray_cluster.address, "--expect-nodes", "3",
                 "--ray-timeout", "60", "--sample-gpus", "--out", str(out),
             ]  # fmt: skip
             code = await asyncio.to_thread(main, argv)
@@ -178,7 +176,7 @@ async def test_run_reads_the_chain_and_every_nodes_gpu_memory(
     memory = checks["capacity.gpu_memory"]
     assert memory["status"] == "pass", memory["summary"]
     for node in ("head", "worker-1", "worker-2"):
-        name = cluster.node_name(node)
+        name = ray_cluster.node_name(node)
         assert any(k.startswith(f"ray-{name}:") for k in memory["measurements"]), name
     again = rederive(out)
     assert again.agrees, again.problems
@@ -188,24 +186,24 @@ async def test_run_reads_the_chain_and_every_nodes_gpu_memory(
 
 @pytest.mark.tampers_bundle
 async def test_a_node_removed_mid_collection_is_no_data(
-    cluster: LoopbackCluster, tmp_path: Path
+    ray_cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
     """Runs last: it takes a node away. Its nvidia-smi stalls; the node goes while it does.
     decide judges the node checks again from environment/ray-nodes.json: a verdict edited to
     drop the missing node's check, re-sealed, is not agreed to and the node is no_data again
     (these checks were taken as sealed before)."""
-    leaving = cluster.add("leaving", delay_s=60)
-    run = asyncio.create_task(_env(cluster.address, tmp_path / "b", timeout_s=45))
-    started = cluster.root / "leaving/started"
+    leaving = ray_cluster.add("leaving", delay_s=60)
+    run = asyncio.create_task(_env(ray_cluster.address, tmp_path / "b", timeout_s=45))
+    started = ray_cluster.root / "leaving/started"
     for _ in range(600):
         if started.exists() or run.done():
             break
         await asyncio.sleep(0.1)
     assert started.exists(), "the collector never reached the leaving node"
-    cluster.cluster.remove_node(leaving)
+    ray_cluster.cluster.remove_node(leaving)
     verdict = await asyncio.wait_for(run, 240)
     checks = _checks(verdict)
-    gone = checks[f"environment.node.{cluster.node_name('leaving')}"]
+    gone = checks[f"environment.node.{ray_cluster.node_name('leaving')}"]
     assert gone["status"] == "no_data"
     assert "did not report" in gone["summary"]
     assert verdict.data["outcome"] != "go-live"

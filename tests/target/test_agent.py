@@ -1,18 +1,16 @@
 """`golive agent` on the real CPU vLLM: Qwen + hermes (required/named pass, auto writes the
-call into content), SmolLM2 (schema failures → hold), and gateways in front of the real
-engine whose defects must be blamed on the right layer."""
+call into content), and gateways in front of the real engine whose defects must be blamed on
+the right layer. The weak model's schema failures are test_smollm2_server.py's."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from golive.bundle.store import Bundle, verify
 from golive.checks.agent.collect import AgentSettings, run_agent
@@ -25,10 +23,8 @@ from golive.orchestration.pipeline import judge
 from golive.orchestration.rederive import rederive
 from golive.profiles import load_profile
 from golive.results import CheckResult, Outcome
-from golive.target.install import ensure_target
-from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from golive.target.server import RunningTarget
 from tests.helpers.fakes.gateway import hedging_gateway, rewriting_gateway
-from tests.helpers.scenario import SHORT_LOAD, golive_run, rules
 
 
 async def _cli(url: str, out: Path, *extra: str) -> tuple[int, dict[str, Any]]:
@@ -250,48 +246,3 @@ async def test_hedging_gateway_is_blamed_on_idempotency(
     assert isinstance(sent, int)
     assert admitted > sent
     assert "retry.hidden_retries" in str(result.measurements["signatures"])
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def smollm2_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningTarget]:
-    paths = await ensure_target("smollm2")
-    target = await start_target(paths, ServeOptions(), tmp_path_factory.mktemp("smollm2"))
-    try:
-        yield target
-    finally:
-        await stop_target(target)
-
-
-async def test_smollm2_schema_failures_hold(smollm2_target: RunningTarget, tmp_path: Path) -> None:
-    """The weak model's schema-breaking tool calls on critical cases hold."""
-    out = tmp_path / "b"
-    code, verdict = await _cli(
-        smollm2_target.url,
-        out,
-        "--repeat",
-        "2",
-        "--concurrency",
-        "8",
-        "--case",
-        "one_arg.required",
-        "--case",
-        "structured",
-    )
-    checks = _checks(verdict)
-    assert code == Outcome.HOLD.exit_code
-    assert verdict["rules_fired"][0]["rule"] == "agent-protocol-failure"
-    required = checks["agent.one_arg.required"]
-    assert required["status"] == "fail"
-    assert "arguments." in required["measurements"]["signatures"]
-    assert checks["agent.structured"]["status"] == "fail"
-    assert "structured." in checks["agent.structured"]["measurements"]["signatures"]
-    assert "Repeated failure on a critical path" in required["summary"]
-
-
-async def test_golive_run_with_the_weak_model_is_hold(
-    smollm2_target: RunningTarget, tmp_path: Path
-) -> None:
-    """golive run on the weak model holds, citing its tool-call protocol failure."""
-    code, verdict = await golive_run(smollm2_target, tmp_path / "b", *SHORT_LOAD)
-    assert code == Outcome.HOLD.exit_code
-    assert "agent.one_arg.required" in rules(verdict)["agent-protocol-failure"]

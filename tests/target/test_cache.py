@@ -1,5 +1,6 @@
-"""`golive cache` on the real CPU vLLM: reuse proven, reuse absent, a test too small, and
-metrics out of reach."""
+"""`golive cache` on the real CPU vLLM: reuse proven, a test too small, and metrics out of
+reach. Reuse absent (a server without prefix caching) is test_smollm2_server.py's, and the API's
+cached_tokens agreeing with the counters test_tight_server.py's."""
 
 from __future__ import annotations
 
@@ -7,23 +8,18 @@ import asyncio
 import json
 import shutil
 import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from golive.bundle.layout import CACHE_STEPS
 from golive.bundle.store import Bundle
 from golive.cli.main import main
 from golive.orchestration.rederive import rederive
-from golive.results import EXIT_USAGE, Outcome
-from golive.target.install import ensure_target
-from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from golive.results import Outcome
+from golive.target.server import RunningTarget
 from tests.helpers.live_sections import golive_cache
-from tests.helpers.scenario import SHORT_LOAD, golive_run, rules
-from tests.helpers.watching import accepted_bundle
 
 
 def _checks(verdict: dict[str, Any]) -> dict[str, Any]:
@@ -124,68 +120,3 @@ async def test_metrics_out_of_reach_is_no_data(real_target: RunningTarget, tmp_p
     assert verdict["outcome"] != "go-live"
     assert code == Outcome.HOLD.exit_code
     await _assert_rederives(tmp_path / "b")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def nocache_target(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningTarget]:
-    paths = await ensure_target("qwen")
-    # the API's cached_tokens on too: the corroboration's "caching off" half is
-    # test_prefix_caching_off_is_hold, on this server (not another one: ~25 s on 2 cores).
-    # The accepted deployment's context length (4096): the watch refuses a server serving
-    # another, and this one stands for that deployment restarted without prefix caching.
-    target = await start_target(
-        paths,
-        ServeOptions(prefix_caching=False, prompt_tokens_details=True),
-        tmp_path_factory.mktemp("nocache"),
-    )
-    try:
-        yield target
-    finally:
-        await stop_target(target)
-
-
-async def test_prefix_caching_off_is_hold(nocache_target: RunningTarget, tmp_path: Path) -> None:
-    """A server with prefix caching off shows no measured reuse: cache not accepted, hold;
-    the API's cached_tokens (this server reports them) agree that nothing was reused."""
-    code, verdict = await golive_cache(nocache_target, tmp_path / "b", "--prefix-tokens", "256")
-    reuse = _checks(verdict)["cache.prefix_reuse"]
-    assert code == Outcome.HOLD.exit_code
-    assert "no measured reuse" in reuse["summary"]
-    assert reuse["measurements"]["warm_engine_reused_max"] == 0
-    assert reuse["measurements"]["warm_cached_tokens_max"] == 0
-
-
-async def test_golive_run_with_prefix_caching_off_is_hold(
-    nocache_target: RunningTarget, tmp_path: Path
-) -> None:
-    """The whole programme on a server without prefix caching: the cache proof holds it."""
-    code, verdict = await golive_run(
-        nocache_target, tmp_path / "b", *SHORT_LOAD, "--max-context", "1024"
-    )
-    assert code == Outcome.HOLD.exit_code
-    fired = rules(verdict)
-    assert "cache.prefix_reuse" in fired["critical-failure"]
-    checks = _checks(verdict)
-    assert checks["agent.one_arg.required"]["status"] == "pass"
-    assert any(c.startswith("capacity.") for c in checks)
-
-
-async def test_a_server_relaunched_without_prefix_caching_is_not_watched(
-    nocache_target: RunningTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The accepted deployment relaunched without prefix caching (same model, same vLLM, no
-    --log given): its own /metrics says so (vllm:cache_config_info), so the watch is refused
-    before its first interval, naming the setting — not watched as the accepted one. (A
-    cache that stops hitting under the same launch fires cache-regression:
-    tests/integration/test_watch_restarts.py.)"""
-    accepted = await accepted_bundle(tmp_path / "accepted")
-    argv = ["watch", "--target", nocache_target.url, "--accepted", str(accepted)]
-    argv += ["--out", str(tmp_path / "w"), "--duration", "5", "--interval", "1"]
-    code = await asyncio.to_thread(main, argv)
-    assert code == EXIT_USAGE
-    refused = capsys.readouterr().err
-    assert (
-        "engine cache setting enable_prefix_caching (vllm:cache_config_info): 'False' here, "
-        in (refused)
-    )
-    assert "'True' accepted" in refused

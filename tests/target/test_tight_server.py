@@ -41,7 +41,7 @@ async def test_the_api_field_corroborates_where_the_server_reports_it(
 ) -> None:
     """The cache proof on a server started with --enable-prompt-tokens-details: reuse is
     accepted and the API agrees with the counters (the caching-off half is
-    test_cache.py's, on nocache_target, which reports the field too). One sequence at a time
+    test_smollm2_server.py's, on a server that reports the field too). One sequence at a time
     and 512 tokens are room enough for a 320-token prefix."""
     code, verdict = await golive_cache(tight_target, tmp_path / "b", "--prefix-tokens", "320")
     reuse = {c["id"]: c for c in verdict["checks"]}["cache.prefix_reuse"]

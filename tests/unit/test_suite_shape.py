@@ -34,7 +34,7 @@ def test_every_test_has_a_docstring_saying_what_it_proves() -> None:
 
 def test_only_tests_under_target_start_a_real_engine() -> None:
     """A test outside tests/target that asks for a real-engine fixture is named here."""
-    engine = ("real_target", "smollm2_target", "nocache_target", "tight_target")
+    engine = ("real_target", "smollm2_target", "tight_target")
     outside = [
         f"{p.relative_to(TESTS)}::{n.name}"
         for p, n in _tests()
