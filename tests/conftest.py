@@ -6,14 +6,16 @@ from __future__ import annotations
 import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from golive.bundle.layout import MANIFEST
 from golive.orchestration.rederive import Rederived, rederive
 from golive.results import Outcome
-from tests.helpers.ray_cluster import LoopbackCluster, three_node_cluster
+
+if TYPE_CHECKING:  # the Ray helper imports ray (golive[ray]): only where a test asks for it
+    from tests.helpers.ray_cluster import LoopbackCluster
 
 
 @pytest.fixture(autouse=True)
@@ -144,6 +146,8 @@ def _uses_ray_cluster(item: pytest.Item) -> bool:
 
 # the one loopback Ray cluster the tests share while it runs: (its generator, the cluster)
 _RAY_CLUSTER: list[tuple[Generator[LoopbackCluster], LoopbackCluster]] = []
+# why it could not start, kept: the next test that asks fails at once, not after another try
+_RAY_CLUSTER_FAILED: list[BaseException] = []
 
 
 @pytest.fixture(scope="session")
@@ -162,10 +166,18 @@ def ray_cluster(
     """A head and two workers on loopback (tests/helpers/ray_cluster.py), started by the first
     test that asks for it and stopped after the last one in the running order: one start
     (~15 s on 2 cores) for test_ray.py and test_ray_load.py, and no Ray processes beside the
-    rest of the one-worker group (`running_order` puts its users together)."""
+    rest of the one-worker group (`running_order` puts its users together, first)."""
+    if _RAY_CLUSTER_FAILED:
+        raise _RAY_CLUSTER_FAILED[0]
     if not _RAY_CLUSTER:
+        from tests.helpers.ray_cluster import three_node_cluster
+
         started = three_node_cluster()
-        _RAY_CLUSTER.append((started, next(started)))
+        try:
+            _RAY_CLUSTER.append((started, next(started)))
+        except BaseException as exc:
+            _RAY_CLUSTER_FAILED.append(exc)
+            raise
     yield _RAY_CLUSTER[0][1]
     items = request.session.items
     later = items[items.index(request.node) + 1 :] if request.node in items else []

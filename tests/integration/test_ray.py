@@ -188,7 +188,8 @@ async def test_run_reads_the_chain_and_every_nodes_gpu_memory(
 async def test_a_node_removed_mid_collection_is_no_data(
     ray_cluster: LoopbackCluster, tmp_path: Path
 ) -> None:
-    """Runs last: it takes a node away. Its nvidia-smi stalls; the node goes while it does.
+    """A fourth node joins and goes again (the cluster's three stay for the tests after it):
+    its nvidia-smi stalls; the node goes while it does.
     decide judges the node checks again from environment/ray-nodes.json: a verdict edited to
     drop the missing node's check, re-sealed, is not agreed to and the node is no_data again
     (these checks were taken as sealed before)."""

@@ -105,4 +105,7 @@ async def test_golive_run_with_the_weak_model_without_caching_holds_on_both(
     fired = rules(verdict)
     assert "agent.one_arg.required" in fired["agent-protocol-failure"]
     assert "cache.prefix_reuse" in fired["critical-failure"]
+    # each defect holds on its own, not only beside the other (or the run's small sizes)
+    outcomes = {r["rule"]: r["outcome"] for r in verdict["rules_fired"]}
+    assert outcomes["agent-protocol-failure"] == outcomes["critical-failure"] == "hold", outcomes
     assert any(c.startswith("capacity.") for c in _checks(verdict))

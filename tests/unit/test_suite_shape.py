@@ -79,3 +79,17 @@ def test_a_test_that_stops_the_session_server_runs_last_of_its_group(
     if stops:
         assert group[-len(stops) :] == stops
         assert items[: len(group)] == group  # the group first, as one unit
+
+
+def test_the_shared_ray_cluster_is_used_only_at_the_head_of_the_group(
+    request: pytest.FixtureRequest,
+) -> None:
+    """The tests on the shared Ray cluster (`ray_cluster`, stopped after its last user) are in
+    the one-worker group and run first of it, one after another: a user elsewhere, or one
+    later in the group, would keep the cluster's processes running beside the engine's
+    tests."""
+    items = request.session.items
+    group = [i for i in items if in_serial_group(i.nodeid)]
+    users = [i for i in items if "ray_cluster" in getattr(i, "fixturenames", ())]
+    assert all(in_serial_group(i.nodeid) for i in users), [i.nodeid for i in users]
+    assert group[: len(users)] == users
