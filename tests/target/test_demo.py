@@ -1,38 +1,26 @@
 """`golive demo`, the README's first command, end to end on the real local target: the whole
 programme, the verdict, the sign-off record, the report (rendered in headless Chromium) and
-`golive decide` agreeing with the sealed verdict; and its smoke section, every post-start
-request class through the installed console script (one demo run for both: ~6 min on a
-2-core float32 engine)."""
+`golive decide` agreeing with the sealed verdict."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from tests.helpers.browser import dom, screenshot
 
 SECTIONS = ("environment.", "startup.", "smoke.", "capacity.", "cache.", "agent.")
 
 
-@dataclass(frozen=True)
-class DemoRun:
-    run: subprocess.CompletedProcess[str]
-    out: Path
-    junit: Path
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
-    """`golive demo --json --junit`, run once through the installed console script."""
-    root = tmp_path_factory.mktemp("demo")
-    out, junit = root / "demo", root / "junit.xml"
+def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(tmp_path: Path) -> None:
+    """golive demo runs the whole programme on the local vLLM, holds on the Agent cases the model
+    fails in every run (tool_choice=auto writes calls into content: not a bounded defect), and
+    stops the server."""
     golive = Path(sys.executable).with_name("golive")
+    out = tmp_path / "demo"
+    junit = tmp_path / "junit.xml"
     run = subprocess.run(
         [str(golive), "demo", "--out", str(out), "--json", "--junit", str(junit)],
         capture_output=True,
@@ -40,45 +28,6 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
         timeout=1500,
         check=False,
     )
-    return DemoRun(run, out, junit)
-
-
-def _checks(verdict: dict[str, Any]) -> dict[str, Any]:
-    return {c["id"]: c for c in verdict["checks"]}
-
-
-def test_the_demo_runs_every_smoke_request_class(demo: DemoRun) -> None:
-    """The demo's smoke section, run by the installed console script, sends every post-start
-    request class to the real engine and each passes: a long context (about a quarter of the
-    server's 4,096 tokens), multimodal skipped on a text model, a tool call, the shared
-    prompt (the default server reports no cached_tokens), two concurrent sessions and a
-    sustained run without a failure."""
-    verdict = json.loads(demo.run.stdout)
-    checks = _checks(verdict)
-    assert checks["smoke.coverage"]["status"] == "pass", checks["smoke.coverage"]["summary"]
-    assert checks["smoke.long_context"]["status"] == "pass"
-    assert checks["smoke.long_context"]["measurements"]["prompt_tokens"] > 700
-    assert checks["smoke.multimodal"]["status"] == "skipped"
-    assert checks["smoke.tools_structured"]["measurements"]["tool_calls"] >= 1
-    shared = checks["smoke.shared_prompt"]["measurements"]
-    assert shared["cached_tokens_1"] is None  # the default server does not report it
-    assert abs(shared["prompt_tokens_0"] - shared["prompt_tokens_1"]) <= 8
-    assert checks["smoke.concurrent_sessions"]["measurements"]["requests"] == 2
-    assert checks["smoke.sustained"]["measurements"]["failed"] == 0
-    failed = [
-        c["id"] for c in checks.values() if c["id"].startswith("smoke.") and c["status"] == "fail"
-    ]
-    assert failed == [], failed
-
-
-def test_demo_runs_the_whole_programme_and_stops_the_local_vllm(
-    demo: DemoRun, tmp_path: Path
-) -> None:
-    """golive demo runs the whole programme on the local vLLM, holds on the Agent cases the model
-    fails in every run (tool_choice=auto writes calls into content: not a bounded defect), and
-    stops the server."""
-    golive = Path(sys.executable).with_name("golive")
-    run, out, junit = demo.run, demo.out, demo.junit
     verdict = json.loads(run.stdout)
     checks = {c["id"]: c for c in verdict["checks"]}
     # Qwen + hermes: the core path passes; tool_choice=auto writes calls into content in

@@ -6,6 +6,8 @@ import itertools
 import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -159,6 +161,56 @@ async def test_streamed_tool_call_matches_the_non_streamed_one(real_target: Runn
     assert json.loads(streamed_call.arguments) == json.loads(call["arguments"])
     assert "city" in json.loads(streamed_call.arguments)
     assert len(streamed.record.chunks) > 2
+
+
+def test_console_script_smoke_with_every_request_class(
+    real_target: RunningTarget, tmp_path: Path
+) -> None:
+    """The installed `golive smoke` runs every post-start request class on the real engine,
+    prints JSON, exits 0 and leaves a bundle verify accepts."""
+    out = tmp_path / "cli"
+    config = tmp_path / "golive.yaml"
+    config.write_text(
+        "smoke:\n  max_tokens: 16\n  long_context_fraction: 0.2\n  concurrent_sessions: 2\n"
+        "  sustained_s: 8\n  shared_prompt_repeats: 2\n"
+    )
+    golive = Path(sys.executable).with_name("golive")
+    run = subprocess.run(
+        [
+            str(golive),
+            "smoke",
+            "--target",
+            real_target.url,
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    verdict = json.loads(run.stdout)
+    checks = _checks(verdict)
+    assert run.returncode == 0, [(c["id"], c["summary"]) for c in verdict["checks"]]
+    assert verdict["outcome"] == "section-passed"
+    assert verdict["sections_missing"] == ["env", "capacity", "cache", "agent"]
+    assert checks["smoke.long_context"]["measurements"]["prompt_tokens"] > 700
+    assert checks["smoke.multimodal"]["status"] == "skipped"
+    assert checks["smoke.tools_structured"]["measurements"]["tool_calls"] >= 1
+    shared = checks["smoke.shared_prompt"]["measurements"]
+    assert shared["cached_tokens_1"] is None  # the default server does not report it
+    assert abs(shared["prompt_tokens_0"] - shared["prompt_tokens_1"]) <= 8
+    assert checks["smoke.concurrent_sessions"]["measurements"]["requests"] == 2
+    assert checks["smoke.sustained"]["measurements"]["failed"] == 0
+    verified = subprocess.run(
+        [str(golive), "verify", str(out)], capture_output=True, text=True, check=False
+    )
+    assert verified.returncode == 0
+    assert "intact" in verified.stdout
 
 
 async def test_concurrent_schedule_through_one_pool(real_target: RunningTarget) -> None:
