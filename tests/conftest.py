@@ -135,13 +135,20 @@ def running_order(item: pytest.Item) -> tuple[bool, bool, bool]:
     last."""
     return (
         not in_serial_group(item.nodeid),
-        not _uses_ray_cluster(item),
+        not uses_fixture(item, "ray_cluster"),
         item.get_closest_marker("stops_the_target") is not None,
     )
 
 
-def _uses_ray_cluster(item: pytest.Item) -> bool:
-    return "ray_cluster" in getattr(item, "fixturenames", ())
+def uses_fixture(item: pytest.Item, name: str) -> bool:
+    return name in getattr(item, "fixturenames", ())
+
+
+def later_users(request: pytest.FixtureRequest, name: str) -> list[pytest.Item]:
+    """The tests after the requesting one, in the running order, that use fixture `name`:
+    who still needs a shared server or cluster that this test would stop."""
+    items = request.session.items
+    return [i for i in items[items.index(request.node) + 1 :] if uses_fixture(i, name)]
 
 
 # the one loopback Ray cluster the tests share while it runs: (its generator, the cluster)
@@ -179,9 +186,7 @@ def ray_cluster(
             _RAY_CLUSTER_FAILED.append(exc)
             raise
     yield _RAY_CLUSTER[0][1]
-    items = request.session.items
-    later = items[items.index(request.node) + 1 :] if request.node in items else []
-    if not any(_uses_ray_cluster(i) for i in later):
+    if not later_users(request, "ray_cluster"):
         _RAY_CLUSTER.pop()[0].close()  # its finally shuts the cluster down
 
 

@@ -16,6 +16,7 @@ import pytest_asyncio
 
 from golive.target.install import ensure_target
 from golive.target.server import RunningTarget, ServeOptions, start_target, stop_target
+from tests.conftest import later_users
 from tests.helpers.scenario import SMALL_RUN, KeyedRun
 
 # the session servers a `stops_the_target` test stopped: not signalled again (their PID may
@@ -47,8 +48,7 @@ def stop_real_target(
     assert request.node.get_closest_marker("stops_the_target") is not None, (
         f"{request.node.nodeid} stops the session's server: mark it stops_the_target"
     )
-    items = request.session.items
-    later = [i.nodeid for i in items[items.index(request.node) + 1 :] if _uses_real_target(i)]
+    later = [i.nodeid for i in later_users(request, "real_target")]
     assert not later, f"the session's server is still needed after this test by {later[:3]}"
 
     async def stop() -> None:
@@ -56,10 +56,6 @@ def stop_real_target(
         _STOPPED.add(real_target.pid)  # stopped whole: the finalizer leaves its PID alone
 
     return stop
-
-
-def _uses_real_target(item: pytest.Item) -> bool:
-    return "real_target" in getattr(item, "fixturenames", ())
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
