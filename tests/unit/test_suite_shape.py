@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import in_serial_group
+from tests.conftest import in_serial_group, uses_fixture
 
 TESTS = Path(__file__).parents[1]
 
@@ -90,6 +90,6 @@ def test_the_shared_ray_cluster_is_used_only_at_the_head_of_the_group(
     tests."""
     items = request.session.items
     group = [i for i in items if in_serial_group(i.nodeid)]
-    users = [i for i in items if "ray_cluster" in getattr(i, "fixturenames", ())]
+    users = [i for i in items if uses_fixture(i, "ray_cluster")]
     assert all(in_serial_group(i.nodeid) for i in users), [i.nodeid for i in users]
     assert group[: len(users)] == users
