@@ -7,11 +7,12 @@ Starts the bundled Qwen target (`golive.target`) with KEY=VALUE added to its env
 VLLM_CPU_OMP_THREADS_BIND=1 to pin it to core 1), optionally beside a busy loop (`idle`:
 SCHED_IDLE, `nice`: niceness 15, the pure test tiers' old priority), sends the same small
 chat requests a test sends, and prints one JSON line: answers per second at concurrency 1
-and 4 with 6 and 64 output tokens, one 200-token answer, a decode step's milliseconds with
-one and four answers in the batch, and a 400- and a 1,000-token prefill's seconds. Two runs
-at once (each with its own core bound) measure two engines side by side; `--dtype` serves
-another dtype than golive's choice for the CPU. Measured on 2026-12-06 and 2026-12-07:
-docs/development.md, "What another process costs the engine" and "The engine's floor".
+and 4 with 6 and 64 output tokens, one 200-token answer, the milliseconds a decoded token
+takes with one and four answers in the batch, and a 400- and a 1,000-token prefill's
+seconds. Two runs at once (each with its own core bound) measure two engines side by side;
+`--dtype` serves another dtype than golive's choice for the CPU. Measured on 2026-12-06 and
+2026-12-07: docs/development.md, "What another process costs the engine" and "Why `make
+test` is not under 15 minutes on the 2-core VMs seen".
 """
 
 from __future__ import annotations
@@ -75,9 +76,10 @@ async def rate(
 
 
 async def step_ms(session: aiohttp.ClientSession, url: str, model: str, concurrency: int) -> float:
-    """One decode step's milliseconds with `concurrency` answers in the batch: each decodes
-    STEPS tokens whatever it says (distinct prompts, so none waits on another's prefill
-    from a cache)."""
+    """The milliseconds a decoded token takes with `concurrency` answers in the batch: each
+    decodes STEPS tokens whatever it says (distinct prompts, so none waits on another's
+    prefill from a cache), and the answers' wall time is divided by STEPS, so the short
+    prompts' prefill and HTTP are in it too."""
     began = time.perf_counter()
     await asyncio.gather(
         *(
